@@ -1,0 +1,38 @@
+//! The pure model of topo-run's process-group hierarchy.
+//!
+//! Inputs: for every rank its node and its PMIx locality string ([`LocalityString`]), and
+//! optionally the network's switch tree ([`NetworkMap`]). Output: the groups at every level,
+//! bottom-up from caches to NUMA nodes, sockets, nodes, switches and the world
+//! ([`Hierarchy`]), and each rank's part of it as the text the launcher exports
+//! ([`RankPlan`]).
+//!
+//! No unsafe code, no FFI, no I/O beyond `from_reader`.
+#![forbid(unsafe_code)]
+
+mod build;
+mod digest;
+mod error;
+pub mod hostlist;
+mod indexlist;
+mod intranode;
+mod job;
+mod jobspec;
+mod level;
+mod locality;
+mod netmap;
+mod plan;
+pub mod ranges;
+mod shape;
+mod yaml;
+
+pub use build::{Group, Hierarchy, build};
+pub use digest::Digest;
+pub use error::{Error, ErrorKind, Result};
+pub use indexlist::IndexList;
+pub use job::{Job, NodeId};
+pub use jobspec::{Binding, Distribution, Mapping, job_from_reader, job_from_str};
+pub use level::{IntraLevel, LevelFilter, LevelName};
+pub use locality::{LocalityString, ObjectKind};
+pub use netmap::{MapFormat, NetworkMap, SwitchId};
+pub use plan::{MAX_PLAN_MEMBERS, PLAN_VERSION, PlanGroup, RankPlan};
+pub use shape::MachineShape;

@@ -1,0 +1,293 @@
+//! One rank's plan as exported by the launcher in `TOPO_RUN_PLAN` (DESIGN §5), and its
+//! versioned text encoding.
+//!
+//! ```text
+//! v1;rank=0;size=108;node=node01;local=0/36;shm=topo-run.42.0.node01;digest=<32 hex>;
+//! settings=key:value,...;groups=numa@0-17/node@0,18/switch1@0,36/world@0,72;check=<16 hex>
+//! ```
+//! (one line, no spaces). Strings are percent-encoded outside `[A-Za-z0-9._/-]`. `check` is
+//! FNV-1a-64 over everything before `;check=`, so truncation or an edit is caught.
+
+use std::fmt::Write;
+
+use crate::build::Hierarchy;
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::level::LevelName;
+use crate::ranges;
+
+/// The encoding version this crate writes and reads.
+pub const PLAN_VERSION: u32 = 1;
+
+/// The most ranks a decoded plan may list in all its groups together.
+pub const MAX_PLAN_MEMBERS: usize = 1 << 24;
+
+/// One group of a rank's plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanGroup {
+    /// Its level.
+    pub level: LevelName,
+    /// Members, ascending; `members[0]` leads.
+    pub members: Vec<u32>,
+}
+
+/// Everything one rank needs to run the hierarchical collectives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RankPlan {
+    /// This rank.
+    pub rank: u32,
+    /// Number of ranks in the job.
+    pub size: u32,
+    /// The node this rank runs on.
+    pub node: String,
+    /// Position of this rank among the ranks of its node.
+    pub local_rank: u32,
+    /// Number of ranks on this node.
+    pub local_size: u32,
+    /// Name of the node's shared-memory segment (unique per job, step and node).
+    pub shm_name: String,
+    /// Digest of the whole job's inputs.
+    pub digest: Digest,
+    /// Runtime settings (algorithms, queue sizes, ...), as key/value pairs.
+    pub settings: Vec<(String, String)>,
+    /// The groups this rank belongs to, bottom-up.
+    pub groups: Vec<PlanGroup>,
+}
+
+impl Hierarchy {
+    /// The groups of `rank`, bottom-up, as plan groups.
+    pub fn plan_groups(&self, rank: u32) -> Vec<PlanGroup> {
+        self.groups_of(rank)
+            .map(|g| PlanGroup {
+                level: g.level,
+                members: g.members.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Orders levels bottom-up across kinds: intra-node, node, switches by height, world.
+fn height(level: LevelName) -> u32 {
+    match level {
+        LevelName::Intra(_) => 0,
+        LevelName::Node => 1,
+        LevelName::Switch(h) => 1 + u32::from(h),
+        LevelName::World => u32::MAX,
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+fn unescape(s: &str, field: &str) -> Result<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = s.get(i + 1..i + 3).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+                let Some(hex) = hex else {
+                    return Err(Error::plan(format!("field {field}: bad %-escape")));
+                };
+                out.push(u8::from_str_radix(hex, 16).unwrap_or(0));
+                i += 3;
+            }
+            b if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/') => {
+                out.push(b);
+                i += 1;
+            }
+            b => {
+                return Err(Error::plan(format!(
+                    "field {field}: unexpected character {:?}",
+                    b as char
+                )));
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| Error::plan(format!("field {field}: not UTF-8")))
+}
+
+impl RankPlan {
+    /// The plan as one line of text for the environment.
+    pub fn encode(&self) -> String {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "v{PLAN_VERSION};rank={};size={};node={};local={}/{};shm={};digest={};settings=",
+            self.rank,
+            self.size,
+            escape(&self.node),
+            self.local_rank,
+            self.local_size,
+            escape(&self.shm_name),
+            self.digest
+        );
+        for (i, (k, v)) in self.settings.iter().enumerate() {
+            let _ = write!(s, "{}{}:{}", if i > 0 { "," } else { "" }, escape(k), escape(v));
+        }
+        s.push_str(";groups=");
+        for (i, g) in self.groups.iter().enumerate() {
+            let _ = write!(
+                s,
+                "{}{}@{}",
+                if i > 0 { "/" } else { "" },
+                g.level,
+                ranges::encode(&g.members)
+            );
+        }
+        let check = fnv1a(s.as_bytes());
+        let _ = write!(s, ";check={check:016x}");
+        s
+    }
+
+    /// Reads a plan written by [`RankPlan::encode`], rejecting anything malformed,
+    /// inconsistent or of another version.
+    pub fn decode(text: &str) -> Result<Self> {
+        let text = text.trim_end_matches(['\n', '\r']);
+        let Some(version) = text.split(';').next().and_then(|v| v.strip_prefix('v')) else {
+            return Err(Error::plan("it does not start with a version (v1;...)"));
+        };
+        if version != PLAN_VERSION.to_string() {
+            return Err(Error::plan(format!(
+                "version {version:?}, but this topo-run reads version {PLAN_VERSION}; \
+                 the launcher and the runtime come from different topo-run releases"
+            )));
+        }
+        let Some((body, check)) = text.rsplit_once(";check=") else {
+            return Err(Error::plan("the check field is missing (truncated?)"));
+        };
+        if u64::from_str_radix(check, 16).ok() != Some(fnv1a(body.as_bytes())) || check.len() != 16
+        {
+            return Err(Error::plan(
+                "checksum mismatch: the variable was truncated or modified after topo-run wrote it",
+            ));
+        }
+        let mut fields: [Option<&str>; 8] = [None; 8];
+        const NAMES: [&str; 8] =
+            ["rank", "size", "node", "local", "shm", "digest", "settings", "groups"];
+        for field in body.split(';').skip(1) {
+            let (k, v) = field
+                .split_once('=')
+                .ok_or_else(|| Error::plan(format!("field {field:?} has no '='")))?;
+            let i = NAMES
+                .iter()
+                .position(|n| *n == k)
+                .ok_or_else(|| Error::plan(format!("unknown field {k:?}")))?;
+            if fields[i].replace(v).is_some() {
+                return Err(Error::plan(format!("field {k:?} appears twice")));
+            }
+        }
+        let get = |i: usize| fields[i].ok_or_else(|| Error::plan(format!("missing field {:?}", NAMES[i])));
+        let num = |i: usize, s: &str| -> Result<u32> {
+            s.parse::<u32>()
+                .ok()
+                .filter(|_| s.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| Error::plan(format!("field {}: {s:?} is not a number", NAMES[i])))
+        };
+        let rank = num(0, get(0)?)?;
+        let size = num(1, get(1)?)?;
+        let node = unescape(get(2)?, "node")?;
+        let (lr, ls) = get(3)?
+            .split_once('/')
+            .ok_or_else(|| Error::plan("field local: expected LOCAL_RANK/LOCAL_SIZE"))?;
+        let (local_rank, local_size) = (num(3, lr)?, num(3, ls)?);
+        let shm_name = unescape(get(4)?, "shm")?;
+        let digest = get(5)?.parse().map_err(Error::plan)?;
+        let mut settings = Vec::new();
+        let raw_settings = get(6)?;
+        if !raw_settings.is_empty() {
+            for kv in raw_settings.split(',') {
+                let (k, v) = kv
+                    .split_once(':')
+                    .ok_or_else(|| Error::plan(format!("setting {kv:?} has no ':'")))?;
+                settings.push((unescape(k, "settings")?, unescape(v, "settings")?));
+            }
+        }
+        let mut groups = Vec::new();
+        let mut budget = MAX_PLAN_MEMBERS;
+        let raw_groups = get(7)?;
+        if !raw_groups.is_empty() {
+            for g in raw_groups.split('/') {
+                let (level, members) = g
+                    .split_once('@')
+                    .ok_or_else(|| Error::plan(format!("group {g:?} has no '@'")))?;
+                let level: LevelName = level.parse().map_err(Error::plan)?;
+                let members = ranges::decode(members, budget)
+                    .map_err(|e| Error::plan(format!("group {level}: {e}")))?;
+                budget -= members.len();
+                groups.push(PlanGroup { level, members });
+            }
+        }
+        let plan = RankPlan {
+            rank,
+            size,
+            node,
+            local_rank,
+            local_size,
+            shm_name,
+            digest,
+            settings,
+            groups,
+        };
+        plan.validate()?;
+        Ok(plan)
+    }
+
+    /// Checks the invariants every plan built by topo-run satisfies.
+    pub fn validate(&self) -> Result<()> {
+        let fail = |m: String| Err(Error::plan(m));
+        if self.size == 0 || self.rank >= self.size {
+            return fail(format!("rank {} is not below size {}", self.rank, self.size));
+        }
+        if self.local_size == 0 || self.local_rank >= self.local_size || self.local_size > self.size
+        {
+            return fail(format!(
+                "local rank {}/{} does not fit a job of {}",
+                self.local_rank, self.local_size, self.size
+            ));
+        }
+        crate::job::validate_node_name(&self.node).or_else(|e| fail(e.to_string()))?;
+        let mut prev: Option<&PlanGroup> = None;
+        for g in &self.groups {
+            let m = &g.members;
+            if m.len() < 2 {
+                return fail(format!("group {} has fewer than two members", g.level));
+            }
+            if m.windows(2).any(|w| w[0] >= w[1]) || m[m.len() - 1] >= self.size {
+                return fail(format!("group {} members are not ascending ranks below size", g.level));
+            }
+            if m.binary_search(&self.rank).is_err() {
+                return fail(format!("rank {} is not a member of its {} group", self.rank, g.level));
+            }
+            if let Some(p) = prev {
+                if height(g.level) < height(p.level) || g.level == p.level {
+                    return fail(format!("level {} follows {}: not bottom-up", g.level, p.level));
+                }
+                if p.members[0] != self.rank {
+                    return fail(format!(
+                        "rank {} is in a {} group but does not lead its {} group",
+                        self.rank, g.level, p.level
+                    ));
+                }
+            }
+            prev = Some(g);
+        }
+        Ok(())
+    }
+}
