@@ -188,15 +188,18 @@ pub fn build(job: &Job, map: Option<&NetworkMap>, filter: &LevelFilter) -> Resul
     })
 }
 
-/// Adds one node's level sequence to the job-wide list, keeping each node's order.
+/// Adds one node's level sequence to the job-wide list, keeping each node's order. A level
+/// new to the list goes after this node's previous level and before the first level that is
+/// coarser in hardware order.
 fn merge_levels(all: &mut Vec<LevelName>, node: &[LevelName]) {
     let mut at = 0;
     for l in node {
         match all.iter().position(|x| x == l) {
             Some(i) => at = at.max(i + 1),
             None => {
-                all.insert(at, *l);
-                at += 1;
+                let pos = (at..all.len()).find(|&i| all[i] > *l).unwrap_or(all.len());
+                all.insert(pos, *l);
+                at = pos + 1;
             }
         }
     }

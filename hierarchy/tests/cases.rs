@@ -1,0 +1,273 @@
+//! Hand-checked cluster shapes. Every expected plan below was worked out by hand from
+//! DESIGN §4.
+
+use topo_hierarchy::{Hierarchy, LevelFilter, NetworkMap, build, job_from_str};
+
+/// The plan of `rank` as `["level:members", ...]`, members compacted.
+fn plan(h: &Hierarchy, rank: u32) -> Vec<String> {
+    h.groups_of(rank)
+        .map(|g| format!("{}:{}", g.level, topo_hierarchy::ranges::encode(&g.members)))
+        .collect()
+}
+
+fn hier(job: &str, map: Option<&str>, levels: Option<&str>) -> Hierarchy {
+    let job = job_from_str(job).unwrap();
+    let map = map.map(|m| NetworkMap::from_str(m).unwrap());
+    let filter = levels.map_or_else(LevelFilter::all, |l| LevelFilter::parse(l).unwrap());
+    build(&job, map.as_ref(), &filter).unwrap()
+}
+
+const PAPER_JOB: &str = "
+layout:
+  nodes: node[01-02,48]
+  ranks_per_node: 36
+  hardware: {sockets: 2, numa_per_socket: 1, cores_per_numa: 18}
+";
+const PAPER_MAP: &str = "
+switches:
+  sw11: {nodes: 'node[01-16]'}
+  sw12: {nodes: 'node[17-32]'}
+  sw13: {nodes: 'node[33-48]'}
+  sw14: {nodes: 'node[49-64]'}
+";
+
+#[test]
+fn paper_worked_example() {
+    let h = hier(PAPER_JOB, Some(PAPER_MAP), None);
+    assert_eq!(h.size(), 108);
+    assert_eq!(plan(&h, 0), ["numa:0-17", "node:0,18", "switch1:0,36", "world:0,72"]);
+    assert_eq!(plan(&h, 1), ["numa:0-17"]);
+    assert_eq!(plan(&h, 36), ["numa:36-53", "node:36,54", "switch1:0,36"]);
+    assert_eq!(plan(&h, 72), ["numa:72-89", "node:72,90", "world:0,72"]);
+    assert_eq!(plan(&h, 90), ["numa:90-107", "node:72,90"]);
+    let levels: Vec<String> = h.levels().iter().map(ToString::to_string).collect();
+    assert_eq!(levels, ["numa", "node", "switch1", "world"]);
+}
+
+#[test]
+fn paper_example_with_levels_switched_off() {
+    let h = hier(PAPER_JOB, Some(PAPER_MAP), Some("node,switch1"));
+    assert_eq!(plan(&h, 0), ["node:0-35", "switch1:0,36", "world:0,72"]);
+    // Without `node`, the NUMA groups' leaders meet at the leaf switch.
+    let h = hier(PAPER_JOB, Some(PAPER_MAP), Some("numa,switch1"));
+    assert_eq!(plan(&h, 18), ["numa:18-35", "switch1:0-54:18"]);
+    assert_eq!(plan(&h, 0), ["numa:0-17", "switch1:0-54:18", "world:0,72"]);
+    // Only `world`: one flat group.
+    let h = hier(PAPER_JOB, Some(PAPER_MAP), Some("world"));
+    assert_eq!(plan(&h, 5), ["world:0-107"]);
+}
+
+#[test]
+fn map_by_numa() {
+    let h = hier(
+        "layout: {nodes: n1, ranks_per_node: 8, mapping: by-numa,
+                  hardware: {sockets: 2, numa_per_socket: 2, cores_per_numa: 2}}",
+        None,
+        None,
+    );
+    assert_eq!(plan(&h, 0), ["numa:0,4", "socket:0,1", "node:0,2"]);
+    assert_eq!(plan(&h, 1), ["numa:1,5", "socket:0,1"]);
+    assert_eq!(plan(&h, 2), ["numa:2,6", "socket:2,3", "node:0,2"]);
+    assert_eq!(plan(&h, 4), ["numa:0,4"]);
+}
+
+#[test]
+fn amd_l3_per_ccx() {
+    let h = hier(
+        "layout: {nodes: 'n[1-2]', ranks_per_node: 16,
+                  hardware: {sockets: 1, cores_per_numa: 16, l3_per_socket: 4}}",
+        None,
+        None,
+    );
+    // numa == socket == the whole node: dropped in favour of `node`.
+    assert_eq!(plan(&h, 0), ["l3:0-3", "node:0-12:4", "world:0,16"]);
+    assert_eq!(plan(&h, 5), ["l3:4-7"]);
+    assert_eq!(plan(&h, 20), ["l3:20-23", "node:16-28:4"]);
+}
+
+#[test]
+fn intel_sub_numa_clustering() {
+    let h = hier(
+        "layout: {nodes: n1, ranks_per_node: 16,
+                  hardware: {sockets: 2, numa_per_socket: 2, cores_per_numa: 4}}",
+        None,
+        None,
+    );
+    // L3 spans the socket, so l3 == socket and the name `socket` wins.
+    assert_eq!(plan(&h, 0), ["numa:0-3", "socket:0,4", "node:0,8"]);
+    assert_eq!(plan(&h, 12), ["numa:12-15", "socket:8,12"]);
+    let levels: Vec<String> = h.levels().iter().map(ToString::to_string).collect();
+    assert_eq!(levels, ["numa", "socket", "node"]);
+}
+
+#[test]
+fn smt_ranks_on_hardware_threads() {
+    let h = hier(
+        "layout: {nodes: n1, ranks_per_node: 4, mapping: by-hwthread,
+                  hardware: {sockets: 1, cores_per_numa: 2, threads_per_core: 2}}",
+        None,
+        None,
+    );
+    // core == l2 == l1 here; `core` names the partition.
+    assert_eq!(plan(&h, 0), ["core:0,1", "node:0,2"]);
+    assert_eq!(plan(&h, 1), ["core:0,1"]);
+    assert_eq!(plan(&h, 3), ["core:2,3"]);
+}
+
+#[test]
+fn multi_tier_topology_conf() {
+    let map = "SwitchName=l1 Nodes=n[1-2]\nSwitchName=l2 Nodes=n[3-4]\nSwitchName=l3 Nodes=n[5-6]\n\
+               SwitchName=agg1 Switches=l[1-2]\nSwitchName=agg2 Switches=l3\n\
+               SwitchName=core Switches=agg[1-2]\n";
+    let h = hier(
+        "layout: {nodes: 'n[1-6]', ranks_per_node: 2,
+                  hardware: {sockets: 1, cores_per_numa: 2}}",
+        Some(map),
+        None,
+    );
+    assert_eq!(plan(&h, 0), ["node:0,1", "switch1:0,2", "switch2:0,4", "switch3:0,8"]);
+    assert_eq!(plan(&h, 8), ["node:8,9", "switch1:8,10", "switch3:0,8"]);
+    assert_eq!(plan(&h, 4), ["node:4,5", "switch1:4,6", "switch2:0,4"]);
+    assert_eq!(plan(&h, 11), ["node:10,11"]);
+    // Keeping only the spine: leaf and aggregation levels vanish, world is not needed.
+    let h = hier(
+        "layout: {nodes: 'n[1-6]', ranks_per_node: 2, hardware: {sockets: 1, cores_per_numa: 2}}",
+        Some(map),
+        Some("node,switch3"),
+    );
+    assert_eq!(plan(&h, 0), ["node:0,1", "switch3:0-10:2"]);
+}
+
+#[test]
+fn cyclic_placement_over_nodes() {
+    let h = hier(
+        "layout: {nodes: 'a,b', ranks_per_node: 4, distribution: cyclic,
+                  hardware: {sockets: 2, cores_per_numa: 2}}",
+        None,
+        None,
+    );
+    assert_eq!(plan(&h, 0), ["numa:0,2", "node:0,4", "world:0,1"]);
+    assert_eq!(plan(&h, 1), ["numa:1,3", "node:1,5", "world:0,1"]);
+    assert_eq!(plan(&h, 6), ["numa:4,6"]);
+}
+
+#[test]
+fn rank_bound_to_two_cores() {
+    let h = hier(
+        "ranks:
+          - {node: n1, locality: 'SK0:L30:L20-1:L10-1:CR0-1:HT0-1:NM0'}
+          - {node: n1, locality: 'SK0:L30:L22:L12:CR2:HT2:NM0'}
+          - {node: n1, locality: 'SK1:L31:L24:L14:CR4:HT4:NM1'}
+          - {node: n1, locality: 'SK1:L31:L25:L15:CR5:HT5:NM1'}",
+        None,
+        None,
+    );
+    // core, l1 and l2 are unusable (rank 0 spans two); l3 == numa == socket.
+    assert_eq!(plan(&h, 0), ["numa:0,1", "node:0,2"]);
+    assert_eq!(plan(&h, 3), ["numa:2,3"]);
+}
+
+#[test]
+fn node_of_unbound_ranks() {
+    let h = hier(
+        "ranks:
+          - {node: n1, locality: 'SK0:CR0:NM0'}
+          - {node: n1, locality: 'SK0:CR1:NM0'}
+          - {node: n1, locality: 'SK1:CR2:NM1'}
+          - {node: n1, locality: 'SK1:CR3:NM1'}
+          - {node: n2}
+          - {node: n2}
+          - {node: n2, locality: 'SK0:CR0:NM0'}
+          - {node: n2}",
+        None,
+        None,
+    );
+    assert_eq!(plan(&h, 0), ["numa:0,1", "node:0,2", "world:0,4"]);
+    assert_eq!(plan(&h, 4), ["node:4-7", "world:0,4"]);
+    assert_eq!(plan(&h, 6), ["node:4-7"]);
+}
+
+#[test]
+fn node_switched_off_keeps_whole_node_level() {
+    let h = hier(
+        "layout: {nodes: 'n[1-2]', ranks_per_node: 4, hardware: {sockets: 1, cores_per_numa: 4}}",
+        None,
+        Some("numa"),
+    );
+    assert_eq!(plan(&h, 0), ["numa:0-3", "world:0,4"]);
+    // And `--levels numa,node` where NUMA == socket still groups by NUMA.
+    let h = hier(PAPER_JOB, None, Some("numa,node"));
+    assert_eq!(plan(&h, 0), ["numa:0-17", "node:0,18", "world:0-72:36"]);
+    let h = hier(PAPER_JOB, None, Some("socket,node"));
+    assert_eq!(plan(&h, 0), ["socket:0-17", "node:0,18", "world:0-72:36"]);
+}
+
+#[test]
+fn heterogeneous_nodes_merge_level_lists() {
+    let h = hier(
+        "ranks:
+          - {node: a, locality: 'SK0:L30:NM0:CR0'}
+          - {node: a, locality: 'SK0:L30:NM0:CR1'}
+          - {node: a, locality: 'SK0:L31:NM0:CR2'}
+          - {node: a, locality: 'SK0:L31:NM0:CR3'}
+          - {node: a, locality: 'SK1:L32:NM1:CR4'}
+          - {node: a, locality: 'SK1:L32:NM1:CR5'}
+          - {node: b, locality: 'SK0:L30:NM0:CR0'}
+          - {node: b, locality: 'SK0:L30:NM1:CR1'}
+          - {node: b, locality: 'SK1:L31:NM2:CR2'}
+          - {node: b, locality: 'SK1:L31:NM3:CR3'}",
+        None,
+        None,
+    );
+    // Node a: l3 (3 groups) below numa (2). Node b: numa (4, singletons: dropped), l3 == socket.
+    assert_eq!(plan(&h, 0), ["l3:0,1", "numa:0,2", "node:0,4", "world:0,6"]);
+    assert_eq!(plan(&h, 6), ["socket:6,7", "node:6,8", "world:0,6"]);
+    let levels: Vec<String> = h.levels().iter().map(ToString::to_string).collect();
+    assert_eq!(levels, ["l3", "numa", "socket", "node", "world"]);
+}
+
+#[test]
+fn missing_node_is_an_error() {
+    let job = job_from_str(PAPER_JOB).unwrap();
+    let map = NetworkMap::from_str("SwitchName=s Nodes=node[01-02]").unwrap();
+    let e = build(&job, Some(&map), &LevelFilter::all()).unwrap_err();
+    assert_eq!(
+        e,
+        topo_hierarchy::Error::NodeNotInMap {
+            node: "node48".into(),
+            others: 0
+        }
+    );
+    assert!(e.to_string().contains("node48"), "{e}");
+}
+
+#[test]
+fn bad_job_descriptions() {
+    for (text, needle) in [
+        ("ranks: []", "empty"),
+        ("{}", "expected a `ranks:`"),
+        ("ranks: [{node: 'bad name'}]", "invalid node name"),
+        ("ranks: [{node: n1, locality: 'SK0:ZZ1'}]", "rank 0"),
+        ("ranks: [{node: n1, colour: red}]", "colour"),
+        ("layout: {nodes: 'n[1-2]', ranks_per_node: 5, hardware: {sockets: 1, cores_per_numa: 4}}", "exceeds"),
+        ("layout: {nodes: 'n[1-', ranks_per_node: 1, hardware: {sockets: 1, cores_per_numa: 4}}", "nodes"),
+        ("layout: {nodes: 'n1,n1', ranks_per_node: 1, hardware: {sockets: 1, cores_per_numa: 4}}", "twice"),
+        ("layout: {nodes: n1, ranks_per_node: 1, hardware: {sockets: 0, cores_per_numa: 4}}", "sockets"),
+        ("layout: {nodes: n1, ranks_per_node: 1, mapping: by-magic, hardware: {sockets: 1, cores_per_numa: 4}}", "by-magic"),
+        ("layout: {nodes: n1, ranks_per_node: 2, ntasks: 3, hardware: {sockets: 1, cores_per_numa: 4}}", "ntasks"),
+        ("ranks: [", ""),
+    ] {
+        let e = job_from_str(text).unwrap_err();
+        assert_eq!(e.kind(), topo_hierarchy::ErrorKind::Job, "{text}");
+        assert!(e.to_string().contains(needle), "{text}: {e}");
+    }
+}
+
+#[test]
+fn json_job_files_parse() {
+    let job = job_from_str(
+        r#"{"ranks": [{"node": "n1", "locality": "SK0:CR0:NM0"}, {"node": "n1", "locality": "SK0:CR1:NM0"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(job.size(), 2);
+}
