@@ -114,7 +114,12 @@ pub fn build(job: &Job, map: Option<&NetworkMap>, filter: &LevelFilter) -> Resul
         for part in &kept {
             let level = LevelName::Intra(part.level);
             let start = groups.len();
-            local = partition(&local, level, |p| Some(part.labels[p as usize]), &mut groups);
+            local = partition(
+                &local,
+                level,
+                |p| Some(part.labels[p as usize]),
+                &mut groups,
+            );
             for g in &mut groups[start..] {
                 g.unit = part.units[g.unit as usize];
                 for m in &mut g.members {
@@ -174,7 +179,11 @@ pub fn build(job: &Job, map: Option<&NetworkMap>, filter: &LevelFilter) -> Resul
         }
     }
     let switch_names = map
-        .map(|m| (0..m.switch_count() as u32).map(|s| m.switch_name(s).to_string()).collect())
+        .map(|m| {
+            (0..m.switch_count() as u32)
+                .map(|s| m.switch_name(s).to_string())
+                .collect()
+        })
         .unwrap_or_default();
     Ok(Hierarchy {
         size,

@@ -43,7 +43,9 @@ impl Digest {
                         loc_text.resize(l + 1, None);
                     }
                     let text = loc_text[l].get_or_insert_with(|| {
-                        job.locality_of(r).map(|x| x.to_string()).unwrap_or_default()
+                        job.locality_of(r)
+                            .map(|x| x.to_string())
+                            .unwrap_or_default()
                     });
                     h.update(format!("{node} {text}\n"));
                 }
@@ -53,7 +55,10 @@ impl Digest {
         if let Some(map) = map {
             h.update(map.canonical());
         }
-        h.update(format!("\nlevels {}\nsettings {settings}\n", filter.canonical()));
+        h.update(format!(
+            "\nlevels {}\nsettings {settings}\n",
+            filter.canonical()
+        ));
         let full = h.finalize();
         let mut out = [0u8; 16];
         out.copy_from_slice(&full[..16]);

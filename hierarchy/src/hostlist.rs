@@ -86,7 +86,13 @@ fn expand_item(item: &str, out: &mut Vec<String>) -> std::result::Result<(), Str
     Ok(())
 }
 
-fn product(literals: &[&str], groups: &[Ranges], k: usize, name: &mut String, out: &mut Vec<String>) {
+fn product(
+    literals: &[&str],
+    groups: &[Ranges],
+    k: usize,
+    name: &mut String,
+    out: &mut Vec<String>,
+) {
     let base = name.len();
     name.push_str(literals[k]);
     if k == groups.len() {
@@ -163,9 +169,7 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
             while k < names.len() {
                 match split_number(names[k].as_ref()) {
                     Some((p2, d2))
-                        if p2 == prefix
-                            && hi < u64::MAX
-                            && d2 == format!("{:0width$}", hi + 1) =>
+                        if p2 == prefix && hi < u64::MAX && d2 == format!("{:0width$}", hi + 1) =>
                     {
                         hi += 1;
                         k += 1;
@@ -216,7 +220,10 @@ mod tests {
 
     #[test]
     fn expands_slurm_examples() {
-        assert_eq!(ex("node[01-03,20]"), ["node01", "node02", "node03", "node20"]);
+        assert_eq!(
+            ex("node[01-03,20]"),
+            ["node01", "node02", "node03", "node20"]
+        );
         assert_eq!(
             ex("rack[1-2]-n[01-02]"),
             ["rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"]
@@ -232,7 +239,16 @@ mod tests {
     #[test]
     fn rejects_malformed() {
         for bad in [
-            "", "n[1-", "n]1", "n[]", "n[a-b]", "n[3-1]", "n[[1]]", "a,,b", "n[1-2", "n [1]",
+            "",
+            "n[1-",
+            "n]1",
+            "n[]",
+            "n[a-b]",
+            "n[3-1]",
+            "n[[1]]",
+            "a,,b",
+            "n[1-2",
+            "n [1]",
             "n[0-99999999999]",
         ] {
             assert!(expand(bad).is_err(), "{bad:?} should fail");

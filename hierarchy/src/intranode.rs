@@ -24,13 +24,16 @@ impl IntraPartition {
     /// Whether every group of `self` lies inside one group of `coarser`.
     fn nests_in(&self, coarser: &IntraPartition) -> bool {
         let mut map = vec![u32::MAX; self.groups()];
-        self.labels.iter().zip(&coarser.labels).all(|(&fine, &coarse)| {
-            let slot = &mut map[fine as usize];
-            if *slot == u32::MAX {
-                *slot = coarse;
-            }
-            *slot == coarse
-        })
+        self.labels
+            .iter()
+            .zip(&coarser.labels)
+            .all(|(&fine, &coarse)| {
+                let slot = &mut map[fine as usize];
+                if *slot == u32::MAX {
+                    *slot = coarse;
+                }
+                *slot == coarse
+            })
     }
 }
 

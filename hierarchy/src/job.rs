@@ -57,7 +57,9 @@ impl Job {
         if node as usize >= self.nodes.len()
             || locality.is_some_and(|l| l as usize >= self.localities.len())
         {
-            return Err(Error::job("internal: rank refers to an unknown node or locality"));
+            return Err(Error::job(
+                "internal: rank refers to an unknown node or locality",
+            ));
         }
         let rank = u32::try_from(self.rank_node.len())
             .ok()

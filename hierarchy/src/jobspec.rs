@@ -162,7 +162,11 @@ fn from_layout(l: &Layout) -> Result<Job> {
         return Err(Error::job("ranks_per_node must be at least 1"));
     }
     let capacity = u64::from(rpn) * nodes.len() as u64;
-    let ntasks = u64::from(l.ntasks.unwrap_or(u32::MAX).min(capacity.min(u64::from(u32::MAX)) as u32));
+    let ntasks = u64::from(
+        l.ntasks
+            .unwrap_or(u32::MAX)
+            .min(capacity.min(u64::from(u32::MAX)) as u32),
+    );
     if l.ntasks == Some(0) || l.ntasks.is_some_and(|n| u64::from(n) > capacity) {
         return Err(Error::job(format!(
             "ntasks {} does not fit {} nodes x {rpn} ranks per node",
@@ -179,7 +183,10 @@ fn from_layout(l: &Layout) -> Result<Job> {
     });
     let mut job = Job::new();
     let local_locs: Vec<Option<u32>> = (0..rpn)
-        .map(|i| Ok(place(&shape, l.mapping, bind, i)?.map(|pus| job.intern_locality(shape.locality(&pus)))))
+        .map(|i| {
+            Ok(place(&shape, l.mapping, bind, i)?
+                .map(|pus| job.intern_locality(shape.locality(&pus))))
+        })
         .collect::<Result<_>>()?;
     let mut node_ids: Vec<Option<u32>> = vec![None; nodes.len()];
     let n = nodes.len() as u64;
@@ -202,7 +209,12 @@ fn from_layout(l: &Layout) -> Result<Job> {
 }
 
 /// The PUs a node's `i`-th rank is bound to, or `None` when unbound.
-fn place(shape: &MachineShape, mapping: Mapping, bind: Binding, i: u32) -> Result<Option<IndexList>> {
+fn place(
+    shape: &MachineShape,
+    mapping: Mapping,
+    bind: Binding,
+    i: u32,
+) -> Result<Option<IndexList>> {
     let cores = shape.cores();
     let tpc = shape.threads_per_core;
     let too_many = |what: &str, n: u32| {

@@ -226,10 +226,20 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for s in ["core", "l1", "l2", "l3", "numa", "socket", "node", "switch1", "switch12", "world"] {
+        for s in [
+            "core", "l1", "l2", "l3", "numa", "socket", "node", "switch1", "switch12", "world",
+        ] {
             assert_eq!(s.parse::<LevelName>().unwrap().to_string(), s);
         }
-        for bad in ["", "switch", "switch0", "switch01", "Numa", "rack", "switch99999"] {
+        for bad in [
+            "",
+            "switch",
+            "switch0",
+            "switch01",
+            "Numa",
+            "rack",
+            "switch99999",
+        ] {
             assert!(bad.parse::<LevelName>().is_err(), "{bad}");
         }
     }
@@ -242,7 +252,11 @@ mod tests {
         assert!(f.keeps(LevelName::Switch(2)) && !f.keeps(LevelName::Switch(1)));
         assert!(f.keeps(LevelName::World));
         assert_eq!(f.canonical(), "numa,node,switch2,world");
-        assert!(LevelFilter::parse("numa,switch").unwrap().keeps(LevelName::Switch(7)));
+        assert!(
+            LevelFilter::parse("numa,switch")
+                .unwrap()
+                .keeps(LevelName::Switch(7))
+        );
         let e = LevelFilter::parse("numa,rack").unwrap_err();
         assert!(e.to_string().contains("\"rack\""), "{e}");
         assert!(LevelFilter::parse("").is_err());

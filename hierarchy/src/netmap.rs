@@ -143,8 +143,10 @@ impl NetworkMap {
                     2 => break,
                     1 => {
                         let from = path.iter().position(|&p| p == s).unwrap_or(0);
-                        let mut cycle: Vec<String> =
-                            path[from..].iter().map(|&p| raw[p as usize].name.clone()).collect();
+                        let mut cycle: Vec<String> = path[from..]
+                            .iter()
+                            .map(|&p| raw[p as usize].name.clone())
+                            .collect();
                         cycle.push(raw[s as usize].name.clone());
                         return Err(Error::MapCycle { cycle });
                     }

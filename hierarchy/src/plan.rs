@@ -101,7 +101,9 @@ fn unescape(s: &str, field: &str) -> Result<String> {
     while i < bytes.len() {
         match bytes[i] {
             b'%' => {
-                let hex = s.get(i + 1..i + 3).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+                let hex = s
+                    .get(i + 1..i + 3)
+                    .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
                 let Some(hex) = hex else {
                     return Err(Error::plan(format!("field {field}: bad %-escape")));
                 };
@@ -139,7 +141,13 @@ impl RankPlan {
             self.digest
         );
         for (i, (k, v)) in self.settings.iter().enumerate() {
-            let _ = write!(s, "{}{}:{}", if i > 0 { "," } else { "" }, escape(k), escape(v));
+            let _ = write!(
+                s,
+                "{}{}:{}",
+                if i > 0 { "," } else { "" },
+                escape(k),
+                escape(v)
+            );
         }
         s.push_str(";groups=");
         for (i, g) in self.groups.iter().enumerate() {
@@ -179,8 +187,9 @@ impl RankPlan {
             ));
         }
         let mut fields: [Option<&str>; 8] = [None; 8];
-        const NAMES: [&str; 8] =
-            ["rank", "size", "node", "local", "shm", "digest", "settings", "groups"];
+        const NAMES: [&str; 8] = [
+            "rank", "size", "node", "local", "shm", "digest", "settings", "groups",
+        ];
         for field in body.split(';').skip(1) {
             let (k, v) = field
                 .split_once('=')
@@ -193,7 +202,9 @@ impl RankPlan {
                 return Err(Error::plan(format!("field {k:?} appears twice")));
             }
         }
-        let get = |i: usize| fields[i].ok_or_else(|| Error::plan(format!("missing field {:?}", NAMES[i])));
+        let get = |i: usize| {
+            fields[i].ok_or_else(|| Error::plan(format!("missing field {:?}", NAMES[i])))
+        };
         let num = |i: usize, s: &str| -> Result<u32> {
             s.parse::<u32>()
                 .ok()
@@ -253,7 +264,10 @@ impl RankPlan {
     pub fn validate(&self) -> Result<()> {
         let fail = |m: String| Err(Error::plan(m));
         if self.size == 0 || self.rank >= self.size {
-            return fail(format!("rank {} is not below size {}", self.rank, self.size));
+            return fail(format!(
+                "rank {} is not below size {}",
+                self.rank, self.size
+            ));
         }
         if self.local_size == 0 || self.local_rank >= self.local_size || self.local_size > self.size
         {
@@ -270,14 +284,23 @@ impl RankPlan {
                 return fail(format!("group {} has fewer than two members", g.level));
             }
             if m.windows(2).any(|w| w[0] >= w[1]) || m[m.len() - 1] >= self.size {
-                return fail(format!("group {} members are not ascending ranks below size", g.level));
+                return fail(format!(
+                    "group {} members are not ascending ranks below size",
+                    g.level
+                ));
             }
             if m.binary_search(&self.rank).is_err() {
-                return fail(format!("rank {} is not a member of its {} group", self.rank, g.level));
+                return fail(format!(
+                    "rank {} is not a member of its {} group",
+                    self.rank, g.level
+                ));
             }
             if let Some(p) = prev {
                 if height(g.level) < height(p.level) || g.level == p.level {
-                    return fail(format!("level {} follows {}: not bottom-up", g.level, p.level));
+                    return fail(format!(
+                        "level {} follows {}: not bottom-up",
+                        g.level, p.level
+                    ));
                 }
                 if p.members[0] != self.rank {
                     return fail(format!(

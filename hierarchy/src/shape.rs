@@ -63,16 +63,18 @@ impl MachineShape {
             * u64::from(self.cores_per_numa)
             * u64::from(self.threads_per_core);
         if pus > 1 << 20 {
-            return Err(Error::job("hardware: more than 2^20 hardware threads per node"));
+            return Err(Error::job(
+                "hardware: more than 2^20 hardware threads per node",
+            ));
         }
         let cps = self.cores_per_socket();
-        if cps % self.l3_per_socket != 0 {
+        if !cps.is_multiple_of(self.l3_per_socket) {
             return Err(Error::job(format!(
                 "hardware: {cps} cores per socket do not split into {} L3 caches",
                 self.l3_per_socket
             )));
         }
-        if cps % self.cores_per_l2 != 0 {
+        if !cps.is_multiple_of(self.cores_per_l2) {
             return Err(Error::job(format!(
                 "hardware: {cps} cores per socket do not split into L2 caches of {} cores",
                 self.cores_per_l2

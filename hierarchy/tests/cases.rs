@@ -35,7 +35,10 @@ switches:
 fn paper_worked_example() {
     let h = hier(PAPER_JOB, Some(PAPER_MAP), None);
     assert_eq!(h.size(), 108);
-    assert_eq!(plan(&h, 0), ["numa:0-17", "node:0,18", "switch1:0,36", "world:0,72"]);
+    assert_eq!(
+        plan(&h, 0),
+        ["numa:0-17", "node:0,18", "switch1:0,36", "world:0,72"]
+    );
     assert_eq!(plan(&h, 1), ["numa:0-17"]);
     assert_eq!(plan(&h, 36), ["numa:36-53", "node:36,54", "switch1:0,36"]);
     assert_eq!(plan(&h, 72), ["numa:72-89", "node:72,90", "world:0,72"]);
@@ -125,7 +128,10 @@ fn multi_tier_topology_conf() {
         Some(map),
         None,
     );
-    assert_eq!(plan(&h, 0), ["node:0,1", "switch1:0,2", "switch2:0,4", "switch3:0,8"]);
+    assert_eq!(
+        plan(&h, 0),
+        ["node:0,1", "switch1:0,2", "switch2:0,4", "switch3:0,8"]
+    );
     assert_eq!(plan(&h, 8), ["node:8,9", "switch1:8,10", "switch3:0,8"]);
     assert_eq!(plan(&h, 4), ["node:4,5", "switch1:4,6", "switch2:0,4"]);
     assert_eq!(plan(&h, 11), ["node:10,11"]);
@@ -249,12 +255,30 @@ fn bad_job_descriptions() {
         ("ranks: [{node: 'bad name'}]", "invalid node name"),
         ("ranks: [{node: n1, locality: 'SK0:ZZ1'}]", "rank 0"),
         ("ranks: [{node: n1, colour: red}]", "colour"),
-        ("layout: {nodes: 'n[1-2]', ranks_per_node: 5, hardware: {sockets: 1, cores_per_numa: 4}}", "exceeds"),
-        ("layout: {nodes: 'n[1-', ranks_per_node: 1, hardware: {sockets: 1, cores_per_numa: 4}}", "nodes"),
-        ("layout: {nodes: 'n1,n1', ranks_per_node: 1, hardware: {sockets: 1, cores_per_numa: 4}}", "twice"),
-        ("layout: {nodes: n1, ranks_per_node: 1, hardware: {sockets: 0, cores_per_numa: 4}}", "sockets"),
-        ("layout: {nodes: n1, ranks_per_node: 1, mapping: by-magic, hardware: {sockets: 1, cores_per_numa: 4}}", "by-magic"),
-        ("layout: {nodes: n1, ranks_per_node: 2, ntasks: 3, hardware: {sockets: 1, cores_per_numa: 4}}", "ntasks"),
+        (
+            "layout: {nodes: 'n[1-2]', ranks_per_node: 5, hardware: {sockets: 1, cores_per_numa: 4}}",
+            "exceeds",
+        ),
+        (
+            "layout: {nodes: 'n[1-', ranks_per_node: 1, hardware: {sockets: 1, cores_per_numa: 4}}",
+            "nodes",
+        ),
+        (
+            "layout: {nodes: 'n1,n1', ranks_per_node: 1, hardware: {sockets: 1, cores_per_numa: 4}}",
+            "twice",
+        ),
+        (
+            "layout: {nodes: n1, ranks_per_node: 1, hardware: {sockets: 0, cores_per_numa: 4}}",
+            "sockets",
+        ),
+        (
+            "layout: {nodes: n1, ranks_per_node: 1, mapping: by-magic, hardware: {sockets: 1, cores_per_numa: 4}}",
+            "by-magic",
+        ),
+        (
+            "layout: {nodes: n1, ranks_per_node: 2, ntasks: 3, hardware: {sockets: 1, cores_per_numa: 4}}",
+            "ntasks",
+        ),
         ("ranks: [", ""),
     ] {
         let e = job_from_str(text).unwrap_err();

@@ -23,7 +23,10 @@ fn locality() -> impl Strategy<Value = LocalityString> {
 }
 
 fn host_name() -> impl Strategy<Value = String> {
-    ("[a-c]{1,2}(-[a-c])?", prop::option::of((0u32..40, 0usize..4)))
+    (
+        "[a-c]{1,2}(-[a-c])?",
+        prop::option::of((0u32..40, 0usize..4)),
+    )
         .prop_map(|(p, n)| match n {
             None => p,
             Some((n, w)) => format!("{p}{n:0w$}"),
@@ -131,12 +134,16 @@ fn tampered_plans_are_rejected() {
         shm_name: "/topo-run.9.0.n1".into(),
         digest: "00112233445566778899aabbccddeeff".parse().unwrap(),
         settings: vec![("reduce".into(), "numa=knomial:4,node=flat".into())],
-        groups: vec![
-            PlanGroup { level: "numa".parse().unwrap(), members: vec![2, 3] },
-        ],
+        groups: vec![PlanGroup {
+            level: "numa".parse().unwrap(),
+            members: vec![2, 3],
+        }],
     };
     let text = plan.encode();
-    assert!(text.contains("reduce:numa%3Dknomial%3A4%2Cnode%3Dflat"), "{text}");
+    assert!(
+        text.contains("reduce:numa%3Dknomial%3A4%2Cnode%3Dflat"),
+        "{text}"
+    );
     assert_eq!(RankPlan::decode(&text).unwrap(), plan);
     let cases = [
         (text.replace("rank=3", "rank=2"), "checksum"),
@@ -155,7 +162,10 @@ fn tampered_plans_are_rejected() {
     let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();
     assert!(e.contains("not a member"), "{e}");
     let mut wrong = plan.clone();
-    wrong.groups.push(PlanGroup { level: "node".parse().unwrap(), members: vec![0, 3] });
+    wrong.groups.push(PlanGroup {
+        level: "node".parse().unwrap(),
+        members: vec![0, 3],
+    });
     let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();
     assert!(e.contains("does not lead"), "{e}");
     let mut wrong = plan;

@@ -12,7 +12,12 @@ SwitchName=s2 \\
 fn reads_topology_conf() {
     let map = NetworkMap::from_str(CONF).unwrap();
     assert_eq!(map.format(), MapFormat::SlurmConf);
-    let path: Vec<&str> = map.path("dev3").unwrap().into_iter().map(|s| map.switch_name(s)).collect();
+    let path: Vec<&str> = map
+        .path("dev3")
+        .unwrap()
+        .into_iter()
+        .map(|s| map.switch_name(s))
+        .collect();
     assert_eq!(path, ["s1", "s2"]);
     assert_eq!(map.path("dev9"), None);
 }
@@ -39,20 +44,42 @@ fn structural_errors_name_the_culprit() {
     let e = err("SwitchName=a Nodes=n[1-3]\nSwitchName=b Nodes=n3");
     assert_eq!(
         e,
-        Error::MapNodeTwoParents { node: "n3".into(), first: "a".into(), second: "b".into() }
+        Error::MapNodeTwoParents {
+            node: "n3".into(),
+            first: "a".into(),
+            second: "b".into()
+        }
     );
-    let e = err("SwitchName=a Nodes=n1\nSwitchName=b Nodes=n2\nSwitchName=t1 Switches=a\nSwitchName=t2 Switches=a,b");
+    let e = err(
+        "SwitchName=a Nodes=n1\nSwitchName=b Nodes=n2\nSwitchName=t1 Switches=a\nSwitchName=t2 Switches=a,b",
+    );
     assert_eq!(
         e,
-        Error::MapSwitchTwoParents { switch: "a".into(), first: "t1".into(), second: "t2".into() }
+        Error::MapSwitchTwoParents {
+            switch: "a".into(),
+            first: "t1".into(),
+            second: "t2".into()
+        }
     );
     let e = err("SwitchName=a Switches=b\nSwitchName=b Switches=c\nSwitchName=c Switches=a");
-    assert!(matches!(&e, Error::MapCycle { cycle } if cycle.len() == 4), "{e}");
-    assert!(e.to_string().contains("a -> b -> c -> a") || e.to_string().contains("->"), "{e}");
+    assert!(
+        matches!(&e, Error::MapCycle { cycle } if cycle.len() == 4),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("a -> b -> c -> a") || e.to_string().contains("->"),
+        "{e}"
+    );
     let e = err("SwitchName=a Nodes=n1 Switches=b\nSwitchName=b Nodes=n2");
     assert_eq!(e, Error::MapMixedChildren { switch: "a".into() });
     let e = err("SwitchName=a Switches=ghost");
-    assert_eq!(e, Error::MapUnknownSwitch { parent: "a".into(), child: "ghost".into() });
+    assert_eq!(
+        e,
+        Error::MapUnknownSwitch {
+            parent: "a".into(),
+            child: "ghost".into()
+        }
+    );
     let e = err("SwitchName=a Nodes=n1\nSwitchName=a Nodes=n2");
     assert_eq!(e, Error::MapDuplicateSwitch { switch: "a".into() });
     let e = err("switches:\n  a: {nodes: n1}\n  a: {nodes: n2}\n");
@@ -67,12 +94,18 @@ fn syntax_errors_have_lines() {
     assert!(matches!(e, Error::MapSyntax { line: Some(2), .. }), "{e}");
     assert!(e.to_string().contains("Colour"), "{e}");
     let e = err("SwitchName=a Nodes=n[1-");
-    assert!(e.to_string().contains("line 1") && e.to_string().contains("n[1-"), "{e}");
+    assert!(
+        e.to_string().contains("line 1") && e.to_string().contains("n[1-"),
+        "{e}"
+    );
     let e = err("Nodes=n1 SwitchName=a\nNodes=n2");
     assert!(matches!(e, Error::MapSyntax { line: Some(2), .. }), "{e}");
     assert!(matches!(err(""), Error::MapSyntax { .. }));
     assert!(matches!(err("hello world"), Error::MapSyntax { .. }));
-    assert!(matches!(err("switches:\n  a: {nodes: n1, colour: red}\n"), Error::MapSyntax { .. }));
+    assert!(matches!(
+        err("switches:\n  a: {nodes: n1, colour: red}\n"),
+        Error::MapSyntax { .. }
+    ));
     let e = err("- topology: flat1\n  flat: true\n");
     assert!(e.to_string().contains("no tree topology"), "{e}");
 }
@@ -85,7 +118,11 @@ fn multi_tier_heights() {
     )
     .unwrap();
     let names = |n: &str| -> Vec<String> {
-        map.path(n).unwrap().into_iter().map(|s| map.switch_name(s).to_string()).collect()
+        map.path(n)
+            .unwrap()
+            .into_iter()
+            .map(|s| map.switch_name(s).to_string())
+            .collect()
     };
     assert_eq!(names("n1"), ["l1", "agg1", "core"]);
     assert_eq!(names("n6"), ["l3", "agg2", "core"]);

@@ -1,0 +1,139 @@
+//! `topo-run plan`: read a job description and a network map, build the hierarchy, print it.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, RankPlan};
+
+use crate::cli::{Format, PlanArgs};
+use crate::render;
+
+/// An input file that cannot be opened or read (exit code 3).
+#[derive(Debug)]
+pub struct ReadError {
+    pub path: PathBuf,
+    pub what: &'static str,
+    pub source: io::Error,
+}
+
+/// A command-line value that is valid syntax but out of range (exit code 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+fn open(path: &Path, what: &'static str) -> Result<File> {
+    File::open(path).map_err(|source| {
+        ReadError {
+            path: path.to_path_buf(),
+            what,
+            source,
+        }
+        .into()
+    })
+}
+
+/// Everything `topo-run plan` computes before printing.
+pub struct Planned {
+    pub job: Job,
+    pub map: Option<NetworkMap>,
+    pub hierarchy: Hierarchy,
+    pub digest: Digest,
+}
+
+/// Reads the inputs and builds the hierarchy.
+pub fn plan(args: &PlanArgs) -> Result<Planned> {
+    let filter = match &args.levels {
+        Some(list) => LevelFilter::parse(list)?,
+        None => LevelFilter::all(),
+    };
+    let job = topo_hierarchy::job_from_reader(open(&args.job, "job description")?)
+        .with_context(|| format!("{}", args.job.display()))?;
+    let map = match &args.network_map {
+        None => None,
+        Some(path) => Some(
+            NetworkMap::from_reader(open(path, "network map")?)
+                .with_context(|| format!("{}", path.display()))?,
+        ),
+    };
+    let hierarchy = topo_hierarchy::build(&job, map.as_ref(), &filter)?;
+    let digest = Digest::of_job(&job, map.as_ref(), &filter, "");
+    Ok(Planned {
+        job,
+        map,
+        hierarchy,
+        digest,
+    })
+}
+
+/// The plan `rank` would receive from the launcher (`shm` names the node's segment).
+pub fn rank_plan(p: &Planned, rank: u32, shm: &str) -> RankPlan {
+    let node = p.job.node_of(rank);
+    let local = &p.hierarchy.node_ranks()[node as usize];
+    RankPlan {
+        rank,
+        size: p.hierarchy.size(),
+        node: p.job.node_name(node).to_string(),
+        local_rank: local.partition_point(|&r| r < rank) as u32,
+        local_size: local.len() as u32,
+        shm_name: shm.to_string(),
+        digest: p.digest,
+        settings: Vec::new(),
+        groups: p.hierarchy.plan_groups(rank),
+    }
+}
+
+/// Runs `topo-run plan`.
+pub fn run(args: &PlanArgs) -> Result<()> {
+    let planned = plan(args)?;
+    let size = planned.hierarchy.size();
+    if let Some(r) = args.rank
+        && r >= size
+    {
+        return Err(UsageError(format!(
+            "--rank {r} is out of range: the job has {size} ranks (0..{})",
+            size - 1
+        ))
+        .into());
+    }
+    let ranks: Box<dyn Iterator<Item = u32>> = match args.rank {
+        Some(r) => Box::new(std::iter::once(r)),
+        None => Box::new(0..size),
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match args.format {
+        Format::Json => render::json(&planned, ranks, &mut out)?,
+        Format::Text => render::text(&planned, args.rank, &mut out)?,
+        Format::Dot => render::dot(&planned, &mut out)?,
+        Format::Env => {
+            for r in ranks {
+                let node = planned.job.node_name(planned.job.node_of(r));
+                let plan = rank_plan(&planned, r, &format!("/topo-run.offline.0.{node}"));
+                writeln!(out, "TOPO_RUN_PLAN={}", plan.encode())?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot read {} {}: {}",
+            self.what,
+            self.path.display(),
+            self.source
+        )
+    }
+}
+impl std::error::Error for ReadError {}

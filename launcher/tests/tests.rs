@@ -1,0 +1,288 @@
+//! End-to-end tests of the `topo-run` binary: outputs and every bad input's message and
+//! exit code.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn topo_run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_topo-run"))
+        .args(args)
+        .current_dir(root())
+        .env_remove("TOPO_RUN_NETWORK_MAP")
+        .env_remove("TOPO_RUN_LEVELS")
+        .output()
+        .expect("run topo-run")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Writes `text` to a fresh file under the target directory and returns its path.
+fn temp_file(name: &str, text: &str) -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("launcher-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+const PAPER: [&str; 4] = [
+    "--job",
+    "examples/jobs/paper.yaml",
+    "--network-map",
+    "examples/maps/paper.yaml",
+];
+
+#[test]
+fn paper_example_json() {
+    let mut args = vec!["plan"];
+    args.extend(PAPER);
+    args.extend(["--format", "json", "--rank", "0"]);
+    let o = topo_run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["version"], 1);
+    assert_eq!(v["size"], 108);
+    assert_eq!(
+        v["levels"],
+        serde_json::json!(["numa", "node", "switch1", "world"])
+    );
+    let ranks = v["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 1);
+    assert_eq!(ranks[0]["rank"], 0);
+    assert_eq!(ranks[0]["node"], "node01");
+    let groups = ranks[0]["groups"].as_array().unwrap();
+    let got: Vec<(String, Vec<u64>)> = groups
+        .iter()
+        .map(|g| {
+            (
+                g["level"].as_str().unwrap().to_string(),
+                g["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m.as_u64().unwrap())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("numa".to_string(), (0..18).collect()),
+            ("node".to_string(), vec![0, 18]),
+            ("switch1".to_string(), vec![0, 36]),
+            ("world".to_string(), vec![0, 72]),
+        ]
+    );
+}
+
+#[test]
+fn all_ranks_json_lists_every_rank() {
+    let mut args = vec!["plan"];
+    args.extend(PAPER);
+    args.extend(["--format", "json"]);
+    let o = topo_run(&args);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let ranks = v["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 108);
+    assert_eq!(ranks[1]["groups"][0]["members"][0], 0);
+    assert_eq!(ranks[1]["groups"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        ranks[36]["groups"][2]["members"],
+        serde_json::json!([0, 36])
+    );
+}
+
+#[test]
+fn text_and_dot_formats() {
+    let mut args = vec!["plan"];
+    args.extend(PAPER);
+    let o = topo_run(&args);
+    let text = stdout(&o);
+    assert!(o.status.success());
+    for line in [
+        "108 ranks on 3 nodes; levels bottom-up: numa -> node -> switch1 -> world",
+        "node48: ranks 72-107 (36), leaf switch sw13",
+        "    numa 1: ranks 18-35",
+        "  node node01 [0,18] leader 0",
+        "switch1 sw11 [0,36] leader 0",
+        "world [0,72] leader 0",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+    args.extend(["--format", "dot"]);
+    let dot = stdout(&topo_run(&args));
+    assert!(dot.starts_with("digraph topo_run_plan {"), "{dot}");
+    assert!(dot.contains("label=\"node48\""), "{dot}");
+    assert!(dot.trim_end().ends_with('}'));
+}
+
+#[test]
+fn env_format_is_the_decodable_plan() {
+    let mut args = vec!["plan"];
+    args.extend(PAPER);
+    args.extend(["--format", "env", "--rank", "36"]);
+    let out = stdout(&topo_run(&args));
+    let value = out.trim().strip_prefix("TOPO_RUN_PLAN=").unwrap();
+    let plan = topo_hierarchy::RankPlan::decode(value).unwrap();
+    assert_eq!(plan.rank, 36);
+    assert_eq!(plan.node, "node02");
+    assert_eq!((plan.local_rank, plan.local_size), (0, 36));
+    assert_eq!(plan.groups.len(), 3);
+}
+
+#[test]
+fn levels_option_and_environment() {
+    let mut args = vec!["plan"];
+    args.extend(PAPER);
+    args.extend([
+        "--format",
+        "json",
+        "--rank",
+        "0",
+        "--levels",
+        "node,switch1",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&topo_run(&args))).unwrap();
+    assert_eq!(v["levels"], serde_json::json!(["node", "switch1", "world"]));
+    let o = Command::new(env!("CARGO_BIN_EXE_topo-run"))
+        .args([
+            "plan",
+            "--job",
+            "examples/jobs/paper.yaml",
+            "--format",
+            "json",
+            "--rank",
+            "0",
+        ])
+        .env("TOPO_RUN_LEVELS", "numa,switch1")
+        .env("TOPO_RUN_NETWORK_MAP", "examples/maps/paper.yaml")
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["levels"], serde_json::json!(["numa", "switch1", "world"]));
+}
+
+/// Runs `plan` and checks the exit code and that stderr holds one clear line with `needle`.
+fn fails(args: &[&str], code: i32, needle: &str) {
+    let mut all = vec!["plan"];
+    all.extend(args);
+    let o = topo_run(&all);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty(), "{args:?} printed to stdout");
+}
+
+#[test]
+fn bad_inputs_fail_cleanly() {
+    let job = "examples/jobs/paper.yaml";
+    fails(
+        &["--job", "no/such/job.yaml"],
+        3,
+        "cannot read job description no/such/job.yaml",
+    );
+    fails(
+        &["--job", job, "--network-map", "no/such/map"],
+        3,
+        "cannot read network map",
+    );
+    let bad_job = temp_file(
+        "bad-job.yaml",
+        "layout: {nodes: 'n[1-2', ranks_per_node: 1}",
+    );
+    fails(&["--job", &bad_job], 4, "bad-job.yaml");
+    let bad_loc = temp_file("bad-loc.yaml", "ranks: [{node: n1, locality: 'SK0:QQ1'}]");
+    fails(&["--job", &bad_loc], 4, "bad token \"QQ1\"");
+    for (name, map, needle) in [
+        (
+            "syntax.conf",
+            "SwitchName=s1 Nodes=node[01-64] Speed=9\n",
+            "line 1: unknown key \"Speed\"",
+        ),
+        (
+            "two-parents.conf",
+            "SwitchName=a Nodes=node[01-48]\nSwitchName=b Nodes=node48\n",
+            "node \"node48\" is attached to two switches, \"a\" and \"b\"",
+        ),
+        (
+            "switch-two-parents.conf",
+            "SwitchName=a Nodes=node[01-48]\nSwitchName=t1 Switches=a\nSwitchName=t2 Switches=a\n",
+            "switch \"a\" has two parents",
+        ),
+        (
+            "cycle.conf",
+            "SwitchName=a Nodes=node[01-48]\nSwitchName=b Switches=c\nSwitchName=c Switches=b\n",
+            "cycle",
+        ),
+        (
+            "mixed.conf",
+            "SwitchName=a Nodes=node[01-48] Switches=b\nSwitchName=b Nodes=x\n",
+            "\"a\" lists both nodes and switches",
+        ),
+        (
+            "unknown.conf",
+            "SwitchName=a Switches=ghost\n",
+            "child switch \"ghost\"",
+        ),
+        (
+            "duplicate.yaml",
+            "switches:\n  a: {nodes: 'node[01-48]'}\n  a: {nodes: x}\n",
+            "switch \"a\" is defined twice",
+        ),
+    ] {
+        let path = temp_file(name, map);
+        fails(&["--job", job, "--network-map", &path], 5, needle);
+    }
+    let partial = temp_file("partial.conf", "SwitchName=a Nodes=node[01-02]\n");
+    fails(
+        &["--job", job, "--network-map", &partial],
+        6,
+        "node \"node48\" of the job is not in the network map",
+    );
+    fails(
+        &["--job", job, "--levels", "numa,rack"],
+        7,
+        "unknown level \"rack\"",
+    );
+    fails(
+        &["--job", job, "--rank", "108"],
+        2,
+        "--rank 108 is out of range",
+    );
+    fails(&["--job", job, "--format", "xml"], 2, "xml");
+}
+
+#[test]
+fn help_documents_examples_and_exit_codes() {
+    let o = topo_run(&["plan", "--help"]);
+    let help = stdout(&o);
+    assert!(
+        help.contains("Examples:") && help.contains("Exit codes:"),
+        "{help}"
+    );
+    assert!(
+        help.contains("TOPO_RUN_NETWORK_MAP") && help.contains("TOPO_RUN_LEVELS"),
+        "{help}"
+    );
+    let o = topo_run(&["--version"]);
+    assert!(stdout(&o).starts_with("topo-run "));
+}
