@@ -295,3 +295,47 @@ fn json_job_files_parse() {
     .unwrap();
     assert_eq!(job.size(), 2);
 }
+
+#[test]
+fn million_rank_job_plans_stay_under_4_kib() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+    let job = std::fs::read_to_string(format!("{root}/jobs/scale-1m.yaml")).unwrap();
+    let map = std::fs::read_to_string(format!("{root}/maps/scale-1m.conf")).unwrap();
+    let job = job_from_str(&job).unwrap();
+    let map = NetworkMap::from_str(&map).unwrap();
+    let h = build(&job, Some(&map), &LevelFilter::all()).unwrap();
+    assert_eq!(h.size(), 1 << 20);
+    assert_eq!(
+        plan(&h, 0),
+        [
+            "numa:0-15",
+            "socket:0-48:16",
+            "node:0,64",
+            "switch1:0-3968:128",
+            "switch2:0-61440:4096",
+            "world:0-983040:65536"
+        ]
+    );
+    let digest = topo_hierarchy::Digest::of_job(&job, Some(&map), &LevelFilter::all(), "");
+    // Leaders carry the most groups; every 16th rank leads a NUMA group.
+    let longest = (0..h.size())
+        .step_by(16)
+        .map(|rank| {
+            topo_hierarchy::RankPlan {
+                rank,
+                size: h.size(),
+                node: job.node_name(job.node_of(rank)).to_string(),
+                local_rank: rank % 128,
+                local_size: 128,
+                shm_name: "/topo-run.4294967295.4294967295.node8192".into(),
+                digest,
+                settings: Vec::new(),
+                groups: h.plan_groups(rank),
+            }
+            .encode()
+            .len()
+        })
+        .max()
+        .unwrap();
+    assert!(longest < 4096, "longest encoded plan is {longest} bytes");
+}
