@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::intranode::node_levels;
-use crate::job::Job;
+use crate::job::{Job, NodeId};
 use crate::level::{LevelFilter, LevelName};
 use crate::netmap::NetworkMap;
 
@@ -249,6 +249,11 @@ impl Hierarchy {
     /// The ranks of each node (node ids as in the [`Job`]), ascending.
     pub fn node_ranks(&self) -> &[Vec<u32>] {
         &self.node_ranks
+    }
+
+    /// The position of `rank` among the ranks of its node `node`.
+    pub fn local_rank(&self, rank: u32, node: NodeId) -> u32 {
+        self.node_ranks[node as usize].partition_point(|&r| r < rank) as u32
     }
 
     /// The intra-node levels kept on each node, finest first.

@@ -162,18 +162,16 @@ fn from_layout(l: &Layout) -> Result<Job> {
         return Err(Error::job("ranks_per_node must be at least 1"));
     }
     let capacity = u64::from(rpn) * nodes.len() as u64;
-    let ntasks = u64::from(
-        l.ntasks
-            .unwrap_or(u32::MAX)
-            .min(capacity.min(u64::from(u32::MAX)) as u32),
-    );
-    if l.ntasks == Some(0) || l.ntasks.is_some_and(|n| u64::from(n) > capacity) {
-        return Err(Error::job(format!(
-            "ntasks {} does not fit {} nodes x {rpn} ranks per node",
-            l.ntasks.unwrap_or(0),
-            nodes.len()
-        )));
-    }
+    let ntasks = match l.ntasks {
+        None => capacity,
+        Some(n) if n > 0 && u64::from(n) <= capacity => u64::from(n),
+        Some(n) => {
+            return Err(Error::job(format!(
+                "ntasks {n} does not fit {} nodes x {rpn} ranks per node",
+                nodes.len()
+            )));
+        }
+    };
     if ntasks >= i32::MAX as u64 {
         return Err(Error::job("more ranks than MPI can number (2^31 - 1)"));
     }

@@ -13,6 +13,7 @@ use std::fmt::Write;
 use crate::build::Hierarchy;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
+use crate::job::Job;
 use crate::level::LevelName;
 use crate::ranges;
 
@@ -63,6 +64,30 @@ impl Hierarchy {
                 members: g.members.clone(),
             })
             .collect()
+    }
+
+    /// The plan the launcher exports to `rank`. `job` must be the job this hierarchy was
+    /// built from; `shm_name` names the node's segment.
+    pub fn rank_plan(
+        &self,
+        job: &Job,
+        rank: u32,
+        shm_name: &str,
+        digest: Digest,
+        settings: Vec<(String, String)>,
+    ) -> RankPlan {
+        let node = job.node_of(rank);
+        RankPlan {
+            rank,
+            size: self.size(),
+            node: job.node_name(node).to_string(),
+            local_rank: self.local_rank(rank, node),
+            local_size: self.node_ranks()[node as usize].len() as u32,
+            shm_name: shm_name.to_string(),
+            digest,
+            settings,
+            groups: self.plan_groups(rank),
+        }
     }
 }
 

@@ -321,17 +321,13 @@ fn million_rank_job_plans_stay_under_4_kib() {
     let longest = (0..h.size())
         .step_by(16)
         .map(|rank| {
-            topo_hierarchy::RankPlan {
+            h.rank_plan(
+                &job,
                 rank,
-                size: h.size(),
-                node: job.node_name(job.node_of(rank)).to_string(),
-                local_rank: rank % 128,
-                local_size: 128,
-                shm_name: "/topo-run.4294967295.4294967295.node8192".into(),
+                "/topo-run.4294967295.4294967295.node8192",
                 digest,
-                settings: Vec::new(),
-                groups: h.plan_groups(rank),
-            }
+                Vec::new(),
+            )
             .encode()
             .len()
         })

@@ -86,19 +86,8 @@ proptest! {
         let h = build(&job, Some(&map), &filter).unwrap();
         let digest = Digest::of_job(&job, Some(&map), &filter, "");
         for rank in 0..h.size() {
-            let node = job.node_of(rank);
-            let local = &h.node_ranks()[node as usize];
-            let plan = RankPlan {
-                rank,
-                size: h.size(),
-                node: job.node_name(node).to_string(),
-                local_rank: local.binary_search(&rank).unwrap() as u32,
-                local_size: local.len() as u32,
-                shm_name: format!("/topo-run.1.0.{}", job.node_name(node)),
-                digest,
-                settings: vec![("k".into(), setting.clone())],
-                groups: h.plan_groups(rank),
-            };
+            let shm = format!("/topo-run.1.0.{}", job.node_name(job.node_of(rank)));
+            let plan = h.rank_plan(&job, rank, &shm, digest, vec![("k".into(), setting.clone())]);
             plan.validate().unwrap();
             let text = plan.encode();
             prop_assert_eq!(RankPlan::decode(&text).unwrap(), plan.clone());

@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, RankPlan};
+use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap};
 
 use crate::cli::{Format, PlanArgs};
 use crate::render;
@@ -73,23 +73,6 @@ pub fn plan(args: &PlanArgs) -> Result<Planned> {
     })
 }
 
-/// The plan `rank` would receive from the launcher (`shm` names the node's segment).
-pub fn rank_plan(p: &Planned, rank: u32, shm: &str) -> RankPlan {
-    let node = p.job.node_of(rank);
-    let local = &p.hierarchy.node_ranks()[node as usize];
-    RankPlan {
-        rank,
-        size: p.hierarchy.size(),
-        node: p.job.node_name(node).to_string(),
-        local_rank: local.partition_point(|&r| r < rank) as u32,
-        local_size: local.len() as u32,
-        shm_name: shm.to_string(),
-        digest: p.digest,
-        settings: Vec::new(),
-        groups: p.hierarchy.plan_groups(rank),
-    }
-}
-
 /// Runs `topo-run plan`.
 pub fn run(args: &PlanArgs) -> Result<()> {
     let planned = plan(args)?;
@@ -116,7 +99,11 @@ pub fn run(args: &PlanArgs) -> Result<()> {
         Format::Env => {
             for r in ranks {
                 let node = planned.job.node_name(planned.job.node_of(r));
-                let plan = rank_plan(&planned, r, &format!("/topo-run.offline.0.{node}"));
+                let shm = format!("/topo-run.offline.0.{node}");
+                let plan =
+                    planned
+                        .hierarchy
+                        .rank_plan(&planned.job, r, &shm, planned.digest, Vec::new());
                 writeln!(out, "TOPO_RUN_PLAN={}", plan.encode())?;
             }
         }

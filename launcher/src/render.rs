@@ -38,11 +38,10 @@ impl Serialize for JsonRank<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (p, rank) = (self.0, self.1);
         let node = p.job.node_of(rank);
-        let local = &p.hierarchy.node_ranks()[node as usize];
         let mut st = s.serialize_struct("rank", 4)?;
         st.serialize_field("rank", &rank)?;
         st.serialize_field("node", p.job.node_name(node))?;
-        st.serialize_field("local_rank", &local.partition_point(|&r| r < rank))?;
+        st.serialize_field("local_rank", &p.hierarchy.local_rank(rank, node))?;
         let groups: Vec<JsonGroup<'_>> = p.hierarchy.groups_of(rank).map(JsonGroup).collect();
         st.serialize_field("groups", &groups)?;
         st.end()
