@@ -74,6 +74,31 @@ pub fn json(p: &Planned, ranks: impl Iterator<Item = u32>, out: &mut impl Write)
     Ok(())
 }
 
+/// Indexed groups (position in `Hierarchy::groups`).
+type Indexed<'a> = Vec<(usize, &'a Group)>;
+
+/// The groups inside each node (intra-node levels and `node`), per node, and the network-wide
+/// ones (switches and `world`). Both keep the hierarchy's bottom-up order.
+fn split_by_node(p: &Planned) -> (Vec<Indexed<'_>>, Indexed<'_>) {
+    let mut per_node = vec![Vec::new(); p.job.node_count()];
+    let mut network = Vec::new();
+    for (i, g) in p.hierarchy.groups().iter().enumerate() {
+        match g.level {
+            LevelName::Intra(_) | LevelName::Node => {
+                per_node[p.job.node_of(g.leader()) as usize].push((i, g));
+            }
+            _ => network.push((i, g)),
+        }
+    }
+    (per_node, network)
+}
+
+/// One Graphviz box: the group's label and members.
+fn dot_box(p: &Planned, i: usize, g: &Group) -> String {
+    let members = ranges::encode(&g.members);
+    format!("g{i} [label=\"{}\\n{members}\"];", label(p, g))
+}
+
 fn group_line(p: &Planned, g: &Group) -> String {
     format!(
         "{} [{}] leader {}",
@@ -121,17 +146,7 @@ pub fn text(p: &Planned, only: Option<u32>, out: &mut impl Write) -> Result<()> 
         }
         return Ok(());
     }
-    // Intra-node and node groups per node; network groups per level.
-    let mut per_node: Vec<Vec<&Group>> = vec![Vec::new(); p.job.node_count()];
-    let mut network: BTreeMap<LevelName, Vec<&Group>> = BTreeMap::new();
-    for g in h.groups() {
-        match g.level {
-            LevelName::Intra(_) | LevelName::Node => {
-                per_node[p.job.node_of(g.leader()) as usize].push(g);
-            }
-            _ => network.entry(g.level).or_default().push(g),
-        }
-    }
+    let (per_node, network) = split_by_node(p);
     for (node, ranks) in h.node_ranks().iter().enumerate() {
         let name = p.job.node_name(node as u32);
         let leaf = p
@@ -183,17 +198,15 @@ pub fn text(p: &Planned, only: Option<u32>, out: &mut impl Write) -> Result<()> 
                 )?,
             }
         }
-        for g in &per_node[node] {
+        for (_, g) in &per_node[node] {
             writeln!(out, "  {}", group_line(p, g))?;
         }
     }
     if !network.is_empty() {
         writeln!(out)?;
     }
-    for groups in network.into_values() {
-        for g in groups {
-            writeln!(out, "{}", group_line(p, g))?;
-        }
+    for (_, g) in network {
+        writeln!(out, "{}", group_line(p, g))?;
     }
     Ok(())
 }
@@ -205,17 +218,9 @@ pub fn dot(p: &Planned, out: &mut impl Write) -> Result<()> {
     writeln!(out, "digraph topo_run_plan {{")?;
     writeln!(out, "  rankdir=BT;")?;
     writeln!(out, "  node [shape=box, fontname=\"monospace\"];")?;
-    let mut per_node: Vec<Vec<usize>> = vec![Vec::new(); p.job.node_count()];
-    for (i, g) in h.groups().iter().enumerate() {
-        let text = format!("{}\\n{}", label(p, g), ranges::encode(&g.members));
-        let line = format!("g{i} [label=\"{text}\"];");
-        match g.level {
-            LevelName::Intra(_) | LevelName::Node => {
-                per_node[p.job.node_of(g.leader()) as usize].push(i);
-                continue;
-            }
-            _ => writeln!(out, "  {line}")?,
-        }
+    let (per_node, network) = split_by_node(p);
+    for (i, g) in network {
+        writeln!(out, "  {}", dot_box(p, i, g))?;
     }
     for (node, groups) in per_node.iter().enumerate() {
         if groups.is_empty() {
@@ -223,10 +228,8 @@ pub fn dot(p: &Planned, out: &mut impl Write) -> Result<()> {
         }
         writeln!(out, "  subgraph cluster_{node} {{")?;
         writeln!(out, "    label=\"{}\";", p.job.node_name(node as u32))?;
-        for &i in groups {
-            let g = &h.groups()[i];
-            let text = format!("{}\\n{}", label(p, g), ranges::encode(&g.members));
-            writeln!(out, "    g{i} [label=\"{text}\"];")?;
+        for &(i, g) in groups {
+            writeln!(out, "    {}", dot_box(p, i, g))?;
         }
         writeln!(out, "  }}")?;
     }
