@@ -15,9 +15,13 @@ use crate::netmap::NetworkMap;
 pub struct Digest(pub [u8; 16]);
 
 impl Digest {
-    /// Digest of everything that determines the plans: ranks (node and locality), the
-    /// network map, the level filter, and `settings` (any further text the caller includes,
-    /// such as algorithm settings).
+    /// Digest of the inputs every rank of a running job can see: the placement (each
+    /// rank's node), the network map, the level filter and `settings` (any further text the
+    /// caller includes, such as algorithm settings).
+    ///
+    /// Locality strings are not included: under Slurm a task learns the binding of its own
+    /// node's tasks only, so ranks on different nodes could not agree on them. All tasks
+    /// of a node derive their localities from the same Slurm binding list.
     pub fn of_job(
         job: &Job,
         map: Option<&NetworkMap>,
@@ -25,31 +29,21 @@ impl Digest {
         settings: &str,
     ) -> Self {
         let mut h = Sha256::new();
-        h.update(b"topo-run job digest v1\n");
+        h.update(b"topo-run job digest v2\n");
         h.update(format!("size {}\nnodes {}\n", job.size(), job.node_count()));
         for n in job.nodes() {
             h.update(n.as_bytes());
             h.update(b"\n");
         }
-        // Rank lines refer to interned ids; the id tables themselves are hashed once.
-        let mut loc_text: Vec<Option<String>> = Vec::new();
-        for r in 0..job.size() {
+        // Runs of consecutive ranks on one node, so a million ranks hash quickly.
+        let mut r = 0;
+        while r < job.size() {
             let node = job.node_of(r);
-            match job.locality_id(r) {
-                None => h.update(format!("{node} -\n")),
-                Some(l) => {
-                    let l = l as usize;
-                    if loc_text.len() <= l {
-                        loc_text.resize(l + 1, None);
-                    }
-                    let text = loc_text[l].get_or_insert_with(|| {
-                        job.locality_of(r)
-                            .map(|x| x.to_string())
-                            .unwrap_or_default()
-                    });
-                    h.update(format!("{node} {text}\n"));
-                }
+            let start = r;
+            while r < job.size() && job.node_of(r) == node {
+                r += 1;
             }
+            h.update(format!("{node} {}\n", r - start));
         }
         h.update(b"map\n");
         if let Some(map) = map {

@@ -34,5 +34,5 @@ pub use jobspec::{Binding, Distribution, Mapping, job_from_reader, job_from_str}
 pub use level::{IntraLevel, LevelFilter, LevelName};
 pub use locality::{LocalityString, ObjectKind};
 pub use netmap::{MapFormat, NetworkMap, SwitchId};
-pub use plan::{MAX_PLAN_MEMBERS, PLAN_VERSION, PlanGroup, RankPlan};
+pub use plan::{MAX_PLAN_MEMBERS, PLAN_ENV, PLAN_VERSION, PlanGroup, RankPlan};
 pub use shape::MachineShape;

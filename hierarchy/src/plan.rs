@@ -17,6 +17,9 @@ use crate::job::Job;
 use crate::level::LevelName;
 use crate::ranges;
 
+/// The environment variable that carries a rank's plan.
+pub const PLAN_ENV: &str = "TOPO_RUN_PLAN";
+
 /// The encoding version this crate writes and reads.
 pub const PLAN_VERSION: u32 = 1;
 

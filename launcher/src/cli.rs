@@ -1,6 +1,7 @@
 //! Command-line definition. Every flag has an environment equivalent where that makes sense,
 //! and `--help` carries examples.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -23,12 +24,55 @@ Examples:
   # The exact TOPO_RUN_PLAN value rank 5 would receive
   topo-run plan --job job.yaml --rank 5 --format env";
 
+const LAUNCH_EXAMPLES: &str = "\
+Usage in a job script: replace `mpirun ./app` with
+  srun --mpi=pmix topo-run [OPTIONS] -- ./app [ARGS]...
+
+Examples:
+  # Every rank gets its plan, then becomes ./app (same PID, signals and exit code)
+  srun --mpi=pmix --cpu-bind=cores topo-run -- ./app input.dat
+
+  # Print each rank's plan to stderr before the app starts
+  srun --mpi=pmix -N2 -n8 topo-run --show -- ./app
+
+  # Only NUMA, node and leaf-switch groups, with an explicit network map
+  srun --mpi=pmix topo-run --levels numa,node,switch1 --network-map net.yaml -- ./app
+
+  # What exactly did each rank receive?
+  srun --mpi=pmix -n4 topo-run -- topo-run show --format json
+
+  # No PMIx (srun --mpi=none or pmi2): the rank map comes from Slurm's environment
+  srun --mpi=none -n4 topo-run -- ./app
+
+Environment:
+  TOPO_RUN_LEVELS, TOPO_RUN_NETWORK_MAP, TOPO_RUN_ALLOW_UNBOUND, TOPO_RUN_SHOW and
+  TOPO_RUN_VERBOSE stand in for the options. Without a network map, topo-run uses Slurm's
+  topology.conf beside $SLURM_CONF if there is one. The program receives TOPO_RUN_PLAN
+  (see docs/plan-format.md) and PMIX_MCA_gds=hash.";
+
 /// topo-run: topology-aware MPI collectives on Slurm.
+///
+/// Started by srun once per task, topo-run finds where every rank runs, checks CPU
+/// binding, computes this rank's process groups (cache, NUMA, socket, node, switches),
+/// exports them in TOPO_RUN_PLAN and replaces itself with the program.
 #[derive(Debug, Parser)]
-#[command(name = "topo-run", version, about = ABOUT, after_help = HELP_TABLE)]
+#[command(
+    name = "topo-run",
+    version,
+    about = ABOUT,
+    override_usage = "srun --mpi=pmix topo-run [OPTIONS] [--] PROGRAM [ARGS]...\n       \
+                      topo-run plan --job FILE [OPTIONS]\n       \
+                      topo-run show [--format text|json]",
+    after_help = format!("{LAUNCH_EXAMPLES}\n\n{HELP_TABLE}"),
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub launch: LaunchArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -40,6 +84,77 @@ pub enum Command {
     /// docs/job-file.md.
     #[command(after_help = format!("{PLAN_EXAMPLES}\n\n{HELP_TABLE}"))]
     Plan(PlanArgs),
+
+    /// Print the plan this process received from topo-run (TOPO_RUN_PLAN), one line.
+    ///
+    /// Run it as the program: `srun --mpi=pmix topo-run -- topo-run show --format json`.
+    #[command(after_help = SHOW_HELP)]
+    Show(ShowArgs),
+}
+
+const SHOW_HELP: &str = "\
+JSON form, one line per rank:
+  {\"rank\":0,\"size\":4,\"node\":\"node1\",\"groups\":[{\"level\":\"node\",\"members\":[0,1]},..]}
+
+Exit codes: 0 success, 9 TOPO_RUN_PLAN missing or corrupted.";
+
+/// Options of the launcher (`topo-run [OPTIONS] -- PROGRAM`).
+#[derive(Debug, clap::Args)]
+pub struct LaunchArgs {
+    /// Keep only these levels, comma-separated: core, l1, l2, l3, numa, socket, node,
+    /// switch1..switchN (`switch` for all), world. `world` is always kept.
+    #[arg(long, value_name = "LIST", env = "TOPO_RUN_LEVELS")]
+    pub levels: Option<String>,
+
+    /// Network map: topo-run YAML, Slurm topology.conf or topology.yaml. Default: Slurm's
+    /// topology.conf beside $SLURM_CONF if it exists, else no switch levels.
+    #[arg(long, value_name = "FILE", env = "TOPO_RUN_NETWORK_MAP")]
+    pub network_map: Option<PathBuf>,
+
+    /// Run even if tasks are not bound to CPUs, without intra-node levels (one warning).
+    #[arg(long, env = "TOPO_RUN_ALLOW_UNBOUND", value_parser = clap::builder::FalseyValueParser::new())]
+    pub allow_unbound: bool,
+
+    /// Each rank prints its plan to stderr, one line, before the program starts.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        env = "TOPO_RUN_SHOW",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "text"
+    )]
+    pub show: Option<ShowFormat>,
+
+    /// Explain discovery and planning on stderr, with timings.
+    #[arg(short, long, env = "TOPO_RUN_VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub verbose: bool,
+
+    /// The program to run and its arguments, passed through untouched (no shell).
+    #[arg(
+        value_name = "PROGRAM",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        num_args = 1..
+    )]
+    pub program: Vec<OsString>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+    pub format: ShowFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    /// `rank 0/4 on node1 (local 0/2): numa [0-1] | node [0,2]`
+    Text,
+    /// `{"rank":0,"size":4,"node":"node1","groups":[{"level":..,"members":[..]},..]}`
+    Json,
 }
 
 #[derive(Debug, clap::Args)]

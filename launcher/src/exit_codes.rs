@@ -24,6 +24,18 @@ pub const BAD_LOCALITY: u8 = 8;
 /// The plan in the environment is missing or corrupted.
 pub const BAD_PLAN: u8 = 9;
 
+/// A task is not bound to CPUs (and `--allow-unbound` was not given).
+pub const UNBOUND: u8 = 10;
+/// Discovery failed: not under srun or mpirun, PMIx errors, an incomplete or inconsistent
+/// Slurm environment, unusable binding information, no hwloc topology.
+pub const DISCOVERY: u8 = 11;
+/// The task's CPU mask differs from the one Slurm reports for it.
+pub const MASK_MISMATCH: u8 = 12;
+/// The program exists but cannot be executed (as in a shell).
+pub const PROGRAM_NOT_EXECUTABLE: u8 = 126;
+/// The program was not found (as in a shell).
+pub const PROGRAM_NOT_FOUND: u8 = 127;
+
 /// The exit code for an error of the hierarchy model.
 pub fn for_kind(kind: ErrorKind) -> u8 {
     match kind {
@@ -48,4 +60,10 @@ Exit codes:
   6  a node of the job is missing from the network map
   7  invalid --levels list
   8  malformed locality string
-  9  missing or corrupted plan in the environment";
+  9  missing or corrupted plan in the environment
+ 10  a task is not bound to CPUs (fix: srun --cpu-bind=cores, or --allow-unbound)
+ 11  discovery failed (not under srun/mpirun, PMIx error, bad Slurm environment)
+ 12  a task's CPU mask differs from what Slurm reports for it
+126  the program cannot be executed
+127  the program was not found
+Otherwise the program's own exit status.";

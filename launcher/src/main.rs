@@ -4,9 +4,14 @@
 //! documented exit code (see `exit_codes`).
 
 mod cli;
+mod cpus;
+mod discover;
 mod exit_codes;
+mod launch;
 mod plan_cmd;
+mod pmix;
 mod render;
+mod show_cmd;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -17,7 +22,9 @@ use crate::cli::{Cli, Command};
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
-        Command::Plan(args) => plan_cmd::run(args),
+        Some(Command::Plan(args)) => plan_cmd::run(args),
+        Some(Command::Show(args)) => show_cmd::run(args.format),
+        None => launch::run(&cli.launch),
     }
 }
 
@@ -32,6 +39,28 @@ fn exit_code(err: &anyhow::Error) -> u8 {
         }
         if cause.is::<plan_cmd::UsageError>() {
             return exit_codes::USAGE;
+        }
+        if cause.is::<show_cmd::PlanMissing>() {
+            return exit_codes::BAD_PLAN;
+        }
+        if cause.is::<launch::LevelsUnsupported>() {
+            return exit_codes::BAD_LEVELS;
+        }
+        if cause.is::<launch::Unbound>() {
+            return exit_codes::UNBOUND;
+        }
+        if cause.is::<launch::MaskMismatch>() {
+            return exit_codes::MASK_MISMATCH;
+        }
+        if cause.is::<discover::DiscoveryError>() || cause.is::<pmix::PmixError>() {
+            return exit_codes::DISCOVERY;
+        }
+        if let Some(e) = cause.downcast_ref::<launch::ExecError>() {
+            return if e.not_found {
+                exit_codes::PROGRAM_NOT_FOUND
+            } else {
+                exit_codes::PROGRAM_NOT_EXECUTABLE
+            };
         }
         if let Some(e) = cause.downcast_ref::<io::Error>()
             && e.kind() == io::ErrorKind::BrokenPipe

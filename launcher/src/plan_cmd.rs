@@ -40,6 +40,12 @@ fn open(path: &Path, what: &'static str) -> Result<File> {
     })
 }
 
+/// Reads and parses a network map file.
+pub fn read_map(path: &Path) -> Result<NetworkMap> {
+    NetworkMap::from_reader(open(path, "network map")?)
+        .with_context(|| format!("{}", path.display()))
+}
+
 /// Everything `topo-run plan` computes before printing.
 pub struct Planned {
     pub job: Job,
@@ -58,10 +64,7 @@ pub fn plan(args: &PlanArgs) -> Result<Planned> {
         .with_context(|| format!("{}", args.job.display()))?;
     let map = match &args.network_map {
         None => None,
-        Some(path) => Some(
-            NetworkMap::from_reader(open(path, "network map")?)
-                .with_context(|| format!("{}", path.display()))?,
-        ),
+        Some(path) => Some(read_map(path)?),
     };
     let hierarchy = topo_hierarchy::build(&job, map.as_ref(), &filter)?;
     let digest = Digest::of_job(&job, map.as_ref(), &filter, "");

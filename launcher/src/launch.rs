@@ -1,0 +1,402 @@
+//! `topo-run [OPTIONS] -- PROGRAM [ARGS]`: discover, check binding, plan, export, exec.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use topo_hierarchy::{Digest, Job, LevelFilter, LevelName, LocalityString, PLAN_ENV};
+
+use crate::cli::LaunchArgs;
+use crate::cpus::{self, CpuMask, NodeTopology, SlurmBinding};
+use crate::discover::{self, DiscoveryError, Env, Placement, ProcessEnv};
+use crate::plan_cmd;
+use crate::show_cmd;
+
+/// A task is not bound to CPUs (exit code 10).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "rank {rank} on node {node} is not bound to CPUs ({detail}); topo-run needs each task \
+     bound to its own cores to find its place in the node. Fix: srun --cpu-bind=cores \
+     (or threads), or pass --allow-unbound to run without intra-node levels"
+)]
+pub struct Unbound {
+    pub rank: u32,
+    pub node: String,
+    pub detail: String,
+}
+
+/// The kernel's CPU mask of this task differs from what Slurm reports (exit code 12).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "rank {rank} on node {node} runs on CPUs {actual} (sched_getaffinity), but Slurm's \
+     SLURM_CPU_BIND_LIST gives local task {local} the CPUs {expected}; something changed the \
+     binding after Slurm set it (a wrapper calling taskset or numactl?). Start topo-run \
+     directly under srun, or pass --allow-unbound to ignore the binding"
+)]
+pub struct MaskMismatch {
+    pub rank: u32,
+    pub node: String,
+    pub local: u32,
+    pub actual: CpuMask,
+    pub expected: CpuMask,
+}
+
+/// The program to run cannot be started (exit codes 126 and 127, as in a shell).
+#[derive(Debug, thiserror::Error)]
+#[error("{program}: {reason}")]
+pub struct ExecError {
+    pub program: String,
+    pub reason: String,
+    pub not_found: bool,
+}
+
+/// A request the launcher cannot serve (exit code 7, like other level problems).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LevelsUnsupported(String);
+
+struct Verbose {
+    on: bool,
+    rank: Option<u32>,
+    start: Instant,
+}
+
+impl Verbose {
+    fn say(&self, msg: impl AsRef<str>) {
+        if self.on {
+            let who = self.rank.map_or_else(|| "?".to_string(), |r| r.to_string());
+            eprintln!(
+                "topo-run[{who}] {:>7.2} ms: {}",
+                self.start.elapsed().as_secs_f64() * 1e3,
+                msg.as_ref()
+            );
+        }
+    }
+}
+
+/// Runs the launcher. Returns only on error: on success the process becomes the program.
+pub fn run(args: &LaunchArgs) -> Result<()> {
+    let env = ProcessEnv;
+    let mut v = Verbose {
+        on: args.verbose,
+        rank: None,
+        start: Instant::now(),
+    };
+    let filter = match &args.levels {
+        Some(list) => LevelFilter::parse(list)?,
+        None => LevelFilter::all(),
+    };
+
+    // 1. Where every rank runs.
+    let (placement, pmix_client) = if discover::pmix_available(&env) {
+        let (p, c) = discover::from_pmix(&env)?;
+        (p, Some(c))
+    } else {
+        (discover::from_slurm_env(&env)?, None)
+    };
+    v.rank = Some(placement.rank);
+    v.say(format!(
+        "discovered through {}: rank {} of {}, node {} with {} local rank(s), {} node(s)",
+        placement.source.name(),
+        placement.rank,
+        placement.size(),
+        placement.node_name(),
+        placement.local_ranks().len(),
+        placement.nodes.len()
+    ));
+    // PMIx is finalized before anything else can fail or exec happen.
+    drop(pmix_client);
+
+    // 2. Where this node's ranks sit inside the node.
+    let local_ranks = placement.local_ranks();
+    let localities = local_localities(&placement, &local_ranks, args.allow_unbound, &env, &v)?;
+
+    // 3. The network map and the levels.
+    let map_path = network_map_path(args.network_map.as_deref(), &env);
+    let map = match &map_path {
+        None => None,
+        Some(path) => Some(plan_cmd::read_map(path)?),
+    };
+    v.say(match &map_path {
+        Some(p) => format!("network map {}", p.display()),
+        None => "no network map: no switch levels".to_string(),
+    });
+    if !filter.keeps(LevelName::Node) && placement.nodes.len() > 1 {
+        return Err(LevelsUnsupported(format!(
+            "--levels {:?} switches off `node` in a job on {} nodes; the groups above the \
+             node would then need every node's CPU binding, which Slurm does not share. Keep \
+             `node` in the list",
+            args.levels.as_deref().unwrap_or(""),
+            placement.nodes.len()
+        ))
+        .into());
+    }
+
+    // 4. The plan: the same pure code as `topo-run plan`.
+    let job = build_job(&placement, &local_ranks, &localities)?;
+    let hierarchy = topo_hierarchy::build(&job, map.as_ref(), &filter)?;
+    let digest = Digest::of_job(&job, map.as_ref(), &filter, "");
+    let shm = format!(
+        "/topo-run.{}.{}.{}",
+        discover::sanitize(&placement.job_id),
+        discover::sanitize(&placement.step_id),
+        placement.node_name()
+    );
+    let plan = hierarchy.rank_plan(&job, placement.rank, &shm, digest, Vec::new());
+    let encoded = plan.encode();
+    v.say(format!("plan: {} bytes", encoded.len()));
+    if let Some(format) = args.show {
+        let mut err = io::stderr().lock();
+        let _ = writeln!(err, "{}", show_cmd::line(&plan, format));
+    }
+
+    // 5. Export and exec.
+    exec(&args.program, &encoded)
+}
+
+/// The locality of each local rank (ascending rank order), `None` for unbound ranks.
+fn local_localities(
+    placement: &Placement,
+    local_ranks: &[u32],
+    allow_unbound: bool,
+    env: &dyn Env,
+    v: &Verbose,
+) -> Result<Vec<Option<LocalityString>>> {
+    let rank = placement.rank;
+    let node = placement.node_name().to_string();
+    let local = local_ranks
+        .iter()
+        .position(|&r| r == rank)
+        .expect("a rank is on its own node") as u32;
+
+    // Open MPI's mpirun hands out locality strings; unbound ranks have none.
+    if let Some(strings) = &placement.local_localities {
+        let mut out = Vec::with_capacity(strings.len());
+        for s in strings {
+            out.push(match s {
+                Some(s) => Some(LocalityString::parse(s).context("PMIX_LOCALITY_STRING")?),
+                None => None,
+            });
+        }
+        if out.iter().any(Option::is_none) {
+            return unbound_or_allowed(
+                placement,
+                allow_unbound,
+                "the launcher reports no locality for some local ranks".into(),
+                local_ranks.len(),
+            );
+        }
+        v.say("localities from PMIx");
+        return Ok(out);
+    }
+
+    let topology = NodeTopology::load().map_err(|e| {
+        DiscoveryError::Inconsistent(format!("cannot load the node's hwloc topology: {e}"))
+    })?;
+    v.say(format!("hwloc topology: {}", topology.summary()));
+    let own = cpus::own_mask().context("sched_getaffinity")?;
+    let binding = SlurmBinding::parse(
+        env.var("SLURM_CPU_BIND_TYPE").as_deref(),
+        env.var("SLURM_CPU_BIND_LIST").as_deref(),
+    );
+    let binding = match binding {
+        Ok(b) => b,
+        Err(e) if allow_unbound => {
+            warn_once(
+                placement,
+                &format!("{e}; continuing without intra-node levels"),
+            );
+            return Ok(vec![None; local_ranks.len()]);
+        }
+        Err(e) => return Err(DiscoveryError::SlurmEnv(e.to_string()).into()),
+    };
+    match binding {
+        SlurmBinding::None => {
+            if topology.is_unbound(&own) {
+                unbound_or_allowed(
+                    placement,
+                    allow_unbound,
+                    format!(
+                        "its CPUs {own} are the whole node, SLURM_CPU_BIND_TYPE={}",
+                        env.var("SLURM_CPU_BIND_TYPE")
+                            .unwrap_or_else(|| "(unset)".into())
+                    ),
+                    local_ranks.len(),
+                )
+            } else if allow_unbound {
+                warn_once(
+                    placement,
+                    "the other tasks' CPU binding is unknown (SLURM_CPU_BIND_LIST is not \
+                     set); continuing without intra-node levels",
+                );
+                Ok(vec![None; local_ranks.len()])
+            } else {
+                Err(DiscoveryError::SlurmEnv(format!(
+                    "rank {rank} on node {node} is bound to CPUs {own}, but Slurm did not say \
+                     how the other tasks are bound (SLURM_CPU_BIND_LIST is not set); bind \
+                     with srun --cpu-bind=cores, or pass --allow-unbound"
+                ))
+                .into())
+            }
+        }
+        SlurmBinding::Masks(_) => {
+            let expected = binding.mask_of(local).cloned().unwrap_or_default();
+            if expected != own {
+                let err = MaskMismatch {
+                    rank,
+                    node,
+                    local,
+                    actual: own,
+                    expected,
+                };
+                if !allow_unbound {
+                    return Err(err.into());
+                }
+                // Task-specific, so every affected task says it.
+                eprintln!("topo-run: warning: {err}; continuing without intra-node levels");
+                return Ok(vec![None; local_ranks.len()]);
+            }
+            let masks: Vec<&CpuMask> = (0..local_ranks.len() as u32)
+                .map(|l| binding.mask_of(l).expect("masks are never empty"))
+                .collect();
+            if let Some(l) = masks.iter().position(|m| topology.is_unbound(m)) {
+                return unbound_or_allowed(
+                    placement,
+                    allow_unbound,
+                    format!(
+                        "local task {l} may run on CPUs {}, the whole node",
+                        masks[l]
+                    ),
+                    local_ranks.len(),
+                );
+            }
+            let mut out = Vec::with_capacity(masks.len());
+            for (l, m) in masks.iter().enumerate() {
+                let loc = topology.locality(m).ok_or_else(|| {
+                    DiscoveryError::SlurmEnv(format!(
+                        "SLURM_CPU_BIND_LIST gives local task {l} the CPUs {m}, none of which \
+                         this node has ({})",
+                        topology.all_cpus()
+                    ))
+                })?;
+                out.push(Some(loc));
+            }
+            v.say(format!(
+                "localities from SLURM_CPU_BIND_LIST and hwloc; own CPUs {own}: {}",
+                out[local as usize]
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            ));
+            Ok(out)
+        }
+    }
+}
+
+fn unbound_or_allowed(
+    placement: &Placement,
+    allow_unbound: bool,
+    detail: String,
+    n: usize,
+) -> Result<Vec<Option<LocalityString>>> {
+    if allow_unbound {
+        warn_once(
+            placement,
+            &format!(
+                "tasks are not bound to CPUs ({detail}); continuing without intra-node levels"
+            ),
+        );
+        Ok(vec![None; n])
+    } else {
+        Err(Unbound {
+            rank: placement.rank,
+            node: placement.node_name().to_string(),
+            detail,
+        }
+        .into())
+    }
+}
+
+/// Warnings about the whole step come from rank 0 only, not from every task.
+fn warn_once(placement: &Placement, msg: &str) {
+    if placement.rank == 0 {
+        eprintln!("topo-run: warning: {msg}");
+    }
+}
+
+/// `--network-map`/`TOPO_RUN_NETWORK_MAP`, else Slurm's `topology.conf` beside `$SLURM_CONF`.
+fn network_map_path(flag: Option<&Path>, env: &dyn Env) -> Option<PathBuf> {
+    if let Some(p) = flag {
+        return Some(p.to_path_buf());
+    }
+    let conf = PathBuf::from(env.var("SLURM_CONF")?);
+    let topo = conf.parent()?.join("topology.conf");
+    topo.is_file().then_some(topo)
+}
+
+/// The job as the pure model sees it: every rank's node, and localities for this node's
+/// ranks (other nodes' bindings are unknown and do not affect this rank's plan while the
+/// `node` level is kept).
+fn build_job(
+    placement: &Placement,
+    local_ranks: &[u32],
+    localities: &[Option<LocalityString>],
+) -> Result<Job> {
+    let mut job = Job::new();
+    let ids: Vec<u32> = placement
+        .nodes
+        .iter()
+        .map(|n| job.intern_node(n))
+        .collect::<topo_hierarchy::Result<_>>()?;
+    let loc_ids: Vec<Option<u32>> = localities
+        .iter()
+        .map(|l| l.clone().map(|l| job.intern_locality(l)))
+        .collect();
+    let mut next_local = 0;
+    for r in 0..placement.size() {
+        let loc = if local_ranks.get(next_local) == Some(&r) {
+            next_local += 1;
+            loc_ids[next_local - 1]
+        } else {
+            None
+        };
+        job.push_interned(ids[placement.rank_node[r as usize] as usize], loc)?;
+    }
+    Ok(job)
+}
+
+/// Replaces this process with the program, with the plan in its environment.
+fn exec(program: &[OsString], plan: &str) -> Result<()> {
+    let (prog, args) = program
+        .split_first()
+        .expect("the command line requires a program");
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
+        .env(PLAN_ENV, plan)
+        // Open MPI's MPI_Init fails after another PMIx client ran in this process image
+        // unless the shared-memory data store is bypassed.
+        .env("PMIX_MCA_gds", "hash");
+    let err = cmd.exec();
+    let name = prog.to_string_lossy().into_owned();
+    Err(match err.kind() {
+        io::ErrorKind::NotFound => ExecError {
+            reason: if name.contains('/') {
+                "No such file or directory".into()
+            } else {
+                "command not found".into()
+            },
+            program: name,
+            not_found: true,
+        },
+        _ => ExecError {
+            program: name,
+            reason: err.to_string(),
+            not_found: false,
+        },
+    }
+    .into())
+}
