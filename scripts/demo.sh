@@ -1,9 +1,28 @@
 #!/usr/bin/env bash
-# The main job for now: build topo-run and plan the coll/tcl paper's example cluster
-# (3 nodes x 36 ranks, 16 nodes per leaf switch) offline.
+# The main job: install everything, build topo-run, start the private Slurm cluster with
+# 2 emulated nodes, and run an MPI program through
+#   srun --mpi=pmix topo-run --show -- ./mpi-hello
+# Each rank prints its process groups to stderr, then becomes the MPI program.
+# Needs root (apt-get and the Slurm daemons). The cluster keeps running afterwards;
+# stop it with: slurm/dev-cluster stop
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cargo build --release --locked -p topo-run
-./target/release/topo-run plan \
-    --job examples/jobs/paper.yaml --network-map examples/maps/paper.yaml "$@"
+mkdir -p target/demo
+mpicc -O2 -o target/demo/mpi-hello examples/c/mpi-hello.c
+slurm/dev-cluster start 2
+export PATH="$PWD/target/release:$PATH"
+
+echo
+echo "== srun --mpi=pmix -N2 -n4 --cpu-bind=cores topo-run --show --network-map slurm/maps/dev-cluster.yaml -- mpi-hello"
+timeout 120 slurm/dev-cluster exec srun --mpi=pmix -N2 -n4 --exclusive --cpu-bind=cores \
+    topo-run --show --network-map slurm/maps/dev-cluster.yaml -- target/demo/mpi-hello "$@"
+
+echo
+echo "== what each rank received: srun ... topo-run -- topo-run show --format json"
+timeout 120 slurm/dev-cluster exec srun --mpi=pmix -N2 -n4 --exclusive --cpu-bind=cores \
+    topo-run --network-map slurm/maps/dev-cluster.yaml -- topo-run show --format json | sort
+
+echo
+echo "The dev cluster is still running: slurm/dev-cluster status | exec CMD | stop"

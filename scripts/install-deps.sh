@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
-# Installs what topo-run needs to build and test on Debian 12. Idempotent; needs root for
-# apt-get (it is skipped when everything is already there).
+# Installs what topo-run needs to build, test and run on Debian 12: the C toolchain,
+# Slurm and munge (for the private dev cluster), Open MPI, PMIx and hwloc (with their
+# development files), libclang (bindgen) and libudev (hwlocality links it). Idempotent;
+# apt-get runs only when a package is missing, and then needs root.
 set -euo pipefail
 
-need_apt=()
-command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
-command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
-command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
-command -v make >/dev/null 2>&1 || need_apt+=(make)
+packages=(
+    gcc g++ make pkg-config python3 procps util-linux
+    slurm-wlm munge
+    openmpi-bin libopenmpi-dev libpmix-dev
+    libhwloc-dev hwloc
+    libclang-dev clang libudev-dev
+)
 
-if [ "${#need_apt[@]}" -gt 0 ]; then
-    echo "install-deps: installing ${need_apt[*]} with apt-get"
+missing=()
+for p in "${packages[@]}"; do
+    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
+        missing+=("$p")
+    fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "install-deps: error: missing Debian packages: ${missing[*]}" >&2
+        echo "install-deps: install them as root: apt-get install -y ${missing[*]}" >&2
+        exit 1
+    fi
+    echo "install-deps: installing ${missing[*]} with apt-get"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
-    apt-get install -y -q --no-install-recommends "${need_apt[@]}"
+    apt-get install -y -q "${missing[@]}"
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: installs what is missing, then checks formatting, lints, runs
-# every test, and builds the fuzz targets. Run from anywhere: bash scripts/test.sh
+# every test (unit, property, CLI, and end-to-end under a private Slurm cluster), and
+# builds the fuzz targets. Run from anywhere: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,15 @@ if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --locked --no-fail-fast
 else
     cargo test --workspace --locked --no-fail-fast
+fi
+
+echo "== end-to-end: srun --mpi=pmix topo-run on the private Slurm cluster (1 and 2 nodes)"
+cargo build --locked -p topo-run
+if [ "$(id -u)" -eq 0 ]; then
+    bash tests/e2e/launcher.sh target/debug/topo-run
+else
+    echo "test.sh: error: the end-to-end tests start a private Slurm cluster and need root" >&2
+    exit 1
 fi
 
 echo "== fuzz targets build (run them with: cargo fuzz run <target>, see fuzz/README.md)"

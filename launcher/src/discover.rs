@@ -173,7 +173,9 @@ pub fn from_pmix(env: &dyn Env) -> Result<(Placement, pmix::Client), DiscoveryEr
     };
     let mut locs = Vec::new();
     for r in placement.local_ranks() {
-        locs.push(client.get_string(Who::Rank(r), pmix_sys::PMIX_LOCALITY_STRING)?);
+        // Unbound processes get no string, or an empty one (Open MPI's mpirun).
+        let loc = client.get_string(Who::Rank(r), pmix_sys::PMIX_LOCALITY_STRING)?;
+        locs.push(loc.filter(|s| !s.is_empty()));
     }
     if locs.iter().any(Option::is_some) {
         placement.local_localities = Some(locs);

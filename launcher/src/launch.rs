@@ -21,7 +21,7 @@ use crate::show_cmd;
 #[error(
     "rank {rank} on node {node} is not bound to CPUs ({detail}); topo-run needs each task \
      bound to its own cores to find its place in the node. Fix: srun --cpu-bind=cores \
-     (or threads), or pass --allow-unbound to run without intra-node levels"
+     (or threads; mpirun: --bind-to core), or pass --allow-unbound to run without intra-node levels"
 )]
 pub struct Unbound {
     pub rank: u32,
