@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod fake_slurm;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -285,4 +287,47 @@ fn help_documents_examples_and_exit_codes() {
     );
     let o = topo_run(&["--version"]);
     assert!(stdout(&o).starts_with("topo-run "));
+}
+
+#[test]
+fn show_prints_the_plan_that_plan_predicts() {
+    let env = topo_run(&[
+        "plan", PAPER[0], PAPER[1], PAPER[2], PAPER[3], "--rank", "36", "--format", "env",
+    ]);
+    assert!(env.status.success(), "{}", stderr(&env));
+    let value = stdout(&env)
+        .trim()
+        .strip_prefix("TOPO_RUN_PLAN=")
+        .unwrap()
+        .to_string();
+    let show = |plan: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_topo-run"));
+        cmd.args(["show", "--format", "json"]);
+        match plan {
+            Some(p) => cmd.env("TOPO_RUN_PLAN", p),
+            None => cmd.env_remove("TOPO_RUN_PLAN"),
+        };
+        cmd.output().unwrap()
+    };
+    let out = show(Some(&value));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(json["rank"], 36);
+    assert_eq!(json["size"], 108);
+    assert_eq!(json["node"], "node02");
+    let levels: Vec<&str> = json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["level"].as_str().unwrap())
+        .collect();
+    assert_eq!(levels, ["numa", "node", "switch1"]);
+    assert_eq!(json["groups"][2]["members"], serde_json::json!([0, 36]));
+
+    let missing = show(None);
+    assert_eq!(missing.status.code(), Some(9));
+    assert!(stderr(&missing).contains("TOPO_RUN_PLAN is not set"));
+    let tampered = show(Some(&value.replace("rank=36", "rank=37")));
+    assert_eq!(tampered.status.code(), Some(9));
+    assert!(stderr(&tampered).contains("TOPO_RUN_PLAN is invalid"));
 }
