@@ -108,9 +108,6 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         placement.local_ranks().len(),
         placement.nodes.len()
     ));
-    // PMIx is finalized before anything else can fail or exec happen.
-    drop(pmix_client);
-
     // 2. Where this node's ranks sit inside the node.
     let local_ranks = placement.local_ranks();
     let localities = local_localities(&placement, &local_ranks, args.allow_unbound, &env, &v)?;
@@ -125,19 +122,36 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         Some(p) => format!("network map {}", p.display()),
         None => "no network map: no switch levels".to_string(),
     });
-    if !filter.keeps(LevelName::Node) && placement.nodes.len() > 1 {
-        return Err(LevelsUnsupported(format!(
-            "--levels {:?} switches off `node` in a job on {} nodes; the groups above the \
-             node would then need every node's CPU binding, which Slurm does not share. Keep \
-             `node` in the list",
-            args.levels.as_deref().unwrap_or(""),
-            placement.nodes.len()
-        ))
-        .into());
-    }
+    // With `node` switched off, the groups above the node hold the leaders of other
+    // nodes' intra-node groups, so every node's localities are needed. Slurm shares none;
+    // the tasks exchange them through PMIx.
+    let all_localities = if !filter.keeps(LevelName::Node) && placement.nodes.len() > 1 {
+        let Some(client) = &pmix_client else {
+            return Err(LevelsUnsupported(format!(
+                "--levels {:?} switches off `node` in a job on {} nodes; the groups above \
+                 the node then need every node's CPU binding, which topo-run exchanges \
+                 through PMIx. Run with srun --mpi=pmix, or keep `node` in the list",
+                args.levels.as_deref().unwrap_or(""),
+                placement.nodes.len()
+            ))
+            .into());
+        };
+        let all = exchange_localities(client, &placement, &local_ranks, &localities)?;
+        v.say("localities of all ranks exchanged through PMIx");
+        Some(all)
+    } else {
+        None
+    };
+    // PMIx is finalized before exec.
+    drop(pmix_client);
 
     // 4. The plan: the same pure code as `topo-run plan`.
-    let job = build_job(&placement, &local_ranks, &localities)?;
+    let job = build_job(
+        &placement,
+        &local_ranks,
+        &localities,
+        all_localities.as_deref(),
+    )?;
     let hierarchy = topo_hierarchy::build(&job, map.as_ref(), &filter)?;
     let digest = Digest::of_job(&job, map.as_ref(), &filter, "");
     let shm = format!(
@@ -338,13 +352,57 @@ fn network_map_path(flag: Option<&Path>, env: &dyn Env) -> Option<PathBuf> {
     topo.is_file().then_some(topo)
 }
 
-/// The job as the pure model sees it: every rank's node, and localities for this node's
-/// ranks (other nodes' bindings are unknown and do not affect this rank's plan while the
-/// `node` level is kept).
+/// How long the locality exchange waits for the other tasks.
+const FENCE_TIMEOUT_S: i32 = 60;
+
+/// The PMIx key under which each task publishes its locality ("" when unbound).
+const LOCALITY_KEY: &std::ffi::CStr = c"topo-run.locality";
+
+/// Publishes this rank's locality and collects every rank's (`PMIx_Put`, `PMIx_Fence`).
+fn exchange_localities(
+    client: &crate::pmix::Client,
+    placement: &Placement,
+    local_ranks: &[u32],
+    localities: &[Option<LocalityString>],
+) -> Result<Vec<Option<LocalityString>>> {
+    let me = local_ranks
+        .iter()
+        .position(|&r| r == placement.rank)
+        .expect("a rank is on its own node");
+    let mine = localities[me]
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    client.put_global(LOCALITY_KEY, &mine)?;
+    client.fence_collect(FENCE_TIMEOUT_S)?;
+    let mut all = Vec::with_capacity(placement.size() as usize);
+    for r in 0..placement.size() {
+        let text = client
+            .get_string(crate::pmix::Who::Rank(r), LOCALITY_KEY)?
+            .ok_or_else(|| {
+                DiscoveryError::Inconsistent(format!("rank {r} published no locality"))
+            })?;
+        all.push(if text.is_empty() {
+            None
+        } else {
+            Some(
+                LocalityString::parse(&text)
+                    .with_context(|| format!("locality of rank {r} from PMIx"))?,
+            )
+        });
+    }
+    Ok(all)
+}
+
+/// The job as the pure model sees it: every rank's node, and the localities of this
+/// node's ranks, or of all ranks when they were exchanged (`all`). Other nodes' bindings
+/// do not affect this rank's plan while the `node` level is kept, because the groups
+/// above the node then hold the lowest rank of each node.
 fn build_job(
     placement: &Placement,
     local_ranks: &[u32],
     localities: &[Option<LocalityString>],
+    all: Option<&[Option<LocalityString>]>,
 ) -> Result<Job> {
     let mut job = Job::new();
     let ids: Vec<u32> = placement
@@ -352,18 +410,17 @@ fn build_job(
         .iter()
         .map(|n| job.intern_node(n))
         .collect::<topo_hierarchy::Result<_>>()?;
-    let loc_ids: Vec<Option<u32>> = localities
-        .iter()
-        .map(|l| l.clone().map(|l| job.intern_locality(l)))
-        .collect();
     let mut next_local = 0;
     for r in 0..placement.size() {
-        let loc = if local_ranks.get(next_local) == Some(&r) {
-            next_local += 1;
-            loc_ids[next_local - 1]
-        } else {
-            None
+        let loc = match all {
+            Some(all) => all[r as usize].clone(),
+            None if local_ranks.get(next_local) == Some(&r) => {
+                next_local += 1;
+                localities[next_local - 1].clone()
+            }
+            None => None,
         };
+        let loc = loc.map(|l| job.intern_locality(l));
         job.push_interned(ids[placement.rank_node[r as usize] as usize], loc)?;
     }
     Ok(job)

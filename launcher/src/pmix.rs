@@ -207,6 +207,75 @@ impl Client {
         })
     }
 
+    /// Publishes `key = value` to every process of the job (`PMIx_Put` with global scope,
+    /// then `PMIx_Commit`). Others see it after the next [`Client::fence_collect`].
+    pub fn put_global(&self, key: &CStr, value: &str) -> Result<(), PmixError> {
+        let cval = CString::new(value).map_err(|_| PmixError::Value {
+            key: key_name(key),
+            detail: format!("{value:?} contains a NUL byte"),
+        })?;
+        let mut val = sys::pmix_value_t::default();
+        // SAFETY: for PMIX_STRING, PMIx_Value_load takes the C string itself and copies it
+        // into `val`, which is a valid, writable value.
+        let rc = unsafe {
+            sys::PMIx_Value_load(
+                &mut val,
+                cval.as_ptr().cast::<c_void>(),
+                sys::PMIX_STRING as sys::pmix_data_type_t,
+            )
+        };
+        check("PMIx_Value_load", rc)?;
+        // SAFETY: key and value are valid; PMIx copies the value.
+        let rc = unsafe {
+            sys::PMIx_Put(
+                sys::PMIX_GLOBAL as sys::pmix_scope_t,
+                key.as_ptr(),
+                &mut val,
+            )
+        };
+        // SAFETY: `val` owns the copy made by PMIx_Value_load; it is not used afterwards.
+        unsafe { sys::PMIx_Value_destruct(&mut val) };
+        check(format!("PMIx_Put({})", key_name(key)), rc)?;
+        // SAFETY: no arguments.
+        check("PMIx_Commit", unsafe { sys::PMIx_Commit() })
+    }
+
+    /// Waits for every process of the job and exchanges the committed data
+    /// (`PMIx_Fence` over the whole namespace with `PMIX_COLLECT_DATA`). Gives up after
+    /// `timeout_s` seconds, for example when another task stopped before the fence.
+    pub fn fence_collect(&self, timeout_s: i32) -> Result<(), PmixError> {
+        let mut info = [sys::pmix_info_t::default(), sys::pmix_info_t::default()];
+        let yes = true;
+        // SAFETY: as in `get_with`: a bool for PMIX_BOOL and an int for PMIX_INT, both
+        // copied by PMIx into valid, writable info structs.
+        let rcs = unsafe {
+            [
+                sys::PMIx_Info_load(
+                    &mut info[0],
+                    sys::PMIX_COLLECT_DATA.as_ptr(),
+                    (&yes as *const bool).cast::<c_void>(),
+                    sys::PMIX_BOOL as sys::pmix_data_type_t,
+                ),
+                sys::PMIx_Info_load(
+                    &mut info[1],
+                    sys::PMIX_TIMEOUT.as_ptr(),
+                    (&timeout_s as *const i32).cast::<c_void>(),
+                    sys::PMIX_INT as sys::pmix_data_type_t,
+                ),
+            ]
+        };
+        for rc in rcs {
+            check("PMIx_Info_load", rc)?;
+        }
+        // SAFETY: NULL procs with count 0 means all processes of our namespace; `info` is
+        // a valid array of two.
+        let rc = unsafe { sys::PMIx_Fence(ptr::null(), 0, info.as_ptr(), info.len()) };
+        check(
+            "PMIx_Fence (exchanging localities; did another task stop before it?)",
+            rc,
+        )
+    }
+
     /// The job's nodes (`PMIx_Resolve_nodes`), in the server's order.
     pub fn resolve_nodes(&self) -> Result<Vec<String>, PmixError> {
         let mut list: *mut c_char = ptr::null_mut();
