@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cargo build --release --locked -p topo-run
 mkdir -p target/demo
-mpicc -O2 -o target/demo/mpi-hello examples/c/mpi-hello.c
+mpicc.openmpi -O2 -o target/demo/mpi-hello examples/c/mpi-hello.c
 slurm/dev-cluster start 2
 export PATH="$PWD/target/release:$PATH"
 
