@@ -63,7 +63,8 @@ pub struct Placement {
     /// provides them (Open MPI's `mpirun` does, Slurm does not). `None` entries are
     /// unbound ranks.
     pub local_localities: Option<Vec<Option<String>>>,
-    /// Identifies the job step, for the shared-memory segment name.
+    /// Identifies the job step, for the shared-memory segment name (raw; the user of the
+    /// name sanitizes it).
     pub job_id: String,
     pub step_id: String,
 }
@@ -166,9 +167,7 @@ pub fn from_pmix(env: &dyn Env) -> Result<(Placement, pmix::Client), DiscoveryEr
         nodes,
         rank_node,
         local_localities: None,
-        job_id: env
-            .var("SLURM_JOB_ID")
-            .unwrap_or_else(|| sanitize(&client.nspace())),
+        job_id: env.var("SLURM_JOB_ID").unwrap_or_else(|| client.nspace()),
         step_id: env.var("SLURM_STEP_ID").unwrap_or_else(|| "0".into()),
     };
     let mut locs = Vec::new();

@@ -99,18 +99,29 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         (discover::from_slurm_env(&env)?, None)
     };
     v.rank = Some(placement.rank);
+    let local_ranks = placement.local_ranks();
+    let local = local_ranks
+        .iter()
+        .position(|&r| r == placement.rank)
+        .expect("a rank is on its own node");
     v.say(format!(
         "discovered through {}: rank {} of {}, node {} with {} local rank(s), {} node(s)",
         placement.source.name(),
         placement.rank,
         placement.size(),
         placement.node_name(),
-        placement.local_ranks().len(),
+        local_ranks.len(),
         placement.nodes.len()
     ));
     // 2. Where this node's ranks sit inside the node.
-    let local_ranks = placement.local_ranks();
-    let localities = local_localities(&placement, &local_ranks, args.allow_unbound, &env, &v)?;
+    let localities = local_localities(
+        &placement,
+        local_ranks.len(),
+        local,
+        args.allow_unbound,
+        &env,
+        &v,
+    )?;
 
     // 3. The network map and the levels.
     let map_path = network_map_path(args.network_map.as_deref(), &env);
@@ -136,7 +147,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
             ))
             .into());
         };
-        let all = exchange_localities(client, &placement, &local_ranks, &localities)?;
+        let all = exchange_localities(client, placement.size(), &localities[local])?;
         v.say("localities of all ranks exchanged through PMIx");
         Some(all)
     } else {
@@ -172,20 +183,19 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     exec(&args.program, &encoded)
 }
 
-/// The locality of each local rank (ascending rank order), `None` for unbound ranks.
+/// The locality of each of the node's `n_local` ranks (ascending rank order), `None` for
+/// unbound ranks. This task is local rank `local`.
 fn local_localities(
     placement: &Placement,
-    local_ranks: &[u32],
+    n_local: usize,
+    local: usize,
     allow_unbound: bool,
     env: &dyn Env,
     v: &Verbose,
 ) -> Result<Vec<Option<LocalityString>>> {
     let rank = placement.rank;
     let node = placement.node_name().to_string();
-    let local = local_ranks
-        .iter()
-        .position(|&r| r == rank)
-        .expect("a rank is on its own node") as u32;
+    let local = local as u32;
 
     // Open MPI's mpirun hands out locality strings; unbound ranks have none.
     if let Some(strings) = &placement.local_localities {
@@ -201,7 +211,7 @@ fn local_localities(
                 placement,
                 allow_unbound,
                 "the launcher reports no locality for some local ranks".into(),
-                local_ranks.len(),
+                n_local,
             );
         }
         v.say("localities from PMIx");
@@ -224,7 +234,7 @@ fn local_localities(
                 placement,
                 &format!("{e}; continuing without intra-node levels"),
             );
-            return Ok(vec![None; local_ranks.len()]);
+            return Ok(vec![None; n_local]);
         }
         Err(e) => return Err(DiscoveryError::SlurmEnv(e.to_string()).into()),
     };
@@ -239,7 +249,7 @@ fn local_localities(
                         env.var("SLURM_CPU_BIND_TYPE")
                             .unwrap_or_else(|| "(unset)".into())
                     ),
-                    local_ranks.len(),
+                    n_local,
                 )
             } else if allow_unbound {
                 warn_once(
@@ -247,7 +257,7 @@ fn local_localities(
                     "the other tasks' CPU binding is unknown (SLURM_CPU_BIND_LIST is not \
                      set); continuing without intra-node levels",
                 );
-                Ok(vec![None; local_ranks.len()])
+                Ok(vec![None; n_local])
             } else {
                 Err(DiscoveryError::SlurmEnv(format!(
                     "rank {rank} on node {node} is bound to CPUs {own}, but Slurm did not say \
@@ -272,9 +282,9 @@ fn local_localities(
                 }
                 // Task-specific, so every affected task says it.
                 eprintln!("topo-run: warning: {err}; continuing without intra-node levels");
-                return Ok(vec![None; local_ranks.len()]);
+                return Ok(vec![None; n_local]);
             }
-            let masks: Vec<&CpuMask> = (0..local_ranks.len() as u32)
+            let masks: Vec<&CpuMask> = (0..n_local as u32)
                 .map(|l| binding.mask_of(l).expect("masks are never empty"))
                 .collect();
             if let Some(l) = masks.iter().position(|m| topology.is_unbound(m)) {
@@ -285,7 +295,7 @@ fn local_localities(
                         "local task {l} may run on CPUs {}, the whole node",
                         masks[l]
                     ),
-                    local_ranks.len(),
+                    n_local,
                 );
             }
             let mut out = Vec::with_capacity(masks.len());
@@ -358,25 +368,18 @@ const FENCE_TIMEOUT_S: i32 = 60;
 /// The PMIx key under which each task publishes its locality ("" when unbound).
 const LOCALITY_KEY: &std::ffi::CStr = c"topo-run.locality";
 
-/// Publishes this rank's locality and collects every rank's (`PMIx_Put`, `PMIx_Fence`).
+/// Publishes this rank's locality (`mine`) and collects every rank's of the job's `size`
+/// (`PMIx_Put`, `PMIx_Fence`).
 fn exchange_localities(
     client: &crate::pmix::Client,
-    placement: &Placement,
-    local_ranks: &[u32],
-    localities: &[Option<LocalityString>],
+    size: u32,
+    mine: &Option<LocalityString>,
 ) -> Result<Vec<Option<LocalityString>>> {
-    let me = local_ranks
-        .iter()
-        .position(|&r| r == placement.rank)
-        .expect("a rank is on its own node");
-    let mine = localities[me]
-        .as_ref()
-        .map(ToString::to_string)
-        .unwrap_or_default();
+    let mine = mine.as_ref().map(ToString::to_string).unwrap_or_default();
     client.put_global(LOCALITY_KEY, &mine)?;
     client.fence_collect(FENCE_TIMEOUT_S)?;
-    let mut all = Vec::with_capacity(placement.size() as usize);
-    for r in 0..placement.size() {
+    let mut all = Vec::with_capacity(size as usize);
+    for r in 0..size {
         let text = client
             .get_string(crate::pmix::Who::Rank(r), LOCALITY_KEY)?
             .ok_or_else(|| {

@@ -34,26 +34,31 @@ fn exit_code(err: &anyhow::Error) -> u8 {
         if let Some(e) = cause.downcast_ref::<topo_hierarchy::Error>() {
             return exit_codes::for_kind(e.kind());
         }
-        if cause.is::<plan_cmd::ReadError>() {
-            return exit_codes::INPUT_UNREADABLE;
-        }
-        if cause.is::<plan_cmd::UsageError>() {
-            return exit_codes::USAGE;
-        }
-        if cause.is::<show_cmd::PlanMissing>() {
-            return exit_codes::BAD_PLAN;
-        }
-        if cause.is::<launch::LevelsUnsupported>() {
-            return exit_codes::BAD_LEVELS;
-        }
-        if cause.is::<launch::Unbound>() {
-            return exit_codes::UNBOUND;
-        }
-        if cause.is::<launch::MaskMismatch>() {
-            return exit_codes::MASK_MISMATCH;
-        }
-        if cause.is::<discover::DiscoveryError>() || cause.is::<pmix::PmixError>() {
-            return exit_codes::DISCOVERY;
+        // Error types that map to one code each.
+        let simple = [
+            (
+                cause.is::<plan_cmd::ReadError>(),
+                exit_codes::INPUT_UNREADABLE,
+            ),
+            (cause.is::<plan_cmd::UsageError>(), exit_codes::USAGE),
+            (cause.is::<show_cmd::PlanMissing>(), exit_codes::BAD_PLAN),
+            (
+                cause.is::<launch::LevelsUnsupported>(),
+                exit_codes::BAD_LEVELS,
+            ),
+            (cause.is::<launch::Unbound>(), exit_codes::UNBOUND),
+            (
+                cause.is::<launch::MaskMismatch>(),
+                exit_codes::MASK_MISMATCH,
+            ),
+            (
+                cause.is::<discover::DiscoveryError>(),
+                exit_codes::DISCOVERY,
+            ),
+            (cause.is::<pmix::PmixError>(), exit_codes::DISCOVERY),
+        ];
+        if let Some(&(_, code)) = simple.iter().find(|(hit, _)| *hit) {
+            return code;
         }
         if let Some(e) = cause.downcast_ref::<launch::ExecError>() {
             return if e.not_found {

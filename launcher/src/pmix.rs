@@ -32,15 +32,56 @@ pub enum PmixError {
     Value { key: String, detail: String },
 }
 
-fn status_string(code: sys::pmix_status_t) -> String {
-    // SAFETY: PMIx_Error_string accepts any status and returns a pointer to a static,
-    // NUL-terminated string (never NULL in OpenPMIx 4).
-    let p = unsafe { sys::PMIx_Error_string(code) };
+/// Copies a C string; `None` for NULL.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string that stays valid during the call.
+unsafe fn copy_c_string(p: *const c_char) -> Option<String> {
     if p.is_null() {
-        return format!("status {code}");
+        return None;
     }
-    // SAFETY: non-NULL, static and NUL-terminated, per the above.
-    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    // SAFETY: non-NULL and NUL-terminated, per the caller's contract.
+    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+fn status_string(code: sys::pmix_status_t) -> String {
+    // SAFETY: PMIx_Error_string accepts any status and returns NULL or a static,
+    // NUL-terminated string.
+    unsafe { copy_c_string(sys::PMIx_Error_string(code)) }
+        .unwrap_or_else(|| format!("status {code}"))
+}
+
+/// An info entry `key = flag` (`PMIX_BOOL`).
+fn info_bool(key: &CStr, flag: bool) -> Result<sys::pmix_info_t, PmixError> {
+    let mut info = sys::pmix_info_t::default();
+    // SAFETY: `info` is a valid, writable pmix_info_t, the key is NUL-terminated, and the
+    // data pointer refers to a bool as PMIX_BOOL requires; PMIx copies both.
+    let rc = unsafe {
+        sys::PMIx_Info_load(
+            &mut info,
+            key.as_ptr(),
+            (&flag as *const bool).cast::<c_void>(),
+            sys::PMIX_BOOL as sys::pmix_data_type_t,
+        )
+    };
+    check("PMIx_Info_load", rc)?;
+    Ok(info)
+}
+
+/// An info entry `key = value` (`PMIX_INT`).
+fn info_int(key: &CStr, value: i32) -> Result<sys::pmix_info_t, PmixError> {
+    let mut info = sys::pmix_info_t::default();
+    // SAFETY: as in `info_bool`, with an int for PMIX_INT.
+    let rc = unsafe {
+        sys::PMIx_Info_load(
+            &mut info,
+            key.as_ptr(),
+            (&value as *const i32).cast::<c_void>(),
+            sys::PMIX_INT as sys::pmix_data_type_t,
+        )
+    };
+    check("PMIx_Info_load", rc)?;
+    Ok(info)
 }
 
 fn check(call: impl Into<String>, code: sys::pmix_status_t) -> Result<(), PmixError> {
@@ -116,19 +157,7 @@ impl Client {
         read: impl FnOnce(&sys::pmix_value_t) -> Result<T, PmixError>,
     ) -> Result<Option<T>, PmixError> {
         let proc_ = self.proc_of(who);
-        let mut info = sys::pmix_info_t::default();
-        let yes = true;
-        // SAFETY: `info` is a valid pmix_info_t, the key is a NUL-terminated constant, and
-        // the data pointer refers to a bool as PMIX_BOOL requires; PMIx copies both.
-        let rc = unsafe {
-            sys::PMIx_Info_load(
-                &mut info,
-                sys::PMIX_OPTIONAL.as_ptr(),
-                (&yes as *const bool).cast::<c_void>(),
-                sys::PMIX_BOOL as sys::pmix_data_type_t,
-            )
-        };
-        check("PMIx_Info_load", rc)?;
+        let info = info_bool(sys::PMIX_OPTIONAL, true)?;
         let mut val: *mut sys::pmix_value_t = ptr::null_mut();
         // SAFETY: all pointers are valid for the duration of the call; on success PMIx
         // stores a newly allocated value in `val`, which we release below.
@@ -197,13 +226,8 @@ impl Client {
                 });
             }
             // SAFETY: `type_` is PMIX_STRING, so `string` is the valid member; it is NULL or
-            // a NUL-terminated string owned by the value.
-            let p = unsafe { v.data.string };
-            if p.is_null() {
-                return Ok(String::new());
-            }
-            // SAFETY: non-NULL and NUL-terminated, see above; copied before release.
-            Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+            // a NUL-terminated string owned by the value, copied before release.
+            Ok(unsafe { copy_c_string(v.data.string) }.unwrap_or_default())
         })
     }
 
@@ -244,29 +268,10 @@ impl Client {
     /// (`PMIx_Fence` over the whole namespace with `PMIX_COLLECT_DATA`). Gives up after
     /// `timeout_s` seconds, for example when another task stopped before the fence.
     pub fn fence_collect(&self, timeout_s: i32) -> Result<(), PmixError> {
-        let mut info = [sys::pmix_info_t::default(), sys::pmix_info_t::default()];
-        let yes = true;
-        // SAFETY: as in `get_with`: a bool for PMIX_BOOL and an int for PMIX_INT, both
-        // copied by PMIx into valid, writable info structs.
-        let rcs = unsafe {
-            [
-                sys::PMIx_Info_load(
-                    &mut info[0],
-                    sys::PMIX_COLLECT_DATA.as_ptr(),
-                    (&yes as *const bool).cast::<c_void>(),
-                    sys::PMIX_BOOL as sys::pmix_data_type_t,
-                ),
-                sys::PMIx_Info_load(
-                    &mut info[1],
-                    sys::PMIX_TIMEOUT.as_ptr(),
-                    (&timeout_s as *const i32).cast::<c_void>(),
-                    sys::PMIX_INT as sys::pmix_data_type_t,
-                ),
-            ]
-        };
-        for rc in rcs {
-            check("PMIx_Info_load", rc)?;
-        }
+        let info = [
+            info_bool(sys::PMIX_COLLECT_DATA, true)?,
+            info_int(sys::PMIX_TIMEOUT, timeout_s)?,
+        ];
         // SAFETY: NULL procs with count 0 means all processes of our namespace; `info` is
         // a valid array of two.
         let rc = unsafe { sys::PMIx_Fence(ptr::null(), 0, info.as_ptr(), info.len()) };
@@ -282,14 +287,9 @@ impl Client {
         // SAFETY: the namespace array is NUL-terminated; PMIx stores a malloc'ed string.
         let rc = unsafe { sys::PMIx_Resolve_nodes(self.me.nspace.as_ptr(), &mut list) };
         check("PMIx_Resolve_nodes", rc)?;
-        if list.is_null() {
-            return Ok(Vec::new());
-        }
-        // SAFETY: non-NULL and NUL-terminated; copied, then freed once with libc's free as
-        // PMIx allocated it with malloc.
-        let text = unsafe { CStr::from_ptr(list) }
-            .to_string_lossy()
-            .into_owned();
+        // SAFETY: NULL or a NUL-terminated string, copied here, then freed once with libc's
+        // free (free(NULL) does nothing) as PMIx allocated it with malloc.
+        let text = unsafe { copy_c_string(list) }.unwrap_or_default();
         // SAFETY: see above.
         unsafe { libc::free(list.cast::<c_void>()) };
         Ok(text
@@ -337,11 +337,7 @@ impl Drop for Client {
 }
 
 fn type_name(t: sys::pmix_data_type_t) -> String {
-    // SAFETY: PMIx_Data_type_string accepts any value and returns a static string.
-    let p = unsafe { sys::PMIx_Data_type_string(t) };
-    if p.is_null() {
-        return format!("type {t}");
-    }
-    // SAFETY: static, NUL-terminated.
-    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    // SAFETY: PMIx_Data_type_string accepts any value and returns NULL or a static,
+    // NUL-terminated string.
+    unsafe { copy_c_string(sys::PMIx_Data_type_string(t)) }.unwrap_or_else(|| format!("type {t}"))
 }
