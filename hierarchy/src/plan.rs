@@ -2,8 +2,8 @@
 //! versioned text encoding.
 //!
 //! ```text
-//! v1;rank=0;size=108;node=node01;local=0/36;shm=topo-run.42.0.node01;digest=<32 hex>;
-//! settings=key:value,...;groups=numa@0-17/node@0,18/switch1@0,36/world@0,72;check=<16 hex>
+//! v2;rank=0;size=108;node=node01;local=0/36;peers=0-35;shm=topo-run.42.0.node01;
+//! digest=<32 hex>;settings=key:value,...;groups=numa@0-17/node@0,18/switch1@0,36/world@0,72;check=<16 hex>
 //! ```
 //! (one line, no spaces). Strings are percent-encoded outside `[A-Za-z0-9._/-]`. `check` is
 //! FNV-1a-64 over everything before `;check=`, so truncation or an edit is caught.
@@ -21,7 +21,7 @@ use crate::ranges;
 pub const PLAN_ENV: &str = "TOPO_RUN_PLAN";
 
 /// The encoding version this crate writes and reads.
-pub const PLAN_VERSION: u32 = 1;
+pub const PLAN_VERSION: u32 = 2;
 
 /// The most ranks a decoded plan may list in all its groups together.
 pub const MAX_PLAN_MEMBERS: usize = 1 << 24;
@@ -48,6 +48,9 @@ pub struct RankPlan {
     pub local_rank: u32,
     /// Number of ranks on this node.
     pub local_size: u32,
+    /// The ranks on this node, ascending (`peers[local_rank] == rank`). The runtime
+    /// indexes the node's shared-memory queues by position in this list.
+    pub peers: Vec<u32>,
     /// Name of the node's shared-memory segment (unique per job, step and node).
     pub shm_name: String,
     /// Digest of the whole job's inputs.
@@ -86,6 +89,7 @@ impl Hierarchy {
             node: job.node_name(node).to_string(),
             local_rank: self.local_rank(rank, node),
             local_size: self.node_ranks()[node as usize].len() as u32,
+            peers: self.node_ranks()[node as usize].clone(),
             shm_name: shm_name.to_string(),
             digest,
             settings,
@@ -159,12 +163,13 @@ impl RankPlan {
         let mut s = String::new();
         let _ = write!(
             s,
-            "v{PLAN_VERSION};rank={};size={};node={};local={}/{};shm={};digest={};settings=",
+            "v{PLAN_VERSION};rank={};size={};node={};local={}/{};peers={};shm={};digest={};settings=",
             self.rank,
             self.size,
             escape(&self.node),
             self.local_rank,
             self.local_size,
+            ranges::encode(&self.peers),
             escape(&self.shm_name),
             self.digest
         );
@@ -197,7 +202,7 @@ impl RankPlan {
     pub fn decode(text: &str) -> Result<Self> {
         let text = text.trim_end_matches(['\n', '\r']);
         let Some(version) = text.split(';').next().and_then(|v| v.strip_prefix('v')) else {
-            return Err(Error::plan("it does not start with a version (v1;...)"));
+            return Err(Error::plan("it does not start with a version (v2;...)"));
         };
         if version != PLAN_VERSION.to_string() {
             return Err(Error::plan(format!(
@@ -214,9 +219,9 @@ impl RankPlan {
                 "checksum mismatch: the variable was truncated or modified after topo-run wrote it",
             ));
         }
-        let mut fields: [Option<&str>; 8] = [None; 8];
-        const NAMES: [&str; 8] = [
-            "rank", "size", "node", "local", "shm", "digest", "settings", "groups",
+        let mut fields: [Option<&str>; 9] = [None; 9];
+        const NAMES: [&str; 9] = [
+            "rank", "size", "node", "local", "shm", "digest", "settings", "groups", "peers",
         ];
         for field in body.split(';').skip(1) {
             let (k, v) = field
@@ -258,8 +263,11 @@ impl RankPlan {
                 settings.push((unescape(k, "settings")?, unescape(v, "settings")?));
             }
         }
-        let mut groups = Vec::new();
         let mut budget = MAX_PLAN_MEMBERS;
+        let peers = ranges::decode(get(8)?, budget)
+            .map_err(|e| Error::plan(format!("field peers: {e}")))?;
+        budget -= peers.len();
+        let mut groups = Vec::new();
         let raw_groups = get(7)?;
         if !raw_groups.is_empty() {
             for g in raw_groups.split('/') {
@@ -279,6 +287,7 @@ impl RankPlan {
             node,
             local_rank,
             local_size,
+            peers,
             shm_name,
             digest,
             settings,
@@ -302,6 +311,16 @@ impl RankPlan {
             return fail(format!(
                 "local rank {}/{} does not fit a job of {}",
                 self.local_rank, self.local_size, self.size
+            ));
+        }
+        if self.peers.len() != self.local_size as usize
+            || self.peers.get(self.local_rank as usize) != Some(&self.rank)
+            || self.peers.windows(2).any(|w| w[0] >= w[1])
+            || self.peers.last().is_some_and(|&r| r >= self.size)
+        {
+            return fail(format!(
+                "the node's rank list does not hold rank {} at local rank {} of {}",
+                self.rank, self.local_rank, self.local_size
             ));
         }
         crate::job::validate_node_name(&self.node).or_else(|e| fail(e.to_string()))?;

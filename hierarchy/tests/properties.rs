@@ -107,7 +107,7 @@ proptest! {
     }
 
     #[test]
-    fn decode_never_panics(text in "v1;[ -~]{0,120}") {
+    fn decode_never_panics(text in "v2;[ -~]{0,120}") {
         let _ = RankPlan::decode(&text);
     }
 }
@@ -120,6 +120,7 @@ fn tampered_plans_are_rejected() {
         node: "n1".into(),
         local_rank: 3,
         local_size: 4,
+        peers: vec![0, 1, 2, 3],
         shm_name: "/topo-run.9.0.n1".into(),
         digest: "00112233445566778899aabbccddeeff".parse().unwrap(),
         settings: vec![("reduce".into(), "numa=knomial:4,node=flat".into())],
@@ -137,7 +138,7 @@ fn tampered_plans_are_rejected() {
     let cases = [
         (text.replace("rank=3", "rank=2"), "checksum"),
         (text[..text.len() - 3].to_string(), "checksum"),
-        (text.replace("v1;", "v2;"), "version"),
+        (text.replace("v2;", "v1;"), "version"),
         ("garbage".to_string(), "version"),
         (text.split(";check=").next().unwrap().to_string(), "check"),
     ];
@@ -157,6 +158,10 @@ fn tampered_plans_are_rejected() {
     });
     let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();
     assert!(e.contains("does not lead"), "{e}");
+    let mut wrong = plan.clone();
+    wrong.peers = vec![0, 1, 2, 4];
+    let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();
+    assert!(e.contains("rank list"), "{e}");
     let mut wrong = plan;
     wrong.rank = 9;
     let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();
