@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! v2;rank=0;size=108;node=node01;local=0/36;peers=0-35;shm=topo-run.42.0.node01;
-//! digest=<32 hex>;settings=key:value,...;groups=numa@0-17/node@0,18/switch1@0,36/world@0,72;check=<16 hex>
+//! digest=<32 hex>;settings=key:value,...;groups=numa@0-17/node@0,18/switch1@0,36/world@0,72;top=world;
+//! check=<16 hex>
 //! ```
 //! (one line, no spaces). Strings are percent-encoded outside `[A-Za-z0-9._/-]`. `check` is
 //! FNV-1a-64 over everything before `;check=`, so truncation or an edit is caught.
@@ -59,6 +60,10 @@ pub struct RankPlan {
     pub settings: Vec<(String, String)>,
     /// The groups this rank belongs to, bottom-up.
     pub groups: Vec<PlanGroup>,
+    /// The level of the job's top group (the last group of rank 0), `None` when the job has
+    /// no group at all. A rank whose last group is at this level is in the top group; the
+    /// runtime roots the top group's step at the collective's root when it is a member.
+    pub top: Option<LevelName>,
 }
 
 impl Hierarchy {
@@ -94,6 +99,7 @@ impl Hierarchy {
             digest,
             settings,
             groups: self.plan_groups(rank),
+            top: self.groups_of(0).last().map(|g| g.level),
         }
     }
 }
@@ -192,6 +198,10 @@ impl RankPlan {
                 ranges::encode(&g.members)
             );
         }
+        s.push_str(";top=");
+        if let Some(top) = self.top {
+            let _ = write!(s, "{top}");
+        }
         let check = fnv1a(s.as_bytes());
         let _ = write!(s, ";check={check:016x}");
         s
@@ -219,9 +229,9 @@ impl RankPlan {
                 "checksum mismatch: the variable was truncated or modified after topo-run wrote it",
             ));
         }
-        let mut fields: [Option<&str>; 9] = [None; 9];
-        const NAMES: [&str; 9] = [
-            "rank", "size", "node", "local", "shm", "digest", "settings", "groups", "peers",
+        let mut fields: [Option<&str>; 10] = [None; 10];
+        const NAMES: [&str; 10] = [
+            "rank", "size", "node", "local", "shm", "digest", "settings", "groups", "peers", "top",
         ];
         for field in body.split(';').skip(1) {
             let (k, v) = field
@@ -281,6 +291,10 @@ impl RankPlan {
                 groups.push(PlanGroup { level, members });
             }
         }
+        let top = match get(9)? {
+            "" => None,
+            t => Some(t.parse().map_err(Error::plan)?),
+        };
         let plan = RankPlan {
             rank,
             size,
@@ -292,6 +306,7 @@ impl RankPlan {
             digest,
             settings,
             groups,
+            top,
         };
         plan.validate()?;
         Ok(plan)
@@ -357,6 +372,16 @@ impl RankPlan {
                 }
             }
             prev = Some(g);
+        }
+        if let (Some(last), Some(top)) = (prev, self.top) {
+            if height(last.level) > height(top) {
+                return fail(format!(
+                    "group {} lies above the job's top level {top}",
+                    last.level
+                ));
+            }
+        } else if prev.is_some() {
+            return fail("the plan has groups but no top level".into());
         }
         Ok(())
     }

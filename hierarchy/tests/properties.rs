@@ -128,6 +128,7 @@ fn tampered_plans_are_rejected() {
             level: "numa".parse().unwrap(),
             members: vec![2, 3],
         }],
+        top: Some("node".parse().unwrap()),
     };
     let text = plan.encode();
     assert!(
