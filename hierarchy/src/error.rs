@@ -20,6 +20,8 @@ pub enum ErrorKind {
     Levels,
     /// An encoded plan (the `TOPO_RUN_PLAN` variable).
     Plan,
+    /// A runtime setting (queue sizes, algorithm rules, ...).
+    Settings,
 }
 
 /// Everything that can be wrong with the inputs of the hierarchy model.
@@ -102,6 +104,14 @@ pub enum Error {
     /// An encoded plan that cannot be trusted.
     #[error("corrupted topo-run plan: {reason}")]
     Plan { reason: String },
+
+    /// A runtime setting with a value topo-run cannot use.
+    #[error("invalid setting {key}={value:?}: {reason}")]
+    Settings {
+        key: String,
+        value: String,
+        reason: String,
+    },
 }
 
 impl Error {
@@ -121,6 +131,7 @@ impl Error {
             Error::Job { .. } => ErrorKind::Job,
             Error::Levels { .. } => ErrorKind::Levels,
             Error::Plan { .. } => ErrorKind::Plan,
+            Error::Settings { .. } => ErrorKind::Settings,
         }
     }
 

@@ -31,6 +31,8 @@ pub const UNBOUND: u8 = 10;
 pub const DISCOVERY: u8 = 11;
 /// The task's CPU mask differs from the one Slurm reports for it.
 pub const MASK_MISMATCH: u8 = 12;
+/// A runtime setting (`--bcast`, `TOPO_RUN_SLOTS`, ...) is invalid.
+pub const BAD_SETTINGS: u8 = 13;
 /// The program exists but cannot be executed (as in a shell).
 pub const PROGRAM_NOT_EXECUTABLE: u8 = 126;
 /// The program was not found (as in a shell).
@@ -45,6 +47,7 @@ pub fn for_kind(kind: ErrorKind) -> u8 {
         ErrorKind::Levels => BAD_LEVELS,
         ErrorKind::Locality => BAD_LOCALITY,
         ErrorKind::Plan => BAD_PLAN,
+        ErrorKind::Settings => BAD_SETTINGS,
     }
 }
 
@@ -64,6 +67,7 @@ Exit codes:
  10  a task is not bound to CPUs (fix: srun --cpu-bind=cores, or --allow-unbound)
  11  discovery failed (not under srun/mpirun, PMIx error, bad Slurm environment)
  12  a task's CPU mask differs from what Slurm reports for it
+ 13  invalid runtime setting (--bcast, --reduce, --allreduce, TOPO_RUN_SLOTS, ...)
 126  the program cannot be executed
 127  the program was not found
 Otherwise the program's own exit status.";

@@ -1,0 +1,427 @@
+//! Runtime settings: shared-memory queue sizes, pipelining, the spin policy and the
+//! algorithm chosen per level and message size. The launcher validates them and writes
+//! them into every rank's plan, so all ranks of a job use the same ones (the plan digest
+//! covers them); the runtime reads them back from the plan.
+//!
+//! Algorithm rules are comma-separated `[SCOPE][<BYTES]=ALGORITHM` (a bare `ALGORITHM`
+//! means `*=ALGORITHM`). `SCOPE` is a level
+//! name (`numa`, `node`, `switch1`, `world`, ...), `intra` (groups inside one node),
+//! `inter` (groups spanning nodes) or `*` (the default when left out). `<BYTES` limits the
+//! rule to messages smaller than `BYTES` (suffixes `K`, `M`, `G` are powers of 1024). The
+//! first matching rule wins; the user's rules come before the built-in defaults.
+//!
+//! ```text
+//! bcast      numa=knomial:4,node=flat,inter<64K=knomial:2
+//! reduce     intra=flat,inter=binomial
+//! allreduce  <64K=rab:rd,*=rab:ring
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::level::LevelName;
+
+/// Slots per shared-memory queue when not set.
+pub const DEFAULT_SLOTS: u32 = 8;
+/// Bytes per shared-memory slot (fragment) when not set.
+pub const DEFAULT_FRAGMENT: u32 = 8 << 10;
+/// Bytes per pipeline chunk when not set.
+pub const DEFAULT_CHUNK: u32 = 256 << 10;
+/// Busy-wait rounds before a waiting rank starts yielding its core, when not set.
+pub const DEFAULT_SPIN: u32 = 1 << 10;
+
+/// Every setting: its key in the plan, its environment variable and what it means.
+pub const KEYS: &[(&str, &str, &str)] = &[
+    (
+        "slots",
+        "TOPO_RUN_SLOTS",
+        "slots per shared-memory queue (2..=1024, default 8)",
+    ),
+    (
+        "fragment",
+        "TOPO_RUN_FRAGMENT",
+        "bytes per shared-memory slot, a multiple of 64 (64..=16M, default 8K)",
+    ),
+    (
+        "chunk",
+        "TOPO_RUN_CHUNK",
+        "pipeline chunk: larger messages move through the levels in pieces of this size \
+         (4K..=1G, default 256K)",
+    ),
+    (
+        "spin",
+        "TOPO_RUN_SPIN",
+        "busy-wait rounds before a waiting rank yields its core; 0 yields at once \
+         (oversubscribed nodes), default 1024",
+    ),
+    (
+        "bcast",
+        "TOPO_RUN_BCAST",
+        "broadcast rules, e.g. numa=knomial:4,node=flat (algorithms: flat, binomial, knomial:K)",
+    ),
+    (
+        "reduce",
+        "TOPO_RUN_REDUCE",
+        "reduce rules, e.g. intra=flat,inter<64K=knomial:4 (algorithms: flat, binomial, knomial:K)",
+    ),
+    (
+        "allreduce",
+        "TOPO_RUN_ALLREDUCE",
+        "allreduce rules, e.g. <64K=rab:rd,*=rab:ring (rb = reduce then bcast; rab:rd / rab:ring = \
+         reduce, allreduce among the top group by recursive doubling or ring, then bcast)",
+    ),
+];
+
+/// Where a rule applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every group.
+    Any,
+    /// Groups whose members share a node (shared-memory queues).
+    Intra,
+    /// Groups that span nodes (MPI point-to-point).
+    Inter,
+    /// One level.
+    Level(LevelName),
+}
+
+impl Scope {
+    fn matches(self, level: LevelName, intra: bool) -> bool {
+        match self {
+            Scope::Any => true,
+            Scope::Intra => intra,
+            Scope::Inter => !intra,
+            Scope::Level(l) => l == level,
+        }
+    }
+}
+
+/// One `[SCOPE][<BYTES]=ALGORITHM` rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule<A> {
+    /// Where it applies.
+    pub scope: Scope,
+    /// It applies to messages smaller than this many bytes.
+    pub below: Option<u64>,
+    /// What to run.
+    pub algorithm: A,
+}
+
+/// How a group broadcasts (or, for [`Reduce`](ReduceAlg), reduces) among its members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeAlg {
+    /// The root talks to every member directly. In shared memory a broadcast fragment is
+    /// copied once and read by all.
+    Flat,
+    /// A k-nomial tree of radix `k` (2 = binomial).
+    Knomial(u32),
+}
+
+/// Per-level broadcast algorithm.
+pub type BcastAlg = TreeAlg;
+/// Per-level reduce algorithm.
+pub type ReduceAlg = TreeAlg;
+
+/// How the top group of a ReduceAllreduceBcast allreduce combines its members' values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopAlg {
+    /// Recursive doubling: log2(p) exchanges of the whole message.
+    RecursiveDoubling,
+    /// Ring reduce-scatter then ring allgather: 2(p-1) exchanges of 1/p of the message.
+    Ring,
+}
+
+/// The hierarchical allreduce variants of coll/tcl.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllreduceAlg {
+    /// Reduce up the whole hierarchy to rank 0, then broadcast down.
+    ReduceBcast,
+    /// Reduce up to the top group, allreduce inside it, then broadcast down.
+    ReduceAllreduceBcast(TopAlg),
+}
+
+impl FromStr for TreeAlg {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "flat" => Ok(TreeAlg::Flat),
+            "binomial" => Ok(TreeAlg::Knomial(2)),
+            _ => {
+                let k = s
+                    .strip_prefix("knomial:")
+                    .ok_or_else(|| format!("unknown algorithm {s:?}; use flat, binomial or knomial:K"))?;
+                match k.parse::<u32>() {
+                    Ok(k @ 2..=64) => Ok(TreeAlg::Knomial(k)),
+                    _ => Err(format!("the radix in {s:?} must be 2..=64")),
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for TreeAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TreeAlg::Flat => f.write_str("flat"),
+            TreeAlg::Knomial(k) => write!(f, "knomial:{k}"),
+        }
+    }
+}
+
+impl FromStr for AllreduceAlg {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "rb" => Ok(AllreduceAlg::ReduceBcast),
+            "rab" | "rab:rd" => Ok(AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling)),
+            "rab:ring" => Ok(AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring)),
+            _ => Err(format!(
+                "unknown allreduce algorithm {s:?}; use rb, rab:rd or rab:ring"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for AllreduceAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AllreduceAlg::ReduceBcast => f.write_str("rb"),
+            AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling) => f.write_str("rab:rd"),
+            AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring) => f.write_str("rab:ring"),
+        }
+    }
+}
+
+/// Parses `123`, `8K`, `16M`, `1G` (powers of 1024).
+pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    let (digits, shift) = match s.as_bytes().last() {
+        Some(b'K' | b'k') => (&s[..s.len() - 1], 10),
+        Some(b'M' | b'm') => (&s[..s.len() - 1], 20),
+        Some(b'G' | b'g') => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{s:?} is not a byte count (like 4096, 8K or 16M)"));
+    }
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n < 1 << 40)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+fn parse_rules<A: FromStr<Err = String>>(text: &str) -> std::result::Result<Vec<Rule<A>>, String> {
+    let mut rules = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lhs, alg) = part.split_once('=').unwrap_or(("*", part));
+        let (scope, below) = match lhs.split_once('<') {
+            Some((scope, bytes)) => (scope, Some(parse_bytes(bytes)?)),
+            None => (lhs, None),
+        };
+        let scope = match scope {
+            "" | "*" => Scope::Any,
+            "intra" => Scope::Intra,
+            "inter" => Scope::Inter,
+            level => Scope::Level(level.parse().map_err(|e| format!("rule {part:?}: {e}"))?),
+        };
+        let algorithm = alg.parse().map_err(|e| format!("rule {part:?}: {e}"))?;
+        rules.push(Rule {
+            scope,
+            below,
+            algorithm,
+        });
+    }
+    Ok(rules)
+}
+
+fn pick<A: Copy>(rules: &[Rule<A>], defaults: &[Rule<A>], level: LevelName, intra: bool, bytes: usize) -> A {
+    rules
+        .iter()
+        .chain(defaults)
+        .find(|r| r.scope.matches(level, intra) && r.below.is_none_or(|b| (bytes as u64) < b))
+        .map(|r| r.algorithm)
+        .unwrap_or(defaults[defaults.len() - 1].algorithm)
+}
+
+/// The validated runtime settings of a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Slots per shared-memory queue.
+    pub slots: u32,
+    /// Bytes per slot.
+    pub fragment: u32,
+    /// Pipeline chunk in bytes.
+    pub chunk: u32,
+    /// Busy-wait rounds before yielding.
+    pub spin: u32,
+    /// User broadcast rules (before the defaults).
+    pub bcast: Vec<Rule<BcastAlg>>,
+    /// User reduce rules.
+    pub reduce: Vec<Rule<ReduceAlg>>,
+    /// User allreduce rules (their scope is ignored).
+    pub allreduce: Vec<Rule<AllreduceAlg>>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            slots: DEFAULT_SLOTS,
+            fragment: DEFAULT_FRAGMENT,
+            chunk: DEFAULT_CHUNK,
+            spin: DEFAULT_SPIN,
+            bcast: Vec::new(),
+            reduce: Vec::new(),
+            allreduce: Vec::new(),
+        }
+    }
+}
+
+const TREE_DEFAULTS: [Rule<TreeAlg>; 2] = [
+    Rule {
+        scope: Scope::Intra,
+        below: None,
+        algorithm: TreeAlg::Flat,
+    },
+    Rule {
+        scope: Scope::Any,
+        below: None,
+        algorithm: TreeAlg::Knomial(2),
+    },
+];
+
+const ALLREDUCE_DEFAULTS: [Rule<AllreduceAlg>; 2] = [
+    Rule {
+        scope: Scope::Any,
+        below: Some(64 << 10),
+        algorithm: AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
+    },
+    Rule {
+        scope: Scope::Any,
+        below: None,
+        algorithm: AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring),
+    },
+];
+
+impl Settings {
+    /// Reads `key:value` pairs (as stored in a plan), rejecting unknown keys and bad values.
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<Self> {
+        let mut s = Settings::default();
+        for (key, value) in pairs {
+            let (key, value) = (key.as_ref(), value.as_ref());
+            let bad = |reason: String| Error::Settings {
+                key: key.to_string(),
+                value: value.to_string(),
+                reason,
+            };
+            let bytes = |lo: u64, hi: u64| -> Result<u32> {
+                let n = parse_bytes(value).map_err(bad)?;
+                if n < lo || n > hi {
+                    return Err(bad(format!("must be between {lo} and {hi} bytes")));
+                }
+                Ok(n as u32)
+            };
+            match key {
+                "slots" => {
+                    s.slots = value
+                        .parse()
+                        .ok()
+                        .filter(|n| (2..=1024).contains(n))
+                        .ok_or_else(|| bad("must be a number from 2 to 1024".into()))?;
+                }
+                "fragment" => {
+                    s.fragment = bytes(64, 16 << 20)?;
+                    if s.fragment % 64 != 0 {
+                        return Err(bad("must be a multiple of 64".into()));
+                    }
+                }
+                "chunk" => s.chunk = bytes(4 << 10, 1 << 30)?,
+                "spin" => {
+                    s.spin = value
+                        .parse()
+                        .map_err(|_| bad("must be a number of rounds".into()))?;
+                }
+                "bcast" => s.bcast = parse_rules(value).map_err(bad)?,
+                "reduce" => s.reduce = parse_rules(value).map_err(bad)?,
+                "allreduce" => s.allreduce = parse_rules(value).map_err(bad)?,
+                _ => {
+                    return Err(bad(format!(
+                        "unknown setting; known: {}",
+                        KEYS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    /// The broadcast algorithm for a group at `level` (`intra`: inside one node).
+    pub fn bcast_for(&self, level: LevelName, intra: bool, bytes: usize) -> BcastAlg {
+        pick(&self.bcast, &TREE_DEFAULTS, level, intra, bytes)
+    }
+
+    /// The reduce algorithm for a group at `level`.
+    pub fn reduce_for(&self, level: LevelName, intra: bool, bytes: usize) -> ReduceAlg {
+        pick(&self.reduce, &TREE_DEFAULTS, level, intra, bytes)
+    }
+
+    /// The allreduce variant for a message of `bytes`.
+    pub fn allreduce_for(&self, bytes: usize) -> AllreduceAlg {
+        pick(&self.allreduce, &ALLREDUCE_DEFAULTS, LevelName::World, false, bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lvl(s: &str) -> LevelName {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn defaults_and_user_rules() {
+        let d = Settings::default();
+        assert_eq!(d.bcast_for(lvl("numa"), true, 8), TreeAlg::Flat);
+        assert_eq!(d.bcast_for(lvl("switch1"), false, 8), TreeAlg::Knomial(2));
+        assert_eq!(
+            d.allreduce_for(1 << 20),
+            AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring)
+        );
+        let s = Settings::from_pairs(&[
+            ("bcast", "numa=knomial:4,inter<64K=flat"),
+            ("fragment", "16K"),
+            ("slots", "4"),
+            ("allreduce", "rb"),
+        ])
+        .unwrap();
+        assert_eq!(s.fragment, 16384);
+        assert_eq!(s.slots, 4);
+        assert_eq!(s.bcast_for(lvl("numa"), true, 1 << 30), TreeAlg::Knomial(4));
+        assert_eq!(s.bcast_for(lvl("world"), false, 100), TreeAlg::Flat);
+        assert_eq!(s.bcast_for(lvl("world"), false, 64 << 10), TreeAlg::Knomial(2));
+        assert_eq!(s.allreduce_for(4), AllreduceAlg::ReduceBcast);
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        for (k, v, needle) in [
+            ("slots", "1", "2 to 1024"),
+            ("fragment", "100", "multiple of 64"),
+            ("fragment", "12Q", "byte count"),
+            ("chunk", "1", "between"),
+            ("bcast", "numa=ring", "unknown algorithm"),
+            ("bcast", "numa", "unknown algorithm"),
+            ("reduce", "nowhere=flat", "nowhere"),
+            ("reduce", "knomial:1", "radix"),
+            ("reduce", "*=knomial:1", "radix"),
+            ("allreduce", "*=fast", "rb, rab:rd"),
+            ("colour", "blue", "unknown setting"),
+        ] {
+            let e = Settings::from_pairs(&[(k, v)]).unwrap_err();
+            assert!(e.to_string().contains(needle), "{k}={v}: {e}");
+            assert!(e.to_string().contains(k), "{e}");
+        }
+    }
+}
