@@ -1,0 +1,109 @@
+//! The runtime's one error type. Every variant names what went wrong, where (rank, node,
+//! segment) and what to do about it.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in the runtime.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `TOPO_RUN_PLAN` is set but cannot be read.
+    #[error(
+        "{0}; start the program with `srun --mpi=pmix topo-run ./app` and do not edit TOPO_RUN_PLAN"
+    )]
+    Plan(#[source] topo_hierarchy::Error),
+
+    /// The plan's runtime settings are invalid.
+    #[error("{0}")]
+    Settings(#[source] topo_hierarchy::Error),
+
+    /// The plan was written for another rank or job size than MPI reports.
+    #[error(
+        "the topo-run plan is for {what} {plan}, but MPI reports {mpi}; the plan belongs to \
+         another job step (was TOPO_RUN_PLAN inherited from an outer job?)"
+    )]
+    PlanMismatch {
+        /// `rank` or `size`.
+        what: &'static str,
+        /// The plan's value.
+        plan: u32,
+        /// MPI's value.
+        mpi: u32,
+    },
+
+    /// Two ranks were planned from different inputs.
+    #[error(
+        "ranks were planned from different inputs: rank {rank} on {node} has plan digest \
+         {digest} but rank 0 has {digest0}; every node must see the same network map, \
+         --levels and settings"
+    )]
+    DigestMismatch {
+        /// The first rank whose digest differs from rank 0's.
+        rank: u32,
+        /// Its node.
+        node: String,
+        /// Its digest.
+        digest: String,
+        /// Rank 0's digest.
+        digest0: String,
+    },
+
+    /// A system call on the node's shared-memory segment failed.
+    #[error("shared-memory segment {path}: {action} failed: {source}{hint}")]
+    Shm {
+        /// The segment's path.
+        path: String,
+        /// What was attempted.
+        action: &'static str,
+        /// The system error.
+        #[source]
+        source: nix::Error,
+        /// How to fix it (may be empty).
+        hint: &'static str,
+    },
+
+    /// The segment found is not the one this job step expects.
+    #[error("shared-memory segment {path}: {reason}")]
+    ShmLayout {
+        /// The segment's path.
+        path: String,
+        /// What does not match.
+        reason: String,
+    },
+
+    /// A peer on this node exited (or was killed) while this rank waited for it.
+    #[error(
+        "rank {rank} on node {node} died during {op}; the job cannot continue (see that \
+         rank's output and the Slurm step log for the cause)"
+    )]
+    PeerDied {
+        /// The dead rank.
+        rank: u32,
+        /// Its node.
+        node: String,
+        /// The collective that was running.
+        op: &'static str,
+    },
+
+    /// The message is larger than this transport can carry.
+    #[error("a message of {bytes} bytes is too large for {what}")]
+    TooLarge {
+        /// The message size.
+        bytes: usize,
+        /// The limit that was hit.
+        what: &'static str,
+    },
+}
+
+impl Error {
+    /// Names the collective in a [`Error::PeerDied`].
+    pub(crate) fn during(self, op: &'static str) -> Self {
+        match self {
+            Error::PeerDied { rank, node, .. } => Error::PeerDied { rank, node, op },
+            e => e,
+        }
+    }
+}
+
+/// The runtime's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

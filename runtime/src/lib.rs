@@ -1,0 +1,21 @@
+//! Topology-aware collectives for programs started by `topo-run`.
+//!
+//! The launcher exports each rank's plan (its groups, bottom-up: caches, NUMA node,
+//! socket, node, switches, world). This crate runs Bcast, Reduce, Allreduce and Barrier
+//! level by level: inside a node through shared-memory queues ([`transport::shm`],
+//! after coll/sharm), between nodes over MPI point-to-point ([`transport::mpi`]), each
+//! level with its own algorithm (after coll/tcl). The algorithms are written once over
+//! the [`transport::Transport`] trait; [`transport::sim`] runs them on threads for tests.
+
+pub mod allreduce;
+pub mod barrier;
+pub mod bcast;
+pub mod combine;
+mod error;
+pub mod reduce;
+pub mod transport;
+pub mod tree;
+pub mod view;
+
+pub use error::{Error, Result};
+pub use topo_hierarchy::Settings;

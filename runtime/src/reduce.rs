@@ -1,0 +1,170 @@
+//! Reduce: per-level algorithms and the hierarchical reduce (coll/tcl ReduceGroup,
+//! bottom-up), pipelined in chunks. Only commutative operations come here.
+
+use topo_hierarchy::settings::{ReduceAlg, Settings};
+
+use crate::combine::Combine;
+use crate::error::Result;
+use crate::transport::Transport;
+use crate::tree;
+use crate::view::{Fabric, View};
+
+/// Reduces the members' `acc` into `acc` at `members[root]`. `tmp` is scratch of the same
+/// length. On other members `acc` is left partially reduced.
+#[allow(clippy::too_many_arguments)]
+pub fn group_reduce(
+    t: &mut dyn Transport,
+    members: &[u32],
+    me: usize,
+    root: usize,
+    alg: ReduceAlg,
+    acc: &mut [u8],
+    tmp: &mut [u8],
+    op: &dyn Combine,
+) -> Result<()> {
+    let n = members.len();
+    match alg {
+        ReduceAlg::Flat => {
+            if me == root {
+                // Highest position first, as coll/sharm reads the queues.
+                for i in (0..n).rev().filter(|&i| i != root) {
+                    t.recv(members[i], tmp)?;
+                    op.combine(acc, tmp);
+                }
+                Ok(())
+            } else {
+                t.send(&[members[root]], acc)
+            }
+        }
+        ReduceAlg::Knomial(k) => {
+            let (parent, children) = tree::knomial(me, root, n, k as usize);
+            // Smallest subtrees finish first.
+            for &c in children.iter().rev() {
+                t.recv(members[c], tmp)?;
+                op.combine(acc, tmp);
+            }
+            match parent {
+                Some(p) => t.send(&[members[p]], acc),
+                None => Ok(()),
+            }
+        }
+    }
+}
+
+/// Scratch buffers reused across calls.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    a: Vec<u8>,
+    b: Vec<u8>,
+}
+
+impl Scratch {
+    /// Two buffers of `len` bytes.
+    pub fn pair(&mut self, len: usize) -> (&mut [u8], &mut [u8]) {
+        if self.a.len() < len {
+            self.a.resize(len, 0);
+            self.b.resize(len, 0);
+        }
+        (&mut self.a[..len], &mut self.b[..len])
+    }
+}
+
+/// The pipeline chunk rounded down to whole elements (at least one element).
+pub(crate) fn chunk_bytes(s: &Settings, elem: usize) -> usize {
+    let c = s.chunk as usize;
+    (c - c % elem).max(elem)
+}
+
+/// Hierarchical reduce to world rank `root`. `send` is this rank's contribution; `recv`
+/// (root only, same length) gets the result. With `send == None` the root's contribution
+/// is already in `recv` (in place).
+#[allow(clippy::too_many_arguments)]
+pub fn reduce(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    s: &Settings,
+    root: u32,
+    send: Option<&[u8]>,
+    mut recv: Option<&mut [u8]>,
+    op: &dyn Combine,
+    scratch: &mut Scratch,
+) -> Result<()> {
+    let total = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
+    if total == 0 {
+        return Ok(());
+    }
+    let chunk = chunk_bytes(s, op.elem_size());
+    let is_root = view.rank == root;
+    let detour = root != 0 && (is_root || view.rank == 0) && !view.top_has(root);
+    let mut off = 0;
+    while off < total {
+        let end = (off + chunk).min(total);
+        let len = end - off;
+        let (a, tmp) = scratch.pair(len);
+        // The root accumulates straight into its receive buffer (unless the result comes
+        // back through rank 0).
+        let acc: &mut [u8] = match (&mut recv, is_root && !detour) {
+            (Some(r), true) => {
+                let acc = &mut r[off..end];
+                if let Some(sb) = send {
+                    acc.copy_from_slice(&sb[off..end]);
+                }
+                acc
+            }
+            _ => {
+                match (send, &recv) {
+                    (Some(sb), _) => a.copy_from_slice(&sb[off..end]),
+                    (None, Some(r)) => a.copy_from_slice(&r[off..end]),
+                    (None, None) => {}
+                }
+                a
+            }
+        };
+        up(
+            view,
+            fabric,
+            s,
+            root,
+            total,
+            view.levels.len(),
+            acc,
+            tmp,
+            op,
+        )?;
+        if detour {
+            if view.rank == 0 {
+                fabric.direct(root).send(&[root], acc)?;
+            } else if let Some(r) = &mut recv {
+                fabric.direct(0).recv(0, &mut r[off..end])?;
+            }
+        }
+        off = end;
+    }
+    Ok(())
+}
+
+/// The bottom-up part: reduce `acc` through `view.levels[..until]`. Returns whether this
+/// rank still holds a partial result (it is the group root of every level it passed).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn up(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    s: &Settings,
+    root: u32,
+    total: usize,
+    until: usize,
+    acc: &mut [u8],
+    tmp: &mut [u8],
+    op: &dyn Combine,
+) -> Result<bool> {
+    for i in 0..until {
+        let l = &view.levels[i];
+        let alg = s.reduce_for(l.name, l.intra, total);
+        let r = view.group_root(i, root);
+        group_reduce(fabric.level(i), &l.members, l.me, r, alg, acc, tmp, op)?;
+        if l.me != r {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

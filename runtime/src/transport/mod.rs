@@ -1,0 +1,26 @@
+//! The transports the algorithms run over, behind one small trait (DESIGN §6):
+//! [`shm`] (the node's shared-memory queues), [`mpi`] (point-to-point on a private
+//! duplicate of the world communicator) and [`sim`] (threads in one process, for tests).
+//!
+//! Ranks are world ranks everywhere. Messages between a pair of ranks arrive in the order
+//! they were sent, and a receiver always knows the length of what it receives.
+
+pub mod mpi;
+pub mod shm;
+pub mod sim;
+
+use crate::error::Result;
+
+/// Moves bytes between ranks.
+pub trait Transport {
+    /// Sends `data` to every rank in `to`. Returns once `data` may be reused. Shared
+    /// memory copies each fragment once for all receivers.
+    fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()>;
+
+    /// Receives exactly `buf.len()` bytes from `from`.
+    fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()>;
+
+    /// Sends `data` to `to` while receiving `buf.len()` bytes from `from`, without
+    /// deadlocking when both sides do the same with messages larger than any buffer.
+    fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()>;
+}

@@ -1,0 +1,167 @@
+//! Ranks as threads in one process. Every ordered pair of ranks has an unbounded FIFO, and
+//! every message and byte is counted under the label of the endpoint that sent it, so tests
+//! can compare how much traffic each level carries.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+use super::Transport;
+use crate::error::Result;
+
+/// Messages and bytes sent under one label.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Point-to-point messages (a multicast to k ranks counts k).
+    pub messages: u64,
+    /// Payload bytes (a multicast to k ranks counts k copies).
+    pub bytes: u64,
+}
+
+#[derive(Debug, Default)]
+struct Mailbox {
+    queue: Mutex<VecDeque<Vec<u8>>>,
+    ready: Condvar,
+}
+
+/// The simulated network shared by all endpoints.
+#[derive(Debug)]
+pub struct SimNet {
+    size: usize,
+    mailboxes: Vec<Mailbox>,
+    node_of: Vec<u32>,
+    traffic: Mutex<BTreeMap<String, Traffic>>,
+}
+
+/// The label under which traffic between ranks of different nodes is also counted.
+pub const INTER_NODE: &str = "inter-node";
+
+impl SimNet {
+    /// A network of ranks placed on nodes (`node_of[rank]`); messages between nodes are
+    /// also counted under [`INTER_NODE`].
+    pub fn new(node_of: Vec<u32>) -> Arc<Self> {
+        let size = node_of.len();
+        Arc::new(SimNet {
+            size,
+            mailboxes: (0..size * size).map(|_| Mailbox::default()).collect(),
+            node_of,
+            traffic: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// Rank `rank`'s endpoint; what it sends is counted under `label`.
+    pub fn endpoint(self: &Arc<Self>, rank: u32, label: impl Into<String>) -> SimTransport {
+        SimTransport {
+            net: Arc::clone(self),
+            rank,
+            label: label.into(),
+        }
+    }
+
+    /// Traffic per label so far.
+    pub fn traffic(&self) -> BTreeMap<String, Traffic> {
+        self.traffic
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn mailbox(&self, from: u32, to: u32) -> &Mailbox {
+        &self.mailboxes[from as usize * self.size + to as usize]
+    }
+}
+
+/// One rank's endpoint on a [`SimNet`].
+#[derive(Debug)]
+pub struct SimTransport {
+    net: Arc<SimNet>,
+    rank: u32,
+    label: String,
+}
+
+impl Transport for SimTransport {
+    fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
+        for &peer in to {
+            let mb = self.net.mailbox(self.rank, peer);
+            mb.queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push_back(data.to_vec());
+            mb.ready.notify_all();
+        }
+        let mut t = self
+            .net
+            .traffic
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let e = t.entry(self.label.clone()).or_default();
+        e.messages += to.len() as u64;
+        e.bytes += (to.len() * data.len()) as u64;
+        let me = self.net.node_of[self.rank as usize];
+        let remote = to
+            .iter()
+            .filter(|&&p| self.net.node_of[p as usize] != me)
+            .count() as u64;
+        if remote > 0 {
+            let e = t.entry(INTER_NODE.to_string()).or_default();
+            e.messages += remote;
+            e.bytes += remote * data.len() as u64;
+        }
+        Ok(())
+    }
+
+    fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
+        let mb = self.net.mailbox(from, self.rank);
+        let mut q = mb.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(msg) = q.pop_front() {
+                assert_eq!(
+                    msg.len(),
+                    buf.len(),
+                    "sim: rank {} expected {} bytes from {from}, got {}",
+                    self.rank,
+                    buf.len(),
+                    msg.len()
+                );
+                buf.copy_from_slice(&msg);
+                return Ok(());
+            }
+            q = mb.ready.wait(q).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
+        self.send(&[to], data)?;
+        self.recv(from, buf)
+    }
+}
+
+/// A [`Fabric`](crate::view::Fabric) of sim endpoints: one per level, labelled with the
+/// level's name, and one labelled `direct` for root detours.
+#[derive(Debug)]
+pub struct SimFabric {
+    levels: Vec<SimTransport>,
+    direct: SimTransport,
+}
+
+impl SimFabric {
+    /// The fabric of `view.rank` on `net`.
+    pub fn new(net: &Arc<SimNet>, view: &crate::view::View) -> Self {
+        SimFabric {
+            levels: view
+                .levels
+                .iter()
+                .map(|l| net.endpoint(view.rank, l.name.to_string()))
+                .collect(),
+            direct: net.endpoint(view.rank, "direct"),
+        }
+    }
+}
+
+impl crate::view::Fabric for SimFabric {
+    fn level(&mut self, i: usize) -> &mut dyn Transport {
+        &mut self.levels[i]
+    }
+    fn direct(&mut self, _peer: u32) -> &mut dyn Transport {
+        &mut self.direct
+    }
+}

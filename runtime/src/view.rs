@@ -1,0 +1,91 @@
+//! One rank's view of the hierarchy, taken from its plan, and the [`Fabric`] that gives
+//! each level its transport.
+
+use topo_hierarchy::{LevelName, RankPlan};
+
+use crate::transport::Transport;
+
+/// A group this rank belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Level {
+    /// The level's name.
+    pub name: LevelName,
+    /// Members (world ranks), ascending; `members[0]` leads.
+    pub members: Vec<u32>,
+    /// This rank's position in `members`.
+    pub me: usize,
+    /// Whether every member is on this rank's node (shared memory) or not (MPI).
+    pub intra: bool,
+}
+
+/// What a rank knows of the hierarchy: its groups bottom-up and the job's top level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    /// This rank.
+    pub rank: u32,
+    /// Job size.
+    pub size: u32,
+    /// Its groups, bottom-up.
+    pub levels: Vec<Level>,
+    /// Level of the job's top group.
+    pub top: Option<LevelName>,
+}
+
+impl View {
+    /// The view described by a plan.
+    pub fn from_plan(plan: &RankPlan) -> Self {
+        let levels = plan
+            .groups
+            .iter()
+            .map(|g| Level {
+                name: g.level,
+                me: g.members.partition_point(|&m| m < plan.rank),
+                intra: g
+                    .members
+                    .iter()
+                    .all(|m| plan.peers.binary_search(m).is_ok()),
+                members: g.members.clone(),
+            })
+            .collect();
+        View {
+            rank: plan.rank,
+            size: plan.size,
+            levels,
+            top: plan.top,
+        }
+    }
+
+    /// Position of the group root of `levels[i]` for a collective rooted at `root`: the
+    /// root itself if it is a member of the top group, else the leader.
+    pub fn group_root(&self, i: usize, root: u32) -> usize {
+        let l = &self.levels[i];
+        match l.members.binary_search(&root) {
+            Ok(p) if self.is_top(i) => p,
+            _ => 0,
+        }
+    }
+
+    /// Whether `levels[i]` is the job's top group.
+    pub fn is_top(&self, i: usize) -> bool {
+        i + 1 == self.levels.len() && Some(self.levels[i].name) == self.top
+    }
+
+    /// Whether `rank` is a member of the job's top group, as far as this rank can tell:
+    /// exact when asked about itself and when this rank is in the top group (rank 0 is).
+    /// A root outside the top group reaches it through rank 0 (the coll/tcl detour); both
+    /// ends of that detour answer this question the same way.
+    pub fn top_has(&self, rank: u32) -> bool {
+        match self.levels.last() {
+            Some(l) if self.is_top(self.levels.len() - 1) => l.members.binary_search(&rank).is_ok(),
+            _ => false,
+        }
+    }
+}
+
+/// Gives each level, and each direct peer, the transport that reaches it.
+pub trait Fabric {
+    /// The transport for `levels[i]`.
+    fn level(&mut self, i: usize) -> &mut dyn Transport;
+    /// The transport that reaches `peer` directly.
+    fn direct(&mut self, peer: u32) -> &mut dyn Transport;
+}

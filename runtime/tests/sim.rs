@@ -1,0 +1,199 @@
+//! The algorithms over the `sim` transport: random hierarchies of 1..64 ranks, random
+//! per-level algorithms and pipeline chunks, every result against a simple reference.
+
+use std::sync::Arc;
+use std::thread;
+
+use proptest::prelude::*;
+use topo_hierarchy::{Digest, LevelFilter, NetworkMap, RankPlan, Settings, build, job_from_str};
+use topo_runtime::combine::sum_i64;
+use topo_runtime::reduce::Scratch;
+use topo_runtime::transport::sim::{INTER_NODE, SimFabric, SimNet, Traffic};
+use topo_runtime::view::View;
+use topo_runtime::{allreduce, barrier, bcast, reduce};
+
+/// Every rank's plan for a generated layout.
+fn plans(nodes: u32, rpn: u32, sockets: u32, levels: &str, cyclic: bool) -> Vec<RankPlan> {
+    let job = job_from_str(&format!(
+        "layout: {{nodes: 'n[1-{nodes}]', ranks_per_node: {rpn}, mapping: by-core, \
+         distribution: {}, hardware: {{sockets: {sockets}, numa_per_socket: 2, \
+         cores_per_numa: 4, l3_per_socket: 1, threads_per_core: 1}}}}",
+        if cyclic { "cyclic" } else { "block" }
+    ))
+    .unwrap();
+    let map = NetworkMap::from_str(
+        "SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n[3-4]\nSwitchName=top Switches=a,b",
+    )
+    .unwrap();
+    let filter = LevelFilter::parse(levels).unwrap();
+    let h = build(&job, Some(&map), &filter).unwrap();
+    let digest = Digest::of_job(&job, Some(&map), &filter, "");
+    (0..h.size())
+        .map(|r| h.rank_plan(&job, r, "/sim", digest, vec![]))
+        .collect()
+}
+
+/// Runs `f` on one thread per rank; returns each rank's output and the traffic.
+fn run<F>(plans: &[RankPlan], f: F) -> (Vec<Vec<i64>>, std::collections::BTreeMap<String, Traffic>)
+where
+    F: Fn(&View, &mut SimFabric) -> Vec<i64> + Sync,
+{
+    let mut node_ids: Vec<&str> = plans.iter().map(|p| p.node.as_str()).collect();
+    node_ids.sort_unstable();
+    node_ids.dedup();
+    let node_of = plans
+        .iter()
+        .map(|p| node_ids.binary_search(&p.node.as_str()).unwrap() as u32)
+        .collect();
+    let net = SimNet::new(node_of);
+    let out = thread::scope(|s| {
+        let handles: Vec<_> = plans
+            .iter()
+            .map(|p| {
+                let net = Arc::clone(&net);
+                let f = &f;
+                s.spawn(move || {
+                    let view = View::from_plan(p);
+                    let mut fabric = SimFabric::new(&net, &view);
+                    f(&view, &mut fabric)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    (out, net.traffic())
+}
+
+fn data(rank: u32, len: usize) -> Vec<i64> {
+    (0..len as i64)
+        .map(|i| i64::from(rank + 1) * 1_000_003 + i * 7)
+        .collect()
+}
+
+fn bytes(v: &[i64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn ints(b: &[u8]) -> Vec<i64> {
+    b.chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn sum(size: u32, len: usize) -> Vec<i64> {
+    (0..size).fold(vec![0; len], |acc, r| {
+        acc.iter()
+            .zip(data(r, len))
+            .map(|(a, b)| a.wrapping_add(b))
+            .collect()
+    })
+}
+
+fn settings() -> impl Strategy<Value = Settings> {
+    let tree = prop::sample::select(vec!["flat", "binomial", "knomial:3", "knomial:4"]);
+    (
+        tree.clone(),
+        tree.clone(),
+        tree.clone(),
+        tree,
+        prop::sample::select(vec!["rb", "rab:rd", "rab:ring"]),
+        prop::sample::select(vec!["4K", "8K", "256K"]),
+    )
+        .prop_map(|(bi, be, ri, re, ar, chunk)| {
+            Settings::from_pairs(&[
+                ("bcast", format!("intra={bi},inter={be}")),
+                ("reduce", format!("intra={ri},inter={re}")),
+                ("allreduce", ar.to_string()),
+                ("chunk", chunk.to_string()),
+            ])
+            .unwrap()
+        })
+}
+
+const LEVELS: [&str; 5] = [
+    "numa,socket,node,switch1,switch2,world",
+    "node,world",
+    "world",
+    "numa,switch1,world",
+    "socket,node,switch2,world",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn collectives_match_the_reference(
+        nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
+        cyclic: bool, s in settings(), len in prop::sample::select(vec![1usize, 3, 511, 513, 1024, 1700]),
+        root_pick in 0u32..1000,
+    ) {
+        let rpn = rpn.min(sockets * 8);
+        let plans = plans(nodes, rpn, sockets, LEVELS[levels], cyclic);
+        let size = plans.len() as u32;
+        let root = root_pick % size;
+        let expect = sum(size, len);
+        let (out, _) = run(&plans, |view, fabric| {
+            let mut scratch = Scratch::default();
+            let op = sum_i64();
+            // Bcast from `root`.
+            let mut b = if view.rank == root { bytes(&data(root, len)) } else { vec![0; len * 8] };
+            bcast::bcast(view, fabric, &s, root, &mut b).unwrap();
+            assert_eq!(ints(&b), data(root, len), "bcast at rank {}", view.rank);
+            // Reduce to `root`, then in place.
+            let mine = bytes(&data(view.rank, len));
+            let mut r = vec![0u8; len * 8];
+            let recv = (view.rank == root).then_some(&mut r[..]);
+            reduce::reduce(view, fabric, &s, root, Some(&mine), recv, &op, &mut scratch).unwrap();
+            if view.rank == root {
+                assert_eq!(ints(&r), expect, "reduce at root {root}");
+            }
+            let mut inplace = mine.clone();
+            if view.rank == root {
+                reduce::reduce(view, fabric, &s, root, None, Some(&mut inplace), &op, &mut scratch).unwrap();
+                assert_eq!(ints(&inplace), expect, "in-place reduce at root {root}");
+            } else {
+                reduce::reduce(view, fabric, &s, root, Some(&mine), None, &op, &mut scratch).unwrap();
+            }
+            barrier::barrier(view, fabric, &s).unwrap();
+            // Allreduce, then in place.
+            let mut a = vec![0u8; len * 8];
+            allreduce::allreduce(view, fabric, &s, Some(&mine), &mut a, &op, &mut scratch).unwrap();
+            let mut ip = mine.clone();
+            allreduce::allreduce(view, fabric, &s, None, &mut ip, &op, &mut scratch).unwrap();
+            assert_eq!(ip, a);
+            ints(&a)
+        });
+        for (rank, got) in out.iter().enumerate() {
+            prop_assert_eq!(got, &expect, "allreduce at rank {}", rank);
+        }
+    }
+}
+
+#[test]
+fn hierarchical_allreduce_crosses_nodes_less_than_flat_recursive_doubling() {
+    let len = 1024;
+    let s = Settings::from_pairs(&[("allreduce", "rab:rd")]).unwrap();
+    let traffic = |levels: &str| {
+        let plans = plans(4, 8, 2, levels, false);
+        let (out, t) = run(&plans, |view, fabric| {
+            let mut a = bytes(&data(view.rank, len));
+            let mut scratch = Scratch::default();
+            allreduce::allreduce(view, fabric, &s, None, &mut a, &sum_i64(), &mut scratch).unwrap();
+            ints(&a)
+        });
+        assert!(out.iter().all(|o| *o == sum(32, len)));
+        t[INTER_NODE]
+    };
+    let flat = traffic("world");
+    let hier = traffic("numa,node,world");
+    let switched = traffic("numa,node,switch1,world");
+    // 32 ranks on 4 nodes. Flat recursive doubling: every rank exchanges with 2 remote
+    // partners (distance 8 and 16): 64 remote messages of the whole vector. Hierarchical:
+    // recursive doubling among the 4 node leaders, 2 steps x 4 = 8 messages. With leaf
+    // switches: 2 up, 2 between the switch leaders, 2 down.
+    assert_eq!(flat.messages, 64);
+    assert_eq!(hier.messages, 8);
+    assert_eq!(switched.messages, 6);
+    assert_eq!(flat.bytes, 64 * len as u64 * 8);
+    assert_eq!(hier.bytes, 8 * len as u64 * 8);
+}
