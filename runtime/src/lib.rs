@@ -12,6 +12,7 @@ pub mod barrier;
 pub mod bcast;
 pub mod combine;
 mod error;
+pub mod links;
 pub mod reduce;
 pub mod transport;
 pub mod tree;

@@ -13,7 +13,13 @@ use topo_runtime::view::View;
 use topo_runtime::{allreduce, barrier, bcast, reduce};
 
 /// Every rank's plan for a generated layout.
-fn plans(nodes: u32, rpn: u32, sockets: u32, levels: &str, cyclic: bool) -> Vec<RankPlan> {
+pub(crate) fn plans(
+    nodes: u32,
+    rpn: u32,
+    sockets: u32,
+    levels: &str,
+    cyclic: bool,
+) -> Vec<RankPlan> {
     let job = job_from_str(&format!(
         "layout: {{nodes: 'n[1-{nodes}]', ranks_per_node: {rpn}, mapping: by-core, \
          distribution: {}, hardware: {{sockets: {sockets}, numa_per_socket: 2, \
@@ -64,23 +70,23 @@ where
     (out, net.traffic())
 }
 
-fn data(rank: u32, len: usize) -> Vec<i64> {
+pub(crate) fn data(rank: u32, len: usize) -> Vec<i64> {
     (0..len as i64)
         .map(|i| i64::from(rank + 1) * 1_000_003 + i * 7)
         .collect()
 }
 
-fn bytes(v: &[i64]) -> Vec<u8> {
+pub(crate) fn bytes(v: &[i64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn ints(b: &[u8]) -> Vec<i64> {
+pub(crate) fn ints(b: &[u8]) -> Vec<i64> {
     b.chunks_exact(8)
         .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
         .collect()
 }
 
-fn sum(size: u32, len: usize) -> Vec<i64> {
+pub(crate) fn sum(size: u32, len: usize) -> Vec<i64> {
     (0..size).fold(vec![0; len], |acc, r| {
         acc.iter()
             .zip(data(r, len))

@@ -1,3 +1,4 @@
 //! Integration tests of the runtime crate.
 
+mod shm;
 mod sim;

@@ -1,0 +1,118 @@
+//! Where everything lives in a node's segment. All offsets (and nothing else) are computed
+//! here; the segment stores no pointers.
+//!
+//! ```text
+//! header   magic, sizes, the PID of each local rank            (page-aligned)
+//! queue 0  control words c[slot][reader], one cache line each  (page-aligned)
+//!          data slots q[slot], `fragment` bytes each           (page-aligned)
+//! queue 1  ...
+//! ```
+//! Queue `r` is written only by local rank `r` and read by anyone (coll/sharm). A control
+//! word is `seq << 32 | len`: zero means empty, `seq` counts the fragments the writer has
+//! addressed to that reader (never 0), `len` is the fragment's length.
+
+/// Identifies a topo-run segment, version 1 of this layout.
+pub const MAGIC: u64 = 0x746f_706f_7275_6e31;
+/// Bytes per control word, padded to a cache line so readers never share one.
+pub const CONTROL_STRIDE: usize = 64;
+const PAGE: usize = 4096;
+/// Header fields occupy the first cache line; PIDs follow.
+pub const PIDS_OFFSET: usize = 64;
+
+fn page_round(n: usize) -> usize {
+    n.div_ceil(PAGE) * PAGE
+}
+
+/// The geometry of a segment for `ranks` local ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Local ranks (queues).
+    pub ranks: usize,
+    /// Slots per queue.
+    pub slots: usize,
+    /// Bytes per slot.
+    pub fragment: usize,
+}
+
+/// Header field offsets.
+pub mod header {
+    /// `u64` magic, written last by the creator (Release).
+    pub const MAGIC: usize = 0;
+    /// `u32` local ranks.
+    pub const RANKS: usize = 8;
+    /// `u32` slots.
+    pub const SLOTS: usize = 12;
+    /// `u32` fragment bytes.
+    pub const FRAGMENT: usize = 16;
+    /// `u64` total bytes.
+    pub const TOTAL: usize = 24;
+}
+
+impl Layout {
+    /// Header bytes (fields and PIDs).
+    pub fn header_len(&self) -> usize {
+        page_round(PIDS_OFFSET + 4 * self.ranks)
+    }
+
+    fn control_len(&self) -> usize {
+        page_round(self.slots * self.ranks * CONTROL_STRIDE)
+    }
+
+    fn queue_len(&self) -> usize {
+        self.control_len() + page_round(self.slots * self.fragment)
+    }
+
+    /// Offset of local rank `r`'s PID (`i32`).
+    pub fn pid(&self, r: usize) -> usize {
+        debug_assert!(r < self.ranks);
+        PIDS_OFFSET + 4 * r
+    }
+
+    /// The byte range of queue `r` (control words and slots).
+    pub fn queue(&self, r: usize) -> std::ops::Range<usize> {
+        let start = self.header_len() + r * self.queue_len();
+        start..start + self.queue_len()
+    }
+
+    /// Offset of the control word of slot `k` of queue `r` for reader `j`.
+    pub fn control(&self, r: usize, k: usize, j: usize) -> usize {
+        debug_assert!(r < self.ranks && k < self.slots && j < self.ranks);
+        self.queue(r).start + (k * self.ranks + j) * CONTROL_STRIDE
+    }
+
+    /// Offset of the data of slot `k` of queue `r`.
+    pub fn data(&self, r: usize, k: usize) -> usize {
+        debug_assert!(r < self.ranks && k < self.slots);
+        self.queue(r).start + self.control_len() + k * self.fragment
+    }
+
+    /// Total bytes of the segment.
+    pub fn total(&self) -> usize {
+        self.header_len() + self.ranks * self.queue_len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_page_aligned_and_disjoint() {
+        let l = Layout {
+            ranks: 36,
+            slots: 8,
+            fragment: 8192,
+        };
+        assert_eq!(l.header_len() % PAGE, 0);
+        for r in 0..l.ranks {
+            let q = l.queue(r);
+            assert_eq!(q.start % PAGE, 0);
+            assert!(l.control(r, 7, 35) + CONTROL_STRIDE <= l.data(r, 0));
+            assert_eq!(l.data(r, 0) % PAGE, 0);
+            assert!(l.data(r, 7) + l.fragment <= q.end);
+        }
+        assert_eq!(l.queue(35).end, l.total());
+        // coll/sharm's estimate p*s*(f + 4K) is the same order: 2.4 MB here.
+        assert!(l.total() < 36 * 8 * (8192 + 4096) + 4096);
+    }
+}

@@ -1,0 +1,247 @@
+//! The node's shared-memory segment: creation by the node leader, attachment by the other
+//! local ranks, and the mapping's lifetime. All unsafe memory access of the shared-memory
+//! transport goes through [`Segment`]'s accessors.
+
+use std::num::NonZeroUsize;
+use std::os::fd::OwnedFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, open, posix_fallocate};
+use nix::sys::mman::{MapFlags, ProtFlags, mmap, munmap};
+use nix::sys::stat::{Mode, fstat};
+use nix::unistd::{ftruncate, unlink};
+
+use super::layout::{Layout, MAGIC, header};
+use crate::error::{Error, Result};
+
+const NO_SPACE_HINT: &str = "; /dev/shm is too small for the queues: enlarge it (mount -o remount,size=...), \
+     or lower TOPO_RUN_SLOTS / TOPO_RUN_FRAGMENT";
+
+/// A mapped segment.
+#[derive(Debug)]
+pub struct Segment {
+    base: NonNull<u8>,
+    layout: Layout,
+    path: String,
+    fd: OwnedFd,
+}
+
+// SAFETY: the mapping is plain shared memory; all concurrent access goes through atomics
+// or through the queue protocol (one writer per slot, readers only after the writer's
+// Release store), so the handle may move between threads.
+unsafe impl Send for Segment {}
+
+fn shm_err(path: &str, action: &'static str, source: Errno) -> Error {
+    let hint = match source {
+        Errno::ENOSPC | Errno::ENOMEM => NO_SPACE_HINT,
+        Errno::EACCES | Errno::EPERM => "; another user owns a segment of this name",
+        Errno::ENOENT => "; is /dev/shm (or TOPO_RUN_SHM_DIR) mounted?",
+        _ => "",
+    };
+    Error::Shm {
+        path: path.to_string(),
+        action,
+        source,
+        hint,
+    }
+}
+
+impl Segment {
+    /// Creates the segment (node leader): exclusive, mode 0600, header reserved and
+    /// written, magic published last. A segment left by a crashed earlier step of the same
+    /// name is removed first: names are unique among live steps.
+    pub fn create(path: &str, layout: Layout) -> Result<Self> {
+        let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC;
+        let mode = Mode::from_bits_truncate(0o600);
+        let fd = match open(path, flags, mode) {
+            Err(Errno::EEXIST) => {
+                unlink(path).map_err(|e| shm_err(path, "removing a stale segment", e))?;
+                open(path, flags, mode)
+            }
+            r => r,
+        }
+        .map_err(|e| shm_err(path, "creating", e))?;
+        let total = layout.total();
+        let seg = (|| {
+            ftruncate(&fd, total as i64).map_err(|e| shm_err(path, "sizing", e))?;
+            posix_fallocate(&fd, 0, layout.header_len() as i64)
+                .map_err(|e| shm_err(path, "reserving the header", e))?;
+            Self::map(path, layout, fd)
+        })();
+        let seg = match seg {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = unlink(path);
+                return Err(e);
+            }
+        };
+        seg.store_u32(header::RANKS, layout.ranks as u32);
+        seg.store_u32(header::SLOTS, layout.slots as u32);
+        seg.store_u32(header::FRAGMENT, layout.fragment as u32);
+        seg.store_u64(header::TOTAL, total as u64);
+        // SYNC: Release publishes the header fields; attach() reads MAGIC with Acquire.
+        seg.atomic_u64(header::MAGIC)
+            .store(MAGIC, Ordering::Release);
+        Ok(seg)
+    }
+
+    /// Attaches to the segment the leader created, checking that it has this job's layout.
+    pub fn attach(path: &str, layout: Layout) -> Result<Self> {
+        let fd = open(path, OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty())
+            .map_err(|e| shm_err(path, "opening", e))?;
+        let size = fstat(&fd).map_err(|e| shm_err(path, "stat", e))?.st_size;
+        if size as usize != layout.total() {
+            return Err(Error::ShmLayout {
+                path: path.into(),
+                reason: format!("it has {size} bytes, this job expects {}", layout.total()),
+            });
+        }
+        let seg = Self::map(path, layout, fd)?;
+        // SYNC: Acquire pairs with the creator's Release store of MAGIC.
+        let magic = seg.atomic_u64(header::MAGIC).load(Ordering::Acquire);
+        let fields = (
+            seg.load_u32(header::RANKS),
+            seg.load_u32(header::SLOTS),
+            seg.load_u32(header::FRAGMENT),
+        );
+        let want = (
+            layout.ranks as u32,
+            layout.slots as u32,
+            layout.fragment as u32,
+        );
+        if magic != MAGIC || fields != want {
+            return Err(Error::ShmLayout {
+                path: path.into(),
+                reason: format!(
+                    "it is not this job's segment (ranks, slots, fragment = {fields:?}, expected {want:?})"
+                ),
+            });
+        }
+        Ok(seg)
+    }
+
+    fn map(path: &str, layout: Layout, fd: OwnedFd) -> Result<Self> {
+        let len = NonZeroUsize::new(layout.total()).unwrap_or(NonZeroUsize::MIN);
+        // SAFETY: a fresh shared mapping of a file we hold open; no Rust object aliases it.
+        let base = unsafe {
+            mmap(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                &fd,
+                0,
+            )
+        }
+        .map_err(|e| shm_err(path, "mapping", e))?;
+        Ok(Segment {
+            base: base.cast(),
+            layout,
+            path: path.to_string(),
+            fd,
+        })
+    }
+
+    /// Reserves local rank `r`'s queue from this process, so that its pages come from
+    /// this rank's NUMA node (first touch), and records this process's PID.
+    pub fn reserve_queue(&self, r: usize) -> Result<()> {
+        let q = self.layout.queue(r);
+        posix_fallocate(&self.fd, q.start as i64, q.len() as i64)
+            .map_err(|e| shm_err(&self.path, "reserving a queue", e))?;
+        // SAFETY: the range lies inside the mapping, is reserved (so touching it cannot
+        // SIGBUS), and no other rank uses queue `r` before the attach barrier.
+        unsafe { std::ptr::write_bytes(self.base.as_ptr().add(q.start), 0, q.len()) };
+        // SYNC: Relaxed; peers read PIDs only after the MPI barrier that ends attachment.
+        self.atomic_i32(self.layout.pid(r))
+            .store(std::process::id() as i32, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Removes the segment's name. Mappings stay valid until dropped.
+    pub fn unlink(&self) -> Result<()> {
+        unlink(self.path.as_str()).map_err(|e| shm_err(&self.path, "unlinking", e))
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The path (for messages).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The PID of local rank `r` (0 before it attached).
+    pub fn pid(&self, r: usize) -> i32 {
+        self.atomic_i32(self.layout.pid(r)).load(Ordering::Relaxed)
+    }
+
+    /// The control word at `offset` (from [`Layout::control`]).
+    pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
+        assert!(offset.is_multiple_of(8) && offset + 8 <= self.layout.total());
+        // SAFETY: in bounds and 8-aligned (the mapping is page-aligned); shared memory is
+        // only ever accessed atomically at control-word offsets.
+        unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU64>() }
+    }
+
+    fn atomic_i32(&self, offset: usize) -> &AtomicI32 {
+        assert!(offset.is_multiple_of(4) && offset + 4 <= self.layout.total());
+        // SAFETY: as for atomic_u64.
+        unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicI32>() }
+    }
+
+    fn store_u32(&self, offset: usize, v: u32) {
+        self.atomic_i32(offset).store(v as i32, Ordering::Relaxed);
+    }
+
+    fn load_u32(&self, offset: usize) -> u32 {
+        self.atomic_i32(offset).load(Ordering::Relaxed) as u32
+    }
+
+    fn store_u64(&self, offset: usize, v: u64) {
+        self.atomic_u64(offset).store(v, Ordering::Relaxed);
+    }
+
+    /// Copies `src` into the segment at `offset`.
+    ///
+    /// # Safety
+    /// The caller owns the destination bytes under the queue protocol: no other process
+    /// reads or writes them until the caller publishes them with a Release store.
+    pub unsafe fn write(&self, offset: usize, src: &[u8]) {
+        assert!(offset + src.len() <= self.layout.total());
+        // SAFETY: in bounds; exclusivity is the caller's contract.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.base.as_ptr().add(offset), src.len())
+        };
+    }
+
+    /// Copies bytes at `offset` into `dst`.
+    ///
+    /// # Safety
+    /// The bytes were published to the caller by an Acquire load of their control word,
+    /// and the writer does not touch them until the caller releases the word.
+    pub unsafe fn read(&self, offset: usize, dst: &mut [u8]) {
+        assert!(offset + dst.len() <= self.layout.total());
+        // SAFETY: in bounds; stability is the caller's contract.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.base.as_ptr().add(offset),
+                dst.as_mut_ptr(),
+                dst.len(),
+            )
+        };
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        if let Some(len) = NonZeroUsize::new(self.layout.total()) {
+            // SAFETY: we mapped exactly this range and hand out no references that outlive
+            // `self` (accessors borrow `self`).
+            let _ = unsafe { munmap(self.base.cast(), len.get()) };
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The shared-memory transport across real processes: the test binary re-runs itself as
+//! the local ranks of one node (`TOPO_TEST_SHM_ROLE=<local rank>`).
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use topo_hierarchy::Settings;
+use topo_runtime::combine::sum_i64;
+use topo_runtime::links::{Links, NoNetwork};
+use topo_runtime::reduce::Scratch;
+use topo_runtime::transport::shm::{Layout, Segment, ShmTransport};
+use topo_runtime::view::View;
+use topo_runtime::{allreduce, barrier, bcast, reduce};
+
+use crate::sim::{bytes, data, ints, plans, sum};
+
+const ROLE: &str = "TOPO_TEST_SHM_ROLE";
+const PATH: &str = "TOPO_TEST_SHM_PATH";
+const SCENARIO: &str = "TOPO_TEST_SHM_SCENARIO";
+const RANKS: u32 = 4;
+
+fn settings() -> Settings {
+    Settings::from_pairs(&[
+        ("slots", "4"),
+        ("fragment", "4K"),
+        ("chunk", "64K"),
+        ("spin", "64"),
+    ])
+    .unwrap()
+}
+
+/// Joins the node's segment as local rank `me` (the leader creates it and removes its name
+/// once everyone has attached).
+fn join(me: usize, path: &str, s: &Settings) -> Segment {
+    let layout = Layout {
+        ranks: RANKS as usize,
+        slots: s.slots as usize,
+        fragment: s.fragment as usize,
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let seg = if me == 0 {
+        Segment::create(path, layout).unwrap()
+    } else {
+        loop {
+            match Segment::attach(path, layout) {
+                Ok(seg) => break seg,
+                Err(e) if Instant::now() > deadline => panic!("attach: {e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+    };
+    seg.reserve_queue(me).unwrap();
+    while (0..RANKS as usize).any(|r| seg.pid(r) == 0) {
+        assert!(Instant::now() < deadline, "peers did not attach");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if me == 0 {
+        seg.unlink().unwrap();
+    }
+    seg
+}
+
+/// The body of one local rank.
+fn rank_main(me: usize) -> i32 {
+    let path = std::env::var(PATH).unwrap();
+    let scenario = std::env::var(SCENARIO).unwrap();
+    let s = settings();
+    let plans = plans(1, RANKS, 2, "numa,socket,node,world", false);
+    let plan = &plans[me];
+    let view = View::from_plan(plan);
+    let seg = join(me, &path, &s);
+    let shm = ShmTransport::new(seg, me, plan.peers.clone(), plan.node.clone(), s.spin);
+    let mut links = Links::new(&view, plan.peers.clone(), Some(shm), NoNetwork);
+    let mut scratch = Scratch::default();
+    let op = sum_i64();
+    let rank = view.rank;
+    if scenario == "die" {
+        barrier::barrier(&view, &mut links, &s).unwrap();
+        if rank == 2 {
+            std::process::exit(3);
+        }
+        let mut a = bytes(&data(rank, 1000));
+        let err = allreduce::allreduce(&view, &mut links, &s, None, &mut a, &op, &mut scratch)
+            .and_then(|()| {
+                allreduce::allreduce(&view, &mut links, &s, None, &mut a, &op, &mut scratch)
+            });
+        return match err {
+            Err(e) if e.to_string().contains("rank 2 on node n1 died") => {
+                eprintln!("rank {rank}: {e}");
+                42
+            }
+            // A rank that saw the death and exited looks dead to those still waiting on it.
+            Err(e @ topo_runtime::Error::PeerDied { .. }) => {
+                eprintln!("rank {rank}: {e}");
+                43
+            }
+            other => {
+                eprintln!("rank {rank}: unexpected {other:?}");
+                1
+            }
+        };
+    }
+    // Thousands of small back-to-back calls: any slot-reuse race shows up as a wrong sum.
+    for i in 0..3000u32 {
+        let root = i % RANKS;
+        let len = 1 + (i as usize % 5);
+        let mut a = bytes(&data(rank + i, len));
+        allreduce::allreduce(&view, &mut links, &s, None, &mut a, &op, &mut scratch).unwrap();
+        let want: Vec<i64> = (0..RANKS).fold(vec![0; len], |acc, r| {
+            acc.iter()
+                .zip(data(r + i, len))
+                .map(|(x, y)| x.wrapping_add(y))
+                .collect()
+        });
+        assert_eq!(ints(&a), want, "allreduce {i}");
+        let mut b = if rank == root {
+            bytes(&data(i, len))
+        } else {
+            vec![0; len * 8]
+        };
+        bcast::bcast(&view, &mut links, &s, root, &mut b).unwrap();
+        assert_eq!(ints(&b), data(i, len), "bcast {i}");
+    }
+    // Large messages stream through the 4 x 4 KiB queues in fragments and chunks.
+    for len in [511, 512, 513, 131_072 + 1, 393_216] {
+        let root = RANKS - 1;
+        let mine = bytes(&data(rank, len));
+        let mut r = vec![0u8; len * 8];
+        let recv = (rank == root).then_some(&mut r[..]);
+        reduce::reduce(
+            &view,
+            &mut links,
+            &s,
+            root,
+            Some(&mine),
+            recv,
+            &op,
+            &mut scratch,
+        )
+        .unwrap();
+        if rank == root {
+            assert_eq!(ints(&r), sum(RANKS, len), "reduce {len}");
+        }
+        let mut a = mine.clone();
+        allreduce::allreduce(&view, &mut links, &s, None, &mut a, &op, &mut scratch).unwrap();
+        assert_eq!(ints(&a), sum(RANKS, len), "allreduce {len}");
+        let mut b = if rank == 1 {
+            mine.clone()
+        } else {
+            vec![0; len * 8]
+        };
+        bcast::bcast(&view, &mut links, &s, 1, &mut b).unwrap();
+        assert_eq!(ints(&b), data(1, len), "bcast {len}");
+    }
+    barrier::barrier(&view, &mut links, &s).unwrap();
+    0
+}
+
+/// Entry point of the child processes (skipped in a normal run).
+#[test]
+#[ignore = "run by the shm tests as a child process"]
+fn shm_child() {
+    let me: usize = std::env::var(ROLE).unwrap().parse().unwrap();
+    std::process::exit(rank_main(me));
+}
+
+fn spawn(scenario: &str, path: &str) -> Vec<Child> {
+    let exe = std::env::current_exe().unwrap();
+    (0..RANKS)
+        .map(|r| {
+            Command::new(&exe)
+                .args(["shm::shm_child", "--exact", "--ignored", "--nocapture"])
+                .env(ROLE, r.to_string())
+                .env(PATH, path)
+                .env(SCENARIO, scenario)
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Waits for every child (killing all after 60 s); returns their exit codes.
+fn wait_all(mut children: Vec<Child>) -> Vec<Option<i32>> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut codes = vec![None; children.len()];
+    let mut done = vec![false; children.len()];
+    while done.iter().any(|d| !d) {
+        for (i, c) in children.iter_mut().enumerate() {
+            if !done[i]
+                && let Some(st) = c.try_wait().unwrap()
+            {
+                codes[i] = st.code();
+                done[i] = true;
+            }
+        }
+        if Instant::now() > deadline {
+            for c in &mut children {
+                let _ = c.kill();
+            }
+            panic!("shm children hung: {codes:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    codes
+}
+
+fn test_path(tag: &str) -> String {
+    format!("/dev/shm/topo-run-test.{}.{tag}", std::process::id())
+}
+
+#[test]
+fn four_processes_agree_on_every_collective() {
+    let path = test_path("ok");
+    let codes = wait_all(spawn("ok", &path));
+    assert_eq!(codes, vec![Some(0); RANKS as usize]);
+    assert!(!std::path::Path::new(&path).exists(), "{path} left behind");
+}
+
+#[test]
+fn a_dead_peer_is_named_and_nobody_spins_forever() {
+    let path = test_path("die");
+    let t = Instant::now();
+    let codes = wait_all(spawn("die", &path));
+    assert_eq!(codes[2], Some(3));
+    assert!(codes.contains(&Some(42)), "nobody named rank 2: {codes:?}");
+    assert!(
+        codes.iter().all(|c| matches!(c, Some(3 | 42 | 43))),
+        "{codes:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(30));
+    assert!(!std::path::Path::new(&path).exists(), "{path} left behind");
+}
+
+#[test]
+fn a_stale_segment_does_not_block_a_new_one() {
+    let path = test_path("stale");
+    std::fs::write(&path, b"left by a crashed job").unwrap();
+    let layout = Layout {
+        ranks: 2,
+        slots: 2,
+        fragment: 64,
+    };
+    let seg = Segment::create(&path, layout).unwrap();
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len() as usize,
+        layout.total()
+    );
+    seg.unlink().unwrap();
+}
