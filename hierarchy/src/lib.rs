@@ -21,8 +21,8 @@ mod level;
 mod locality;
 mod netmap;
 mod plan;
-pub mod settings;
 pub mod ranges;
+pub mod settings;
 mod shape;
 mod yaml;
 
@@ -35,6 +35,6 @@ pub use jobspec::{Binding, Distribution, Mapping, job_from_reader, job_from_str}
 pub use level::{IntraLevel, LevelFilter, LevelName};
 pub use locality::{LocalityString, ObjectKind};
 pub use netmap::{MapFormat, NetworkMap, SwitchId};
-pub use settings::Settings;
 pub use plan::{MAX_PLAN_MEMBERS, PLAN_ENV, PLAN_VERSION, PlanGroup, RankPlan};
+pub use settings::Settings;
 pub use shape::MachineShape;

@@ -148,9 +148,9 @@ impl FromStr for TreeAlg {
             "flat" => Ok(TreeAlg::Flat),
             "binomial" => Ok(TreeAlg::Knomial(2)),
             _ => {
-                let k = s
-                    .strip_prefix("knomial:")
-                    .ok_or_else(|| format!("unknown algorithm {s:?}; use flat, binomial or knomial:K"))?;
+                let k = s.strip_prefix("knomial:").ok_or_else(|| {
+                    format!("unknown algorithm {s:?}; use flat, binomial or knomial:K")
+                })?;
                 match k.parse::<u32>() {
                     Ok(k @ 2..=64) => Ok(TreeAlg::Knomial(k)),
                     _ => Err(format!("the radix in {s:?} must be 2..=64")),
@@ -174,7 +174,9 @@ impl FromStr for AllreduceAlg {
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         match s {
             "rb" => Ok(AllreduceAlg::ReduceBcast),
-            "rab" | "rab:rd" => Ok(AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling)),
+            "rab" | "rab:rd" => Ok(AllreduceAlg::ReduceAllreduceBcast(
+                TopAlg::RecursiveDoubling,
+            )),
             "rab:ring" => Ok(AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring)),
             _ => Err(format!(
                 "unknown allreduce algorithm {s:?}; use rb, rab:rd or rab:ring"
@@ -236,7 +238,13 @@ fn parse_rules<A: FromStr<Err = String>>(text: &str) -> std::result::Result<Vec<
     Ok(rules)
 }
 
-fn pick<A: Copy>(rules: &[Rule<A>], defaults: &[Rule<A>], level: LevelName, intra: bool, bytes: usize) -> A {
+fn pick<A: Copy>(
+    rules: &[Rule<A>],
+    defaults: &[Rule<A>],
+    level: LevelName,
+    intra: bool,
+    bytes: usize,
+) -> A {
     rules
         .iter()
         .chain(defaults)
@@ -368,7 +376,13 @@ impl Settings {
 
     /// The allreduce variant for a message of `bytes`.
     pub fn allreduce_for(&self, bytes: usize) -> AllreduceAlg {
-        pick(&self.allreduce, &ALLREDUCE_DEFAULTS, LevelName::World, false, bytes)
+        pick(
+            &self.allreduce,
+            &ALLREDUCE_DEFAULTS,
+            LevelName::World,
+            false,
+            bytes,
+        )
     }
 }
 
@@ -400,7 +414,10 @@ mod tests {
         assert_eq!(s.slots, 4);
         assert_eq!(s.bcast_for(lvl("numa"), true, 1 << 30), TreeAlg::Knomial(4));
         assert_eq!(s.bcast_for(lvl("world"), false, 100), TreeAlg::Flat);
-        assert_eq!(s.bcast_for(lvl("world"), false, 64 << 10), TreeAlg::Knomial(2));
+        assert_eq!(
+            s.bcast_for(lvl("world"), false, 64 << 10),
+            TreeAlg::Knomial(2)
+        );
         assert_eq!(s.allreduce_for(4), AllreduceAlg::ReduceBcast);
     }
 

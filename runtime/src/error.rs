@@ -85,6 +85,15 @@ pub enum Error {
         op: &'static str,
     },
 
+    /// Another rank could not set up the collectives; its message is attached.
+    #[error("{message}")]
+    Remote {
+        /// The first rank that failed.
+        rank: u32,
+        /// Its error message.
+        message: String,
+    },
+
     /// The message is larger than this transport can carry.
     #[error("a message of {bytes} bytes is too large for {what}")]
     TooLarge {

@@ -13,10 +13,13 @@ pub mod bcast;
 pub mod combine;
 mod error;
 pub mod links;
+mod plain;
 pub mod reduce;
+mod topo;
 pub mod transport;
 pub mod tree;
 pub mod view;
 
 pub use error::{Error, Result};
+pub use topo::{ABORT_CODE, Fallback, SHM_DIR_ENV, Topo};
 pub use topo_hierarchy::Settings;

@@ -1,0 +1,270 @@
+//! Correctness driver: runs topo-run's collectives over a matrix of types, operations,
+//! sizes and roots, compares every result with MPI's own collective on the same inputs,
+//! and prints `N passed, M failed` as its last line (exit 1 if anything failed).
+//!
+//! ```text
+//! srun --mpi=pmix -n 4 topo-run -- coll-check [--quick]
+//! ```
+
+use anyhow::Context;
+use clap::Parser;
+use mpi::collective::{CommunicatorCollectives, Root, SystemOperation, UserOperation};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::Operation;
+use topo_examples::Value;
+use topo_runtime::Topo;
+
+#[derive(Parser, Debug)]
+#[command(about = "Check topo-run's collectives against MPI's own")]
+struct Args {
+    /// Fewer sizes and repetitions (for oversubscribed runs).
+    #[arg(long)]
+    quick: bool,
+    /// Back-to-back repetitions of the small collectives (slot-reuse races).
+    #[arg(long, default_value_t = 2000)]
+    repeat: usize,
+    /// Require the hierarchical path (fail if topo-run fell back to MPI's collectives).
+    #[arg(long)]
+    require_topo: bool,
+}
+
+struct Checker<'a> {
+    topo: Topo,
+    world: &'a SimpleCommunicator,
+    passed: u64,
+    failed: u64,
+    reported: u32,
+}
+
+impl Checker<'_> {
+    /// Records one case; every rank contributes whether its result matched.
+    fn record(&mut self, what: &str, ok: bool) {
+        let mine = u8::from(!ok);
+        let mut any = 0u8;
+        self.world
+            .all_reduce_into(&mine, &mut any, SystemOperation::max());
+        if any == 0 {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+            if !ok && self.reported < 10 {
+                self.reported += 1;
+                eprintln!("FAILED on rank {}: {what}", self.world.rank());
+            }
+        }
+    }
+
+    /// `n + 1` values; callers pass the first `n`. The spare element keeps a real
+    /// allocation behind empty slices: a dangling pointer of 1 is MPI_IN_PLACE to Open MPI.
+    fn values<T: Value>(&self, n: usize, salt: i64, op: &str) -> Vec<T> {
+        let r = i64::from(self.world.rank());
+        (0..=n as i64)
+            .map(|i| {
+                let v = match op {
+                    // Products stay exact and small: factors of 1 and 2 only.
+                    "product" => 1 + (r + i + salt) % 2,
+                    "logical_and" | "logical_or" | "logical_xor" => (r + i + salt) % 3 % 2,
+                    _ => (r * 7 + i * 3 + salt) % 100,
+                };
+                T::from_i64(v)
+            })
+            .collect()
+    }
+
+    fn check_op<T: Value, O: Operation + Copy>(
+        &mut self,
+        name: &str,
+        op: O,
+        n: usize,
+        roots: &[i32],
+    ) {
+        let size = self.world.size();
+        let tag = |c: &str| format!("{c} {} x{n} op={name}", T::NAME);
+        // Allreduce, out of place and in place.
+        let send: Vec<T> = self.values(n, 1, name);
+        let mut want = send.clone();
+        self.world.all_reduce_into(&send[..n], &mut want[..n], op);
+        let mut got = send.clone();
+        self.topo.all_reduce_into(&send[..n], &mut got[..n], op);
+        self.record(&tag("allreduce"), got[..n] == want[..n]);
+        let mut inplace = send.clone();
+        self.topo.all_reduce_in_place(&mut inplace[..n], op);
+        self.record(&tag("allreduce in-place"), inplace[..n] == want[..n]);
+        // Reduce to each root, out of place and in place.
+        for &root in roots {
+            let send: Vec<T> = self.values(n, 2 + i64::from(root), name);
+            let rank = self.world.rank();
+            let mut want = send.clone();
+            let mut got = send.clone();
+            let p = self.world.process_at_rank(root);
+            if rank == root {
+                p.reduce_into_root(&send[..n], &mut want[..n], op);
+                self.topo.reduce_into_root(&send[..n], &mut got[..n], op);
+            } else {
+                p.reduce_into(&send[..n], op);
+                self.topo.reduce_into(root, &send[..n], op);
+            }
+            self.record(
+                &format!("{} root={root}", tag("reduce")),
+                rank != root || got[..n] == want[..n],
+            );
+            let mut inplace = send.clone();
+            if rank == root {
+                self.topo.reduce_into_root_in_place(&mut inplace[..n], op);
+            } else {
+                self.topo.reduce_into(root, &send[..n], op);
+            }
+            self.record(
+                &format!("{} in-place root={root}", tag("reduce")),
+                rank != root || inplace[..n] == want[..n],
+            );
+        }
+        let _ = size;
+    }
+
+    fn check_bcast<T: Value>(&mut self, n: usize, roots: &[i32]) {
+        for &root in roots {
+            let mut want: Vec<T> = self.values(n, 5, "sum");
+            let mut got = if self.world.rank() == root {
+                want.clone()
+            } else {
+                vec![T::from_i64(0); n + 1]
+            };
+            self.world
+                .process_at_rank(root)
+                .broadcast_into(&mut want[..n]);
+            self.topo.broadcast_into(root, &mut got[..n]);
+            self.record(
+                &format!("bcast {} x{n} root={root}", T::NAME),
+                got[..n] == want[..n],
+            );
+        }
+    }
+
+    fn check_type<T: Value>(&mut self, quick: bool) {
+        let size = self.world.size();
+        let roots: Vec<i32> = {
+            let mut r = vec![0, size / 2, size - 1];
+            r.dedup();
+            r
+        };
+        let e = std::mem::size_of::<T>();
+        // Fragment (8 KiB) and pipeline chunk (256 KiB) boundaries, each +-1 element.
+        let mut sizes = vec![0, 1, 7, 1021];
+        for b in [8 << 10, 256 << 10] {
+            sizes.extend([b / e - 1, b / e, b / e + 1]);
+        }
+        if !quick {
+            sizes.push((16 << 20) / e);
+        }
+        let sum = SystemOperation::sum();
+        for &n in &sizes {
+            self.check_bcast::<T>(n, &roots);
+            self.check_op::<T, _>("sum", sum, n, &roots);
+        }
+        // Every predefined operation that applies to the type, at a few sizes.
+        let mut ops = vec![
+            ("max", SystemOperation::max()),
+            ("min", SystemOperation::min()),
+            ("product", SystemOperation::product()),
+        ];
+        if T::INTEGER {
+            ops.extend([
+                ("bitwise_and", SystemOperation::bitwise_and()),
+                ("bitwise_or", SystemOperation::bitwise_or()),
+                ("bitwise_xor", SystemOperation::bitwise_xor()),
+                ("logical_and", SystemOperation::logical_and()),
+                ("logical_or", SystemOperation::logical_or()),
+                ("logical_xor", SystemOperation::logical_xor()),
+            ]);
+        }
+        for (name, op) in ops {
+            for n in [1, 1021, (8 << 10) / e + 1] {
+                self.check_op::<T, _>(name, op, n, &roots);
+            }
+        }
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let universe = mpi::initialize().context("MPI_Init failed")?;
+    let world = universe.world();
+    let topo = Topo::from_env(&world).context("topo-run could not set up its collectives")?;
+    let rank = world.rank();
+    if rank == 0 {
+        eprintln!(
+            "coll-check: {} ranks, {}",
+            world.size(),
+            match topo.fallback() {
+                None => "hierarchical collectives".to_string(),
+                Some(f) => format!("MPI's collectives ({f:?})"),
+            }
+        );
+    }
+    if args.require_topo && !topo.is_hierarchical() {
+        anyhow::bail!("--require-topo: topo-run fell back to MPI's collectives");
+    }
+    let mut c = Checker {
+        topo,
+        world: &world,
+        passed: 0,
+        failed: 0,
+        reported: 0,
+    };
+    c.check_type::<i32>(args.quick);
+    c.check_type::<i64>(true);
+    c.check_type::<u8>(args.quick);
+    c.check_type::<f32>(true);
+    c.check_type::<f64>(args.quick);
+    // A user-defined commutative operation takes the hierarchical path; a
+    // non-commutative one must keep MPI's order (it is handed to MPI).
+    let absmax = UserOperation::commutative(|x, y| {
+        let (x, y) = (x.downcast::<i64>().unwrap(), y.downcast::<i64>().unwrap());
+        for (a, b) in x.iter().zip(y.iter_mut()) {
+            *b = (*a).abs().max((*b).abs());
+        }
+    });
+    let first = UserOperation::associative(|x, y| {
+        let (x, y) = (x.downcast::<i64>().unwrap(), y.downcast::<i64>().unwrap());
+        y.copy_from_slice(x);
+    });
+    let roots = [0, world.size() - 1];
+    for n in [1, 1025, 70_000] {
+        c.check_op::<i64, _>("user-commutative", &absmax, n, &roots);
+        c.check_op::<i64, _>("user-noncommutative", &first, n, &roots);
+    }
+    // Back-to-back small calls: slot reuse under pressure.
+    let reps = if args.quick {
+        args.repeat / 4
+    } else {
+        args.repeat
+    };
+    let mut all_ok = true;
+    for i in 0..reps {
+        let v = [i as i64 + i64::from(rank); 3];
+        let mut got = [0i64; 3];
+        c.topo
+            .all_reduce_into(&v[..], &mut got[..], SystemOperation::sum());
+        let s = world.size() as i64;
+        all_ok &= got == [i as i64 * s + s * (s - 1) / 2; 3];
+        let root = (i % world.size() as usize) as i32;
+        let mut b = [if rank == root { i as u8 } else { 0 }; 5];
+        c.topo.broadcast_into(root, &mut b[..]);
+        all_ok &= b == [i as u8; 5];
+        if i % 64 == 0 {
+            c.topo.barrier();
+        }
+    }
+    c.record(&format!("{reps} back-to-back allreduce+bcast"), all_ok);
+    c.topo.barrier();
+    let (passed, failed) = (c.passed, c.failed);
+    drop(c);
+    if rank == 0 {
+        println!("{passed} passed, {failed} failed");
+    }
+    if failed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}

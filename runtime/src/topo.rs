@@ -1,0 +1,484 @@
+//! The context an application holds: [`Topo::from_env`] reads the plan, checks it against
+//! MPI and across ranks, sets up the node's shared memory, and the collective methods
+//! (named as in rsmpi) run the hierarchical algorithms or hand the call to MPI.
+
+use mpi::collective::{CommunicatorCollectives, Operation, Root};
+use mpi::datatype::Equivalence;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use topo_hierarchy::{PLAN_ENV, RankPlan, Settings};
+
+use crate::error::{Error, Result};
+use crate::links::Links;
+use crate::plain::{self, MpiCombine};
+use crate::reduce::Scratch;
+use crate::transport::mpi::MpiTransport;
+use crate::transport::shm::{Layout, Segment, ShmTransport};
+use crate::view::View;
+use crate::{allreduce, barrier, bcast, reduce};
+
+/// Where the node segments live (`TOPO_RUN_SHM_DIR`, default `/dev/shm`).
+pub const SHM_DIR_ENV: &str = "TOPO_RUN_SHM_DIR";
+/// Exit code of a job aborted by the runtime (a peer died, or a collective failed).
+pub const ABORT_CODE: i32 = 20;
+
+/// Why the collectives go to MPI's own implementation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fallback {
+    /// The program was not started by topo-run.
+    NoPlan,
+    /// Shared memory could not be set up on some node.
+    NoSharedMemory,
+}
+
+struct Hier {
+    view: View,
+    settings: Settings,
+    links: Links<MpiTransport>,
+    scratch: Scratch,
+    node: String,
+}
+
+/// topo-run's collectives for one MPI job (the world communicator).
+///
+/// Drop it before MPI is finalized (before the `Universe`).
+pub struct Topo {
+    world: SimpleCommunicator,
+    hier: Option<Box<Hier>>,
+    fallback: Option<Fallback>,
+}
+
+impl std::fmt::Debug for Topo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Topo")
+            .field("rank", &self.world.rank())
+            .field("hierarchical", &self.hier.is_some())
+            .field("fallback", &self.fallback)
+            .finish()
+    }
+}
+
+/// One status word per rank for the init agreements: `MIN` over ranks finds the first
+/// rank with a problem.
+fn first_failing(world: &SimpleCommunicator, failed: bool) -> Option<u32> {
+    let mine = if failed { world.rank() } else { world.size() };
+    let mut first = 0i32;
+    world.all_reduce_into(&mine, &mut first, mpi::collective::SystemOperation::min());
+    (first < world.size()).then_some(first as u32)
+}
+
+/// Sends `rank`'s message to everyone (fixed 1 KiB, truncated).
+fn share_message(world: &SimpleCommunicator, rank: u32, mine: &str) -> String {
+    let mut buf = [0u8; 1024];
+    if world.rank() as u32 == rank {
+        let n = mine.len().min(buf.len());
+        buf[..n].copy_from_slice(&mine.as_bytes()[..n]);
+    }
+    world
+        .process_at_rank(rank as i32)
+        .broadcast_into(&mut buf[..]);
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+impl Topo {
+    /// Sets up topo-run's collectives for `world` (call after MPI is initialised, on every
+    /// rank). Collective: every rank gets the same outcome.
+    ///
+    /// Without a plan (not started by topo-run) the collectives go to MPI, and rank 0
+    /// prints one warning. A plan that does not match MPI, or ranks planned from different
+    /// inputs, is an error on every rank. Shared memory that cannot be set up (for example
+    /// a full /dev/shm) gives a warning and MPI's collectives.
+    pub fn from_env(world: &SimpleCommunicator) -> Result<Topo> {
+        let world = world.duplicate();
+        let text = std::env::var(PLAN_ENV).ok();
+        let local = text.as_deref().map(|t| Self::read_plan(&world, t));
+        // Agree on the plans: rank 0's digest against everyone's.
+        let mut d0 = [0u8; 33];
+        if let Some(Ok((plan, _))) = &local {
+            d0[..32].copy_from_slice(plan.digest.to_string().as_bytes());
+            d0[32] = 1;
+        }
+        world.process_at_rank(0).broadcast_into(&mut d0[..]);
+        let problem = match &local {
+            None if d0[32] == 0 => None,
+            None => Some(format!(
+                "rank {} on {} has no topo-run plan but rank 0 has one; start every rank \
+                 with topo-run",
+                world.rank(),
+                hostname()
+            )),
+            Some(Err(e)) => Some(format!("rank {}: {e}", world.rank())),
+            Some(Ok((plan, _)))
+                if d0[32] == 0 || d0[..32] != *plan.digest.to_string().as_bytes() =>
+            {
+                Some(
+                    Error::DigestMismatch {
+                        rank: plan.rank,
+                        node: plan.node.clone(),
+                        digest: plan.digest.to_string(),
+                        digest0: String::from_utf8_lossy(&d0[..32]).into_owned(),
+                    }
+                    .to_string(),
+                )
+            }
+            Some(Ok(_)) => None,
+        };
+        if let Some(rank) = first_failing(&world, problem.is_some()) {
+            let message = share_message(&world, rank, problem.as_deref().unwrap_or(""));
+            return Err(match local {
+                Some(Err(e)) if rank == world.rank() as u32 => e,
+                _ => Error::Remote { rank, message },
+            });
+        }
+        let Some(Ok((plan, settings))) = local else {
+            if world.rank() == 0 {
+                eprintln!(
+                    "topo-run: warning: {PLAN_ENV} is not set, so the program was not started \
+                     by topo-run; collectives use MPI's own (run `srun --mpi=pmix topo-run ./app`)"
+                );
+            }
+            return Ok(Topo {
+                world,
+                hier: None,
+                fallback: Some(Fallback::NoPlan),
+            });
+        };
+        let view = View::from_plan(&plan);
+        let shm = match Self::setup_shm(&world, &plan, &settings) {
+            Ok(shm) => shm,
+            Err(reason) => {
+                if world.rank() == 0 {
+                    eprintln!(
+                        "topo-run: warning: {reason}; collectives use MPI's own for this run"
+                    );
+                }
+                return Ok(Topo {
+                    world,
+                    hier: None,
+                    fallback: Some(Fallback::NoSharedMemory),
+                });
+            }
+        };
+        let net = MpiTransport::new(world.duplicate());
+        let links = Links::new(&view, plan.peers.clone(), shm, net);
+        Ok(Topo {
+            world,
+            hier: Some(Box::new(Hier {
+                view,
+                settings,
+                links,
+                scratch: Scratch::default(),
+                node: plan.node,
+            })),
+            fallback: None,
+        })
+    }
+
+    fn read_plan(world: &SimpleCommunicator, text: &str) -> Result<(RankPlan, Settings)> {
+        let plan = RankPlan::decode(text).map_err(Error::Plan)?;
+        for (what, p, m) in [
+            ("rank", plan.rank, world.rank() as u32),
+            ("size", plan.size, world.size() as u32),
+        ] {
+            if p != m {
+                return Err(Error::PlanMismatch {
+                    what,
+                    plan: p,
+                    mpi: m,
+                });
+            }
+        }
+        let settings = Settings::from_pairs(&plan.settings).map_err(Error::Settings)?;
+        Ok((plan, settings))
+    }
+
+    /// Creates (leader) or attaches (others) the node's segment, with two agreements over
+    /// MPI so that every rank sees the same outcome; the leader removes the name once all
+    /// have attached. `Err` is the message of the first rank that failed.
+    fn setup_shm(
+        world: &SimpleCommunicator,
+        plan: &RankPlan,
+        s: &Settings,
+    ) -> std::result::Result<Option<ShmTransport>, String> {
+        let alone = plan.local_size == 1;
+        let dir = std::env::var(SHM_DIR_ENV).unwrap_or_else(|_| "/dev/shm".into());
+        let path = format!(
+            "{}/{}",
+            dir.trim_end_matches('/'),
+            plan.shm_name.trim_start_matches('/')
+        );
+        let layout = Layout {
+            ranks: plan.local_size as usize,
+            slots: s.slots as usize,
+            fragment: s.fragment as usize,
+        };
+        let leader = plan.local_rank == 0;
+        let fail_all = |e: Option<&Error>| -> std::result::Result<(), String> {
+            let mine = e.map(|e| format!("rank {} on {}: {e}", plan.rank, plan.node));
+            match first_failing(world, mine.is_some()) {
+                Some(r) => Err(share_message(world, r, mine.as_deref().unwrap_or(""))),
+                None => Ok(()),
+            }
+        };
+        // Agreement 1: every node leader has created its segment.
+        let created = match (alone, leader) {
+            (false, true) => Segment::create(&path, layout).map(Some),
+            _ => Ok(None),
+        };
+        let unlink_on_err = |seg: &Option<Segment>| {
+            if let Some(seg) = seg {
+                let _ = seg.unlink();
+            }
+        };
+        if let Err(msg) = fail_all(created.as_ref().err()) {
+            if let Ok(seg) = &created {
+                unlink_on_err(seg);
+            }
+            return Err(msg);
+        }
+        // Agreement 2: every local rank has attached and reserved its queue.
+        let attached = match created {
+            Ok(Some(seg)) => Ok(Some(seg)),
+            _ if alone => Ok(None),
+            _ => Segment::attach(&path, layout).map(Some),
+        }
+        .and_then(|seg| match &seg {
+            Some(s) => s.reserve_queue(plan.local_rank as usize).map(|()| seg),
+            None => Ok(None),
+        });
+        let seg = match attached {
+            Ok(seg) => {
+                if let Err(msg) = fail_all(None) {
+                    if leader {
+                        unlink_on_err(&seg);
+                    }
+                    return Err(msg);
+                }
+                seg
+            }
+            Err(e) => {
+                if leader {
+                    let _ = std::fs::remove_file(&path);
+                }
+                return Err(fail_all(Some(&e)).err().unwrap_or_else(|| e.to_string()));
+            }
+        };
+        // Everyone has attached: the name can go, so a crash leaves nothing behind.
+        if let Some(seg) = &seg
+            && leader
+        {
+            seg.unlink().map_err(|e| e.to_string())?;
+        }
+        Ok(seg.map(|seg| {
+            ShmTransport::new(
+                seg,
+                plan.local_rank as usize,
+                plan.peers.clone(),
+                plan.node.clone(),
+                s.spin,
+            )
+        }))
+    }
+
+    /// Why collectives go to MPI's own implementation, if they do.
+    pub fn fallback(&self) -> Option<&Fallback> {
+        self.fallback.as_ref()
+    }
+
+    /// Whether the hierarchical path is active.
+    pub fn is_hierarchical(&self) -> bool {
+        self.hier.is_some()
+    }
+
+    /// The world communicator topo-run works on (a duplicate of the application's).
+    pub fn world(&self) -> &SimpleCommunicator {
+        &self.world
+    }
+
+    fn abort(&self, op: &'static str, e: Error) -> ! {
+        let e = e.during(op);
+        let node = self.hier.as_ref().map_or_else(hostname, |h| h.node.clone());
+        eprintln!(
+            "topo-run: rank {} on {node}: {op} failed: {e}; aborting the job",
+            self.world.rank()
+        );
+        self.world.abort(ABORT_CODE)
+    }
+
+    /// Broadcasts `buf` from `root` (rsmpi: `Root::broadcast_into`).
+    pub fn broadcast_into<T: Equivalence + Copy + 'static>(&mut self, root: i32, buf: &mut [T]) {
+        match &mut self.hier {
+            Some(h) if plain::is_plain::<T>() => {
+                let r = bcast::bcast(
+                    &h.view,
+                    &mut h.links,
+                    &h.settings,
+                    root as u32,
+                    plain::bytes_mut(buf),
+                );
+                if let Err(e) = r {
+                    self.abort("MPI_Bcast", e);
+                }
+            }
+            _ => self.world.process_at_rank(root).broadcast_into(buf),
+        }
+    }
+
+    /// Reduces everyone's `send` into `recv` at this rank, the root
+    /// (rsmpi: `Root::reduce_into_root`).
+    pub fn reduce_into_root<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) {
+        assert_eq!(
+            send.len(),
+            recv.len(),
+            "reduce_into_root: send and receive lengths differ"
+        );
+        let root = self.world.rank();
+        self.reduce_impl(root, Some(send), Some(recv), op);
+    }
+
+    /// Like [`Topo::reduce_into_root`], with the root's contribution in `buf` (in place).
+    pub fn reduce_into_root_in_place<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        buf: &mut [T],
+        op: O,
+    ) {
+        let root = self.world.rank();
+        self.reduce_impl(root, None, Some(buf), op);
+    }
+
+    /// Contributes `send` to a reduction whose result goes to `root`
+    /// (rsmpi: `Root::reduce_into`).
+    pub fn reduce_into<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        root: i32,
+        send: &[T],
+        op: O,
+    ) {
+        assert_ne!(
+            root,
+            self.world.rank(),
+            "reduce_into is for non-root ranks; the root calls reduce_into_root"
+        );
+        self.reduce_impl(root, Some(send), None, op);
+    }
+
+    fn reduce_impl<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        root: i32,
+        send: Option<&[T]>,
+        recv: Option<&mut [T]>,
+        op: O,
+    ) {
+        match &mut self.hier {
+            Some(h) if plain::is_plain::<T>() && op.is_commutative() => {
+                let combine = MpiCombine::new::<T, O>(&op);
+                let r = reduce::reduce(
+                    &h.view,
+                    &mut h.links,
+                    &h.settings,
+                    root as u32,
+                    send.map(plain::bytes),
+                    recv.map(plain::bytes_mut),
+                    &combine,
+                    &mut h.scratch,
+                );
+                if let Err(e) = r {
+                    self.abort("MPI_Reduce", e);
+                }
+            }
+            _ => {
+                let p = self.world.process_at_rank(root);
+                match (send, recv) {
+                    (Some(s), Some(r)) => p.reduce_into_root(s, r, op),
+                    (None, Some(r)) => {
+                        let s = r.to_vec();
+                        p.reduce_into_root(&s[..], r, op)
+                    }
+                    (Some(s), None) => p.reduce_into(s, op),
+                    (None, None) => {}
+                }
+            }
+        }
+    }
+
+    /// Reduces everyone's `send` into every rank's `recv` (rsmpi:
+    /// `CommunicatorCollectives::all_reduce_into`).
+    pub fn all_reduce_into<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) {
+        assert_eq!(
+            send.len(),
+            recv.len(),
+            "all_reduce_into: send and receive lengths differ"
+        );
+        self.all_reduce_impl(Some(send), recv, op);
+    }
+
+    /// Like [`Topo::all_reduce_into`], with this rank's contribution in `buf` (in place).
+    pub fn all_reduce_in_place<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        buf: &mut [T],
+        op: O,
+    ) {
+        self.all_reduce_impl(None, buf, op);
+    }
+
+    fn all_reduce_impl<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: Option<&[T]>,
+        recv: &mut [T],
+        op: O,
+    ) {
+        match &mut self.hier {
+            Some(h) if plain::is_plain::<T>() && op.is_commutative() => {
+                let combine = MpiCombine::new::<T, O>(&op);
+                let r = allreduce::allreduce(
+                    &h.view,
+                    &mut h.links,
+                    &h.settings,
+                    send.map(plain::bytes),
+                    plain::bytes_mut(recv),
+                    &combine,
+                    &mut h.scratch,
+                );
+                if let Err(e) = r {
+                    self.abort("MPI_Allreduce", e);
+                }
+            }
+            _ => match send {
+                Some(s) => self.world.all_reduce_into(s, recv, op),
+                None => {
+                    let s = recv.to_vec();
+                    self.world.all_reduce_into(&s[..], recv, op)
+                }
+            },
+        }
+    }
+
+    /// Returns once every rank has called it (rsmpi: `Communicator::barrier`).
+    pub fn barrier(&mut self) {
+        match &mut self.hier {
+            Some(h) => {
+                if let Err(e) = barrier::barrier(&h.view, &mut h.links, &h.settings) {
+                    self.abort("MPI_Barrier", e);
+                }
+            }
+            None => self.world.barrier(),
+        }
+    }
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "this node".into())
+}
