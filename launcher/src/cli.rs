@@ -127,6 +127,37 @@ pub struct LaunchArgs {
     )]
     pub show: Option<ShowFormat>,
 
+    /// Broadcast algorithm rules for the runtime, e.g. `numa=knomial:4,node=flat`
+    /// (`[SCOPE][<BYTES]=flat|binomial|knomial:K`; SCOPE is a level, intra, inter or *).
+    #[arg(long, value_name = "RULES", env = "TOPO_RUN_BCAST")]
+    pub bcast: Option<String>,
+
+    /// Reduce algorithm rules, e.g. `intra=flat,inter<64K=knomial:4`.
+    #[arg(long, value_name = "RULES", env = "TOPO_RUN_REDUCE")]
+    pub reduce: Option<String>,
+
+    /// Allreduce rules: `rb` (reduce, then bcast) or `rab:rd` / `rab:ring` (reduce, allreduce
+    /// among the top group, bcast), by size, e.g. `<64K=rab:rd,*=rab:ring`.
+    #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLREDUCE")]
+    pub allreduce: Option<String>,
+
+    /// Slots per shared-memory queue (default 8).
+    #[arg(long, value_name = "N", env = "TOPO_RUN_SLOTS")]
+    pub slots: Option<String>,
+
+    /// Bytes per shared-memory slot, a multiple of 64 (default 8K).
+    #[arg(long, value_name = "BYTES", env = "TOPO_RUN_FRAGMENT")]
+    pub fragment: Option<String>,
+
+    /// Pipeline chunk: larger messages move through the levels in pieces (default 256K).
+    #[arg(long, value_name = "BYTES", env = "TOPO_RUN_CHUNK")]
+    pub chunk: Option<String>,
+
+    /// Busy-wait rounds before a waiting rank yields its core (default 1024; 0 when ranks
+    /// outnumber cores).
+    #[arg(long, value_name = "N", env = "TOPO_RUN_SPIN")]
+    pub spin: Option<String>,
+
     /// Explain discovery and planning on stderr, with timings.
     #[arg(short, long, env = "TOPO_RUN_VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]
     pub verbose: bool,
@@ -140,6 +171,27 @@ pub struct LaunchArgs {
         num_args = 1..
     )]
     pub program: Vec<OsString>,
+}
+
+impl LaunchArgs {
+    /// The runtime settings given on the command line or in the environment, validated,
+    /// as the `key:value` pairs stored in the plan.
+    pub fn settings(&self) -> Result<Vec<(String, String)>, topo_hierarchy::Error> {
+        let pairs: Vec<(String, String)> = [
+            ("slots", &self.slots),
+            ("fragment", &self.fragment),
+            ("chunk", &self.chunk),
+            ("spin", &self.spin),
+            ("bcast", &self.bcast),
+            ("reduce", &self.reduce),
+            ("allreduce", &self.allreduce),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| (k.to_string(), v.clone())))
+        .collect();
+        topo_hierarchy::Settings::from_pairs(&pairs)?;
+        Ok(pairs)
+    }
 }
 
 #[derive(Debug, clap::Args)]

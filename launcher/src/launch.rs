@@ -86,6 +86,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         rank: None,
         start: Instant::now(),
     };
+    let settings = args.settings()?;
     let filter = match &args.levels {
         Some(list) => LevelFilter::parse(list)?,
         None => LevelFilter::all(),
@@ -164,14 +165,15 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         all_localities.as_deref(),
     )?;
     let hierarchy = topo_hierarchy::build(&job, map.as_ref(), &filter)?;
-    let digest = Digest::of_job(&job, map.as_ref(), &filter, "");
+    let settings_text: Vec<String> = settings.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    let digest = Digest::of_job(&job, map.as_ref(), &filter, &settings_text.join(","));
     let shm = format!(
         "/topo-run.{}.{}.{}",
         discover::sanitize(&placement.job_id),
         discover::sanitize(&placement.step_id),
         placement.node_name()
     );
-    let plan = hierarchy.rank_plan(&job, placement.rank, &shm, digest, Vec::new());
+    let plan = hierarchy.rank_plan(&job, placement.rank, &shm, digest, settings);
     let encoded = plan.encode();
     v.say(format!("plan: {} bytes", encoded.len()));
     if let Some(format) = args.show {

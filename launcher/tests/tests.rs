@@ -331,3 +331,21 @@ fn show_prints_the_plan_that_plan_predicts() {
     assert_eq!(tampered.status.code(), Some(9));
     assert!(stderr(&tampered).contains("TOPO_RUN_PLAN is invalid"));
 }
+
+#[test]
+fn bad_runtime_settings_stop_the_launch_with_exit_13() {
+    for (args, needle) in [
+        (["--bcast", "numa=ring"], "invalid setting bcast=\"numa=ring\": rule \"numa=ring\": unknown algorithm"),
+        (["--fragment", "100"], "multiple of 64"),
+        (["--slots", "1"], "2 to 1024"),
+        (["--allreduce", "fast"], "rb, rab:rd or rab:ring"),
+    ] {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--", "sh", "-c", "echo APP-RAN"]);
+        let o = topo_run(&all);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(13), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!stdout(&o).contains("APP-RAN"));
+    }
+}

@@ -26,6 +26,10 @@ struct Args {
     /// Require the hierarchical path (fail if topo-run fell back to MPI's collectives).
     #[arg(long)]
     require_topo: bool,
+    /// Fault test: this rank kills itself (SIGKILL) in the middle of the back-to-back
+    /// collectives; the others must stop with a message naming it.
+    #[arg(long, value_name = "RANK")]
+    die: Option<i32>,
 }
 
 struct Checker<'a> {
@@ -242,6 +246,9 @@ fn main() -> anyhow::Result<()> {
     };
     let mut all_ok = true;
     for i in 0..reps {
+        if args.die == Some(rank) && i == reps / 2 {
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+        }
         let v = [i as i64 + i64::from(rank); 3];
         let mut got = [0i64; 3];
         c.topo
