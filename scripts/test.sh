@@ -29,5 +29,9 @@ else
     exit 1
 fi
 
+echo "== end-to-end: coll-check on the dev cluster (1, 2 and 4 nodes, oversubscribed, mpirun, faults)"
+cargo build --locked --release -p topo-run -p topo-examples
+bash tests/e2e/runtime.sh target/release
+
 echo "== fuzz targets build (run them with: cargo fuzz run <target>, see fuzz/README.md)"
 cargo build --manifest-path fuzz/Cargo.toml --locked --bins

@@ -9,15 +9,20 @@ pub trait Value: Equivalence + Copy + PartialEq + std::fmt::Debug + Send + 'stat
     const NAME: &'static str;
     /// Whether bitwise and logical operations apply.
     const INTEGER: bool;
+    /// Inputs are below this, so that sums over up to 8 ranks never overflow. (Open MPI
+    /// 4.1.4's vectorised `uint8_t` sum saturates where its scalar loop wraps, so an
+    /// overflowing `u8` sum differs between MPI's own code paths.)
+    const SPAN: i64;
     /// The value of a small integer.
     fn from_i64(v: i64) -> Self;
 }
 
 macro_rules! value {
-    ($t:ty, $int:expr) => {
+    ($t:ty, $int:expr, $span:expr) => {
         impl Value for $t {
             const NAME: &'static str = stringify!($t);
             const INTEGER: bool = $int;
+            const SPAN: i64 = $span;
             fn from_i64(v: i64) -> Self {
                 v as $t
             }
@@ -25,8 +30,8 @@ macro_rules! value {
     };
 }
 
-value!(i32, true);
-value!(i64, true);
-value!(u8, true);
-value!(f32, false);
-value!(f64, false);
+value!(i32, true, 100);
+value!(i64, true, 100);
+value!(u8, true, 30);
+value!(f32, false, 100);
+value!(f64, false, 100);

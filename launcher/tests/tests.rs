@@ -335,7 +335,10 @@ fn show_prints_the_plan_that_plan_predicts() {
 #[test]
 fn bad_runtime_settings_stop_the_launch_with_exit_13() {
     for (args, needle) in [
-        (["--bcast", "numa=ring"], "invalid setting bcast=\"numa=ring\": rule \"numa=ring\": unknown algorithm"),
+        (
+            ["--bcast", "numa=ring"],
+            "invalid setting bcast=\"numa=ring\": rule \"numa=ring\": unknown algorithm",
+        ),
         (["--fragment", "100"], "multiple of 64"),
         (["--slots", "1"], "2 to 1024"),
         (["--allreduce", "fast"], "rb, rab:rd or rab:ring"),

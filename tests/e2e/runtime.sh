@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# End-to-end tests of the runtime: coll-check (every collective against MPI's own) under
+# `srun --mpi=pmix topo-run` on the private dev cluster, in the four configurations of
+# the runtime issue, under mpirun, and the fault cases (no plan, full /dev/shm, plans that
+# disagree, a rank killed mid-collective). Runs as root. Every srun/mpirun runs under
+# `timeout`.
+#
+#   tests/e2e/runtime.sh [BIN_DIR]     (BIN_DIR holds topo-run and coll-check)
+#
+# Prints "N passed, M failed" last; exits non-zero on any failure.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BIN="$(cd "${1:-$ROOT/target/release}" && pwd)"
+TOPO_RUN="$BIN/topo-run"
+CHECK="$BIN/coll-check"
+CLUSTER="$ROOT/slurm/dev-cluster"
+export DEV_CLUSTER_DIR="${DEV_CLUSTER_DIR:-${TMPDIR:-/tmp}/topo-run-dev-cluster}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/topo-run-e2e-rt.XXXXXX")"
+T=240  # seconds allowed for any single srun/mpirun
+PASS=0; FAIL=0
+
+for b in "$TOPO_RUN" "$CHECK"; do
+  [[ -x $b ]] || { echo "runtime.sh: $b is not built (cargo build --release -p topo-run -p topo-examples)" >&2; exit 2; }
+done
+
+cleanup() {
+  "$CLUSTER" stop >/dev/null 2>&1 || true
+  mountpoint -q "$WORK/tinyshm" 2>/dev/null && umount "$WORK/tinyshm"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+
+run() {
+  local out=$1 err=$2; shift 2
+  timeout "$T" "$CLUSTER" exec "$@" >"$out" 2>"$err"
+  RC=$?
+}
+
+shm_leftovers() { ls /dev/shm 2>/dev/null | grep -c '^topo-run\.' ; }
+
+# coll_check NAME PATTERN_ON_STDERR CMD...: the run passes every case, the last line is
+# "N passed, 0 failed", stderr matches PATTERN, and no segment is left in /dev/shm.
+coll_check() {
+  local name=$1 pattern=$2; shift 2
+  local t0=$SECONDS
+  run "$WORK/out" "$WORK/err" "$@"
+  local last; last=$(tail -1 "$WORK/out")
+  if [[ $RC -ne 0 || ! $last =~ ^[0-9]+\ passed,\ 0\ failed$ ]]; then
+    bad "$name" "exit $RC, last line: $last" "$(grep -v '^ok' "$WORK/err" | head -6)"
+  elif ! grep -Eq -- "$pattern" "$WORK/err"; then
+    bad "$name" "stderr does not match /$pattern/" "$(head -4 "$WORK/err")"
+  elif (( $(shm_leftovers) > 0 )); then
+    bad "$name" "segments left in /dev/shm: $(ls /dev/shm | grep '^topo-run\.')"
+  else
+    ok "$name: $last ($((SECONDS - t0)) s)"
+  fi
+}
+
+start_cluster() {
+  if ! "$CLUSTER" start "$1" >"$WORK/start.log" 2>&1; then
+    cat "$WORK/start.log"; bad "dev-cluster start $1" "the cluster did not start"
+    echo "$PASS passed, $FAIL failed"; exit 1
+  fi
+}
+
+HIER='coll-check: [0-9]+ ranks, hierarchical collectives'
+
+echo "== 1 node"
+start_cluster 1
+coll_check "1 node x 2 ranks" "$HIER" \
+  srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --require-topo
+# Oversubscribed: 4 ranks on 2 cores. Waiting ranks yield at once (spin 0).
+coll_check "1 node x 4 ranks oversubscribed (salloc + srun -O --cpu-bind=map_cpu:0,1)" "$HIER" \
+  salloc -N1 -n2 --quiet srun -O -n4 --mpi=pmix --cpu-bind=map_cpu:0,1 \
+  "$TOPO_RUN" --spin 0 -- "$CHECK" --require-topo --quick
+# Not started by topo-run: one warning, MPI's own collectives, same results.
+coll_check "without topo-run: one warning, MPI's collectives" \
+  "^topo-run: warning: TOPO_RUN_PLAN is not set.*collectives use MPI's own" \
+  srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$CHECK" --quick --repeat 100
+if (( $(grep -c 'TOPO_RUN_PLAN is not set' "$WORK/err") != 1 )); then
+  bad "the no-plan warning is printed once" "$(grep -c 'TOPO_RUN_PLAN is not set' "$WORK/err") times"
+fi
+# /dev/shm too small: a clear warning, then MPI's collectives.
+mkdir -p "$WORK/tinyshm" && mount -t tmpfs -o size=16k tmpfs "$WORK/tinyshm"
+coll_check "shared memory too small: warning and MPI's collectives" \
+  "warning: rank 0 on .*: shared-memory segment $WORK/tinyshm/topo-run.*(reserving|sizing).*No space left.*/dev/shm is too small.*collectives use MPI's own" \
+  env TOPO_RUN_SHM_DIR="$WORK/tinyshm" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --quick --repeat 100
+umount "$WORK/tinyshm"
+# Ranks whose plans come from different settings: every rank stops, naming both digests.
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
+  sh -c 'if [ "$SLURM_PROCID" = 1 ]; then export TOPO_RUN_BCAST=flat; fi; exec "$0" -- "$1"' "$TOPO_RUN" "$CHECK"
+if [[ $RC -ne 0 ]] && grep -Eq "rank 1 on .* has plan digest [0-9a-f]{32} but rank 0 has [0-9a-f]{32}" "$WORK/err" \
+   && ! grep -q 'passed' "$WORK/out"; then
+  ok "plans from different inputs: a clear error on every rank (exit $RC)"
+else bad "plans from different inputs" "exit $RC" "$(head -4 "$WORK/err")"; fi
+# A rank killed mid-collective: the others stop with a message naming it; nothing is left.
+t0=$SECONDS
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --quick --die 1
+if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_(Allreduce|Bcast|Barrier) failed: rank 1 on node .* died during MPI_" "$WORK/err" \
+   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
+  ok "rank 1 killed mid-collective: rank 0 names it and the operation ($((SECONDS - t0)) s, exit $RC)"
+else bad "rank killed mid-collective" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+
+echo "== mpirun with a plan from topo-run"
+t0=$SECONDS
+timeout "$T" mpirun.openmpi --allow-run-as-root -n 2 --bind-to core "$TOPO_RUN" -- "$CHECK" --require-topo >"$WORK/out" 2>"$WORK/err"; RC=$?
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") =~ ^[0-9]+\ passed,\ 0\ failed$ ]]; then ok "mpirun -n 2 topo-run -- coll-check: $(tail -1 "$WORK/out") ($((SECONDS - t0)) s)"
+else bad "mpirun -n 2 topo-run -- coll-check" "exit $RC" "$(head -5 "$WORK/err")"; fi
+
+echo "== 2 emulated nodes"
+start_cluster 2
+coll_check "2 nodes x 2 ranks" "$HIER" \
+  srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --require-topo --quick
+
+echo "== 4 emulated nodes"
+start_cluster 4
+coll_check "4 nodes x 2 ranks" "$HIER" \
+  srun -N4 -n8 --exclusive --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$CHECK" --require-topo --quick
+
+"$CLUSTER" stop >/dev/null 2>&1
+echo "$PASS passed, $FAIL failed"
+(( FAIL == 0 ))
