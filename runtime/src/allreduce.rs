@@ -28,8 +28,7 @@ pub fn group_allreduce_rd(
             t.send(&[members[me + 1]], acc)?;
             None
         } else {
-            t.recv(members[me - 1], tmp)?;
-            op.combine(acc, tmp);
+            t.recv_reduce(members[me - 1], acc, tmp, op)?;
             Some(me / 2)
         }
     } else {

@@ -28,8 +28,7 @@ pub fn group_reduce(
             if me == root {
                 // Highest position first, as coll/sharm reads the queues.
                 for i in (0..n).rev().filter(|&i| i != root) {
-                    t.recv(members[i], tmp)?;
-                    op.combine(acc, tmp);
+                    t.recv_reduce(members[i], acc, tmp, op)?;
                 }
                 Ok(())
             } else {
@@ -40,8 +39,7 @@ pub fn group_reduce(
             let (parent, children) = tree::knomial(me, root, n, k as usize);
             // Smallest subtrees finish first.
             for &c in children.iter().rev() {
-                t.recv(members[c], tmp)?;
-                op.combine(acc, tmp);
+                t.recv_reduce(members[c], acc, tmp, op)?;
             }
             match parent {
                 Some(p) => t.send(&[members[p]], acc),

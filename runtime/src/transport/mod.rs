@@ -9,6 +9,7 @@ pub mod mpi;
 pub mod shm;
 pub mod sim;
 
+use crate::combine::Combine;
 use crate::error::Result;
 
 /// Moves bytes between ranks.
@@ -23,4 +24,18 @@ pub trait Transport {
     /// Sends `data` to `to` while receiving `buf.len()` bytes from `from`, without
     /// deadlocking when both sides do the same with messages larger than any buffer.
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()>;
+
+    /// Receives `acc.len()` bytes from `from` and combines them into `acc` (`tmp` is
+    /// scratch of the same length). Shared memory combines straight from the queue.
+    fn recv_reduce(
+        &mut self,
+        from: u32,
+        acc: &mut [u8],
+        tmp: &mut [u8],
+        op: &dyn Combine,
+    ) -> Result<()> {
+        self.recv(from, tmp)?;
+        op.combine(acc, tmp);
+        Ok(())
+    }
 }

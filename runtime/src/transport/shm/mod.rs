@@ -24,6 +24,7 @@ pub use layout::Layout;
 pub use segment::Segment;
 
 use super::Transport;
+use crate::combine::Combine;
 use crate::error::{Error, Result};
 
 /// How often a waiting rank checks that its peer is alive.
@@ -182,6 +183,32 @@ impl ShmTransport {
 
     /// Takes the next fragment from writer `w` into `buf`, if it has arrived.
     fn try_recv(&mut self, w: usize, buf: &mut [u8]) -> Result<bool> {
+        let len = buf.len();
+        self.try_take(w, len, |seg, off| {
+            // SAFETY: try_take hands us a published fragment of `len` bytes that stays
+            // untouched until it clears the control word after we return.
+            unsafe { seg.read(off, buf) }
+        })
+    }
+
+    /// Combines the next fragment from writer `w` into `acc`, reading the queue in place.
+    fn try_recv_reduce(&mut self, w: usize, acc: &mut [u8], op: &dyn Combine) -> Result<bool> {
+        let len = acc.len();
+        self.try_take(w, len, |seg, off| {
+            // SAFETY: as in try_recv; the slice lives only during the combine.
+            let frag = unsafe { seg.slice(off, len) };
+            op.combine(acc, frag);
+        })
+    }
+
+    /// Finds the next fragment from writer `w`; if it has arrived, hands its offset to
+    /// `consume` and then releases the slot.
+    fn try_take(
+        &mut self,
+        w: usize,
+        expect: usize,
+        consume: impl FnOnce(&Segment, usize),
+    ) -> Result<bool> {
         let l = *self.seg.layout();
         let want = next_seq(self.recv_seq[w]);
         for d in 0..l.slots {
@@ -193,21 +220,19 @@ impl ShmTransport {
                 continue;
             }
             let len = (word & 0xffff_ffff) as usize;
-            if len != buf.len() {
+            if len != expect {
                 return Err(Error::ShmLayout {
                     path: self.seg.path().into(),
                     reason: format!(
                         "rank {} expected a fragment of {} bytes from rank {} but got {len}; \
                          the ranks called different collectives or counts",
-                        self.peers[self.me],
-                        buf.len(),
-                        self.peers[w]
+                        self.peers[self.me], expect, self.peers[w]
                     ),
                 });
             }
-            // SAFETY: the word addressed this fragment to us and the writer leaves the
-            // slot alone until we clear the word below.
-            unsafe { self.seg.read(l.data(w, k), buf) };
+            // The word addressed this fragment to us and the writer leaves the slot alone
+            // until we clear the word below.
+            consume(&self.seg, l.data(w, k));
             // SYNC: Release orders our copy before the writer's Acquire check in try_send.
             word_ref.store(0, Ordering::Release);
             self.recv_seq[w] = want;
@@ -270,6 +295,27 @@ impl Transport for ShmTransport {
             let r = self.frag_range(i, len);
             let mut backoff = Backoff::new(self.spin);
             while !self.try_recv(w, &mut buf[r.clone()])? {
+                if backoff.pause() {
+                    self.check_alive(w)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn recv_reduce(
+        &mut self,
+        from: u32,
+        acc: &mut [u8],
+        _tmp: &mut [u8],
+        op: &dyn Combine,
+    ) -> Result<()> {
+        let w = self.local(from);
+        let len = acc.len();
+        for i in 0..self.fragments(len) {
+            let r = self.frag_range(i, len);
+            let mut backoff = Backoff::new(self.spin);
+            while !self.try_recv_reduce(w, &mut acc[r.clone()], op)? {
                 if backoff.pause() {
                     self.check_alive(w)?;
                 }

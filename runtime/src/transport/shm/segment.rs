@@ -218,6 +218,16 @@ impl Segment {
         };
     }
 
+    /// A view of `len` bytes at `offset`.
+    ///
+    /// # Safety
+    /// As for [`Segment::read`], for as long as the slice lives.
+    pub unsafe fn slice(&self, offset: usize, len: usize) -> &[u8] {
+        assert!(offset + len <= self.layout.total());
+        // SAFETY: in bounds; stability for the slice's lifetime is the caller's contract.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(offset), len) }
+    }
+
     /// Copies bytes at `offset` into `dst`.
     ///
     /// # Safety
