@@ -106,14 +106,11 @@ pub fn allreduce(
     scratch: &mut Scratch,
 ) -> Result<()> {
     let total = recv.len();
-    if total == 0 || view.size == 1 {
-        if let Some(sb) = send {
-            recv.copy_from_slice(sb);
-        }
-        return Ok(());
-    }
     if let Some(sb) = send {
         recv.copy_from_slice(sb);
+    }
+    if total == 0 || view.size == 1 {
+        return Ok(());
     }
     let top_alg = match s.allreduce_for(total) {
         AllreduceAlg::ReduceBcast => None,

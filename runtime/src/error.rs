@@ -94,14 +94,18 @@ pub enum Error {
         message: String,
     },
 
-    /// The message is larger than this transport can carry.
-    #[error("a message of {bytes} bytes is too large for {what}")]
-    TooLarge {
-        /// The message size.
-        bytes: usize,
-        /// The limit that was hit.
-        what: &'static str,
+    /// A rank the plan puts on this node is not among the node's ranks (a plan bug).
+    #[error("rank {rank} is not on node {node}, yet a node-local level lists it")]
+    NotLocal {
+        /// The rank.
+        rank: u32,
+        /// This node.
+        node: String,
     },
+
+    /// A level spans nodes but the fabric has no network transport (a plan bug).
+    #[error("a level spans nodes, but this fabric has no network transport")]
+    NoNetwork,
 }
 
 impl Error {

@@ -12,10 +12,7 @@ pub struct NoNetwork;
 
 impl NoNetwork {
     fn fail<T>(&self) -> Result<T> {
-        Err(Error::TooLarge {
-            bytes: 0,
-            what: "a single-node fabric (no network transport was set up)",
-        })
+        Err(Error::NoNetwork)
     }
 }
 

@@ -52,6 +52,13 @@ pub struct ShmTransport {
     readers: Vec<usize>,
 }
 
+/// Copies a fragment out of the queue into `dst`.
+fn copy_out(seg: &Segment, off: usize, dst: &mut [u8]) {
+    // SAFETY: called by try_take with a published fragment of `dst.len()` bytes that stays
+    // untouched until try_take clears the control word after we return.
+    unsafe { seg.read(off, dst) }
+}
+
 fn next_seq(s: u32) -> u32 {
     if s == u32::MAX { 1 } else { s + 1 }
 }
@@ -131,11 +138,35 @@ impl ShmTransport {
         }
     }
 
-    fn local(&self, rank: u32) -> usize {
-        match self.peers.binary_search(&rank) {
-            Ok(i) => i,
-            Err(_) => panic!("rank {rank} is not on node {} (a plan bug)", self.node),
+    fn local(&self, rank: u32) -> Result<usize> {
+        self.peers
+            .binary_search(&rank)
+            .map_err(|_| Error::NotLocal {
+                rank,
+                node: self.node.clone(),
+            })
+    }
+
+    /// Receives `buf.len()` bytes from `from` fragment by fragment, handing each fragment
+    /// (in the queue) and its part of `buf` to `consume`.
+    fn take(
+        &mut self,
+        from: u32,
+        buf: &mut [u8],
+        mut consume: impl FnMut(&Segment, usize, &mut [u8]),
+    ) -> Result<()> {
+        let w = self.local(from)?;
+        let len = buf.len();
+        for i in 0..self.fragments(len) {
+            let r = self.frag_range(i, len);
+            let mut backoff = Backoff::new(self.spin);
+            while !self.try_take(w, &mut buf[r.clone()], &mut consume)? {
+                if backoff.pause() {
+                    self.check_alive(w)?;
+                }
+            }
         }
+        Ok(())
     }
 
     fn check_alive(&self, local: usize) -> Result<()> {
@@ -172,7 +203,7 @@ impl ShmTransport {
             self.send_seq[j] = next_seq(self.send_seq[j]);
             let word = u64::from(self.send_seq[j]) << 32 | frag.len() as u64;
             // SYNC: Release publishes the fragment's bytes; the reader's Acquire load of
-            // this word in try_recv pairs with it.
+            // this word in try_take pairs with it.
             self.seg
                 .atomic_u64(l.control(self.me, k, j))
                 .store(word, Ordering::Release);
@@ -181,34 +212,16 @@ impl ShmTransport {
         Ok(true)
     }
 
-    /// Takes the next fragment from writer `w` into `buf`, if it has arrived.
-    fn try_recv(&mut self, w: usize, buf: &mut [u8]) -> Result<bool> {
-        let len = buf.len();
-        self.try_take(w, len, |seg, off| {
-            // SAFETY: try_take hands us a published fragment of `len` bytes that stays
-            // untouched until it clears the control word after we return.
-            unsafe { seg.read(off, buf) }
-        })
-    }
-
-    /// Combines the next fragment from writer `w` into `acc`, reading the queue in place.
-    fn try_recv_reduce(&mut self, w: usize, acc: &mut [u8], op: &dyn Combine) -> Result<bool> {
-        let len = acc.len();
-        self.try_take(w, len, |seg, off| {
-            // SAFETY: as in try_recv; the slice lives only during the combine.
-            let frag = unsafe { seg.slice(off, len) };
-            op.combine(acc, frag);
-        })
-    }
-
-    /// Finds the next fragment from writer `w`; if it has arrived, hands its offset to
-    /// `consume` and then releases the slot.
+    /// Finds the next fragment from writer `w`; if it has arrived, hands the segment, the
+    /// fragment's offset and `dst` (whose length the fragment must have) to `consume`, then
+    /// releases the slot.
     fn try_take(
         &mut self,
         w: usize,
-        expect: usize,
-        consume: impl FnOnce(&Segment, usize),
+        dst: &mut [u8],
+        consume: &mut impl FnMut(&Segment, usize, &mut [u8]),
     ) -> Result<bool> {
+        let expect = dst.len();
         let l = *self.seg.layout();
         let want = next_seq(self.recv_seq[w]);
         for d in 0..l.slots {
@@ -232,7 +245,7 @@ impl ShmTransport {
             }
             // The word addressed this fragment to us and the writer leaves the slot alone
             // until we clear the word below.
-            consume(&self.seg, l.data(w, k));
+            consume(&self.seg, l.data(w, k), dst);
             // SYNC: Release orders our copy before the writer's Acquire check in try_send.
             word_ref.store(0, Ordering::Release);
             self.recv_seq[w] = want;
@@ -273,7 +286,7 @@ impl Transport for ShmTransport {
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
         self.readers.clear();
         for &r in to {
-            let j = self.local(r);
+            let j = self.local(r)?;
             self.readers.push(j);
         }
         for i in 0..self.fragments(data.len()) {
@@ -289,18 +302,7 @@ impl Transport for ShmTransport {
     }
 
     fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
-        let w = self.local(from);
-        let len = buf.len();
-        for i in 0..self.fragments(len) {
-            let r = self.frag_range(i, len);
-            let mut backoff = Backoff::new(self.spin);
-            while !self.try_recv(w, &mut buf[r.clone()])? {
-                if backoff.pause() {
-                    self.check_alive(w)?;
-                }
-            }
-        }
-        Ok(())
+        self.take(from, buf, copy_out)
     }
 
     fn recv_reduce(
@@ -310,25 +312,20 @@ impl Transport for ShmTransport {
         _tmp: &mut [u8],
         op: &dyn Combine,
     ) -> Result<()> {
-        let w = self.local(from);
-        let len = acc.len();
-        for i in 0..self.fragments(len) {
-            let r = self.frag_range(i, len);
-            let mut backoff = Backoff::new(self.spin);
-            while !self.try_recv_reduce(w, &mut acc[r.clone()], op)? {
-                if backoff.pause() {
-                    self.check_alive(w)?;
-                }
-            }
-        }
-        Ok(())
+        self.take(from, acc, |seg, off, acc| {
+            // SAFETY: try_take hands us a published fragment of `acc.len()` bytes that
+            // stays untouched until it clears the control word; the slice lives only
+            // during the combine.
+            let frag = unsafe { seg.slice(off, acc.len()) };
+            op.combine(acc, frag);
+        })
     }
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
         self.readers.clear();
-        let j = self.local(to);
+        let j = self.local(to)?;
         self.readers.push(j);
-        let w = self.local(from);
+        let w = self.local(from)?;
         let (ns, nr) = (self.fragments(data.len()), self.fragments(buf.len()));
         let (mut si, mut ri) = (0, 0);
         let mut backoff = Backoff::new(self.spin);
@@ -340,7 +337,7 @@ impl Transport for ShmTransport {
             }
             if ri < nr {
                 let r = self.frag_range(ri, buf.len());
-                if self.try_recv(w, &mut buf[r])? {
+                if self.try_take(w, &mut buf[r], &mut copy_out)? {
                     ri += 1;
                     progress = true;
                 }
