@@ -30,6 +30,9 @@ pub const DEFAULT_FRAGMENT: u32 = 8 << 10;
 pub const DEFAULT_CHUNK: u32 = 256 << 10;
 /// Busy-wait rounds before a waiting rank starts yielding its core, when not set.
 pub const DEFAULT_SPIN: u32 = 1 << 10;
+/// Messages of at least this many bytes are copied once, from the sender's buffer, when
+/// not set.
+pub const DEFAULT_SINGLE_COPY: u32 = 16 << 10;
 
 /// Every setting: its key in the plan, its environment variable and what it means.
 pub const KEYS: &[(&str, &str, &str)] = &[
@@ -54,6 +57,12 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "TOPO_RUN_SPIN",
         "busy-wait rounds before a waiting rank yields its core; 0 yields at once \
          (oversubscribed nodes), default 1024",
+    ),
+    (
+        "single-copy",
+        "TOPO_RUN_SINGLE_COPY",
+        "messages of at least this size are copied once, straight from the sender's buffer \
+         (process_vm_readv), instead of through the queues; 0 turns that off (default 16K)",
     ),
     (
         "bcast",
@@ -264,6 +273,8 @@ pub struct Settings {
     pub chunk: u32,
     /// Busy-wait rounds before yielding.
     pub spin: u32,
+    /// Single-copy threshold in bytes (0: never).
+    pub single_copy: u32,
     /// User broadcast rules (before the defaults).
     pub bcast: Vec<Rule<BcastAlg>>,
     /// User reduce rules.
@@ -279,6 +290,7 @@ impl Default for Settings {
             fragment: DEFAULT_FRAGMENT,
             chunk: DEFAULT_CHUNK,
             spin: DEFAULT_SPIN,
+            single_copy: DEFAULT_SINGLE_COPY,
             bcast: Vec::new(),
             reduce: Vec::new(),
             allreduce: Vec::new(),
@@ -350,6 +362,7 @@ impl Settings {
                         .parse()
                         .map_err(|_| bad("must be a number of rounds".into()))?;
                 }
+                "single-copy" => s.single_copy = bytes(0, 1 << 30)?,
                 "bcast" => s.bcast = parse_rules(value).map_err(bad)?,
                 "reduce" => s.reduce = parse_rules(value).map_err(bad)?,
                 "allreduce" => s.allreduce = parse_rules(value).map_err(bad)?,

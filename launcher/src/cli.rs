@@ -83,7 +83,7 @@ pub enum Command {
     /// describes a regular layout (nodes, hardware shape, ranks per node, mapping). See
     /// docs/job-file.md.
     #[command(after_help = format!("{PLAN_EXAMPLES}\n\n{HELP_TABLE}"))]
-    Plan(PlanArgs),
+    Plan(Box<PlanArgs>),
 
     /// Print the plan this process received from topo-run (TOPO_RUN_PLAN), one line.
     ///
@@ -127,6 +127,29 @@ pub struct LaunchArgs {
     )]
     pub show: Option<ShowFormat>,
 
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+
+    /// Explain discovery and planning on stderr, with timings.
+    #[arg(short, long, env = "TOPO_RUN_VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub verbose: bool,
+
+    /// The program to run and its arguments, passed through untouched (no shell).
+    #[arg(
+        value_name = "PROGRAM",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        num_args = 1..
+    )]
+    pub program: Vec<OsString>,
+}
+
+/// The runtime settings (`topo-run` and `topo-run plan`): algorithms, queue geometry,
+/// pipelining and the wait policy. They go into every rank's plan and its digest.
+#[derive(Debug, Default, clap::Args)]
+#[command(next_help_heading = "Runtime settings")]
+pub struct RuntimeArgs {
     /// Broadcast algorithm rules for the runtime, e.g. `numa=knomial:4,node=flat`
     /// (`[SCOPE][<BYTES]=flat|binomial|knomial:K`; SCOPE is a level, intra, inter or *).
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_BCAST")]
@@ -158,30 +181,22 @@ pub struct LaunchArgs {
     #[arg(long, value_name = "N", env = "TOPO_RUN_SPIN")]
     pub spin: Option<String>,
 
-    /// Explain discovery and planning on stderr, with timings.
-    #[arg(short, long, env = "TOPO_RUN_VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]
-    pub verbose: bool,
-
-    /// The program to run and its arguments, passed through untouched (no shell).
-    #[arg(
-        value_name = "PROGRAM",
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        required = true,
-        num_args = 1..
-    )]
-    pub program: Vec<OsString>,
+    /// Messages of at least this size are copied once, straight from the sender's buffer
+    /// (`process_vm_readv`), instead of through the queues; 0 turns that off (default 16K).
+    #[arg(long, value_name = "BYTES", env = "TOPO_RUN_SINGLE_COPY")]
+    pub single_copy: Option<String>,
 }
 
-impl LaunchArgs {
-    /// The runtime settings given on the command line or in the environment, validated,
-    /// as the `key:value` pairs stored in the plan.
+impl RuntimeArgs {
+    /// The settings given on the command line or in the environment, validated, as the
+    /// `key:value` pairs stored in the plan.
     pub fn settings(&self) -> Result<Vec<(String, String)>, topo_hierarchy::Error> {
         let pairs: Vec<(String, String)> = [
             ("slots", &self.slots),
             ("fragment", &self.fragment),
             ("chunk", &self.chunk),
             ("spin", &self.spin),
+            ("single-copy", &self.single_copy),
             ("bcast", &self.bcast),
             ("reduce", &self.reduce),
             ("allreduce", &self.allreduce),
@@ -191,6 +206,15 @@ impl LaunchArgs {
         .collect();
         topo_hierarchy::Settings::from_pairs(&pairs)?;
         Ok(pairs)
+    }
+
+    /// The settings as the digest covers them: `key:value,...`.
+    pub fn digest_text(pairs: &[(String, String)]) -> String {
+        pairs
+            .iter()
+            .map(|(k, v)| format!("{k}:{v}"))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -232,6 +256,9 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

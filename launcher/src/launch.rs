@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use topo_hierarchy::{Digest, Job, LevelFilter, LevelName, LocalityString, PLAN_ENV};
 
-use crate::cli::LaunchArgs;
+use crate::cli::{LaunchArgs, RuntimeArgs};
 use crate::cpus::{self, CpuMask, NodeTopology, SlurmBinding};
 use crate::discover::{self, DiscoveryError, Env, Placement, ProcessEnv};
 use crate::plan_cmd;
@@ -86,7 +86,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         rank: None,
         start: Instant::now(),
     };
-    let settings = args.settings()?;
+    let settings = args.runtime.settings()?;
     let filter = match &args.levels {
         Some(list) => LevelFilter::parse(list)?,
         None => LevelFilter::all(),
@@ -165,8 +165,12 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         all_localities.as_deref(),
     )?;
     let hierarchy = topo_hierarchy::build(&job, map.as_ref(), &filter)?;
-    let settings_text: Vec<String> = settings.iter().map(|(k, v)| format!("{k}:{v}")).collect();
-    let digest = Digest::of_job(&job, map.as_ref(), &filter, &settings_text.join(","));
+    let digest = Digest::of_job(
+        &job,
+        map.as_ref(),
+        &filter,
+        &RuntimeArgs::digest_text(&settings),
+    );
     let shm = format!(
         "/topo-run.{}.{}.{}",
         discover::sanitize(&placement.job_id),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap};
 
-use crate::cli::{Format, PlanArgs};
+use crate::cli::{Format, PlanArgs, RuntimeArgs};
 use crate::render;
 
 /// An input file that cannot be opened or read (exit code 3).
@@ -52,10 +52,13 @@ pub struct Planned {
     pub map: Option<NetworkMap>,
     pub hierarchy: Hierarchy,
     pub digest: Digest,
+    /// The runtime settings written into each rank's plan.
+    pub settings: Vec<(String, String)>,
 }
 
 /// Reads the inputs and builds the hierarchy.
 pub fn plan(args: &PlanArgs) -> Result<Planned> {
+    let settings = args.runtime.settings()?;
     let filter = match &args.levels {
         Some(list) => LevelFilter::parse(list)?,
         None => LevelFilter::all(),
@@ -67,12 +70,18 @@ pub fn plan(args: &PlanArgs) -> Result<Planned> {
         Some(path) => Some(read_map(path)?),
     };
     let hierarchy = topo_hierarchy::build(&job, map.as_ref(), &filter)?;
-    let digest = Digest::of_job(&job, map.as_ref(), &filter, "");
+    let digest = Digest::of_job(
+        &job,
+        map.as_ref(),
+        &filter,
+        &RuntimeArgs::digest_text(&settings),
+    );
     Ok(Planned {
         job,
         map,
         hierarchy,
         digest,
+        settings,
     })
 }
 
@@ -103,10 +112,13 @@ pub fn run(args: &PlanArgs) -> Result<()> {
             for r in ranks {
                 let node = planned.job.node_name(planned.job.node_of(r));
                 let shm = format!("/topo-run.offline.0.{node}");
-                let plan =
-                    planned
-                        .hierarchy
-                        .rank_plan(&planned.job, r, &shm, planned.digest, Vec::new());
+                let plan = planned.hierarchy.rank_plan(
+                    &planned.job,
+                    r,
+                    &shm,
+                    planned.digest,
+                    planned.settings.clone(),
+                );
                 writeln!(out, "TOPO_RUN_PLAN={}", plan.encode())?;
             }
         }

@@ -25,7 +25,7 @@ pub fn group_allreduce_rd(
     let rem = n - pof2;
     let new_rank = if me < 2 * rem {
         if me.is_multiple_of(2) {
-            t.send(&[members[me + 1]], acc)?;
+            t.send_to_combine(members[me + 1], acc)?;
             None
         } else {
             t.recv_reduce(members[me - 1], acc, tmp, op)?;

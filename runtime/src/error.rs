@@ -85,6 +85,21 @@ pub enum Error {
         op: &'static str,
     },
 
+    /// Reading a local peer's buffer directly failed.
+    #[error(
+        "reading rank {rank}'s buffer on node {node} with process_vm_readv failed: {source}; \
+         set TOPO_RUN_SINGLE_COPY=0 to keep every message in the shared-memory queues"
+    )]
+    SingleCopy {
+        /// The rank whose buffer was read.
+        rank: u32,
+        /// Its node.
+        node: String,
+        /// The system error.
+        #[source]
+        source: nix::Error,
+    },
+
     /// Another rank could not set up the collectives; its message is attached.
     #[error("{message}")]
     Remote {

@@ -32,7 +32,7 @@ pub fn group_reduce(
                 }
                 Ok(())
             } else {
-                t.send(&[members[root]], acc)
+                t.send_to_combine(members[root], acc)
             }
         }
         ReduceAlg::Knomial(k) => {
@@ -42,7 +42,7 @@ pub fn group_reduce(
                 t.recv_reduce(members[c], acc, tmp, op)?;
             }
             match parent {
-                Some(p) => t.send(&[members[p]], acc),
+                Some(p) => t.send_to_combine(members[p], acc),
                 None => Ok(()),
             }
         }

@@ -159,6 +159,8 @@ impl Topo {
                 });
             }
         };
+        let mut shm = shm;
+        Self::setup_single_copy(&world, &settings, shm.as_mut());
         let net = MpiTransport::new(world.duplicate());
         let links = Links::new(&view, plan.peers.clone(), shm, net);
         Ok(Topo {
@@ -278,6 +280,38 @@ impl Topo {
                 s.spin,
             )
         }))
+    }
+
+    /// Turns on single-copy transfers if the settings ask for them and every rank can
+    /// read its local peers' memory (agreed over MPI, so all ranks decide alike); else
+    /// rank 0 warns once and large messages go through the queues.
+    fn setup_single_copy(
+        world: &SimpleCommunicator,
+        s: &Settings,
+        shm: Option<&mut ShmTransport>,
+    ) {
+        if s.single_copy == 0 {
+            return;
+        }
+        let mine = shm.as_ref().and_then(|t| t.probe_single_copy().err());
+        match first_failing(world, mine.is_some()) {
+            None => {
+                if let Some(t) = shm {
+                    t.set_single_copy(Some(s.single_copy as usize));
+                }
+            }
+            Some(r) => {
+                let reason = share_message(world, r, mine.as_deref().unwrap_or(""));
+                if world.rank() == 0 {
+                    eprintln!(
+                        "topo-run: warning: single-copy transfers are not possible ({reason}; \
+                         process_vm_readv needs ranks of the same user and a ptrace policy \
+                         that allows it); large messages go through the shared-memory \
+                         queues (set TOPO_RUN_SINGLE_COPY=0 to silence this)"
+                    );
+                }
+            }
+        }
     }
 
     /// Why collectives go to MPI's own implementation, if they do.

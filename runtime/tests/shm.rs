@@ -69,12 +69,17 @@ fn rank_main(me: usize) -> i32 {
     let plan = &plans[me];
     let view = View::from_plan(plan);
     let seg = join(me, &path, &s);
-    let shm = ShmTransport::new(seg, me, plan.peers.clone(), plan.node.clone(), s.spin);
+    let mut shm = ShmTransport::new(seg, me, plan.peers.clone(), plan.node.clone(), s.spin);
+    // "-single" scenarios read messages of 2 KiB and more straight from the sender.
+    if scenario.ends_with("-single") {
+        shm.probe_single_copy().unwrap();
+        shm.set_single_copy(Some(2048));
+    }
     let mut links = Links::new(&view, plan.peers.clone(), Some(shm), NoNetwork);
     let mut scratch = Scratch::default();
     let op = sum_i64();
     let rank = view.rank;
-    if scenario == "die" {
+    if scenario.starts_with("die") {
         barrier::barrier(&view, &mut links, &s).unwrap();
         if rank == 2 {
             std::process::exit(3);
@@ -217,10 +222,27 @@ fn four_processes_agree_on_every_collective() {
 }
 
 #[test]
+fn four_processes_agree_with_single_copy() {
+    let path = test_path("ok-single");
+    let codes = wait_all(spawn("ok-single", &path));
+    assert_eq!(codes, vec![Some(0); RANKS as usize]);
+    assert!(!std::path::Path::new(&path).exists(), "{path} left behind");
+}
+
+#[test]
 fn a_dead_peer_is_named_and_nobody_spins_forever() {
-    let path = test_path("die");
+    dead_peer("die");
+}
+
+#[test]
+fn a_dead_peer_is_named_during_single_copy() {
+    dead_peer("die-single");
+}
+
+fn dead_peer(scenario: &str) {
+    let path = test_path(scenario);
     let t = Instant::now();
-    let codes = wait_all(spawn("die", &path));
+    let codes = wait_all(spawn(scenario, &path));
     assert_eq!(codes[2], Some(3));
     assert!(codes.contains(&Some(42)), "nobody named rank 2: {codes:?}");
     assert!(

@@ -40,6 +40,10 @@ struct Args {
     /// Change the data before every iteration, so caches do not flatter anyone.
     #[arg(long)]
     vary: bool,
+    /// How ranks line up before every timed call: `mpi` (MPI_Barrier) or `topo`
+    /// (topo-run's barrier, which leaves less skew between ranks). Both columns use it.
+    #[arg(long, default_value = "mpi", value_parser = ["mpi", "topo"])]
+    sync: String,
     /// Print CSV lines `op,bytes,ranks,topo_us,native_us,ratio` instead of a table.
     #[arg(long)]
     csv: bool,
@@ -100,7 +104,11 @@ fn measure(
                 let v = (it * 2 + side + rank as usize) as f32;
                 send.iter_mut().for_each(|x| *x = v);
             }
-            world.barrier();
+            if args.sync == "topo" {
+                topo.barrier();
+            } else {
+                world.barrier();
+            }
             let t0 = Instant::now();
             match (op, side) {
                 ("bcast", 0) => topo.broadcast_into(args.root, &mut send[..]),

@@ -18,6 +18,11 @@ pub trait Transport {
     /// memory copies each fragment once for all receivers.
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()>;
 
+    /// Sends `data` to `to`, which receives it with [`Transport::recv_reduce`].
+    fn send_to_combine(&mut self, to: u32, data: &[u8]) -> Result<()> {
+        self.send(&[to], data)
+    }
+
     /// Receives exactly `buf.len()` bytes from `from`.
     fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()>;
 

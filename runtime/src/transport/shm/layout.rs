@@ -2,22 +2,32 @@
 //! here; the segment stores no pointers.
 //!
 //! ```text
-//! header   magic, sizes, the PID of each local rank            (page-aligned)
+//! header   magic, sizes, each local rank's PID and mapping address (page-aligned)
 //! queue 0  control words c[slot][reader], one cache line each  (page-aligned)
 //!          data slots q[slot], `fragment` bytes each           (page-aligned)
 //! queue 1  ...
 //! ```
 //! Queue `r` is written only by local rank `r` and read by anyone (coll/sharm). A control
 //! word is `seq << 32 | len`: zero means empty, `seq` counts the fragments the writer has
-//! addressed to that reader (never 0), `len` is the fragment's length.
+//! addressed to that reader (never 0), `len` is the fragment's length. A `len` with
+//! [`SINGLE_COPY`] set marks a descriptor instead of data: the slot holds the address and
+//! length of the writer's own buffer, which readers copy with `process_vm_readv`, and the
+//! writer waits until every reader has cleared its word before it reuses the buffer.
 
-/// Identifies a topo-run segment, version 1 of this layout.
-pub const MAGIC: u64 = 0x746f_706f_7275_6e31;
+/// Identifies a topo-run segment, version 2 of this layout.
+pub const MAGIC: u64 = 0x746f_706f_7275_6e32;
+/// The `len` bit of a control word that marks a single-copy descriptor.
+pub const SINGLE_COPY: u64 = 1 << 31;
+/// Bytes of a single-copy descriptor: the writer's buffer address and length (`u64` each).
+pub const DESCRIPTOR: usize = 16;
 /// Bytes per control word, padded to a cache line so readers never share one.
 pub const CONTROL_STRIDE: usize = 64;
 const PAGE: usize = 4096;
-/// Header fields occupy the first cache line; PIDs follow.
-pub const PIDS_OFFSET: usize = 64;
+/// Header fields occupy the first cache line; one record per local rank follows.
+pub const RECORDS_OFFSET: usize = 64;
+/// Bytes per local rank's record: its PID (`i32`, padded) and where it mapped the segment
+/// (`u64`).
+const RECORD: usize = 16;
 
 fn page_round(n: usize) -> usize {
     n.div_ceil(PAGE) * PAGE
@@ -49,9 +59,9 @@ pub mod header {
 }
 
 impl Layout {
-    /// Header bytes (fields and PIDs).
+    /// Header bytes (fields and records).
     pub fn header_len(&self) -> usize {
-        page_round(PIDS_OFFSET + 4 * self.ranks)
+        page_round(RECORDS_OFFSET + RECORD * self.ranks)
     }
 
     fn control_len(&self) -> usize {
@@ -65,7 +75,12 @@ impl Layout {
     /// Offset of local rank `r`'s PID (`i32`).
     pub fn pid(&self, r: usize) -> usize {
         debug_assert!(r < self.ranks);
-        PIDS_OFFSET + 4 * r
+        RECORDS_OFFSET + RECORD * r
+    }
+
+    /// Offset of the address at which local rank `r` mapped the segment (`u64`).
+    pub fn base(&self, r: usize) -> usize {
+        self.pid(r) + 8
     }
 
     /// The byte range of queue `r` (control words and slots).

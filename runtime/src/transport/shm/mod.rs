@@ -7,7 +7,12 @@
 //! clear. Because a broadcast fragment is copied in once and read by all, the flat
 //! broadcast costs one copy in and one copy out per reader.
 //!
-//! Waiting spins with a growing backoff, then yields the core (so it progresses when ranks
+//! Messages of at least the single-copy threshold skip the copy in: the writer puts a
+//! descriptor of its own buffer into the slot, each reader copies straight out of the
+//! writer's memory with `process_vm_readv` (as Open MPI's CMA path does) and clears its
+//! word, and the writer returns once every word is clear.
+//!
+//! Waiting spins, then yields the core (so it progresses when ranks
 //! outnumber cores), and checks now and then that the peer it waits for is still alive.
 
 pub mod layout;
@@ -16,8 +21,11 @@ pub mod segment;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use std::io::IoSliceMut;
+
 use nix::errno::Errno;
 use nix::sys::signal::kill;
+use nix::sys::uio::{RemoteIoVec, process_vm_readv};
 use nix::unistd::Pid;
 
 pub use layout::Layout;
@@ -26,6 +34,9 @@ pub use segment::Segment;
 use super::Transport;
 use crate::combine::Combine;
 use crate::error::{Error, Result};
+
+/// Bytes of a remote buffer read and combined at a time by a single-copy reduce.
+const REDUCE_PIECE: usize = 64 << 10;
 
 /// How often a waiting rank checks that its peer is alive.
 const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
@@ -40,8 +51,13 @@ pub struct ShmTransport {
     peers: Vec<u32>,
     node: String,
     spin: u32,
+    /// Messages of at least this many bytes are read straight from the sender's buffer
+    /// with `process_vm_readv`; `None` keeps everything in the queues.
+    single_copy: Option<usize>,
     /// Fragments written to this rank's queue so far (the next slot is `written % slots`).
     written: u64,
+    /// The slot of a single-copy descriptor whose readers may still be reading our buffer.
+    pending: Option<usize>,
     /// Last sequence number sent to each reader.
     send_seq: Vec<u32>,
     /// Last sequence number received from each writer.
@@ -52,11 +68,38 @@ pub struct ShmTransport {
     readers: Vec<usize>,
 }
 
-/// Copies a fragment out of the queue into `dst`.
-fn copy_out(seg: &Segment, off: usize, dst: &mut [u8]) {
-    // SAFETY: called by try_take with a published fragment of `dst.len()` bytes that stays
-    // untouched until try_take clears the control word after we return.
-    unsafe { seg.read(off, dst) }
+/// A fragment as its reader finds it.
+enum Frag<'a> {
+    /// In the writer's queue.
+    Queue(&'a [u8]),
+    /// In the writer's own buffer, at `addr` in process `pid`.
+    Remote { pid: i32, addr: u64 },
+}
+
+/// Copies `dst.len()` bytes at `addr` in process `pid` into `dst`.
+fn read_remote(pid: i32, addr: u64, dst: &mut [u8]) -> nix::Result<()> {
+    let mut done = 0;
+    while done < dst.len() {
+        let remote = [RemoteIoVec {
+            base: addr as usize + done,
+            len: dst.len() - done,
+        }];
+        let mut local = [IoSliceMut::new(&mut dst[done..])];
+        match process_vm_readv(Pid::from_raw(pid), &mut local, &remote)? {
+            0 => return Err(Errno::EFAULT),
+            n => done += n,
+        }
+    }
+    Ok(())
+}
+
+/// Copies a fragment into `dst`.
+fn copy_out(frag: Frag<'_>, dst: &mut [u8]) -> nix::Result<()> {
+    match frag {
+        Frag::Queue(src) => dst.copy_from_slice(src),
+        Frag::Remote { pid, addr } => read_remote(pid, addr, dst)?,
+    }
+    Ok(())
 }
 
 fn next_seq(s: u32) -> u32 {
@@ -82,9 +125,7 @@ impl Backoff {
     /// Waits a little. Returns true when the caller should check liveness.
     fn pause(&mut self) -> bool {
         if self.round < self.spin {
-            for _ in 0..(1u32 << (self.round.min(6))) {
-                std::hint::spin_loop();
-            }
+            std::hint::spin_loop();
             self.round += 1;
             return false;
         }
@@ -130,12 +171,44 @@ impl ShmTransport {
             peers,
             node,
             spin,
+            single_copy: None,
             written: 0,
+            pending: None,
             send_seq: vec![0; p],
             recv_seq: vec![0; p],
             recv_hint: vec![0; p],
             readers: Vec::with_capacity(p),
         }
+    }
+
+    /// Reads messages of at least `threshold` bytes straight from the sender's buffer
+    /// (`None`: never). Every rank of the node must use the same value; check with
+    /// [`ShmTransport::probe_single_copy`] first.
+    pub fn set_single_copy(&mut self, threshold: Option<usize>) {
+        self.single_copy = threshold.map(|t| t.max(1));
+    }
+
+    /// Checks that this rank may read every local peer's memory with `process_vm_readv`
+    /// (by reading the segment's magic through each peer's mapping). Call after every
+    /// local rank has attached.
+    pub fn probe_single_copy(&self) -> std::result::Result<(), String> {
+        let mut word = [0u8; 8];
+        for j in (0..self.peers.len()).filter(|&j| j != self.me) {
+            let addr = self.seg.base_of(j) + layout::header::MAGIC as u64;
+            match read_remote(self.seg.pid(j), addr, &mut word) {
+                Ok(()) if u64::from_ne_bytes(word) == layout::MAGIC => {}
+                Ok(()) => return Err(format!("rank {} reads garbage", self.peers[self.me])),
+                Err(e) => {
+                    return Err(format!(
+                        "rank {} cannot read rank {}'s memory: {}",
+                        self.peers[self.me],
+                        self.peers[j],
+                        e.desc()
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn local(&self, rank: u32) -> Result<usize> {
@@ -147,63 +220,112 @@ impl ShmTransport {
             })
     }
 
-    /// Receives `buf.len()` bytes from `from` fragment by fragment, handing each fragment
-    /// (in the queue) and its part of `buf` to `consume`.
+    /// Whether a message of `len` bytes goes as one single-copy descriptor (receivers
+    /// accept either form; the sender decides).
+    fn direct(&self, len: usize) -> bool {
+        self.single_copy.is_some_and(|t| len >= t)
+    }
+
+    /// How many queue entries a message of `len` bytes takes.
+    fn units(&self, len: usize, direct: bool) -> usize {
+        if direct {
+            1
+        } else {
+            len.div_ceil(self.seg.layout().fragment).max(1)
+        }
+    }
+
+    /// The part of a `len`-byte message that entry `i` carries.
+    fn unit_range(&self, i: usize, len: usize, direct: bool) -> std::ops::Range<usize> {
+        if direct {
+            return 0..len;
+        }
+        let f = self.seg.layout().fragment;
+        (i * f).min(len)..((i + 1) * f).min(len)
+    }
+
+    /// Receives `buf.len()` bytes from `from` entry by entry (fragments, or one
+    /// descriptor: the sender decides), handing each and its part of `buf` to `consume`.
     fn take(
         &mut self,
         from: u32,
         buf: &mut [u8],
-        mut consume: impl FnMut(&Segment, usize, &mut [u8]),
+        mut consume: impl FnMut(Frag<'_>, &mut [u8]) -> nix::Result<()>,
     ) -> Result<()> {
         let w = self.local(from)?;
-        let len = buf.len();
-        for i in 0..self.fragments(len) {
-            let r = self.frag_range(i, len);
+        let mut off = 0;
+        loop {
             let mut backoff = Backoff::new(self.spin);
-            while !self.try_take(w, &mut buf[r.clone()], &mut consume)? {
+            let n = loop {
+                if let Some(n) = self.try_take(w, &mut buf[off..], &mut consume)? {
+                    break n;
+                }
                 if backoff.pause() {
                     self.check_alive(w)?;
                 }
+            };
+            off += n;
+            if off == buf.len() {
+                return Ok(());
             }
         }
-        Ok(())
     }
 
     fn check_alive(&self, local: usize) -> Result<()> {
         if is_dead(self.seg.pid(local)) {
-            return Err(Error::PeerDied {
-                rank: self.peers[local],
-                node: self.node.clone(),
-                op: "a collective",
-            });
+            return Err(self.died(local));
         }
         Ok(())
     }
 
-    /// Puts one fragment into this rank's next slot for `self.readers`, if the slot is free.
-    fn try_send(&mut self, frag: &[u8]) -> Result<bool> {
-        let l = *self.seg.layout();
-        let k = (self.written % l.slots as u64) as usize;
-        for j in 0..l.ranks {
+    fn died(&self, local: usize) -> Error {
+        Error::PeerDied {
+            rank: self.peers[local],
+            node: self.node.clone(),
+            op: "a collective",
+        }
+    }
+
+    /// Whether every reader has released slot `k` of this rank's queue.
+    fn drained(&self, k: usize) -> bool {
+        let l = self.seg.layout();
+        (0..l.ranks).all(|j| {
             // SYNC: Acquire pairs with the reader's Release store of 0, so its copy out of
-            // this slot is complete before we overwrite the slot.
-            if self
-                .seg
+            // the slot (or out of our buffer) is complete.
+            self.seg
                 .atomic_u64(l.control(self.me, k, j))
                 .load(Ordering::Acquire)
-                != 0
-            {
-                return Ok(false);
-            }
+                == 0
+        })
+    }
+
+    /// Puts one entry into this rank's next slot for `self.readers`, if the slot is free:
+    /// the bytes of `frag`, or with `direct` a descriptor of `frag` itself.
+    fn try_send(&mut self, frag: &[u8], direct: bool) -> Result<bool> {
+        let l = *self.seg.layout();
+        let k = (self.written % l.slots as u64) as usize;
+        if !self.drained(k) {
+            return Ok(false);
         }
-        // SAFETY: every reader's word of slot k is 0, so nobody reads the slot, and only
-        // this rank writes its own queue.
-        unsafe { self.seg.write(l.data(self.me, k), frag) };
+        let len = if direct {
+            let mut d = [0u8; layout::DESCRIPTOR];
+            d[..8].copy_from_slice(&(frag.as_ptr() as u64).to_ne_bytes());
+            d[8..].copy_from_slice(&(frag.len() as u64).to_ne_bytes());
+            // SAFETY: slot k is drained and only this rank writes its own queue.
+            unsafe { self.seg.write(l.data(self.me, k), &d) };
+            self.pending = Some(k);
+            layout::SINGLE_COPY | layout::DESCRIPTOR as u64
+        } else {
+            // SAFETY: every reader's word of slot k is 0, so nobody reads the slot, and
+            // only this rank writes its own queue.
+            unsafe { self.seg.write(l.data(self.me, k), frag) };
+            frag.len() as u64
+        };
         for &j in &self.readers {
             self.send_seq[j] = next_seq(self.send_seq[j]);
-            let word = u64::from(self.send_seq[j]) << 32 | frag.len() as u64;
-            // SYNC: Release publishes the fragment's bytes; the reader's Acquire load of
-            // this word in try_take pairs with it.
+            let word = u64::from(self.send_seq[j]) << 32 | len;
+            // SYNC: Release publishes the slot's bytes; the reader's Acquire load of this
+            // word in try_take pairs with it.
             self.seg
                 .atomic_u64(l.control(self.me, k, j))
                 .store(word, Ordering::Release);
@@ -212,16 +334,27 @@ impl ShmTransport {
         Ok(true)
     }
 
-    /// Finds the next fragment from writer `w`; if it has arrived, hands the segment, the
-    /// fragment's offset and `dst` (whose length the fragment must have) to `consume`, then
-    /// releases the slot.
+    /// Whether the readers of our pending descriptor are done with our buffer.
+    fn try_finish(&mut self) -> bool {
+        match self.pending {
+            Some(k) if !self.drained(k) => false,
+            _ => {
+                self.pending = None;
+                true
+            }
+        }
+    }
+
+    /// Finds the next entry from writer `w`; if it has arrived, hands it and the part of
+    /// `rest` (what remains of the message) that it fills to `consume`, releases the slot
+    /// and returns how many bytes of `rest` it filled. A fragment fills
+    /// `min(fragment, rest.len())` bytes, a descriptor all of `rest`.
     fn try_take(
         &mut self,
         w: usize,
-        dst: &mut [u8],
-        consume: &mut impl FnMut(&Segment, usize, &mut [u8]),
-    ) -> Result<bool> {
-        let expect = dst.len();
+        rest: &mut [u8],
+        consume: &mut impl FnMut(Frag<'_>, &mut [u8]) -> nix::Result<()>,
+    ) -> Result<Option<usize>> {
         let l = *self.seg.layout();
         let want = next_seq(self.recv_seq[w]);
         for d in 0..l.slots {
@@ -232,42 +365,60 @@ impl ShmTransport {
             if (word >> 32) as u32 != want {
                 continue;
             }
-            let len = (word & 0xffff_ffff) as usize;
+            let direct = word & layout::SINGLE_COPY != 0;
+            let expect = if direct {
+                rest.len()
+            } else {
+                rest.len().min(l.fragment)
+            };
+            // SAFETY (both reads below): the word addressed this slot to us, and the
+            // writer leaves the slot (and, for a descriptor, its buffer) alone until we
+            // clear the word below.
+            let (len, frag) = if direct {
+                let mut d = [0u8; layout::DESCRIPTOR];
+                unsafe { self.seg.read(l.data(w, k), &mut d) };
+                let addr = u64::from_ne_bytes(d[..8].try_into().expect("8 bytes"));
+                let len = u64::from_ne_bytes(d[8..].try_into().expect("8 bytes"));
+                let pid = self.seg.pid(w);
+                (len as usize, Frag::Remote { pid, addr })
+            } else {
+                let len = (word & 0xffff_ffff) as usize;
+                let frag = unsafe { self.seg.slice(l.data(w, k), len.min(expect)) };
+                (len, Frag::Queue(frag))
+            };
             if len != expect {
                 return Err(Error::ShmLayout {
                     path: self.seg.path().into(),
                     reason: format!(
-                        "rank {} expected a fragment of {} bytes from rank {} but got {len}; \
-                         the ranks called different collectives or counts",
-                        self.peers[self.me], expect, self.peers[w]
+                        "rank {} expected {expect} bytes from rank {} but got {len}; the \
+                         ranks called different collectives or counts",
+                        self.peers[self.me], self.peers[w]
                     ),
                 });
             }
-            // The word addressed this fragment to us and the writer leaves the slot alone
-            // until we clear the word below.
-            consume(&self.seg, l.data(w, k), dst);
+            match consume(frag, &mut rest[..len]) {
+                Ok(()) => {}
+                Err(Errno::ESRCH) => return Err(self.died(w)),
+                Err(source) => {
+                    return Err(Error::SingleCopy {
+                        rank: self.peers[w],
+                        node: self.node.clone(),
+                        source,
+                    });
+                }
+            }
             // SYNC: Release orders our copy before the writer's Acquire check in try_send.
             word_ref.store(0, Ordering::Release);
             self.recv_seq[w] = want;
             self.recv_hint[w] = (k + 1) % l.slots;
-            return Ok(true);
+            return Ok(Some(len));
         }
-        Ok(false)
+        Ok(None)
     }
 
-    fn fragments(&self, len: usize) -> usize {
-        len.div_ceil(self.seg.layout().fragment).max(1)
-    }
-
-    fn frag_range(&self, i: usize, len: usize) -> std::ops::Range<usize> {
-        let f = self.seg.layout().fragment;
-        (i * f).min(len)..((i + 1) * f).min(len)
-    }
-
-    /// Local readers that still hold a word in the slot we wait for.
-    fn check_readers(&self) -> Result<()> {
+    /// Checks the liveness of local readers that still hold a word in slot `k`.
+    fn check_readers(&self, k: usize) -> Result<()> {
         let l = self.seg.layout();
-        let k = (self.written % l.slots as u64) as usize;
         for j in 0..l.ranks {
             if self
                 .seg
@@ -280,25 +431,56 @@ impl ShmTransport {
         }
         Ok(())
     }
-}
 
-impl Transport for ShmTransport {
-    fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
+    /// The slot this rank is waiting on as a writer.
+    fn waiting_slot(&self) -> usize {
+        self.pending
+            .unwrap_or((self.written % self.seg.layout().slots as u64) as usize)
+    }
+
+    fn set_readers(&mut self, to: &[u32]) -> Result<()> {
         self.readers.clear();
         for &r in to {
             let j = self.local(r)?;
             self.readers.push(j);
         }
-        for i in 0..self.fragments(data.len()) {
-            let frag = &data[self.frag_range(i, data.len())];
+        Ok(())
+    }
+}
+
+impl ShmTransport {
+    /// Sends `data` to `to`, as one descriptor if `direct`, else in fragments.
+    fn send_as(&mut self, to: &[u32], data: &[u8], direct: bool) -> Result<()> {
+        self.set_readers(to)?;
+        for i in 0..self.units(data.len(), direct) {
+            let frag = &data[self.unit_range(i, data.len(), direct)];
             let mut backoff = Backoff::new(self.spin);
-            while !self.try_send(frag)? {
+            while !self.try_send(frag, direct)? {
                 if backoff.pause() {
-                    self.check_readers()?;
+                    self.check_readers(self.waiting_slot())?;
                 }
             }
         }
+        let mut backoff = Backoff::new(self.spin);
+        while !self.try_finish() {
+            if backoff.pause() {
+                self.check_readers(self.waiting_slot())?;
+            }
+        }
         Ok(())
+    }
+}
+
+impl Transport for ShmTransport {
+    fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
+        let direct = self.direct(data.len());
+        self.send_as(to, data, direct)
+    }
+
+    /// Stays in the queues: the receiver combines each fragment as it arrives while this
+    /// rank copies in the next, which beats reading everything first and combining after.
+    fn send_to_combine(&mut self, to: u32, data: &[u8]) -> Result<()> {
+        self.send_as(&[to], data, false)
     }
 
     fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
@@ -309,44 +491,57 @@ impl Transport for ShmTransport {
         &mut self,
         from: u32,
         acc: &mut [u8],
-        _tmp: &mut [u8],
+        tmp: &mut [u8],
         op: &dyn Combine,
     ) -> Result<()> {
-        self.take(from, acc, |seg, off, acc| {
-            // SAFETY: try_take hands us a published fragment of `acc.len()` bytes that
-            // stays untouched until it clears the control word; the slice lives only
-            // during the combine.
-            let frag = unsafe { seg.slice(off, acc.len()) };
-            op.combine(acc, frag);
+        // Remote buffers are combined in pieces that stay in cache.
+        let piece = (REDUCE_PIECE - REDUCE_PIECE % op.elem_size()).max(op.elem_size());
+        self.take(from, acc, |frag, acc| {
+            match frag {
+                Frag::Queue(src) => op.combine(acc, src),
+                Frag::Remote { pid, addr } => {
+                    for (i, a) in acc.chunks_mut(piece).enumerate() {
+                        let t = &mut tmp[..a.len()];
+                        read_remote(pid, addr + (i * piece) as u64, t)?;
+                        op.combine(a, t);
+                    }
+                }
+            }
+            Ok(())
         })
     }
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
-        self.readers.clear();
-        let j = self.local(to)?;
-        self.readers.push(j);
+        self.set_readers(&[to])?;
         let w = self.local(from)?;
-        let (ns, nr) = (self.fragments(data.len()), self.fragments(buf.len()));
-        let (mut si, mut ri) = (0, 0);
+        let direct = self.direct(data.len());
+        let ns = self.units(data.len(), direct);
+        let (mut si, mut got, mut finished) = (0, 0, false);
+        // An empty message still takes one entry.
+        let mut recv_done = false;
         let mut backoff = Backoff::new(self.spin);
-        while si < ns || ri < nr {
+        while si < ns || !recv_done || !finished {
             let mut progress = false;
-            if si < ns && self.try_send(&data[self.frag_range(si, data.len())])? {
+            if si < ns
+                && self.try_send(&data[self.unit_range(si, data.len(), direct)], direct)?
+            {
                 si += 1;
                 progress = true;
             }
-            if ri < nr {
-                let r = self.frag_range(ri, buf.len());
-                if self.try_take(w, &mut buf[r], &mut copy_out)? {
-                    ri += 1;
-                    progress = true;
-                }
+            if !recv_done && let Some(n) = self.try_take(w, &mut buf[got..], &mut copy_out)? {
+                got += n;
+                recv_done = got == buf.len();
+                progress = true;
+            }
+            if si == ns && !finished && self.try_finish() {
+                finished = true;
+                progress = true;
             }
             if progress {
                 backoff = Backoff::new(self.spin);
             } else if backoff.pause() {
                 self.check_alive(w)?;
-                self.check_readers()?;
+                self.check_readers(self.waiting_slot())?;
             }
         }
         Ok(())

@@ -145,7 +145,8 @@ impl Segment {
     }
 
     /// Reserves local rank `r`'s queue from this process, so that its pages come from
-    /// this rank's NUMA node (first touch), and records this process's PID.
+    /// this rank's NUMA node (first touch), and records this process's PID and mapping
+    /// address.
     pub fn reserve_queue(&self, r: usize) -> Result<()> {
         let q = self.layout.queue(r);
         posix_fallocate(&self.fd, q.start as i64, q.len() as i64)
@@ -156,6 +157,7 @@ impl Segment {
         // SYNC: Relaxed; peers read PIDs only after the MPI barrier that ends attachment.
         self.atomic_i32(self.layout.pid(r))
             .store(std::process::id() as i32, Ordering::Relaxed);
+        self.store_u64(self.layout.base(r), self.base.as_ptr() as u64);
         Ok(())
     }
 
@@ -177,6 +179,12 @@ impl Segment {
     /// The PID of local rank `r` (0 before it attached).
     pub fn pid(&self, r: usize) -> i32 {
         self.atomic_i32(self.layout.pid(r)).load(Ordering::Relaxed)
+    }
+
+    /// Where local rank `r` mapped the segment in its own address space (0 before it
+    /// attached).
+    pub fn base_of(&self, r: usize) -> u64 {
+        self.atomic_u64(self.layout.base(r)).load(Ordering::Relaxed)
     }
 
     /// The control word at `offset` (from [`Layout::control`]).
