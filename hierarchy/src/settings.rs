@@ -67,12 +67,14 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "bcast",
         "TOPO_RUN_BCAST",
-        "broadcast rules, e.g. numa=knomial:4,node=flat (algorithms: flat, binomial, knomial:K)",
+        "broadcast rules, e.g. numa=knomial:4,node=flat (algorithms: flat, binomial, knomial:K, \
+         scatter-allgather)",
     ),
     (
         "reduce",
         "TOPO_RUN_REDUCE",
-        "reduce rules, e.g. intra=flat,inter<64K=knomial:4 (algorithms: flat, binomial, knomial:K)",
+        "reduce rules, e.g. intra=flat,inter<64K=knomial:4 (algorithms: flat, binomial, knomial:K, \
+         reduce-scatter-gather)",
     ),
     (
         "allreduce",
@@ -117,20 +119,87 @@ pub struct Rule<A> {
     pub algorithm: A,
 }
 
-/// How a group broadcasts (or, for [`Reduce`](ReduceAlg), reduces) among its members.
+/// How a group broadcasts among its members.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TreeAlg {
+pub enum BcastAlg {
     /// The root talks to every member directly. In shared memory a broadcast fragment is
     /// copied once and read by all.
     Flat,
     /// A k-nomial tree of radix `k` (2 = binomial).
     Knomial(u32),
+    /// The root scatters 1/n of the message to each member, then a ring allgather
+    /// completes everyone's copy (bandwidth-optimal for large messages).
+    ScatterAllgather,
 }
 
-/// Per-level broadcast algorithm.
-pub type BcastAlg = TreeAlg;
-/// Per-level reduce algorithm.
-pub type ReduceAlg = TreeAlg;
+/// How a group reduces to one member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceAlg {
+    /// The root combines every member's message in turn.
+    Flat,
+    /// A k-nomial tree of radix `k` (2 = binomial).
+    Knomial(u32),
+    /// A ring reduce-scatter leaves each member with 1/n of the result, then the root
+    /// gathers the pieces (bandwidth-optimal for large messages).
+    ReduceScatterGather,
+}
+
+/// The algorithms both trees share: `flat`, `binomial`, `knomial:K`.
+fn parse_tree(s: &str, extra: &str) -> std::result::Result<Option<u32>, String> {
+    match s {
+        "flat" => Ok(None),
+        "binomial" => Ok(Some(2)),
+        _ => {
+            let k = s.strip_prefix("knomial:").ok_or_else(|| {
+                format!("unknown algorithm {s:?}; use flat, binomial, knomial:K or {extra}")
+            })?;
+            match k.parse::<u32>() {
+                Ok(k @ 2..=64) => Ok(Some(k)),
+                _ => Err(format!("the radix in {s:?} must be 2..=64")),
+            }
+        }
+    }
+}
+
+impl FromStr for BcastAlg {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s == "scatter-allgather" {
+            return Ok(BcastAlg::ScatterAllgather);
+        }
+        Ok(parse_tree(s, "scatter-allgather")?.map_or(BcastAlg::Flat, BcastAlg::Knomial))
+    }
+}
+
+impl FromStr for ReduceAlg {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s == "reduce-scatter-gather" {
+            return Ok(ReduceAlg::ReduceScatterGather);
+        }
+        Ok(parse_tree(s, "reduce-scatter-gather")?.map_or(ReduceAlg::Flat, ReduceAlg::Knomial))
+    }
+}
+
+impl fmt::Display for BcastAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BcastAlg::Flat => f.write_str("flat"),
+            BcastAlg::Knomial(k) => write!(f, "knomial:{k}"),
+            BcastAlg::ScatterAllgather => f.write_str("scatter-allgather"),
+        }
+    }
+}
+
+impl fmt::Display for ReduceAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReduceAlg::Flat => f.write_str("flat"),
+            ReduceAlg::Knomial(k) => write!(f, "knomial:{k}"),
+            ReduceAlg::ReduceScatterGather => f.write_str("reduce-scatter-gather"),
+        }
+    }
+}
 
 /// How the top group of a ReduceAllreduceBcast allreduce combines its members' values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,34 +217,6 @@ pub enum AllreduceAlg {
     ReduceBcast,
     /// Reduce up to the top group, allreduce inside it, then broadcast down.
     ReduceAllreduceBcast(TopAlg),
-}
-
-impl FromStr for TreeAlg {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "flat" => Ok(TreeAlg::Flat),
-            "binomial" => Ok(TreeAlg::Knomial(2)),
-            _ => {
-                let k = s.strip_prefix("knomial:").ok_or_else(|| {
-                    format!("unknown algorithm {s:?}; use flat, binomial or knomial:K")
-                })?;
-                match k.parse::<u32>() {
-                    Ok(k @ 2..=64) => Ok(TreeAlg::Knomial(k)),
-                    _ => Err(format!("the radix in {s:?} must be 2..=64")),
-                }
-            }
-        }
-    }
-}
-
-impl fmt::Display for TreeAlg {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TreeAlg::Flat => f.write_str("flat"),
-            TreeAlg::Knomial(k) => write!(f, "knomial:{k}"),
-        }
-    }
 }
 
 impl FromStr for AllreduceAlg {
@@ -298,16 +339,29 @@ impl Default for Settings {
     }
 }
 
-const TREE_DEFAULTS: [Rule<TreeAlg>; 2] = [
+const BCAST_DEFAULTS: [Rule<BcastAlg>; 2] = [
     Rule {
         scope: Scope::Intra,
         below: None,
-        algorithm: TreeAlg::Flat,
+        algorithm: BcastAlg::Flat,
     },
     Rule {
         scope: Scope::Any,
         below: None,
-        algorithm: TreeAlg::Knomial(2),
+        algorithm: BcastAlg::Knomial(2),
+    },
+];
+
+const REDUCE_DEFAULTS: [Rule<ReduceAlg>; 2] = [
+    Rule {
+        scope: Scope::Intra,
+        below: None,
+        algorithm: ReduceAlg::Flat,
+    },
+    Rule {
+        scope: Scope::Any,
+        below: None,
+        algorithm: ReduceAlg::Knomial(2),
     },
 ];
 
@@ -379,12 +433,12 @@ impl Settings {
 
     /// The broadcast algorithm for a group at `level` (`intra`: inside one node).
     pub fn bcast_for(&self, level: LevelName, intra: bool, bytes: usize) -> BcastAlg {
-        pick(&self.bcast, &TREE_DEFAULTS, level, intra, bytes)
+        pick(&self.bcast, &BCAST_DEFAULTS, level, intra, bytes)
     }
 
     /// The reduce algorithm for a group at `level`.
     pub fn reduce_for(&self, level: LevelName, intra: bool, bytes: usize) -> ReduceAlg {
-        pick(&self.reduce, &TREE_DEFAULTS, level, intra, bytes)
+        pick(&self.reduce, &REDUCE_DEFAULTS, level, intra, bytes)
     }
 
     /// The allreduce variant for a message of `bytes`.
@@ -408,10 +462,32 @@ mod tests {
     }
 
     #[test]
+    fn ring_algorithms_belong_to_their_collective() {
+        let s = Settings::from_pairs(&[
+            ("bcast", "inter=scatter-allgather"),
+            ("reduce", "node=reduce-scatter-gather"),
+            ("single-copy", "0"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.bcast_for(lvl("world"), false, 8),
+            BcastAlg::ScatterAllgather
+        );
+        assert_eq!(
+            s.reduce_for(lvl("node"), true, 8),
+            ReduceAlg::ReduceScatterGather
+        );
+        assert_eq!(s.single_copy, 0);
+        let e = Settings::from_pairs(&[("reduce", "scatter-allgather")]).unwrap_err();
+        assert!(e.to_string().contains("reduce-scatter-gather"), "{e}");
+        assert!(Settings::from_pairs(&[("bcast", "reduce-scatter-gather")]).is_err());
+    }
+
+    #[test]
     fn defaults_and_user_rules() {
         let d = Settings::default();
-        assert_eq!(d.bcast_for(lvl("numa"), true, 8), TreeAlg::Flat);
-        assert_eq!(d.bcast_for(lvl("switch1"), false, 8), TreeAlg::Knomial(2));
+        assert_eq!(d.bcast_for(lvl("numa"), true, 8), BcastAlg::Flat);
+        assert_eq!(d.bcast_for(lvl("switch1"), false, 8), BcastAlg::Knomial(2));
         assert_eq!(
             d.allreduce_for(1 << 20),
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring)
@@ -425,11 +501,14 @@ mod tests {
         .unwrap();
         assert_eq!(s.fragment, 16384);
         assert_eq!(s.slots, 4);
-        assert_eq!(s.bcast_for(lvl("numa"), true, 1 << 30), TreeAlg::Knomial(4));
-        assert_eq!(s.bcast_for(lvl("world"), false, 100), TreeAlg::Flat);
+        assert_eq!(
+            s.bcast_for(lvl("numa"), true, 1 << 30),
+            BcastAlg::Knomial(4)
+        );
+        assert_eq!(s.bcast_for(lvl("world"), false, 100), BcastAlg::Flat);
         assert_eq!(
             s.bcast_for(lvl("world"), false, 64 << 10),
-            TreeAlg::Knomial(2)
+            BcastAlg::Knomial(2)
         );
         assert_eq!(s.allreduce_for(4), AllreduceAlg::ReduceBcast);
     }

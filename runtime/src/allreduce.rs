@@ -7,6 +7,7 @@ use crate::bcast;
 use crate::combine::Combine;
 use crate::error::Result;
 use crate::reduce::{self, Scratch};
+use crate::ring::{self, Blocks};
 use crate::transport::Transport;
 use crate::view::{Fabric, View};
 
@@ -64,35 +65,12 @@ pub fn group_allreduce_ring(
     tmp: &mut [u8],
     op: &dyn Combine,
 ) -> Result<()> {
-    let n = members.len();
-    let elem = op.elem_size();
-    let count = acc.len() / elem;
-    if count < n {
+    let blocks = Blocks::new(acc.len(), members.len(), op.elem_size());
+    if !blocks.all_nonempty() {
         return group_allreduce_rd(t, members, me, acc, tmp, op);
     }
-    let block = |b: usize| {
-        let (q, r) = (count / n, count % n);
-        let start = b * q + b.min(r);
-        let len = q + usize::from(b < r);
-        start * elem..(start + len) * elem
-    };
-    let right = members[(me + 1) % n];
-    let left = members[(me + n - 1) % n];
-    for step in 0..n - 1 {
-        let sb = block((me + n - step) % n);
-        let rb = block((me + 2 * n - step - 1) % n);
-        let rlen = rb.len();
-        t.sendrecv(right, &acc[sb], left, &mut tmp[..rlen])?;
-        op.combine(&mut acc[rb], &tmp[..rlen]);
-    }
-    for step in 0..n - 1 {
-        let sb = block((me + 1 + n - step) % n);
-        let rb = block((me + n - step) % n);
-        let rlen = rb.len();
-        t.sendrecv(right, &acc[sb], left, &mut tmp[..rlen])?;
-        acc[rb].copy_from_slice(&tmp[..rlen]);
-    }
-    Ok(())
+    ring::reduce_scatter(t, members, me, blocks, acc, tmp, op)?;
+    ring::allgather(t, members, me, blocks, 1, acc)
 }
 
 /// Hierarchical allreduce. `send == None` means in place: `recv` holds the contribution.

@@ -1,9 +1,10 @@
-//! Broadcast: per-level algorithms and the hierarchical broadcast (coll/tcl BcastGroup,
+//! Broadcast: per-level algorithms (flat, k-nomial, scatter-allgather) and the hierarchical broadcast (coll/tcl BcastGroup,
 //! top-down), pipelined in chunks.
 
 use topo_hierarchy::settings::{BcastAlg, Settings};
 
 use crate::error::Result;
+use crate::ring::{self, Blocks};
 use crate::transport::Transport;
 use crate::tree;
 use crate::view::{Fabric, View};
@@ -37,6 +38,21 @@ pub fn group_bcast(
                 t.send(&to, buf)?;
             }
             Ok(())
+        }
+        BcastAlg::ScatterAllgather => {
+            let blocks = Blocks::new(buf.len(), n, 1);
+            if !blocks.all_nonempty() {
+                return group_bcast(t, members, me, root, BcastAlg::Knomial(2), buf);
+            }
+            // Member i gets block i from the root, then the ring completes everyone's copy.
+            if me == root {
+                for i in (0..n).filter(|&i| i != root) {
+                    t.send(&[members[i]], &buf[blocks.get(i)])?;
+                }
+            } else {
+                t.recv(members[root], &mut buf[blocks.get(me)])?;
+            }
+            ring::allgather(t, members, me, blocks, 0, buf)
         }
     }
 }

@@ -15,6 +15,7 @@ mod error;
 pub mod links;
 mod plain;
 pub mod reduce;
+pub mod ring;
 mod topo;
 pub mod transport;
 pub mod tree;

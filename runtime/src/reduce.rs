@@ -1,10 +1,11 @@
-//! Reduce: per-level algorithms and the hierarchical reduce (coll/tcl ReduceGroup,
-//! bottom-up), pipelined in chunks. Only commutative operations come here.
+//! Reduce: per-level algorithms (flat, k-nomial, reduce-scatter-gather) and the
+//! hierarchical reduce (coll/tcl ReduceGroup, bottom-up), pipelined in chunks. Only commutative operations come here.
 
 use topo_hierarchy::settings::{ReduceAlg, Settings};
 
 use crate::combine::Combine;
 use crate::error::Result;
+use crate::ring::{self, Blocks};
 use crate::transport::Transport;
 use crate::tree;
 use crate::view::{Fabric, View};
@@ -44,6 +45,23 @@ pub fn group_reduce(
             match parent {
                 Some(p) => t.send_to_combine(members[p], acc),
                 None => Ok(()),
+            }
+        }
+        ReduceAlg::ReduceScatterGather => {
+            let blocks = Blocks::new(acc.len(), n, op.elem_size());
+            if !blocks.all_nonempty() {
+                let alg = ReduceAlg::Knomial(2);
+                return group_reduce(t, members, me, root, alg, acc, tmp, op);
+            }
+            // Member i ends the ring with block i + 1 of the result.
+            ring::reduce_scatter(t, members, me, blocks, acc, tmp, op)?;
+            if me == root {
+                for i in (0..n).filter(|&i| i != root) {
+                    t.recv(members[i], &mut acc[blocks.get(i + 1)])?;
+                }
+                Ok(())
+            } else {
+                t.send(&[members[root]], &acc[blocks.get(me + 1)])
             }
         }
     }
@@ -94,6 +112,13 @@ pub fn reduce(
     let chunk = chunk_bytes(s, op.elem_size());
     let is_root = view.rank == root;
     let detour = root != 0 && (is_root || view.rank == 0) && !view.top_has(root);
+    // A rank that only sends (a leaf of its lowest group) sends its buffer as it is.
+    if let (Some(sb), false, Some(to)) = (send, is_root, leaf_parent(view, s, root, total)) {
+        for piece in sb.chunks(chunk) {
+            fabric.level(0).send_to_combine(to, piece)?;
+        }
+        return Ok(());
+    }
     let mut off = 0;
     while off < total {
         let end = (off + chunk).min(total);
@@ -139,6 +164,24 @@ pub fn reduce(
         off = end;
     }
     Ok(())
+}
+
+/// If this rank receives nothing in a reduce to `root` (it is not its lowest group's root
+/// and has no children there), the rank it sends to.
+fn leaf_parent(view: &View, s: &Settings, root: u32, total: usize) -> Option<u32> {
+    let l = view.levels.first()?;
+    let r = view.group_root(0, root);
+    if l.me == r {
+        return None;
+    }
+    match s.reduce_for(l.name, l.intra, total) {
+        ReduceAlg::Flat => Some(l.members[r]),
+        ReduceAlg::Knomial(k) => match tree::knomial(l.me, r, l.members.len(), k as usize) {
+            (Some(p), children) if children.is_empty() => Some(l.members[p]),
+            _ => None,
+        },
+        ReduceAlg::ReduceScatterGather => None,
+    }
 }
 
 /// The bottom-up part: reduce `acc` through `view.levels[..until]`. Returns whether this

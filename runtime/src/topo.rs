@@ -285,11 +285,7 @@ impl Topo {
     /// Turns on single-copy transfers if the settings ask for them and every rank can
     /// read its local peers' memory (agreed over MPI, so all ranks decide alike); else
     /// rank 0 warns once and large messages go through the queues.
-    fn setup_single_copy(
-        world: &SimpleCommunicator,
-        s: &Settings,
-        shm: Option<&mut ShmTransport>,
-    ) {
+    fn setup_single_copy(world: &SimpleCommunicator, s: &Settings, shm: Option<&mut ShmTransport>) {
         if s.single_copy == 0 {
             return;
         }
@@ -317,6 +313,12 @@ impl Topo {
     /// Why collectives go to MPI's own implementation, if they do.
     pub fn fallback(&self) -> Option<&Fallback> {
         self.fallback.as_ref()
+    }
+
+    /// The size from which node-local messages are copied once, straight from the
+    /// sender's buffer (`None`: every message goes through the shared-memory queues).
+    pub fn single_copy(&self) -> Option<usize> {
+        self.hier.as_ref()?.links.shm.as_ref()?.single_copy()
     }
 
     /// Whether the hierarchical path is active.

@@ -96,12 +96,25 @@ pub(crate) fn sum(size: u32, len: usize) -> Vec<i64> {
 }
 
 fn settings() -> impl Strategy<Value = Settings> {
-    let tree = prop::sample::select(vec!["flat", "binomial", "knomial:3", "knomial:4"]);
+    let bcast = prop::sample::select(vec![
+        "flat",
+        "binomial",
+        "knomial:3",
+        "knomial:4",
+        "scatter-allgather",
+    ]);
+    let reduce = prop::sample::select(vec![
+        "flat",
+        "binomial",
+        "knomial:3",
+        "knomial:4",
+        "reduce-scatter-gather",
+    ]);
     (
-        tree.clone(),
-        tree.clone(),
-        tree.clone(),
-        tree,
+        bcast.clone(),
+        bcast,
+        reduce.clone(),
+        reduce,
         prop::sample::select(vec!["rb", "rab:rd", "rab:ring"]),
         prop::sample::select(vec!["4K", "8K", "256K"]),
     )

@@ -71,8 +71,12 @@ HIER='coll-check: [0-9]+ ranks, hierarchical collectives'
 
 echo "== 1 node"
 start_cluster 1
-coll_check "1 node x 2 ranks" "$HIER" \
+coll_check "1 node x 2 ranks" "$HIER, single copy from 16384 bytes" \
   srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --require-topo
+# Every message through the queues, in small fragments.
+coll_check "1 node x 2 ranks, queues only (--single-copy 0 --fragment 4K)" "$HIER, single copy off" \
+  srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --single-copy 0 --fragment 4K -- \
+  "$CHECK" --require-topo --quick
 # Oversubscribed: 4 ranks on 2 cores. Waiting ranks yield at once (spin 0).
 coll_check "1 node x 4 ranks oversubscribed (salloc + srun -O --cpu-bind=map_cpu:0,1)" "$HIER" \
   salloc -N1 -n2 --quiet srun -O -n4 --mpi=pmix --cpu-bind=map_cpu:0,1 \

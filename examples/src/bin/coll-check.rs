@@ -218,7 +218,10 @@ fn main() -> anyhow::Result<()> {
             "coll-check: {} ranks, {}",
             world.size(),
             match topo.fallback() {
-                None => "hierarchical collectives".to_string(),
+                None => match topo.single_copy() {
+                    Some(t) => format!("hierarchical collectives, single copy from {t} bytes"),
+                    None => "hierarchical collectives, single copy off".to_string(),
+                },
                 Some(f) => format!("MPI's collectives ({f:?})"),
             }
         );

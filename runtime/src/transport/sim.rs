@@ -32,6 +32,9 @@ pub struct SimNet {
     traffic: Mutex<BTreeMap<String, Traffic>>,
 }
 
+/// How long a receive waits before the simulation declares a deadlock.
+const DEADLOCK: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The label under which traffic between ranks of different nodes is also counted.
 pub const INTER_NODE: &str = "inter-node";
 
@@ -125,7 +128,17 @@ impl Transport for SimTransport {
                 buf.copy_from_slice(&msg);
                 return Ok(());
             }
-            q = mb.ready.wait(q).unwrap_or_else(PoisonError::into_inner);
+            let (guard, timeout) = mb
+                .ready
+                .wait_timeout(q, DEADLOCK)
+                .unwrap_or_else(PoisonError::into_inner);
+            q = guard;
+            assert!(
+                !timeout.timed_out() || !q.is_empty(),
+                "sim: rank {} waited {DEADLOCK:?} for a message from rank {from}: the \
+                 algorithm deadlocks",
+                self.rank
+            );
         }
     }
 

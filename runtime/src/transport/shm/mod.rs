@@ -188,6 +188,11 @@ impl ShmTransport {
         self.single_copy = threshold.map(|t| t.max(1));
     }
 
+    /// The single-copy threshold in force.
+    pub fn single_copy(&self) -> Option<usize> {
+        self.single_copy
+    }
+
     /// Checks that this rank may read every local peer's memory with `process_vm_readv`
     /// (by reading the segment's magic through each peer's mapping). Call after every
     /// local rank has attached.
@@ -522,9 +527,7 @@ impl Transport for ShmTransport {
         let mut backoff = Backoff::new(self.spin);
         while si < ns || !recv_done || !finished {
             let mut progress = false;
-            if si < ns
-                && self.try_send(&data[self.unit_range(si, data.len(), direct)], direct)?
-            {
+            if si < ns && self.try_send(&data[self.unit_range(si, data.len(), direct)], direct)? {
                 si += 1;
                 progress = true;
             }
