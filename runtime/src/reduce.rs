@@ -1,5 +1,6 @@
 //! Reduce: per-level algorithms (flat, k-nomial, reduce-scatter-gather) and the
-//! hierarchical reduce (coll/tcl ReduceGroup, bottom-up), pipelined in chunks. Only commutative operations come here.
+//! hierarchical reduce (coll/tcl ReduceGroup, bottom-up), pipelined in chunks. Only
+//! commutative operations come here.
 
 use topo_hierarchy::settings::{ReduceAlg, Settings};
 
@@ -85,9 +86,14 @@ impl Scratch {
     }
 }
 
-/// The pipeline chunk rounded down to whole elements (at least one element).
-pub(crate) fn chunk_bytes(s: &Settings, elem: usize) -> usize {
-    let c = s.chunk as usize;
+/// The pipeline chunk rounded down to whole elements (at least one element). With a
+/// single level there is nothing to overlap, so the whole message goes at once.
+pub(crate) fn chunk_bytes(view: &View, s: &Settings, elem: usize) -> usize {
+    let c = if view.pipeline {
+        s.chunk as usize
+    } else {
+        usize::MAX / 2
+    };
     (c - c % elem).max(elem)
 }
 
@@ -109,7 +115,7 @@ pub fn reduce(
     if total == 0 {
         return Ok(());
     }
-    let chunk = chunk_bytes(s, op.elem_size());
+    let chunk = chunk_bytes(view, s, op.elem_size());
     let is_root = view.rank == root;
     let detour = root != 0 && (is_root || view.rank == 0) && !view.top_has(root);
     // A rank that only sends (a leaf of its lowest group) sends its buffer as it is.
@@ -121,7 +127,7 @@ pub fn reduce(
     }
     let mut off = 0;
     while off < total {
-        let end = (off + chunk).min(total);
+        let end = off.saturating_add(chunk).min(total);
         let len = end - off;
         let (a, tmp) = scratch.pair(len);
         // The root accumulates straight into its receive buffer (unless the result comes

@@ -143,7 +143,15 @@ impl Topo {
                 fallback: Some(Fallback::NoPlan),
             });
         };
-        let view = View::from_plan(&plan);
+        let mut view = View::from_plan(&plan);
+        // Pipelining is a job-wide choice: on if any rank has more than one level.
+        let mut deep = 0u8;
+        world.all_reduce_into(
+            &u8::from(view.pipeline),
+            &mut deep,
+            mpi::collective::SystemOperation::max(),
+        );
+        view.pipeline = deep != 0;
         let shm = match Self::setup_shm(&world, &plan, &settings) {
             Ok(shm) => shm,
             Err(reason) => {

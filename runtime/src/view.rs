@@ -29,12 +29,16 @@ pub struct View {
     pub levels: Vec<Level>,
     /// Level of the job's top group.
     pub top: Option<LevelName>,
+    /// Whether large messages move through the levels in pipelined chunks: true when
+    /// some rank of the job has more than one level. Every rank must agree, so
+    /// [`View::from_plan`]'s local guess is replaced by a job-wide agreement at init.
+    pub pipeline: bool,
 }
 
 impl View {
     /// The view described by a plan.
     pub fn from_plan(plan: &RankPlan) -> Self {
-        let levels = plan
+        let levels: Vec<Level> = plan
             .groups
             .iter()
             .map(|g| Level {
@@ -50,6 +54,7 @@ impl View {
         View {
             rank: plan.rank,
             size: plan.size,
+            pipeline: levels.len() > 1,
             levels,
             top: plan.top,
         }

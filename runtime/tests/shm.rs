@@ -67,7 +67,8 @@ fn rank_main(me: usize) -> i32 {
     let s = settings();
     let plans = plans(1, RANKS, 2, "numa,socket,node,world", false);
     let plan = &plans[me];
-    let view = View::from_plan(plan);
+    let mut view = View::from_plan(plan);
+    view.pipeline = plans.iter().any(|p| p.groups.len() > 1);
     let seg = join(me, &path, &s);
     let mut shm = ShmTransport::new(seg, me, plan.peers.clone(), plan.node.clone(), s.spin);
     // "-single" scenarios read messages of 2 KiB and more straight from the sender.

@@ -52,6 +52,8 @@ where
         .map(|p| node_ids.binary_search(&p.node.as_str()).unwrap() as u32)
         .collect();
     let net = SimNet::new(node_of);
+    // As Topo::from_env agrees over MPI: pipelining if any rank has two levels.
+    let pipeline = plans.iter().any(|p| p.groups.len() > 1);
     let out = thread::scope(|s| {
         let handles: Vec<_> = plans
             .iter()
@@ -59,7 +61,8 @@ where
                 let net = Arc::clone(&net);
                 let f = &f;
                 s.spawn(move || {
-                    let view = View::from_plan(p);
+                    let mut view = View::from_plan(p);
+                    view.pipeline = pipeline;
                     let mut fabric = SimFabric::new(&net, &view);
                     f(&view, &mut fabric)
                 })
