@@ -333,6 +333,38 @@ fn show_prints_the_plan_that_plan_predicts() {
 }
 
 #[test]
+fn plan_takes_the_runtime_settings_into_the_plan_and_digest() {
+    let job = "examples/jobs/paper.yaml";
+    let base = ["plan", "--job", job, "--rank", "0", "--format", "env"];
+    let plain = topo_run(&base);
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    let mut args = base.to_vec();
+    args.extend([
+        "--single-copy",
+        "0",
+        "--reduce",
+        "node=reduce-scatter-gather",
+    ]);
+    let o = topo_run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = stdout(&o);
+    assert!(
+        line.contains("settings=single-copy:0,reduce:node%3Dreduce-scatter-gather;"),
+        "{line}"
+    );
+    let digest = |s: &str| s.split(";digest=").nth(1).map(|d| d[..32].to_string());
+    assert_ne!(digest(&line), digest(&stdout(&plain)));
+    args.extend(["--bcast", "reduce-scatter-gather"]);
+    let bad = topo_run(&args);
+    assert_eq!(bad.status.code(), Some(13), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("scatter-allgather"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
 fn bad_runtime_settings_stop_the_launch_with_exit_13() {
     for (args, needle) in [
         (
