@@ -94,7 +94,7 @@ pub fn allreduce(
         AllreduceAlg::ReduceBcast => None,
         AllreduceAlg::ReduceAllreduceBcast(t) => Some(t),
     };
-    let chunk = reduce::chunk_bytes(view, s, op.elem_size());
+    let chunk = view.chunk_bytes(s, op.elem_size());
     let n = view.levels.len();
     if n == 0 {
         return Ok(());

@@ -1,10 +1,9 @@
-//! Broadcast: per-level algorithms (flat, k-nomial, scatter-allgather) and the hierarchical broadcast (coll/tcl BcastGroup,
-//! top-down), pipelined in chunks.
+//! Broadcast: per-level algorithms (flat, k-nomial, scatter-allgather) and the
+//! hierarchical broadcast (coll/tcl BcastGroup, top-down), pipelined in chunks.
 
 use topo_hierarchy::settings::{BcastAlg, Settings};
 
 use crate::error::Result;
-use crate::reduce;
 use crate::ring::{self, Blocks};
 use crate::transport::Transport;
 use crate::tree;
@@ -74,7 +73,7 @@ pub fn bcast(
         return Ok(());
     }
     let detour = root != 0 && (view.rank == root || view.rank == 0) && !view.top_has(root);
-    for piece in buf.chunks_mut(reduce::chunk_bytes(view, s, 1)) {
+    for piece in buf.chunks_mut(view.chunk_bytes(s, 1)) {
         if detour {
             if view.rank == root {
                 fabric.direct(0).send(&[0], piece)?;

@@ -86,17 +86,6 @@ impl Scratch {
     }
 }
 
-/// The pipeline chunk rounded down to whole elements (at least one element). With a
-/// single level there is nothing to overlap, so the whole message goes at once.
-pub(crate) fn chunk_bytes(view: &View, s: &Settings, elem: usize) -> usize {
-    let c = if view.pipeline {
-        s.chunk as usize
-    } else {
-        usize::MAX / 2
-    };
-    (c - c % elem).max(elem)
-}
-
 /// Hierarchical reduce to world rank `root`. `send` is this rank's contribution; `recv`
 /// (root only, same length) gets the result. With `send == None` the root's contribution
 /// is already in `recv` (in place).
@@ -115,7 +104,7 @@ pub fn reduce(
     if total == 0 {
         return Ok(());
     }
-    let chunk = chunk_bytes(view, s, op.elem_size());
+    let chunk = view.chunk_bytes(s, op.elem_size());
     let is_root = view.rank == root;
     let detour = root != 0 && (is_root || view.rank == 0) && !view.top_has(root);
     // A rank that only sends (a leaf of its lowest group) sends its buffer as it is.

@@ -152,7 +152,7 @@ impl Topo {
             mpi::collective::SystemOperation::max(),
         );
         view.pipeline = deep != 0;
-        let shm = match Self::setup_shm(&world, &plan, &settings) {
+        let mut shm = match Self::setup_shm(&world, &plan, &settings) {
             Ok(shm) => shm,
             Err(reason) => {
                 if world.rank() == 0 {
@@ -167,7 +167,6 @@ impl Topo {
                 });
             }
         };
-        let mut shm = shm;
         Self::setup_single_copy(&world, &settings, shm.as_mut());
         let net = MpiTransport::new(world.duplicate());
         let links = Links::new(&view, plan.peers.clone(), shm, net);

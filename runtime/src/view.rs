@@ -1,7 +1,7 @@
 //! One rank's view of the hierarchy, taken from its plan, and the [`Fabric`] that gives
 //! each level its transport.
 
-use topo_hierarchy::{LevelName, RankPlan};
+use topo_hierarchy::{LevelName, RankPlan, Settings};
 
 use crate::transport::Transport;
 
@@ -68,6 +68,18 @@ impl View {
             Ok(p) if self.is_top(i) => p,
             _ => 0,
         }
+    }
+
+    /// The pipeline chunk rounded down to whole `elem`-byte elements (at least one
+    /// element). Without pipelining there is nothing to overlap, so the whole message
+    /// goes at once.
+    pub fn chunk_bytes(&self, s: &Settings, elem: usize) -> usize {
+        let c = if self.pipeline {
+            s.chunk as usize
+        } else {
+            usize::MAX / 2
+        };
+        (c - c % elem).max(elem)
     }
 
     /// Whether `levels[i]` is the job's top group.

@@ -9,10 +9,9 @@ use topo_runtime::combine::sum_i64;
 use topo_runtime::links::{Links, NoNetwork};
 use topo_runtime::reduce::Scratch;
 use topo_runtime::transport::shm::{Layout, Segment, ShmTransport};
-use topo_runtime::view::View;
 use topo_runtime::{allreduce, barrier, bcast, reduce};
 
-use crate::sim::{bytes, data, ints, plans, sum};
+use crate::sim::{bytes, data, ints, plans, sum, view};
 
 const ROLE: &str = "TOPO_TEST_SHM_ROLE";
 const PATH: &str = "TOPO_TEST_SHM_PATH";
@@ -67,8 +66,7 @@ fn rank_main(me: usize) -> i32 {
     let s = settings();
     let plans = plans(1, RANKS, 2, "numa,socket,node,world", false);
     let plan = &plans[me];
-    let mut view = View::from_plan(plan);
-    view.pipeline = plans.iter().any(|p| p.groups.len() > 1);
+    let view = view(&plans, plan.rank);
     let seg = join(me, &path, &s);
     let mut shm = ShmTransport::new(seg, me, plan.peers.clone(), plan.node.clone(), s.spin);
     // "-single" scenarios read messages of 2 KiB and more straight from the sender.

@@ -39,6 +39,14 @@ pub(crate) fn plans(
         .collect()
 }
 
+/// Rank `rank`'s view, with pipelining agreed as `Topo::from_env` agrees it over MPI: on
+/// if any rank has two levels.
+pub(crate) fn view(plans: &[RankPlan], rank: u32) -> View {
+    let mut view = View::from_plan(&plans[rank as usize]);
+    view.pipeline = plans.iter().any(|p| p.groups.len() > 1);
+    view
+}
+
 /// Runs `f` on one thread per rank; returns each rank's output and the traffic.
 fn run<F>(plans: &[RankPlan], f: F) -> (Vec<Vec<i64>>, std::collections::BTreeMap<String, Traffic>)
 where
@@ -53,7 +61,6 @@ where
         .collect();
     let net = SimNet::new(node_of);
     // As Topo::from_env agrees over MPI: pipelining if any rank has two levels.
-    let pipeline = plans.iter().any(|p| p.groups.len() > 1);
     let out = thread::scope(|s| {
         let handles: Vec<_> = plans
             .iter()
@@ -61,8 +68,7 @@ where
                 let net = Arc::clone(&net);
                 let f = &f;
                 s.spawn(move || {
-                    let mut view = View::from_plan(p);
-                    view.pipeline = pipeline;
+                    let view = view(plans, p.rank);
                     let mut fabric = SimFabric::new(&net, &view);
                     f(&view, &mut fabric)
                 })

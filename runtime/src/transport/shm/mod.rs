@@ -12,8 +12,8 @@
 //! writer's memory with `process_vm_readv` (as Open MPI's CMA path does) and clears its
 //! word, and the writer returns once every word is clear.
 //!
-//! Waiting spins, then yields the core (so it progresses when ranks
-//! outnumber cores), and checks now and then that the peer it waits for is still alive.
+//! Waiting spins, then yields the core (so it progresses when ranks outnumber cores), and
+//! checks now and then that the peer it waits for is still alive.
 
 pub mod layout;
 pub mod segment;
