@@ -121,6 +121,16 @@ pub enum Error {
     /// A level spans nodes but the fabric has no network transport (a plan bug).
     #[error("a level spans nodes, but this fabric has no network transport")]
     NoNetwork,
+
+    /// A message is larger than one MPI call can carry.
+    #[error(
+        "a nonblocking collective of {bytes} bytes exceeds MPI's 2 GiB count limit; split \
+         it into smaller calls"
+    )]
+    TooLarge {
+        /// The message size.
+        bytes: usize,
+    },
 }
 
 impl Error {

@@ -13,6 +13,7 @@ pub mod bcast;
 pub mod combine;
 mod error;
 pub mod links;
+pub mod nonblocking;
 mod plain;
 pub mod reduce;
 pub mod ring;

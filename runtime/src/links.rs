@@ -1,9 +1,10 @@
 //! The production [`Fabric`]: a level whose members share this rank's node goes through
 //! the node's shared-memory queues, any other level through the network transport.
 
+use crate::combine::Combine;
 use crate::error::{Error, Result};
-use crate::transport::Transport;
 use crate::transport::shm::ShmTransport;
+use crate::transport::{Transfer, Transport};
 use crate::view::{Fabric, View};
 
 /// A network transport for jobs (and tests) that never leave the node.
@@ -24,6 +25,18 @@ impl Transport for NoNetwork {
         self.fail()
     }
     fn sendrecv(&mut self, _: u32, _: &[u8], _: u32, _: &mut [u8]) -> Result<()> {
+        self.fail()
+    }
+    fn poll_send(&mut self, _: &mut Transfer, _: &[u32], _: &[u8]) -> Result<bool> {
+        self.fail()
+    }
+    fn poll_recv(
+        &mut self,
+        _: &mut Transfer,
+        _: u32,
+        _: &mut [u8],
+        _: Option<&dyn Combine>,
+    ) -> Result<bool> {
         self.fail()
     }
 }

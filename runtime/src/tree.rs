@@ -30,6 +30,16 @@ pub fn knomial(me: usize, root: usize, n: usize, k: usize) -> (Option<usize>, Ve
     (parent, children)
 }
 
+/// Parent and children of `me` in a flat tree over `n` members rooted at `root`: the root
+/// talks to everyone.
+pub fn flat(me: usize, root: usize, n: usize) -> (Option<usize>, Vec<usize>) {
+    if me == root {
+        (None, (0..n).filter(|&i| i != root).collect())
+    } else {
+        (Some(root), Vec::new())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

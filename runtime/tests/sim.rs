@@ -48,7 +48,10 @@ pub(crate) fn view(plans: &[RankPlan], rank: u32) -> View {
 }
 
 /// Runs `f` on one thread per rank; returns each rank's output and the traffic.
-fn run<F>(plans: &[RankPlan], f: F) -> (Vec<Vec<i64>>, std::collections::BTreeMap<String, Traffic>)
+pub(crate) fn run<F>(
+    plans: &[RankPlan],
+    f: F,
+) -> (Vec<Vec<i64>>, std::collections::BTreeMap<String, Traffic>)
 where
     F: Fn(&View, &mut SimFabric) -> Vec<i64> + Sync,
 {
@@ -104,7 +107,7 @@ pub(crate) fn sum(size: u32, len: usize) -> Vec<i64> {
     })
 }
 
-fn settings() -> impl Strategy<Value = Settings> {
+pub(crate) fn settings() -> impl Strategy<Value = Settings> {
     let bcast = prop::sample::select(vec![
         "flat",
         "binomial",
@@ -138,7 +141,7 @@ fn settings() -> impl Strategy<Value = Settings> {
         })
 }
 
-const LEVELS: [&str; 5] = [
+pub(crate) const LEVELS: [&str; 5] = [
     "numa,socket,node,switch1,switch2,world",
     "node,world",
     "world",

@@ -1,4 +1,5 @@
 //! Integration tests of the runtime crate.
 
+mod nonblocking;
 mod shm;
 mod sim;

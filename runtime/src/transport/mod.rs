@@ -43,4 +43,39 @@ pub trait Transport {
         op.combine(acc, tmp);
         Ok(())
     }
+
+    /// The nonblocking form of [`Transport::send`]: makes what progress it can without
+    /// waiting and returns whether `data` may be reused. Call it again with the same
+    /// arguments and `x` until it returns true; `data` must stay put until then.
+    fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool>;
+
+    /// The nonblocking form of [`Transport::recv`] (or, with `op`, of
+    /// [`Transport::recv_reduce`]: the message is combined into `buf`). Call it again with
+    /// the same arguments and `x` until it returns true; `buf` must stay put until then.
+    fn poll_recv(
+        &mut self,
+        x: &mut Transfer,
+        from: u32,
+        buf: &mut [u8],
+        op: Option<&dyn Combine>,
+    ) -> Result<bool>;
+
+    /// Fails if `peer`, which a nonblocking transfer waits on, is known to have died.
+    fn check_peer(&mut self, _peer: u32) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The state of one nonblocking transfer ([`Transport::poll_send`],
+/// [`Transport::poll_recv`]). Start each transfer with a fresh one.
+#[derive(Debug, Default)]
+pub struct Transfer {
+    /// Whether the transfer has started (taken its first queue entry, posted its requests).
+    pub(crate) started: bool,
+    /// Queue entries sent, or bytes received, so far.
+    pub(crate) done: usize,
+    /// Outstanding MPI requests.
+    pub(crate) requests: Vec<::mpi::ffi::MPI_Request>,
+    /// Where an MPI receive that is combined on arrival lands.
+    pub(crate) tmp: Vec<u8>,
 }

@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use super::Transport;
+use super::{Transfer, Transport};
+use crate::combine::Combine;
 use crate::error::Result;
 
 /// Messages and bytes sent under one label.
@@ -117,14 +118,7 @@ impl Transport for SimTransport {
         let mut q = mb.queue.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if let Some(msg) = q.pop_front() {
-                assert_eq!(
-                    msg.len(),
-                    buf.len(),
-                    "sim: rank {} expected {} bytes from {from}, got {}",
-                    self.rank,
-                    buf.len(),
-                    msg.len()
-                );
+                self.check_len(from, buf.len(), msg.len());
                 buf.copy_from_slice(&msg);
                 return Ok(());
             }
@@ -145,6 +139,45 @@ impl Transport for SimTransport {
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
         self.send(&[to], data)?;
         self.recv(from, buf)
+    }
+
+    fn poll_send(&mut self, _x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+        self.send(to, data)?;
+        Ok(true)
+    }
+
+    fn poll_recv(
+        &mut self,
+        _x: &mut Transfer,
+        from: u32,
+        buf: &mut [u8],
+        op: Option<&dyn Combine>,
+    ) -> Result<bool> {
+        let mb = self.net.mailbox(from, self.rank);
+        let msg = mb
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        let Some(msg) = msg else {
+            return Ok(false);
+        };
+        self.check_len(from, buf.len(), msg.len());
+        match op {
+            Some(op) => op.combine(buf, &msg),
+            None => buf.copy_from_slice(&msg),
+        }
+        Ok(true)
+    }
+}
+
+impl SimTransport {
+    fn check_len(&self, from: u32, want: usize, got: usize) {
+        assert_eq!(
+            got, want,
+            "sim: rank {} expected {want} bytes from {from}, got {got}",
+            self.rank
+        );
     }
 }
 

@@ -31,7 +31,7 @@ use nix::unistd::Pid;
 pub use layout::Layout;
 pub use segment::Segment;
 
-use super::Transport;
+use super::{Transfer, Transport};
 use crate::combine::Combine;
 use crate::error::{Error, Result};
 
@@ -91,6 +91,23 @@ fn read_remote(pid: i32, addr: u64, dst: &mut [u8]) -> nix::Result<()> {
         match process_vm_readv(Pid::from_raw(pid), &mut local, &remote)? {
             0 => return Err(Errno::EFAULT),
             n => done += n,
+        }
+    }
+    Ok(())
+}
+
+/// Combines a fragment into `acc`. A remote buffer is read and combined in pieces that
+/// stay in cache, through `tmp` (at least one piece long, or as long as `acc`).
+fn combine_in(op: &dyn Combine, frag: Frag<'_>, acc: &mut [u8], tmp: &mut [u8]) -> nix::Result<()> {
+    match frag {
+        Frag::Queue(src) => op.combine(acc, src),
+        Frag::Remote { pid, addr } => {
+            let piece = (REDUCE_PIECE - REDUCE_PIECE % op.elem_size()).max(op.elem_size());
+            for (i, a) in acc.chunks_mut(piece).enumerate() {
+                let t = &mut tmp[..a.len()];
+                read_remote(pid, addr + (i * piece) as u64, t)?;
+                op.combine(a, t);
+            }
         }
     }
     Ok(())
@@ -502,21 +519,60 @@ impl Transport for ShmTransport {
         tmp: &mut [u8],
         op: &dyn Combine,
     ) -> Result<()> {
-        // Remote buffers are combined in pieces that stay in cache.
-        let piece = (REDUCE_PIECE - REDUCE_PIECE % op.elem_size()).max(op.elem_size());
-        self.take(from, acc, |frag, acc| {
-            match frag {
-                Frag::Queue(src) => op.combine(acc, src),
-                Frag::Remote { pid, addr } => {
-                    for (i, a) in acc.chunks_mut(piece).enumerate() {
-                        let t = &mut tmp[..a.len()];
-                        read_remote(pid, addr + (i * piece) as u64, t)?;
-                        op.combine(a, t);
-                    }
-                }
+        self.take(from, acc, |frag, acc| combine_in(op, frag, acc, tmp))
+    }
+
+    fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+        // Always through the queues: a single-copy descriptor would tie the slot to our
+        // buffer until every reader has come by, which a nonblocking caller cannot wait for.
+        self.set_readers(to)?;
+        let n = self.units(data.len(), false);
+        while x.done < n {
+            if !self.try_send(&data[self.unit_range(x.done, data.len(), false)], false)? {
+                return Ok(false);
             }
-            Ok(())
-        })
+            x.done += 1;
+        }
+        Ok(true)
+    }
+
+    fn poll_recv(
+        &mut self,
+        x: &mut Transfer,
+        from: u32,
+        buf: &mut [u8],
+        op: Option<&dyn Combine>,
+    ) -> Result<bool> {
+        let w = self.local(from)?;
+        // An empty message still takes one entry.
+        while !x.started || x.done < buf.len() {
+            let rest = &mut buf[x.done..];
+            let got = match op {
+                None => self.try_take(w, rest, &mut copy_out)?,
+                Some(op) => {
+                    let tmp = &mut x.tmp;
+                    self.try_take(w, rest, &mut |frag: Frag<'_>, acc: &mut [u8]| {
+                        if matches!(frag, Frag::Remote { .. }) {
+                            tmp.resize(acc.len().min(REDUCE_PIECE), 0);
+                        }
+                        combine_in(op, frag, acc, tmp)
+                    })?
+                }
+            };
+            match got {
+                Some(n) => {
+                    x.started = true;
+                    x.done += n;
+                }
+                None => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    fn check_peer(&mut self, peer: u32) -> Result<()> {
+        let j = self.local(peer)?;
+        self.check_alive(j)
     }
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {

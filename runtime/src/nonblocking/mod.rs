@@ -1,0 +1,135 @@
+//! Nonblocking collectives, after NumGRID: each call builds a [`Schedule`] of steps over
+//! the plan's levels (local roots gather from their groups, then talk to the level
+//! above) and returns at once; the [`Engine`] advances schedules whenever the application
+//! tests or waits on any request.
+//!
+//! Schedules run one after another, in the order they were started. Every rank starts
+//! collectives in the same order (MPI requires it), so the messages between any two ranks
+//! come in the same order on both sides, which the shared-memory queues rely on.
+//!
+//! Per level the schedules use the configured algorithm's tree: flat or k-nomial
+//! (scatter-allgather and reduce-scatter-gather become binomial trees, the ring top
+//! allreduce becomes recursive doubling). Messages are not pipelined across levels.
+
+pub mod iallreduce;
+pub mod ibarrier;
+pub mod ibcast;
+pub mod ireduce;
+pub mod schedule;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use topo_hierarchy::settings::{BcastAlg, ReduceAlg};
+
+pub use schedule::{Action, Buf, Builder, Link, Region, Schedule};
+
+use crate::error::Result;
+use crate::tree;
+use crate::view::Fabric;
+
+/// How often a waiting rank checks that the peers it waits on are alive.
+const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
+
+/// The schedules in flight on one rank, oldest first.
+#[derive(Debug, Default)]
+pub struct Engine {
+    queue: VecDeque<(u64, Schedule)>,
+}
+
+impl Engine {
+    /// Queues schedule `id` (ids grow with every call) and starts it if nothing is ahead.
+    pub fn start(&mut self, id: u64, s: Schedule, fabric: &mut dyn Fabric) -> Result<()> {
+        self.queue.push_back((id, s));
+        self.progress(fabric)
+    }
+
+    /// Advances the schedules as far as they go without waiting.
+    pub fn progress(&mut self, fabric: &mut dyn Fabric) -> Result<()> {
+        while let Some((_, s)) = self.queue.front_mut() {
+            if !s.poll(fabric)? {
+                return Ok(());
+            }
+            self.queue.pop_front();
+        }
+        Ok(())
+    }
+
+    /// Whether schedule `id` has completed.
+    pub fn is_done(&self, id: u64) -> bool {
+        self.queue.front().is_none_or(|(first, _)| id < *first)
+    }
+
+    /// Whether no schedule is in flight.
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// The collective at the head of the queue, for messages.
+    pub fn current(&self) -> Option<&'static str> {
+        self.queue.front().map(|(_, s)| s.name())
+    }
+
+    /// Advances the schedules until `done` holds: spins `spin` rounds, then yields the
+    /// core, checking now and then that the peers waited on are alive.
+    pub fn wait_until(
+        &mut self,
+        fabric: &mut dyn Fabric,
+        spin: u32,
+        mut done: impl FnMut(&Self) -> Result<bool>,
+    ) -> Result<()> {
+        let mut rounds = 0u32;
+        let mut last_check = Instant::now();
+        loop {
+            self.progress(fabric)?;
+            if done(self)? {
+                return Ok(());
+            }
+            if rounds < spin {
+                std::hint::spin_loop();
+                rounds += 1;
+                continue;
+            }
+            std::thread::yield_now();
+            if last_check.elapsed() >= LIVENESS_PERIOD {
+                last_check = Instant::now();
+                if let Some((_, s)) = self.queue.front_mut() {
+                    s.check_peers(fabric)?;
+                }
+            }
+        }
+    }
+
+    /// Completes every schedule in flight.
+    pub fn drain(&mut self, fabric: &mut dyn Fabric, spin: u32) -> Result<()> {
+        self.wait_until(fabric, spin, |e| Ok(e.is_idle()))
+    }
+}
+
+/// Parent and children of `me` in a broadcast over a group of `n` rooted at `root`.
+pub(crate) fn bcast_shape(
+    alg: BcastAlg,
+    me: usize,
+    root: usize,
+    n: usize,
+) -> (Option<usize>, Vec<usize>) {
+    match alg {
+        BcastAlg::Flat => tree::flat(me, root, n),
+        BcastAlg::Knomial(k) => tree::knomial(me, root, n, k as usize),
+        BcastAlg::ScatterAllgather => tree::knomial(me, root, n, 2),
+    }
+}
+
+/// Parent and children of `me` in a reduction over a group of `n` rooted at `root`.
+pub(crate) fn reduce_shape(
+    alg: ReduceAlg,
+    me: usize,
+    root: usize,
+    n: usize,
+) -> (Option<usize>, Vec<usize>) {
+    match alg {
+        ReduceAlg::Flat => tree::flat(me, root, n),
+        ReduceAlg::Knomial(k) => tree::knomial(me, root, n, k as usize),
+        ReduceAlg::ReduceScatterGather => tree::knomial(me, root, n, 2),
+    }
+}

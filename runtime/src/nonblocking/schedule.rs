@@ -1,0 +1,356 @@
+//! A nonblocking collective as a schedule: rounds of steps over the plan's levels. The
+//! steps of a round run concurrently (each polled in turn); a round starts when the one
+//! before it has completed. Transfers are polled through [`Transport::poll_send`] and
+//! [`Transport::poll_recv`]: shared-memory queue steps complete by polling, network steps
+//! are `MPI_Isend`/`MPI_Irecv` that are tested.
+//!
+//! Builders keep one rule: within a round, no step writes a region that another step of
+//! the round reads or writes, except receive-and-combine steps into the same accumulator
+//! (each combine happens inside one poll call, so they never overlap in time).
+//!
+//! The schedule refers to the caller's buffers by address; [`Schedule::new`] is the one
+//! place that accepts them, and its contract is what the request's scope guarantees.
+
+use std::ptr::NonNull;
+
+use crate::combine::Combine;
+use crate::error::Result;
+use crate::transport::{Transfer, Transport};
+use crate::view::Fabric;
+
+/// Which buffer a region lies in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buf {
+    /// The caller's send buffer (read only).
+    Send,
+    /// The caller's receive buffer.
+    Recv,
+    /// The schedule's own accumulator.
+    Acc,
+    /// The schedule's own scratch.
+    Tmp,
+}
+
+/// Bytes `off..off + len` of a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    /// The buffer.
+    pub buf: Buf,
+    /// First byte.
+    pub off: usize,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+impl Region {
+    /// All `len` bytes of `buf`.
+    pub fn whole(buf: Buf, len: usize) -> Self {
+        Region { buf, off: 0, len }
+    }
+}
+
+/// Which transport a step uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// The transport of the rank's level `i`.
+    Level(usize),
+    /// The transport that reaches a peer directly (the root detour).
+    Direct(u32),
+    /// None: a local copy or combine.
+    Local,
+}
+
+/// What a step does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send `src` to every rank in `to`.
+    Send {
+        /// Receivers.
+        to: Vec<u32>,
+        /// What to send.
+        src: Region,
+    },
+    /// Receive into `dst` from `from`.
+    Recv {
+        /// Sender.
+        from: u32,
+        /// Where it lands.
+        dst: Region,
+    },
+    /// Receive from `from` and combine into `acc`.
+    RecvReduce {
+        /// Sender.
+        from: u32,
+        /// The accumulator.
+        acc: Region,
+    },
+    /// Copy `src` to `dst` locally.
+    Copy {
+        /// Source.
+        src: Region,
+        /// Destination (another buffer).
+        dst: Region,
+    },
+    /// Combine `src` into `acc` locally.
+    Combine {
+        /// The accumulator.
+        acc: Region,
+        /// What is combined in (another buffer).
+        src: Region,
+    },
+}
+
+impl Action {
+    /// The rank this step waits on, if any.
+    fn peer(&self) -> Option<u32> {
+        match self {
+            Action::Send { to, .. } => to.first().copied(),
+            Action::Recv { from, .. } | Action::RecvReduce { from, .. } => Some(*from),
+            Action::Copy { .. } | Action::Combine { .. } => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Step {
+    link: Link,
+    action: Action,
+    x: Transfer,
+    done: bool,
+}
+
+/// Collects a schedule's rounds.
+#[derive(Debug, Default)]
+pub struct Builder {
+    rounds: Vec<Vec<Step>>,
+}
+
+impl Builder {
+    /// Appends a round of `steps` (nothing when empty).
+    pub fn round(&mut self, steps: impl IntoIterator<Item = (Link, Action)>) {
+        let steps: Vec<Step> = steps
+            .into_iter()
+            .map(|(link, action)| Step {
+                link,
+                action,
+                x: Transfer::default(),
+                done: false,
+            })
+            .collect();
+        if !steps.is_empty() {
+            self.rounds.push(steps);
+        }
+    }
+
+    /// Appends a round of one step.
+    pub fn step(&mut self, link: Link, action: Action) {
+        self.round([(link, action)]);
+    }
+
+    /// The steps so far, round by round (for tests and debugging).
+    pub fn actions(&self) -> Vec<Vec<(Link, Action)>> {
+        self.rounds
+            .iter()
+            .map(|r| r.iter().map(|s| (s.link, s.action.clone())).collect())
+            .collect()
+    }
+}
+
+/// Base address and length of a buffer.
+#[derive(Debug, Clone, Copy)]
+struct Base {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Base {
+    const NONE: Base = Base {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+}
+
+/// A collective in progress on one rank.
+pub struct Schedule {
+    name: &'static str,
+    rounds: Vec<Vec<Step>>,
+    round: usize,
+    send: Base,
+    recv: Base,
+    acc: Base,
+    tmp: Base,
+    /// Owns the memory `acc` and `tmp` point into.
+    _owned: (Vec<u8>, Vec<u8>),
+    op: Option<Box<dyn Combine>>,
+}
+
+impl std::fmt::Debug for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Schedule")
+            .field("name", &self.name)
+            .field("round", &self.round)
+            .field("rounds", &self.rounds.len())
+            .finish()
+    }
+}
+
+impl Schedule {
+    /// A schedule named `name` (for error messages) running the rounds of `b` over the
+    /// caller's `send` and `recv` buffers, an accumulator of `acc` bytes and scratch of
+    /// `tmp` bytes, combining with `op`.
+    ///
+    /// # Safety
+    ///
+    /// Until the schedule completes (or is dropped), `send` must stay valid for reads and
+    /// unmodified, and `recv` valid for reads and writes and untouched by anyone else. A
+    /// request's scope guarantees this: it borrows both for longer than the request lives.
+    pub unsafe fn new(
+        name: &'static str,
+        b: Builder,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        acc: usize,
+        tmp: usize,
+        op: Option<Box<dyn Combine>>,
+    ) -> Self {
+        let mut owned = (vec![0u8; acc], vec![0u8; tmp]);
+        let base = |ptr: *mut u8, len| Base { ptr, len };
+        Schedule {
+            name,
+            rounds: b.rounds,
+            round: 0,
+            send: send.map_or(Base::NONE, |s| base(s.as_ptr().cast_mut(), s.len())),
+            recv: recv.map_or(Base::NONE, |r| base(r.as_mut_ptr(), r.len())),
+            acc: base(owned.0.as_mut_ptr(), acc),
+            tmp: base(owned.1.as_mut_ptr(), tmp),
+            _owned: owned,
+            op,
+        }
+    }
+
+    /// The collective's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Makes what progress it can without waiting; returns whether the schedule is done.
+    pub fn poll(&mut self, fabric: &mut dyn Fabric) -> Result<bool> {
+        let mem = Memory {
+            send: self.send,
+            recv: self.recv,
+            acc: self.acc,
+            tmp: self.tmp,
+        };
+        let op = self.op.as_deref();
+        while let Some(round) = self.rounds.get_mut(self.round) {
+            let mut all = true;
+            for step in round.iter_mut().filter(|s| !s.done) {
+                step.done = run(fabric, step, &mem, op).map_err(|e| e.during(self.name))?;
+                all &= step.done;
+            }
+            if !all {
+                return Ok(false);
+            }
+            self.round += 1;
+        }
+        Ok(true)
+    }
+
+    /// Fails if a peer the current round waits on has died.
+    pub fn check_peers(&mut self, fabric: &mut dyn Fabric) -> Result<()> {
+        if let Some(round) = self.rounds.get(self.round) {
+            for step in round.iter().filter(|s| !s.done) {
+                if let Some(p) = step.action.peer() {
+                    link(fabric, step.link)
+                        .check_peer(p)
+                        .map_err(|e| e.during(self.name))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn link(fabric: &mut dyn Fabric, l: Link) -> &mut dyn Transport {
+    match l {
+        Link::Level(i) => fabric.level(i),
+        Link::Direct(p) => fabric.direct(p),
+        Link::Local => unreachable!("a local step has no transport"),
+    }
+}
+
+/// The schedule's buffers.
+struct Memory {
+    send: Base,
+    recv: Base,
+    acc: Base,
+    tmp: Base,
+}
+
+impl Memory {
+    fn base(&self, b: Buf) -> Base {
+        match b {
+            Buf::Send => self.send,
+            Buf::Recv => self.recv,
+            Buf::Acc => self.acc,
+            Buf::Tmp => self.tmp,
+        }
+    }
+
+    fn ptr(&self, r: Region) -> *mut u8 {
+        let b = self.base(r.buf);
+        assert!(
+            r.off + r.len <= b.len && (r.len == 0 || !b.ptr.is_null()),
+            "schedule region {r:?} outside its buffer of {} bytes",
+            b.len
+        );
+        if r.len == 0 {
+            return NonNull::dangling().as_ptr();
+        }
+        // SAFETY: in bounds (checked above).
+        unsafe { b.ptr.add(r.off) }
+    }
+
+    fn get(&self, r: Region) -> &[u8] {
+        // SAFETY: `Schedule::new`'s contract keeps the buffer valid; the builders' rule
+        // keeps any concurrent writer away from this region while the slice lives.
+        unsafe { std::slice::from_raw_parts(self.ptr(r), r.len) }
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    fn get_mut(&self, r: Region) -> &mut [u8] {
+        assert!(r.buf != Buf::Send, "schedule writes into the send buffer");
+        // SAFETY: as in `get`; only this step touches the region while the slice lives.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(r), r.len) }
+    }
+}
+
+fn run(
+    fabric: &mut dyn Fabric,
+    step: &mut Step,
+    mem: &Memory,
+    op: Option<&dyn Combine>,
+) -> Result<bool> {
+    let x = &mut step.x;
+    let need_op = || op.expect("a reducing schedule carries its operation");
+    match &step.action {
+        Action::Send { to, src } => link(fabric, step.link).poll_send(x, to, mem.get(*src)),
+        Action::Recv { from, dst } => {
+            link(fabric, step.link).poll_recv(x, *from, mem.get_mut(*dst), None)
+        }
+        Action::RecvReduce { from, acc } => {
+            let acc = mem.get_mut(*acc);
+            link(fabric, step.link).poll_recv(x, *from, acc, Some(need_op()))
+        }
+        Action::Copy { src, dst } => {
+            assert_ne!(src.buf, dst.buf, "schedule copies within one buffer");
+            mem.get_mut(*dst).copy_from_slice(mem.get(*src));
+            Ok(true)
+        }
+        Action::Combine { acc, src } => {
+            assert_ne!(acc.buf, src.buf, "schedule combines within one buffer");
+            need_op().combine(mem.get_mut(*acc), mem.get(*src));
+            Ok(true)
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Nonblocking schedules over the `sim` transport: random hierarchies, several
+//! collectives in flight at once on every rank, every result against the reference.
+
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use topo_runtime::combine::sum_i64;
+use topo_runtime::nonblocking::{Builder, Engine, Schedule, iallreduce, ibarrier, ibcast, ireduce};
+use topo_runtime::view::Fabric;
+
+use crate::sim::{LEVELS, bytes, data, ints, plans, run, settings, sum};
+
+/// A schedule over the caller's buffers.
+fn schedule(
+    name: &'static str,
+    b: Builder,
+    send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
+    acc: usize,
+    tmp: usize,
+) -> Schedule {
+    // SAFETY: every buffer outlives the engine drain in `finish`, and nothing touches them
+    // until then.
+    unsafe { Schedule::new(name, b, send, recv, acc, tmp, Some(Box::new(sum_i64()))) }
+}
+
+/// Polls until every schedule has completed, failing after 30 s.
+fn finish(engine: &mut Engine, fabric: &mut dyn Fabric) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !engine.is_idle() {
+        engine.progress(fabric).unwrap();
+        assert!(
+            Instant::now() < deadline,
+            "schedules deadlock in {:?}",
+            engine.current()
+        );
+        std::thread::yield_now();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn nonblocking_collectives_in_flight_together_match_the_reference(
+        nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
+        cyclic: bool, s in settings(), len in prop::sample::select(vec![1usize, 3, 511, 1700]),
+        root_pick in 0u32..1000,
+    ) {
+        let rpn = rpn.min(sockets * 8);
+        let plans = plans(nodes, rpn, sockets, LEVELS[levels], cyclic);
+        let size = plans.len() as u32;
+        let root = root_pick % size;
+        let expect = sum(size, len);
+        let (out, _) = run(&plans, |view, fabric| {
+            let me = view.rank;
+            let is_root = me == root;
+            let n = len * 8;
+            let mine = bytes(&data(me, len));
+            let mut b = if is_root { mine.clone() } else { vec![0; n] };
+            let mut r = vec![0u8; n];
+            let mut inplace = mine.clone();
+            let mut a = vec![0u8; n];
+            let mut ip = mine.clone();
+            let mut engine = Engine::default();
+            // Six collectives started back to back, then completed together.
+            let bc = ibcast::build(view, &s, root, n);
+            let sb = schedule("MPI_Ibcast", bc, None, Some(&mut b), 0, 0);
+            let (rb, acc) = ireduce::build(view, &s, root, true, n);
+            let sr = schedule("MPI_Ireduce", rb, Some(&mine), is_root.then_some(&mut r[..]), acc, 0);
+            let (rb, acc) = ireduce::build(view, &s, root, !is_root, n);
+            let (send, recv) = if is_root { (None, Some(&mut inplace[..])) } else { (Some(&mine[..]), None) };
+            let sri = schedule("MPI_Ireduce", rb, send, recv, acc, 0);
+            let sbar = schedule("MPI_Ibarrier", ibarrier::build(view, &s), None, None, 0, 0);
+            let (ab, tmp) = iallreduce::build(view, &s, true, n);
+            let sa = schedule("MPI_Iallreduce", ab, Some(&mine), Some(&mut a), 0, tmp);
+            let (ab, tmp) = iallreduce::build(view, &s, false, n);
+            let sai = schedule("MPI_Iallreduce", ab, None, Some(&mut ip), 0, tmp);
+            for (id, sched) in [sb, sr, sri, sbar, sa, sai].into_iter().enumerate() {
+                engine.start(id as u64, sched, fabric).unwrap();
+            }
+            finish(&mut engine, fabric);
+            assert_eq!(ints(&b), data(root, len), "ibcast at rank {me}");
+            if is_root {
+                assert_eq!(ints(&r), expect, "ireduce at root {root}");
+                assert_eq!(ints(&inplace), expect, "in-place ireduce at root {root}");
+            }
+            assert_eq!(ip, a, "in-place iallreduce at rank {me}");
+            ints(&a)
+        });
+        for (rank, got) in out.iter().enumerate() {
+            prop_assert_eq!(got, &expect, "iallreduce at rank {}", rank);
+        }
+    }
+}
