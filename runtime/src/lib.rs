@@ -16,6 +16,7 @@ pub mod links;
 pub mod nonblocking;
 mod plain;
 pub mod reduce;
+pub mod request;
 pub mod ring;
 mod topo;
 pub mod transport;
@@ -23,5 +24,6 @@ pub mod tree;
 pub mod view;
 
 pub use error::{Error, Result};
+pub use request::{Request, wait_all, wait_any};
 pub use topo::{ABORT_CODE, Fallback, SHM_DIR_ENV, Topo};
 pub use topo_hierarchy::Settings;

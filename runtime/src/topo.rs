@@ -7,10 +7,14 @@ use mpi::datatype::Equivalence;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use topo_hierarchy::{PLAN_ENV, RankPlan, Settings};
 
+use std::cell::{RefCell, RefMut};
+use std::rc::Rc;
+
 use crate::error::{Error, Result};
 use crate::links::Links;
 use crate::plain::{self, MpiCombine};
 use crate::reduce::Scratch;
+use crate::request::Core;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
@@ -30,28 +34,40 @@ pub enum Fallback {
     NoSharedMemory,
 }
 
-struct Hier {
-    view: View,
-    settings: Settings,
-    links: Links<MpiTransport>,
+pub(crate) struct Hier {
+    pub(crate) view: View,
+    pub(crate) settings: Settings,
+    pub(crate) links: Links<MpiTransport>,
     scratch: Scratch,
-    node: String,
 }
 
 /// topo-run's collectives for one MPI job (the world communicator).
 ///
-/// Drop it before MPI is finalized (before the `Universe`).
+/// Drop it before MPI is finalized (before the `Universe`). Dropping it completes every
+/// nonblocking collective still in flight.
 pub struct Topo {
-    world: SimpleCommunicator,
-    hier: Option<Box<Hier>>,
+    pub(crate) world: SimpleCommunicator,
+    pub(crate) core: Rc<RefCell<Core>>,
     fallback: Option<Fallback>,
+    node: String,
+}
+
+impl Drop for Topo {
+    fn drop(&mut self) {
+        let mut core = self.core.borrow_mut();
+        if let Err(e) = core.quiesce() {
+            drop(core);
+            self.abort("MPI_Finalize", e);
+        }
+        core.hier = None;
+    }
 }
 
 impl std::fmt::Debug for Topo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Topo")
             .field("rank", &self.world.rank())
-            .field("hierarchical", &self.hier.is_some())
+            .field("hierarchical", &self.is_hierarchical())
             .field("fallback", &self.fallback)
             .finish()
     }
@@ -137,11 +153,7 @@ impl Topo {
                      by topo-run; collectives use MPI's own (run `srun --mpi=pmix topo-run ./app`)"
                 );
             }
-            return Ok(Topo {
-                world,
-                hier: None,
-                fallback: Some(Fallback::NoPlan),
-            });
+            return Ok(Topo::new(world, None, Some(Fallback::NoPlan), hostname()));
         };
         let mut view = View::from_plan(&plan);
         // Pipelining is a job-wide choice: on if any rank has more than one level.
@@ -160,27 +172,50 @@ impl Topo {
                         "topo-run: warning: {reason}; collectives use MPI's own for this run"
                     );
                 }
-                return Ok(Topo {
+                return Ok(Topo::new(
                     world,
-                    hier: None,
-                    fallback: Some(Fallback::NoSharedMemory),
-                });
+                    None,
+                    Some(Fallback::NoSharedMemory),
+                    plan.node,
+                ));
             }
         };
         Self::setup_single_copy(&world, &settings, shm.as_mut());
         let net = MpiTransport::new(world.duplicate());
         let links = Links::new(&view, plan.peers.clone(), shm, net);
-        Ok(Topo {
+        let hier = Hier {
+            view,
+            settings,
+            links,
+            scratch: Scratch::default(),
+        };
+        Ok(Topo::new(world, Some(Box::new(hier)), None, plan.node))
+    }
+
+    fn new(
+        world: SimpleCommunicator,
+        hier: Option<Box<Hier>>,
+        fallback: Option<Fallback>,
+        node: String,
+    ) -> Topo {
+        let core = Core::new(hier, world.rank(), node.clone());
+        Topo {
             world,
-            hier: Some(Box::new(Hier {
-                view,
-                settings,
-                links,
-                scratch: Scratch::default(),
-                node: plan.node,
-            })),
-            fallback: None,
-        })
+            core: Rc::new(RefCell::new(core)),
+            fallback,
+            node,
+        }
+    }
+
+    /// The shared state, after every nonblocking collective in flight has completed (a
+    /// blocking call must not overtake them).
+    fn quiesced(&self, op: &'static str) -> RefMut<'_, Core> {
+        let mut core = self.core.borrow_mut();
+        if let Err(e) = core.quiesce() {
+            drop(core);
+            self.abort(op, e);
+        }
+        core
     }
 
     fn read_plan(world: &SimpleCommunicator, text: &str) -> Result<(RankPlan, Settings)> {
@@ -325,12 +360,13 @@ impl Topo {
     /// The size from which node-local messages are copied once, straight from the
     /// sender's buffer (`None`: every message goes through the shared-memory queues).
     pub fn single_copy(&self) -> Option<usize> {
-        self.hier.as_ref()?.links.shm.as_ref()?.single_copy()
+        let core = self.core.borrow();
+        core.hier.as_ref()?.links.shm.as_ref()?.single_copy()
     }
 
     /// Whether the hierarchical path is active.
     pub fn is_hierarchical(&self) -> bool {
-        self.hier.is_some()
+        self.core.borrow().hier.is_some()
     }
 
     /// The world communicator topo-run works on (a duplicate of the application's).
@@ -338,19 +374,14 @@ impl Topo {
         &self.world
     }
 
-    fn abort(&self, op: &'static str, e: Error) -> ! {
-        let e = e.during(op);
-        let node = self.hier.as_ref().map_or_else(hostname, |h| h.node.clone());
-        eprintln!(
-            "topo-run: rank {} on {node}: {op} failed: {e}; aborting the job",
-            self.world.rank()
-        );
-        self.world.abort(ABORT_CODE)
+    pub(crate) fn abort(&self, op: &'static str, e: Error) -> ! {
+        abort(self.world.rank(), &self.node, op, e)
     }
 
     /// Broadcasts `buf` from `root` (rsmpi: `Root::broadcast_into`).
     pub fn broadcast_into<T: Equivalence + Copy + 'static>(&mut self, root: i32, buf: &mut [T]) {
-        match &mut self.hier {
+        let mut core = self.quiesced("MPI_Bcast");
+        match &mut core.hier {
             Some(h) if plain::is_plain::<T>() => {
                 let r = bcast::bcast(
                     &h.view,
@@ -417,7 +448,8 @@ impl Topo {
         recv: Option<&mut [T]>,
         op: O,
     ) {
-        match &mut self.hier {
+        let mut core = self.quiesced("MPI_Reduce");
+        match &mut core.hier {
             Some(h) if plain::is_plain::<T>() && op.is_commutative() => {
                 let combine = MpiCombine::new::<T, O>(&op);
                 let r = reduce::reduce(
@@ -480,7 +512,8 @@ impl Topo {
         recv: &mut [T],
         op: O,
     ) {
-        match &mut self.hier {
+        let mut core = self.quiesced("MPI_Allreduce");
+        match &mut core.hier {
             Some(h) if plain::is_plain::<T>() && op.is_commutative() => {
                 let combine = MpiCombine::new::<T, O>(&op);
                 let r = allreduce::allreduce(
@@ -508,7 +541,8 @@ impl Topo {
 
     /// Returns once every rank has called it (rsmpi: `Communicator::barrier`).
     pub fn barrier(&mut self) {
-        match &mut self.hier {
+        let mut core = self.quiesced("MPI_Barrier");
+        match &mut core.hier {
             Some(h) => {
                 if let Err(e) = barrier::barrier(&h.view, &mut h.links, &h.settings) {
                     self.abort("MPI_Barrier", e);
@@ -517,6 +551,13 @@ impl Topo {
             None => self.world.barrier(),
         }
     }
+}
+
+/// Reports a failed collective and aborts the job with [`ABORT_CODE`].
+pub(crate) fn abort(rank: i32, node: &str, op: &'static str, e: Error) -> ! {
+    let e = e.during(op);
+    eprintln!("topo-run: rank {rank} on {node}: {op} failed: {e}; aborting the job");
+    SimpleCommunicator::world().abort(ABORT_CODE)
 }
 
 fn hostname() -> String {

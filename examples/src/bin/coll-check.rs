@@ -143,6 +143,106 @@ impl Checker<'_> {
         }
     }
 
+    /// The nonblocking reductions of `check_op`, all in flight at once: allreduce out of
+    /// place and in place, and a reduce to every root (in place at the root), with a
+    /// blocking barrier in the middle. Completed with `wait_all`.
+    fn check_nonblocking_op<T: Value, O: Operation + Copy>(
+        &mut self,
+        name: &str,
+        op: O,
+        n: usize,
+        roots: &[i32],
+    ) {
+        let rank = self.world.rank();
+        let tag = |c: &str| format!("{c} {} x{n} op={name}", T::NAME);
+        let send: Vec<T> = self.values(n, 1, name);
+        let mut want = send.clone();
+        self.world.all_reduce_into(&send[..n], &mut want[..n], op);
+        let rsend: Vec<Vec<T>> = roots
+            .iter()
+            .map(|&r| self.values(n, 2 + i64::from(r), name))
+            .collect();
+        let mut rwant = rsend.clone();
+        for ((&root, s), w) in roots.iter().zip(&rsend).zip(&mut rwant) {
+            let p = self.world.process_at_rank(root);
+            if rank == root {
+                p.reduce_into_root(&s[..n], &mut w[..n], op);
+            } else {
+                p.reduce_into(&s[..n], op);
+            }
+        }
+        let mut got = send.clone();
+        let mut inplace = send.clone();
+        let mut rgot = rsend.clone();
+        let topo = &mut self.topo;
+        mpi::request::scope(|scope| {
+            let mut reqs = vec![
+                topo.immediate_all_reduce_into(scope, &send[..n], &mut got[..n], op),
+                topo.immediate_all_reduce_in_place(scope, &mut inplace[..n], op),
+            ];
+            for ((&root, s), g) in roots.iter().zip(&rsend).zip(&mut rgot) {
+                reqs.push(if rank == root {
+                    topo.immediate_reduce_into_root_in_place(scope, &mut g[..n], op)
+                } else {
+                    topo.immediate_reduce_into(scope, root, &s[..n], op)
+                });
+            }
+            topo.barrier();
+            topo_runtime::wait_all(reqs);
+        });
+        self.record(&tag("iallreduce"), got[..n] == want[..n]);
+        self.record(&tag("iallreduce in-place"), inplace[..n] == want[..n]);
+        for ((&root, g), w) in roots.iter().zip(&rgot).zip(&rwant) {
+            self.record(
+                &format!("{} in-place root={root}", tag("ireduce")),
+                rank != root || g[..n] == w[..n],
+            );
+        }
+    }
+
+    /// Nonblocking broadcasts from every root at once, completed in whatever order
+    /// `wait_any` finds them, and one by `test` alone.
+    fn check_nonblocking_bcast<T: Value>(&mut self, n: usize, roots: &[i32]) {
+        let rank = self.world.rank();
+        let mut want: Vec<Vec<T>> = roots.iter().map(|_| self.values(n, 5, "sum")).collect();
+        let mut got: Vec<Vec<T>> = roots
+            .iter()
+            .zip(&want)
+            .map(|(&r, w)| {
+                if rank == r {
+                    w.clone()
+                } else {
+                    vec![T::from_i64(0); n + 1]
+                }
+            })
+            .collect();
+        for (&root, w) in roots.iter().zip(&mut want) {
+            self.world.process_at_rank(root).broadcast_into(&mut w[..n]);
+        }
+        let topo = &mut self.topo;
+        mpi::request::scope(|scope| {
+            let mut reqs: Vec<_> = roots
+                .iter()
+                .zip(&mut got)
+                .map(|(&root, g)| topo.immediate_broadcast_into(scope, root, &mut g[..n]))
+                .collect();
+            let mut last = reqs.pop().expect("at least one root");
+            while topo_runtime::wait_any(&mut reqs).is_some() {}
+            loop {
+                match last.test() {
+                    Ok(()) => break,
+                    Err(r) => last = r,
+                }
+            }
+        });
+        for ((&root, g), w) in roots.iter().zip(&got).zip(&want) {
+            self.record(
+                &format!("ibcast {} x{n} root={root}", T::NAME),
+                g[..n] == w[..n],
+            );
+        }
+    }
+
     fn check_bcast<T: Value>(&mut self, n: usize, roots: &[i32]) {
         for &root in roots {
             let mut want: Vec<T> = self.values(n, 5, "sum");
@@ -182,6 +282,8 @@ impl Checker<'_> {
         for &n in &sizes {
             self.check_bcast::<T>(n, &roots);
             self.check_op::<T, _>("sum", sum, n, &roots);
+            self.check_nonblocking_bcast::<T>(n, &roots);
+            self.check_nonblocking_op::<T, _>("sum", sum, n, &roots);
         }
         // Every predefined operation that applies to the type, at a few sizes.
         let mut ops = vec![
@@ -202,6 +304,7 @@ impl Checker<'_> {
         for (name, op) in ops {
             for n in [1, 1021, (8 << 10) / e + 1] {
                 self.check_op::<T, _>(name, op, n, &roots);
+                self.check_nonblocking_op::<T, _>(name, op, n, &roots);
             }
         }
     }
@@ -257,6 +360,8 @@ fn main() -> anyhow::Result<()> {
     for n in [1, 1025, 70_000] {
         c.check_op::<i64, _>("user-commutative", &absmax, n, &roots);
         c.check_op::<i64, _>("user-noncommutative", &first, n, &roots);
+        c.check_nonblocking_op::<i64, _>("user-commutative", &absmax, n, &roots);
+        c.check_nonblocking_op::<i64, _>("user-noncommutative", &first, n, &roots);
     }
     // Back-to-back small calls: slot reuse under pressure.
     let reps = if args.quick {
@@ -284,6 +389,38 @@ fn main() -> anyhow::Result<()> {
         }
     }
     c.record(&format!("{reps} back-to-back allreduce+bcast"), all_ok);
+    // Back-to-back nonblocking calls, several in flight, mixed with blocking ones.
+    let mut all_ok = true;
+    for i in 0..reps / 4 {
+        let v = [i as i64 + i64::from(rank); 3];
+        let mut got = [0i64; 3];
+        let root = (i % world.size() as usize) as i32;
+        let mut b = [if rank == root { i as u8 } else { 0 }; 5];
+        let mut blocking = [0i64; 3];
+        let topo = &mut c.topo;
+        mpi::request::scope(|scope| {
+            let a =
+                topo.immediate_all_reduce_into(scope, &v[..], &mut got[..], SystemOperation::sum());
+            let bc = topo.immediate_broadcast_into(scope, root, &mut b[..]);
+            let bar = topo.immediate_barrier();
+            if i % 2 == 0 {
+                topo.all_reduce_into(&v[..], &mut blocking[..], SystemOperation::sum());
+            }
+            bar.wait();
+            bc.wait();
+            a.wait();
+        });
+        let s = world.size() as i64;
+        let want = [i as i64 * s + s * (s - 1) / 2; 3];
+        all_ok &= got == want && b == [i as u8; 5] && (i % 2 == 1 || blocking == want);
+    }
+    c.record(
+        &format!(
+            "{} back-to-back nonblocking allreduce+bcast+barrier",
+            reps / 4
+        ),
+        all_ok,
+    );
     c.topo.barrier();
     let (passed, failed) = (c.passed, c.failed);
     drop(c);

@@ -18,7 +18,6 @@ pub mod ireduce;
 pub mod schedule;
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
 
 use topo_hierarchy::settings::{BcastAlg, ReduceAlg};
 
@@ -27,9 +26,6 @@ pub use schedule::{Action, Buf, Builder, Link, Region, Schedule};
 use crate::error::Result;
 use crate::tree;
 use crate::view::Fabric;
-
-/// How often a waiting rank checks that the peers it waits on are alive.
-const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
 
 /// The schedules in flight on one rank, oldest first.
 #[derive(Debug, Default)]
@@ -70,39 +66,12 @@ impl Engine {
         self.queue.front().map(|(_, s)| s.name())
     }
 
-    /// Advances the schedules until `done` holds: spins `spin` rounds, then yields the
-    /// core, checking now and then that the peers waited on are alive.
-    pub fn wait_until(
-        &mut self,
-        fabric: &mut dyn Fabric,
-        spin: u32,
-        mut done: impl FnMut(&Self) -> Result<bool>,
-    ) -> Result<()> {
-        let mut rounds = 0u32;
-        let mut last_check = Instant::now();
-        loop {
-            self.progress(fabric)?;
-            if done(self)? {
-                return Ok(());
-            }
-            if rounds < spin {
-                std::hint::spin_loop();
-                rounds += 1;
-                continue;
-            }
-            std::thread::yield_now();
-            if last_check.elapsed() >= LIVENESS_PERIOD {
-                last_check = Instant::now();
-                if let Some((_, s)) = self.queue.front_mut() {
-                    s.check_peers(fabric)?;
-                }
-            }
+    /// Fails if a peer the oldest schedule waits on has died.
+    pub fn check_peers(&mut self, fabric: &mut dyn Fabric) -> Result<()> {
+        match self.queue.front_mut() {
+            Some((_, s)) => s.check_peers(fabric),
+            None => Ok(()),
         }
-    }
-
-    /// Completes every schedule in flight.
-    pub fn drain(&mut self, fabric: &mut dyn Fabric, spin: u32) -> Result<()> {
-        self.wait_until(fabric, spin, |e| Ok(e.is_idle()))
     }
 }
 

@@ -339,8 +339,10 @@ fn run(
             link(fabric, step.link).poll_recv(x, *from, mem.get_mut(*dst), None)
         }
         Action::RecvReduce { from, acc } => {
+            // An empty message (a barrier's) has nothing to combine.
+            let op = (acc.len > 0).then(need_op);
             let acc = mem.get_mut(*acc);
-            link(fabric, step.link).poll_recv(x, *from, acc, Some(need_op()))
+            link(fabric, step.link).poll_recv(x, *from, acc, op)
         }
         Action::Copy { src, dst } => {
             assert_ne!(src.buf, dst.buf, "schedule copies within one buffer");
