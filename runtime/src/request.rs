@@ -128,7 +128,7 @@ impl Core {
         self.wait_until(|c| c.engine.is_idle() && c.native.is_empty())
     }
 
-    fn fail(&self, e: crate::Error) -> ! {
+    pub(crate) fn fail(&self, e: crate::Error) -> ! {
         let op = self.engine.current().unwrap_or("a nonblocking collective");
         abort(self.rank, &self.node, op, e)
     }

@@ -56,8 +56,7 @@ impl Drop for Topo {
     fn drop(&mut self) {
         let mut core = self.core.borrow_mut();
         if let Err(e) = core.quiesce() {
-            drop(core);
-            self.abort("MPI_Finalize", e);
+            core.fail(e);
         }
         core.hier = None;
     }
@@ -209,11 +208,11 @@ impl Topo {
 
     /// The shared state, after every nonblocking collective in flight has completed (a
     /// blocking call must not overtake them).
-    fn quiesced(&self, op: &'static str) -> RefMut<'_, Core> {
+    fn quiesced(&self) -> RefMut<'_, Core> {
         let mut core = self.core.borrow_mut();
         if let Err(e) = core.quiesce() {
-            drop(core);
-            self.abort(op, e);
+            // Named after the nonblocking collective that failed, not `op`.
+            core.fail(e);
         }
         core
     }
@@ -380,7 +379,7 @@ impl Topo {
 
     /// Broadcasts `buf` from `root` (rsmpi: `Root::broadcast_into`).
     pub fn broadcast_into<T: Equivalence + Copy + 'static>(&mut self, root: i32, buf: &mut [T]) {
-        let mut core = self.quiesced("MPI_Bcast");
+        let mut core = self.quiesced();
         match &mut core.hier {
             Some(h) if plain::is_plain::<T>() => {
                 let r = bcast::bcast(
@@ -448,7 +447,7 @@ impl Topo {
         recv: Option<&mut [T]>,
         op: O,
     ) {
-        let mut core = self.quiesced("MPI_Reduce");
+        let mut core = self.quiesced();
         match &mut core.hier {
             Some(h) if plain::is_plain::<T>() && op.is_commutative() => {
                 let combine = MpiCombine::new::<T, O>(&op);
@@ -512,7 +511,7 @@ impl Topo {
         recv: &mut [T],
         op: O,
     ) {
-        let mut core = self.quiesced("MPI_Allreduce");
+        let mut core = self.quiesced();
         match &mut core.hier {
             Some(h) if plain::is_plain::<T>() && op.is_commutative() => {
                 let combine = MpiCombine::new::<T, O>(&op);
@@ -541,7 +540,7 @@ impl Topo {
 
     /// Returns once every rank has called it (rsmpi: `Communicator::barrier`).
     pub fn barrier(&mut self) {
-        let mut core = self.quiesced("MPI_Barrier");
+        let mut core = self.quiesced();
         match &mut core.hier {
             Some(h) => {
                 if let Err(e) = barrier::barrier(&h.view, &mut h.links, &h.settings) {

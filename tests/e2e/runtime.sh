@@ -109,21 +109,41 @@ if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_(Allreduce|Bcast|Barrier) fail
   ok "rank 1 killed mid-collective: rank 0 names it and the operation ($((SECONDS - t0)) s, exit $RC)"
 else bad "rank killed mid-collective" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
 
+# A rank killed while the other waits on a nonblocking collective: the same.
+t0=$SECONDS
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --quick --die-nonblocking 1
+if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_I(allreduce|bcast|barrier) failed: rank 1 on node .* died during MPI_I" "$WORK/err" \
+   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
+  ok "rank 1 killed during a nonblocking collective: rank 0 names it and the operation ($((SECONDS - t0)) s, exit $RC)"
+else bad "rank killed during a nonblocking collective" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+
+# A request dropped before it completes is a bug, caught loudly.
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --drop-request
+if [[ $RC -ne 0 ]] && grep -q "request was dropped before it completed" "$WORK/err" \
+   && ! grep -q "went unnoticed" "$WORK/err" && (( $(shm_leftovers) == 0 )); then
+  ok "a request dropped before completion stops the job loudly (exit $RC)"
+else bad "dropped request" "exit $RC" "$(head -6 "$WORK/err")"; fi
+
 echo "== mpirun with a plan from topo-run"
 t0=$SECONDS
 timeout "$T" mpirun.openmpi --allow-run-as-root -n 2 --bind-to core "$TOPO_RUN" -- "$CHECK" --require-topo >"$WORK/out" 2>"$WORK/err"; RC=$?
 if [[ $RC -eq 0 && $(tail -1 "$WORK/out") =~ ^[0-9]+\ passed,\ 0\ failed$ ]]; then ok "mpirun -n 2 topo-run -- coll-check: $(tail -1 "$WORK/out") ($((SECONDS - t0)) s)"
 else bad "mpirun -n 2 topo-run -- coll-check" "exit $RC" "$(head -5 "$WORK/err")"; fi
 
+# Emulated nodes share this machine's 2 cores, so MPI must yield when it waits, as Open
+# MPI advises for oversubscription (otherwise every MPI wait burns whole scheduler slices:
+# the 4-node run takes minutes instead of seconds).
 echo "== 2 emulated nodes"
 start_cluster 2
 coll_check "2 nodes x 2 ranks" "$HIER" \
-  srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --require-topo --quick
+  env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" -- "$CHECK" --require-topo --quick
 
 echo "== 4 emulated nodes"
 start_cluster 4
 coll_check "4 nodes x 2 ranks" "$HIER" \
-  srun -N4 -n8 --exclusive --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$CHECK" --require-topo --quick
+  env OMPI_MCA_mpi_yield_when_idle=1 srun -N4 -n8 --exclusive --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --spin 0 -- "$CHECK" --require-topo --quick
 
 "$CLUSTER" stop >/dev/null 2>&1
 echo "$PASS passed, $FAIL failed"

@@ -3,8 +3,13 @@
 //! slowest rank's time, for both, and their ratio; and a memcpy of the same size as the
 //! physical limit of one copy.
 //!
+//! With `--overlap` it measures the nonblocking collectives instead: how much of their
+//! time hides behind computation, OSU style (test calls during the computation) and IMB
+//! style (none).
+//!
 //! ```text
 //! srun --mpi=pmix -n 4 topo-run -- coll-bench --csv --svg bench.svg
+//! srun --mpi=pmix -n 4 topo-run -- coll-bench --overlap --max 1048576
 //! ```
 
 use std::time::Instant;
@@ -50,6 +55,13 @@ struct Args {
     /// Write an SVG plot of topo-run's time normalised to MPI's against message size.
     #[arg(long, value_name = "FILE")]
     svg: Option<std::path::PathBuf>,
+    /// Measure the nonblocking collectives (ibcast, ireduce, iallreduce, ibarrier) and
+    /// how much of their time hides behind computation, in two styles: `osu` (compute as
+    /// long as the pure collective takes, calling test 10 times along the way) and `imb`
+    /// (the same compute without any test call). Reports, per style, the time of
+    /// start + compute + wait and the overlap percentage, ours against MPI's `MPI_I*`.
+    #[arg(long)]
+    overlap: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -142,6 +154,244 @@ fn measure(
         topo_us: slowest_median(world, &t_topo),
         native_us: slowest_median(world, &t_native),
     }
+}
+
+/// A request of either side, for the overlap measurement.
+trait Pending: Sized {
+    fn test(self) -> Result<(), Self>;
+    fn wait(self);
+}
+
+impl<'a, S: mpi::request::Scope<'a>> Pending for topo_runtime::Request<'a, S> {
+    fn test(self) -> Result<(), Self> {
+        topo_runtime::Request::test(self)
+    }
+    fn wait(self) {
+        topo_runtime::Request::wait(self)
+    }
+}
+
+impl<'a, D: ?Sized, S: mpi::request::Scope<'a>> Pending for mpi::request::Request<'a, D, S> {
+    fn test(self) -> Result<(), Self> {
+        mpi::request::Request::test(self).map(|_| ())
+    }
+    fn wait(self) {
+        mpi::request::Request::wait(self);
+    }
+}
+
+/// Busy computation for `us` microseconds, calling `poll` `tests` times along the way.
+fn compute(us: f64, tests: u32, mut poll: impl FnMut()) {
+    let t0 = Instant::now();
+    let slice = us / f64::from(tests + 1);
+    let mut x = 1.0f64;
+    for k in 0..=tests {
+        while t0.elapsed().as_secs_f64() * 1e6 < slice * f64::from(k + 1) {
+            for _ in 0..64 {
+                x = std::hint::black_box(x * 1.000_000_1 + 1e-9);
+            }
+        }
+        if k < tests {
+            poll();
+        }
+    }
+}
+
+/// One nonblocking collective: start, compute `compute_us` (with `tests` test calls),
+/// wait. Returns the elapsed microseconds.
+fn overlapped<P: Pending>(start: impl FnOnce() -> P, compute_us: f64, tests: u32) -> f64 {
+    let t0 = Instant::now();
+    let mut req = Some(start());
+    if compute_us > 0.0 {
+        compute(compute_us, tests, || {
+            if let Some(r) = req.take() {
+                req = r.test().err();
+            }
+        });
+    }
+    if let Some(r) = req {
+        r.wait();
+    }
+    t0.elapsed().as_secs_f64() * 1e6
+}
+
+/// Overlap results of one collective and size: pure time, and per style the overlapped
+/// time and the overlap percentage, for topo-run (index 0) and MPI (index 1).
+struct Overlap {
+    pure: [f64; 2],
+    total: [[f64; 2]; 2],
+    percent: [[f64; 2]; 2],
+}
+
+/// OSU's overlap: the share of the pure collective time hidden behind computation.
+fn overlap_percent(pure: f64, total: f64, compute: f64) -> f64 {
+    (100.0 * (1.0 - (total - compute) / pure)).clamp(0.0, 100.0)
+}
+
+fn measure_overlap(
+    args: &Args,
+    topo: &mut Topo,
+    world: &SimpleCommunicator,
+    op: &str,
+    bytes: usize,
+) -> Overlap {
+    let n = (bytes / 4).max(1);
+    let rank = world.rank();
+    let root = args.root;
+    let send = vec![rank as f32; n];
+    let mut recv = vec![0f32; n];
+    let iters = iterations(args, bytes);
+    let sum = SystemOperation::sum();
+    // One timed run of `side` (0 ours, 1 MPI's) with `compute_us` of computation.
+    let mut one = |side: usize, compute_us: f64, tests: u32| -> f64 {
+        world.barrier();
+        mpi::request::scope(|sc| match (op, side) {
+            ("ibcast", 0) => overlapped(
+                || topo.immediate_broadcast_into(sc, root, &mut recv[..]),
+                compute_us,
+                tests,
+            ),
+            ("ibcast", _) => overlapped(
+                || {
+                    world
+                        .process_at_rank(root)
+                        .immediate_broadcast_into(sc, &mut recv[..])
+                },
+                compute_us,
+                tests,
+            ),
+            ("ireduce", 0) if rank == root => overlapped(
+                || topo.immediate_reduce_into_root(sc, &send[..], &mut recv[..], sum),
+                compute_us,
+                tests,
+            ),
+            ("ireduce", 0) => overlapped(
+                || topo.immediate_reduce_into(sc, root, &send[..], sum),
+                compute_us,
+                tests,
+            ),
+            ("ireduce", _) if rank == root => overlapped(
+                || {
+                    world.process_at_rank(root).immediate_reduce_into_root(
+                        sc,
+                        &send[..],
+                        &mut recv[..],
+                        sum,
+                    )
+                },
+                compute_us,
+                tests,
+            ),
+            ("ireduce", _) => overlapped(
+                || {
+                    world
+                        .process_at_rank(root)
+                        .immediate_reduce_into(sc, &send[..], sum)
+                },
+                compute_us,
+                tests,
+            ),
+            ("iallreduce", 0) => overlapped(
+                || topo.immediate_all_reduce_into(sc, &send[..], &mut recv[..], sum),
+                compute_us,
+                tests,
+            ),
+            ("iallreduce", _) => overlapped(
+                || world.immediate_all_reduce_into(sc, &send[..], &mut recv[..], sum),
+                compute_us,
+                tests,
+            ),
+            (_, 0) => overlapped(|| topo.immediate_barrier(), compute_us, tests),
+            (_, _) => overlapped(|| world.immediate_barrier(), compute_us, tests),
+        })
+    };
+    let mut pure = [0.0; 2];
+    for (side, p) in pure.iter_mut().enumerate() {
+        for _ in 0..args.warmup {
+            one(side, 0.0, 0);
+        }
+        let t: Vec<f64> = (0..iters).map(|_| one(side, 0.0, 0)).collect();
+        *p = slowest_median(world, &t);
+    }
+    let mut total = [[0.0; 2]; 2];
+    let mut percent = [[0.0; 2]; 2];
+    // Compute as long as the slower side's pure collective takes, so both sides get the
+    // same computation; OSU calls test along the way, IMB does not.
+    let compute_us = pure[0].max(pure[1]);
+    for (style, tests) in [10u32, 0].into_iter().enumerate() {
+        for side in 0..2 {
+            let t: Vec<f64> = (0..iters).map(|_| one(side, compute_us, tests)).collect();
+            total[style][side] = slowest_median(world, &t);
+            percent[style][side] = overlap_percent(pure[side], total[style][side], compute_us);
+        }
+    }
+    Overlap {
+        pure,
+        total,
+        percent,
+    }
+}
+
+fn run_overlap(
+    args: &Args,
+    topo: &mut Topo,
+    world: &SimpleCommunicator,
+    sizes: &[usize],
+) -> anyhow::Result<()> {
+    let rank = world.rank();
+    if rank == 0 {
+        println!(
+            "{:<10} {:>9} {:>5} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6} {:>9} {:>9} {:>6} {:>6}",
+            "op",
+            "bytes",
+            "ranks",
+            "pure_us",
+            "mpi_us",
+            "osu_us",
+            "mpi_us",
+            "osu%",
+            "mpi%",
+            "imb_us",
+            "mpi_us",
+            "imb%",
+            "mpi%"
+        );
+    }
+    let ops: Vec<&str> = if args.ops.iter().any(|o| o.starts_with('i')) {
+        args.ops.iter().map(String::as_str).collect()
+    } else {
+        vec!["ibcast", "ireduce", "iallreduce", "ibarrier"]
+    };
+    for op in ops {
+        anyhow::ensure!(
+            ["ibcast", "ireduce", "iallreduce", "ibarrier"].contains(&op),
+            "unknown nonblocking collective {op:?}; use ibcast, ireduce, iallreduce or ibarrier"
+        );
+        let sizes = if op == "ibarrier" { &sizes[..1] } else { sizes };
+        for &bytes in sizes {
+            let o = measure_overlap(args, topo, world, op, bytes);
+            if rank == 0 {
+                let b = if op == "ibarrier" { 0 } else { bytes };
+                println!(
+                    "{:<10} {:>9} {:>5} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>6.1} {:>6.1} {:>9.2} {:>9.2} {:>6.1} {:>6.1}",
+                    op,
+                    b,
+                    world.size(),
+                    o.pure[0],
+                    o.pure[1],
+                    o.total[0][0],
+                    o.total[0][1],
+                    o.percent[0][0],
+                    o.percent[0][1],
+                    o.total[1][0],
+                    o.total[1][1],
+                    o.percent[1][0],
+                    o.percent[1][1]
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 fn memcpy_us(bytes: usize) -> f64 {
@@ -254,6 +504,11 @@ fn main() -> anyhow::Result<()> {
     while b <= args.max {
         sizes.push(b);
         b *= 2;
+    }
+    if args.overlap {
+        run_overlap(&args, &mut topo, &world, &sizes)?;
+        drop(topo);
+        return Ok(());
     }
     let mut rows = Vec::new();
     let mut copies = Vec::new();

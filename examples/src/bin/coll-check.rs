@@ -30,6 +30,14 @@ struct Args {
     /// collectives; the others must stop with a message naming it.
     #[arg(long, value_name = "RANK")]
     die: Option<i32>,
+    /// Fault test: this rank kills itself (SIGKILL) while the others have a nonblocking
+    /// allreduce in flight; they must stop with a message naming it.
+    #[arg(long, value_name = "RANK")]
+    die_nonblocking: Option<i32>,
+    /// Misuse test: drop a nonblocking request before it completes (a bug that must be
+    /// caught loudly), then stop.
+    #[arg(long)]
+    drop_request: bool,
 }
 
 struct Checker<'a> {
@@ -304,7 +312,9 @@ impl Checker<'_> {
         for (name, op) in ops {
             for n in [1, 1021, (8 << 10) / e + 1] {
                 self.check_op::<T, _>(name, op, n, &roots);
-                self.check_nonblocking_op::<T, _>(name, op, n, &roots);
+                if n == 1021 || !quick {
+                    self.check_nonblocking_op::<T, _>(name, op, n, &roots);
+                }
             }
         }
     }
@@ -331,6 +341,16 @@ fn main() -> anyhow::Result<()> {
     }
     if args.require_topo && !topo.is_hierarchical() {
         anyhow::bail!("--require-topo: topo-run fell back to MPI's collectives");
+    }
+    if args.drop_request {
+        let mut topo = topo;
+        let mut buf = vec![0u8; 1 << 20];
+        mpi::request::scope(|scope| {
+            // The root's broadcast cannot complete before the others receive, so the
+            // request is surely in flight when it is dropped.
+            drop(topo.immediate_broadcast_into(scope, 0, &mut buf[..]));
+        });
+        anyhow::bail!("a dropped request went unnoticed");
     }
     let mut c = Checker {
         topo,
@@ -389,9 +409,13 @@ fn main() -> anyhow::Result<()> {
         }
     }
     c.record(&format!("{reps} back-to-back allreduce+bcast"), all_ok);
-    // Back-to-back nonblocking calls, several in flight, mixed with blocking ones.
+    // Back-to-back nonblocking calls, several in flight, mixed with blocking ones. The
+    // barrier's request is completed first while the other two are left in flight.
     let mut all_ok = true;
     for i in 0..reps / 4 {
+        if args.die_nonblocking == Some(rank) && i == (reps / 8) | 1 {
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+        }
         let v = [i as i64 + i64::from(rank); 3];
         let mut got = [0i64; 3];
         let root = (i % world.size() as usize) as i32;
