@@ -139,6 +139,12 @@ coll_check "2 nodes x 2 ranks" "$HIER" \
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
   "$TOPO_RUN" -- "$CHECK" --require-topo --quick
 
+run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix \
+  --cpu-bind=cores "$TOPO_RUN" -- "$BIN/wave2d" --n 200 --eps 2e-2 --mode both
+if [[ $RC -eq 0 ]] && grep -q "same solution in both modes: yes" "$WORK/out"; then
+  ok "wave2d on 2 nodes x 2 ranks: blocking and nonblocking norms give the same solution ($(grep -o 'speedup [0-9.]*' "$WORK/out"))"
+else bad "wave2d on 2 nodes x 2 ranks" "exit $RC" "$(tail -4 "$WORK/out"; head -4 "$WORK/err")"; fi
+
 echo "== 4 emulated nodes"
 start_cluster 4
 coll_check "4 nodes x 2 ranks" "$HIER" \
