@@ -51,9 +51,9 @@ impl Engine {
         Ok(())
     }
 
-    /// Whether schedule `id` has completed.
+    /// Whether nothing with this `id` is in flight (schedule `id` has completed).
     pub fn is_done(&self, id: u64) -> bool {
-        self.queue.front().is_none_or(|(first, _)| id < *first)
+        !self.queue.iter().any(|(i, _)| *i == id)
     }
 
     /// Whether no schedule is in flight.
