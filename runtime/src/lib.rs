@@ -8,6 +8,7 @@
 //! the [`transport::Transport`] trait; [`transport::sim`] runs them on threads for tests.
 
 pub mod allreduce;
+mod backoff;
 pub mod barrier;
 pub mod bcast;
 pub mod combine;

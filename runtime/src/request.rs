@@ -18,7 +18,6 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::os::raw::c_int;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
 
 use mpi::collective::Operation;
 use mpi::datatype::Equivalence;
@@ -27,13 +26,11 @@ use mpi::raw::AsRaw;
 use mpi::request::{Scope, StaticScope};
 use mpi::topology::Communicator;
 
+use crate::backoff::Backoff;
 use crate::error::Result;
 use crate::nonblocking::{Builder, Engine, Schedule, iallreduce, ibarrier, ibcast, ireduce};
 use crate::plain::{self, MpiCombine};
 use crate::topo::{Hier, Topo, abort};
-
-/// How often a waiting rank checks that the peers it waits on are alive.
-const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
 
 /// State shared by a [`Topo`] and its requests.
 pub(crate) struct Core {
@@ -96,25 +93,16 @@ impl Core {
     /// Advances everything in flight until `done` holds: spins, then yields the core,
     /// checking now and then that the local peers waited on are alive.
     fn wait_until(&mut self, mut done: impl FnMut(&Core) -> bool) -> Result<()> {
-        let spin = self.hier.as_ref().map_or(0, |h| h.settings.spin);
-        let mut rounds = 0u32;
-        let mut last_check = Instant::now();
+        let mut backoff = Backoff::new(self.hier.as_ref().map_or(0, |h| h.settings.spin));
         loop {
             self.progress()?;
             if done(self) {
                 return Ok(());
             }
-            if rounds < spin {
-                std::hint::spin_loop();
-                rounds += 1;
-                continue;
-            }
-            std::thread::yield_now();
-            if last_check.elapsed() >= LIVENESS_PERIOD {
-                last_check = Instant::now();
-                if let Some(h) = &mut self.hier {
-                    self.engine.check_peers(&mut h.links)?;
-                }
+            if backoff.pause()
+                && let Some(h) = &mut self.hier
+            {
+                self.engine.check_peers(&mut h.links)?;
             }
         }
     }

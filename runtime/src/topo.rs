@@ -54,11 +54,7 @@ pub struct Topo {
 
 impl Drop for Topo {
     fn drop(&mut self) {
-        let mut core = self.core.borrow_mut();
-        if let Err(e) = core.quiesce() {
-            core.fail(e);
-        }
-        core.hier = None;
+        self.quiesced().hier = None;
     }
 }
 
@@ -211,7 +207,7 @@ impl Topo {
     fn quiesced(&self) -> RefMut<'_, Core> {
         let mut core = self.core.borrow_mut();
         if let Err(e) = core.quiesce() {
-            // Named after the nonblocking collective that failed, not `op`.
+            // Named after the nonblocking collective that failed.
             core.fail(e);
         }
         core
@@ -373,7 +369,7 @@ impl Topo {
         &self.world
     }
 
-    pub(crate) fn abort(&self, op: &'static str, e: Error) -> ! {
+    fn abort(&self, op: &'static str, e: Error) -> ! {
         abort(self.world.rank(), &self.node, op, e)
     }
 

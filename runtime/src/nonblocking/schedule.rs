@@ -146,14 +146,6 @@ impl Builder {
     pub fn step(&mut self, link: Link, action: Action) {
         self.round([(link, action)]);
     }
-
-    /// The steps so far, round by round (for tests and debugging).
-    pub fn actions(&self) -> Vec<Vec<(Link, Action)>> {
-        self.rounds
-            .iter()
-            .map(|r| r.iter().map(|s| (s.link, s.action.clone())).collect())
-            .collect()
-    }
 }
 
 /// Base address and length of a buffer.

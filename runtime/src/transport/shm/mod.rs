@@ -19,7 +19,6 @@ pub mod layout;
 pub mod segment;
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 use std::io::IoSliceMut;
 
@@ -32,6 +31,7 @@ pub use layout::Layout;
 pub use segment::Segment;
 
 use super::{Transfer, Transport};
+use crate::backoff::Backoff;
 use crate::combine::Combine;
 use crate::error::{Error, Result};
 
@@ -40,9 +40,6 @@ const SENDRECV_FACTOR: usize = 4;
 
 /// Bytes of a remote buffer read and combined at a time by a single-copy reduce.
 const REDUCE_PIECE: usize = 64 << 10;
-
-/// How often a waiting rank checks that its peer is alive.
-const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
 
 /// One local rank's end of the node's queues.
 #[derive(Debug)]
@@ -124,42 +121,6 @@ fn copy_out(frag: Frag<'_>, dst: &mut [u8]) -> nix::Result<()> {
 
 fn next_seq(s: u32) -> u32 {
     if s == u32::MAX { 1 } else { s + 1 }
-}
-
-/// Spin, then yield; says when it is time to check on the peer.
-struct Backoff {
-    round: u32,
-    spin: u32,
-    last_check: Option<Instant>,
-}
-
-impl Backoff {
-    fn new(spin: u32) -> Self {
-        Backoff {
-            round: 0,
-            spin,
-            last_check: None,
-        }
-    }
-
-    /// Waits a little. Returns true when the caller should check liveness.
-    fn pause(&mut self) -> bool {
-        if self.round < self.spin {
-            std::hint::spin_loop();
-            self.round += 1;
-            return false;
-        }
-        std::thread::yield_now();
-        let now = Instant::now();
-        match self.last_check {
-            Some(t) if now.duration_since(t) < LIVENESS_PERIOD => false,
-            _ => {
-                let first = self.last_check.is_none();
-                self.last_check = Some(now);
-                !first
-            }
-        }
-    }
 }
 
 /// Whether process `pid` has exited (or is a zombie waiting to be reaped).
