@@ -14,6 +14,7 @@ pub mod bcast;
 pub mod combine;
 mod error;
 pub mod links;
+pub mod marker;
 pub mod nonblocking;
 mod plain;
 pub mod reduce;
@@ -25,6 +26,7 @@ pub mod tree;
 pub mod view;
 
 pub use error::{Error, Result};
+pub use plain::MpiCombine;
 pub use request::{Request, wait_all, wait_any};
 pub use topo::{ABORT_CODE, Fallback, SHM_DIR_ENV, Topo};
 pub use topo_hierarchy::Settings;

@@ -1,5 +1,6 @@
 //! Byte views of the element types the hierarchical path handles, and reductions through
-//! `MPI_Reduce_local`. The only unsafe code outside the shared-memory transport.
+//! `PMPI_Reduce_local`. The only unsafe code outside the shared-memory transport and the
+//! nonblocking schedules.
 
 use std::any::TypeId;
 
@@ -49,8 +50,9 @@ pub fn bytes_mut<T: 'static>(s: &mut [T]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), std::mem::size_of_val(s)) }
 }
 
-/// An MPI reduction applied locally with `MPI_Reduce_local`: every predefined operation
-/// on its predefined types, and user operations.
+/// An MPI reduction applied locally with `PMPI_Reduce_local`: every predefined operation
+/// on its predefined types, and user operations. (The profiling entry point, so that a
+/// PMPI library that loads this crate never re-enters itself.)
 #[derive(Debug)]
 pub struct MpiCombine {
     datatype: mpi::ffi::MPI_Datatype,
@@ -67,6 +69,22 @@ impl MpiCombine {
             elem: std::mem::size_of::<T>(),
         }
     }
+
+    /// The reduction `op` over elements of `datatype`, from raw MPI handles (for callers
+    /// that receive them through the C ABI, such as the PMPI library).
+    ///
+    /// # Safety
+    ///
+    /// `datatype` and `op` must be valid MPI handles for as long as the value is used,
+    /// `op` must be defined on `datatype`, `datatype` must be contiguous without gaps, and
+    /// `elem` must be its size in bytes (non-zero).
+    pub unsafe fn from_raw(
+        datatype: mpi::ffi::MPI_Datatype,
+        op: mpi::ffi::MPI_Op,
+        elem: usize,
+    ) -> Self {
+        MpiCombine { datatype, op, elem }
+    }
 }
 
 impl Combine for MpiCombine {
@@ -80,7 +98,7 @@ impl Combine for MpiCombine {
         // SAFETY: both buffers hold `count` elements of `datatype`; MPI reads `incoming`
         // and updates `acc` in place; they do not overlap (distinct borrows).
         unsafe {
-            mpi::ffi::MPI_Reduce_local(
+            mpi::ffi::PMPI_Reduce_local(
                 incoming.as_ptr().cast(),
                 acc.as_mut_ptr().cast(),
                 count,

@@ -2,12 +2,15 @@
 //! MPI and across ranks, sets up the node's shared memory, and the collective methods
 //! (named as in rsmpi) run the hierarchical algorithms or hand the call to MPI.
 
-use mpi::collective::{CommunicatorCollectives, Operation, Root};
+use mpi::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
 use mpi::datatype::Equivalence;
+use mpi::ffi;
+use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use topo_hierarchy::{PLAN_ENV, RankPlan, Settings};
 
 use std::cell::{RefCell, RefMut};
+use std::os::raw::c_int;
 use std::rc::Rc;
 
 use crate::error::{Error, Result};
@@ -50,6 +53,7 @@ pub struct Topo {
     pub(crate) core: Rc<RefCell<Core>>,
     fallback: Option<Fallback>,
     node: String,
+    local: Option<(u32, u32)>,
 }
 
 impl Drop for Topo {
@@ -72,8 +76,7 @@ impl std::fmt::Debug for Topo {
 /// rank with a problem.
 fn first_failing(world: &SimpleCommunicator, failed: bool) -> Option<u32> {
     let mine = if failed { world.rank() } else { world.size() };
-    let mut first = 0i32;
-    world.all_reduce_into(&mine, &mut first, mpi::collective::SystemOperation::min());
+    let first = pmpi_allreduce_i32(world, mine, SystemOperation::min().as_raw());
     (first < world.size()).then_some(first as u32)
 }
 
@@ -84,11 +87,45 @@ fn share_message(world: &SimpleCommunicator, rank: u32, mine: &str) -> String {
         let n = mine.len().min(buf.len());
         buf[..n].copy_from_slice(&mine.as_bytes()[..n]);
     }
-    world
-        .process_at_rank(rank as i32)
-        .broadcast_into(&mut buf[..]);
+    pmpi_bcast(world, rank, &mut buf);
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+// The agreements at init call the profiling entry points (`PMPI_*`), not rsmpi's
+// collectives, because the PMPI library sets this context up from inside its own
+// `MPI_Init`, where `MPI_Bcast` and `MPI_Allreduce` are its own.
+
+/// `PMPI_Bcast` of `buf` from `root` over `comm`.
+fn pmpi_bcast(comm: &SimpleCommunicator, root: u32, buf: &mut [u8]) {
+    // SAFETY: `buf` is valid for `buf.len()` bytes (at most 1 KiB here) and every rank
+    // passes the same length; the communicator handle is live.
+    unsafe {
+        ffi::PMPI_Bcast(
+            buf.as_mut_ptr().cast(),
+            buf.len() as c_int,
+            ffi::RSMPI_UINT8_T,
+            root as c_int,
+            comm.as_raw(),
+        );
+    }
+}
+
+/// `PMPI_Allreduce` of one `i32` with `op` over `comm`.
+fn pmpi_allreduce_i32(comm: &SimpleCommunicator, mine: i32, op: ffi::MPI_Op) -> i32 {
+    let mut out = 0i32;
+    // SAFETY: one `i32` in, one out, distinct locations; the handles are live constants.
+    unsafe {
+        ffi::PMPI_Allreduce(
+            (&mine as *const i32).cast(),
+            (&mut out as *mut i32).cast(),
+            1,
+            ffi::RSMPI_INT32_T,
+            op,
+            comm.as_raw(),
+        );
+    }
+    out
 }
 
 impl Topo {
@@ -100,6 +137,7 @@ impl Topo {
     /// inputs, is an error on every rank. Shared memory that cannot be set up (for example
     /// a full /dev/shm) gives a warning and MPI's collectives.
     pub fn from_env(world: &SimpleCommunicator) -> Result<Topo> {
+        crate::marker::keep();
         let world = world.duplicate();
         let text = std::env::var(PLAN_ENV).ok();
         let local = text.as_deref().map(|t| Self::read_plan(&world, t));
@@ -109,7 +147,7 @@ impl Topo {
             d0[..32].copy_from_slice(plan.digest.to_string().as_bytes());
             d0[32] = 1;
         }
-        world.process_at_rank(0).broadcast_into(&mut d0[..]);
+        pmpi_bcast(&world, 0, &mut d0);
         let problem = match &local {
             None if d0[32] == 0 => None,
             None => Some(format!(
@@ -148,17 +186,21 @@ impl Topo {
                      by topo-run; collectives use MPI's own (run `srun --mpi=pmix topo-run ./app`)"
                 );
             }
-            return Ok(Topo::new(world, None, Some(Fallback::NoPlan), hostname()));
+            return Ok(Topo::new(
+                world,
+                None,
+                Some(Fallback::NoPlan),
+                hostname(),
+                None,
+            ));
         };
         let mut view = View::from_plan(&plan);
         // Pipelining is a job-wide choice: on if any rank has more than one level.
-        let mut deep = 0u8;
-        world.all_reduce_into(
-            &u8::from(view.pipeline),
-            &mut deep,
-            mpi::collective::SystemOperation::max(),
-        );
-        view.pipeline = deep != 0;
+        view.pipeline = pmpi_allreduce_i32(
+            &world,
+            i32::from(view.pipeline),
+            SystemOperation::max().as_raw(),
+        ) != 0;
         let mut shm = match Self::setup_shm(&world, &plan, &settings) {
             Ok(shm) => shm,
             Err(reason) => {
@@ -167,11 +209,13 @@ impl Topo {
                         "topo-run: warning: {reason}; collectives use MPI's own for this run"
                     );
                 }
+                let local = Some((plan.local_rank, plan.local_size));
                 return Ok(Topo::new(
                     world,
                     None,
                     Some(Fallback::NoSharedMemory),
                     plan.node,
+                    local,
                 ));
             }
         };
@@ -184,7 +228,14 @@ impl Topo {
             links,
             scratch: Scratch::default(),
         };
-        Ok(Topo::new(world, Some(Box::new(hier)), None, plan.node))
+        let local = Some((plan.local_rank, plan.local_size));
+        Ok(Topo::new(
+            world,
+            Some(Box::new(hier)),
+            None,
+            plan.node,
+            local,
+        ))
     }
 
     fn new(
@@ -192,6 +243,7 @@ impl Topo {
         hier: Option<Box<Hier>>,
         fallback: Option<Fallback>,
         node: String,
+        local: Option<(u32, u32)>,
     ) -> Topo {
         let core = Core::new(hier, world.rank(), node.clone());
         Topo {
@@ -199,6 +251,7 @@ impl Topo {
             core: Rc::new(RefCell::new(core)),
             fallback,
             node,
+            local,
         }
     }
 
@@ -375,22 +428,11 @@ impl Topo {
 
     /// Broadcasts `buf` from `root` (rsmpi: `Root::broadcast_into`).
     pub fn broadcast_into<T: Equivalence + Copy + 'static>(&mut self, root: i32, buf: &mut [T]) {
-        let mut core = self.quiesced();
-        match &mut core.hier {
-            Some(h) if plain::is_plain::<T>() => {
-                let r = bcast::bcast(
-                    &h.view,
-                    &mut h.links,
-                    &h.settings,
-                    root as u32,
-                    plain::bytes_mut(buf),
-                );
-                if let Err(e) = r {
-                    self.abort("MPI_Bcast", e);
-                }
-            }
-            _ => self.world.process_at_rank(root).broadcast_into(buf),
+        if plain::is_plain::<T>() && self.raw_broadcast(root, plain::bytes_mut(buf)) {
+            return;
         }
+        drop(self.quiesced());
+        self.world.process_at_rank(root).broadcast_into(buf)
     }
 
     /// Reduces everyone's `send` into `recv` at this rank, the root
@@ -440,39 +482,26 @@ impl Topo {
         &mut self,
         root: i32,
         send: Option<&[T]>,
-        recv: Option<&mut [T]>,
+        mut recv: Option<&mut [T]>,
         op: O,
     ) {
-        let mut core = self.quiesced();
-        match &mut core.hier {
-            Some(h) if plain::is_plain::<T>() && op.is_commutative() => {
-                let combine = MpiCombine::new::<T, O>(&op);
-                let r = reduce::reduce(
-                    &h.view,
-                    &mut h.links,
-                    &h.settings,
-                    root as u32,
-                    send.map(plain::bytes),
-                    recv.map(plain::bytes_mut),
-                    &combine,
-                    &mut h.scratch,
-                );
-                if let Err(e) = r {
-                    self.abort("MPI_Reduce", e);
-                }
+        if plain::is_plain::<T>() && op.is_commutative() {
+            let combine = MpiCombine::new::<T, O>(&op);
+            let r = recv.as_deref_mut().map(plain::bytes_mut);
+            if self.raw_reduce(root, send.map(plain::bytes), r, &combine) {
+                return;
             }
-            _ => {
-                let p = self.world.process_at_rank(root);
-                match (send, recv) {
-                    (Some(s), Some(r)) => p.reduce_into_root(s, r, op),
-                    (None, Some(r)) => {
-                        let s = r.to_vec();
-                        p.reduce_into_root(&s[..], r, op)
-                    }
-                    (Some(s), None) => p.reduce_into(s, op),
-                    (None, None) => {}
-                }
+        }
+        drop(self.quiesced());
+        let p = self.world.process_at_rank(root);
+        match (send, recv) {
+            (Some(s), Some(r)) => p.reduce_into_root(s, r, op),
+            (None, Some(r)) => {
+                let s = r.to_vec();
+                p.reduce_into_root(&s[..], r, op)
             }
+            (Some(s), None) => p.reduce_into(s, op),
+            (None, None) => {}
         }
     }
 
@@ -507,44 +536,118 @@ impl Topo {
         recv: &mut [T],
         op: O,
     ) {
-        let mut core = self.quiesced();
-        match &mut core.hier {
-            Some(h) if plain::is_plain::<T>() && op.is_commutative() => {
-                let combine = MpiCombine::new::<T, O>(&op);
-                let r = allreduce::allreduce(
-                    &h.view,
-                    &mut h.links,
-                    &h.settings,
-                    send.map(plain::bytes),
-                    plain::bytes_mut(recv),
-                    &combine,
-                    &mut h.scratch,
-                );
-                if let Err(e) = r {
-                    self.abort("MPI_Allreduce", e);
-                }
+        if plain::is_plain::<T>() && op.is_commutative() {
+            let combine = MpiCombine::new::<T, O>(&op);
+            if self.raw_all_reduce(send.map(plain::bytes), plain::bytes_mut(recv), &combine) {
+                return;
             }
-            _ => match send {
-                Some(s) => self.world.all_reduce_into(s, recv, op),
-                None => {
-                    let s = recv.to_vec();
-                    self.world.all_reduce_into(&s[..], recv, op)
-                }
-            },
+        }
+        drop(self.quiesced());
+        match send {
+            Some(s) => self.world.all_reduce_into(s, recv, op),
+            None => {
+                let s = recv.to_vec();
+                self.world.all_reduce_into(&s[..], recv, op)
+            }
         }
     }
 
     /// Returns once every rank has called it (rsmpi: `Communicator::barrier`).
     pub fn barrier(&mut self) {
-        let mut core = self.quiesced();
-        match &mut core.hier {
-            Some(h) => {
-                if let Err(e) = barrier::barrier(&h.view, &mut h.links, &h.settings) {
-                    self.abort("MPI_Barrier", e);
-                }
-            }
-            None => self.world.barrier(),
+        if !self.raw_barrier() {
+            self.world.barrier();
         }
+    }
+
+    // Byte-level entry points, for callers that hold raw MPI buffers (the PMPI library).
+    // Each runs the hierarchical algorithm and returns `true`, or returns `false` without
+    // doing anything when the collectives go to MPI's own (see [`Topo::fallback`]); the
+    // caller then hands the call to MPI. A failure (a dead peer) aborts the job, as in
+    // the typed methods. Ranks are world ranks; every rank must make the same calls in
+    // the same order, as MPI requires of collectives.
+
+    /// Broadcasts the bytes of `buf` from `root`.
+    pub fn raw_broadcast(&mut self, root: i32, buf: &mut [u8]) -> bool {
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        if let Err(e) = bcast::bcast(&h.view, &mut h.links, &h.settings, root as u32, buf) {
+            self.abort("MPI_Bcast", e);
+        }
+        true
+    }
+
+    /// Reduces with `op` into `recv` at `root`. `send` is `None` in place (the root's
+    /// contribution is in `recv`); `recv` is `None` on the other ranks.
+    pub fn raw_reduce(
+        &mut self,
+        root: i32,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        op: &MpiCombine,
+    ) -> bool {
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let (view, settings) = (&h.view, &h.settings);
+        let r = reduce::reduce(
+            view,
+            &mut h.links,
+            settings,
+            root as u32,
+            send,
+            recv,
+            op,
+            &mut h.scratch,
+        );
+        if let Err(e) = r {
+            self.abort("MPI_Reduce", e);
+        }
+        true
+    }
+
+    /// Reduces with `op` into every rank's `recv`; `send` is `None` in place.
+    pub fn raw_all_reduce(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        op: &MpiCombine,
+    ) -> bool {
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let (view, settings) = (&h.view, &h.settings);
+        let r = allreduce::allreduce(view, &mut h.links, settings, send, recv, op, &mut h.scratch);
+        if let Err(e) = r {
+            self.abort("MPI_Allreduce", e);
+        }
+        true
+    }
+
+    /// Returns once every rank has called it.
+    pub fn raw_barrier(&mut self) -> bool {
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        if let Err(e) = barrier::barrier(&h.view, &mut h.links, &h.settings) {
+            self.abort("MPI_Barrier", e);
+        }
+        true
+    }
+
+    /// The node this rank runs on (from the plan, else the host name).
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// This rank's index on its node and the number of ranks there, from the plan
+    /// (`None` without a plan).
+    pub fn local(&self) -> Option<(u32, u32)> {
+        self.local
     }
 }
 

@@ -1,0 +1,208 @@
+//! The C side: MPI constants and queries through the profiling interface (`PMPI_*`), and
+//! the wrapper every exported entry point runs in. Every call into MPI made by this
+//! library goes to a `PMPI_*` symbol, so it never re-enters its own `MPI_*` exports.
+
+use std::cell::Cell;
+use std::ffi::{CStr, c_void};
+use std::os::raw::{c_char, c_int};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use mpi::ffi;
+
+use crate::classify::{OpKind, TypeClass, type_class};
+
+pub(crate) use ffi::{MPI_Comm, MPI_Datatype, MPI_Op};
+
+/// `MPI_SUCCESS`.
+pub(crate) const SUCCESS: c_int = ffi::MPI_SUCCESS as c_int;
+/// `MPI_ERR_INTERN`: what a caught internal failure becomes.
+pub(crate) const ERR_INTERN: c_int = ffi::MPI_ERR_INTERN as c_int;
+
+unsafe extern "C" {
+    // Defined in consts.c, compiled with mpicc.
+    static topo_preload_in_place: *mut c_void;
+    static topo_preload_bottom: *mut c_void;
+}
+
+/// `MPI_IN_PLACE`.
+pub(crate) fn in_place() -> *const c_void {
+    // SAFETY: a constant initialised at load time and never written.
+    unsafe { topo_preload_in_place }
+}
+
+/// `MPI_BOTTOM`.
+pub(crate) fn bottom() -> *const c_void {
+    // SAFETY: as in `in_place`.
+    unsafe { topo_preload_bottom }
+}
+
+thread_local! {
+    /// Set while this thread runs inside the library. MPI calls made from in here (the
+    /// runtime's own, through rsmpi) that land on our exports go straight to `PMPI_*`.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs an exported entry point: `ours` may take topo-run's path (it returns `true` if it
+/// did); otherwise, or when the library is re-entered from inside itself, `native` hands
+/// the call to MPI. A panic never crosses the C boundary: it is reported, passed to the
+/// error handler of `comm`, and returns `MPI_ERR_INTERN`.
+pub(crate) fn entry(
+    comm: Option<MPI_Comm>,
+    ours: impl FnOnce() -> bool,
+    native: impl FnOnce() -> c_int,
+) -> c_int {
+    if INSIDE.with(Cell::get) {
+        return native();
+    }
+    INSIDE.with(|i| i.set(true));
+    let r = catch_unwind(AssertUnwindSafe(ours));
+    INSIDE.with(|i| i.set(false));
+    match r {
+        Ok(true) => SUCCESS,
+        Ok(false) => native(),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            eprintln!(
+                "topo-run: internal error in the PMPI library: {what}; please report it \
+                 (run without topo-run's collectives with TOPO_RUN_PRELOAD=0)"
+            );
+            let comm = comm.unwrap_or_else(world);
+            // SAFETY: `comm` is the caller's communicator (or world); MPI validates it.
+            unsafe { ffi::PMPI_Comm_call_errhandler(comm, ERR_INTERN) };
+            ERR_INTERN
+        }
+    }
+}
+
+/// `MPI_COMM_WORLD`.
+pub(crate) fn world() -> MPI_Comm {
+    // SAFETY: reading a constant handle.
+    unsafe { ffi::RSMPI_COMM_WORLD }
+}
+
+/// Whether MPI is initialised and not yet finalised.
+pub(crate) fn mpi_running() -> bool {
+    let (mut init, mut fin) = (0, 0);
+    // SAFETY: both may be called at any time, from any thread.
+    unsafe {
+        ffi::PMPI_Initialized(&mut init);
+        ffi::PMPI_Finalized(&mut fin);
+    }
+    init != 0 && fin == 0
+}
+
+/// Whether MPI was initialised with `MPI_THREAD_MULTIPLE`.
+pub(crate) fn thread_multiple() -> bool {
+    let mut level = 0;
+    // SAFETY: called after initialisation; writes one int.
+    unsafe {
+        ffi::PMPI_Query_thread(&mut level);
+        level == ffi::RSMPI_THREAD_MULTIPLE
+    }
+}
+
+/// This rank in world and the world size.
+pub(crate) fn world_rank_size() -> (i32, i32) {
+    let (mut r, mut s) = (0, 0);
+    // SAFETY: called after initialisation; writes one int each.
+    unsafe {
+        ffi::PMPI_Comm_rank(world(), &mut r);
+        ffi::PMPI_Comm_size(world(), &mut s);
+    }
+    (r, s)
+}
+
+/// Whether `comm` is `MPI_COMM_WORLD` or an intracommunicator congruent to it (same
+/// group, same order: a duplicate). A null or invalid handle is not.
+pub(crate) fn congruent_to_world(comm: MPI_Comm) -> bool {
+    // SAFETY: reading constant handles.
+    let (null, ident, congruent) =
+        unsafe { (ffi::RSMPI_COMM_NULL, ffi::RSMPI_IDENT, ffi::RSMPI_CONGRUENT) };
+    if comm == null || comm.0.is_null() {
+        return false;
+    }
+    let mut result = 0;
+    // SAFETY: `comm` is a non-null handle the application passed to a collective; MPI
+    // validates it (an invalid one is the application's error either way).
+    let rc = unsafe { ffi::PMPI_Comm_compare(comm, world(), &mut result) };
+    rc == SUCCESS && (result == ident || result == congruent)
+}
+
+/// What the library needs to know of a datatype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TypeInfo {
+    /// A predefined type without gaps: its size in bytes and its class.
+    Plain { size: usize, class: TypeClass },
+    /// A derived type, or a predefined one whose extent differs from its size.
+    Derived,
+    /// `MPI_DATATYPE_NULL` or a handle MPI rejects.
+    Invalid,
+}
+
+/// Looks `dt` up through `PMPI_Type_get_envelope`, `_size`, `_get_extent` and `_get_name`.
+pub(crate) fn type_info(dt: MPI_Datatype) -> TypeInfo {
+    // SAFETY: reading a constant handle.
+    if dt.0.is_null() || dt == unsafe { ffi::RSMPI_DATATYPE_NULL } {
+        return TypeInfo::Invalid;
+    }
+    let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+    // SAFETY: `dt` is a non-null handle from the application; the outputs are ints.
+    let rc = unsafe { ffi::PMPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut combiner) };
+    if rc != SUCCESS {
+        return TypeInfo::Invalid;
+    }
+    if combiner != ffi::MPI_COMBINER_NAMED as c_int {
+        return TypeInfo::Derived;
+    }
+    let mut size: c_int = 0;
+    let (mut lb, mut extent, mut tlb, mut textent) = (0, 0, 0, 0);
+    let mut name = [0 as c_char; ffi::MPI_MAX_OBJECT_NAME as usize + 1];
+    let mut len: c_int = 0;
+    // SAFETY: `dt` is a valid predefined datatype (its envelope was read); every output
+    // points at a local of the right type, and `name` has MPI_MAX_OBJECT_NAME + 1 bytes.
+    unsafe {
+        ffi::PMPI_Type_size(dt, &mut size);
+        ffi::PMPI_Type_get_extent(dt, &mut lb, &mut extent);
+        ffi::PMPI_Type_get_true_extent(dt, &mut tlb, &mut textent);
+        ffi::PMPI_Type_get_name(dt, name.as_mut_ptr(), &mut len);
+    }
+    // SAFETY: MPI wrote a NUL-terminated name of at most MPI_MAX_OBJECT_NAME characters;
+    // the last byte of the buffer stays 0.
+    let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy();
+    let class = type_class(&name);
+    let gaps =
+        size <= 0 || lb != 0 || tlb != 0 || extent != size as ffi::MPI_Aint || textent != extent;
+    match class {
+        // Value-index pairs go to MPI whatever their layout; the size is not used.
+        TypeClass::Pair => TypeInfo::Plain { size: 0, class },
+        _ if gaps => TypeInfo::Derived,
+        _ => TypeInfo::Plain {
+            size: size as usize,
+            class,
+        },
+    }
+}
+
+/// The predefined operation `op` is, if it is one topo-run reduces with.
+pub(crate) fn op_kind(op: MPI_Op) -> Option<OpKind> {
+    // SAFETY: reading constant handles.
+    let known = unsafe {
+        [
+            ffi::RSMPI_MAX,
+            ffi::RSMPI_MIN,
+            ffi::RSMPI_SUM,
+            ffi::RSMPI_PROD,
+            ffi::RSMPI_LAND,
+            ffi::RSMPI_BAND,
+            ffi::RSMPI_LOR,
+            ffi::RSMPI_BOR,
+            ffi::RSMPI_LXOR,
+            ffi::RSMPI_BXOR,
+        ]
+    };
+    known.iter().position(|&k| k == op).map(|i| OpKind::ALL[i])
+}

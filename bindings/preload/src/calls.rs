@@ -1,0 +1,186 @@
+//! The four blocking collectives: whether a call can take topo-run's path, and running it.
+//! Each function returns whether it did the call; if not, the caller hands it to MPI
+//! unchanged. The conditions follow the MPI standard, so that whatever MPI would report as
+//! an error goes to MPI, which reports it.
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+use topo_runtime::MpiCombine;
+
+use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, TypeInfo};
+use crate::classify::{Call, HandOff, TypeClass, overlaps};
+use crate::state::{self, Active, Lookup};
+
+/// The element size of `count` elements of `dt` in a call topo-run can take.
+fn elements(
+    look: &mut Lookup<'_>,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> Result<(usize, TypeClass), HandOff> {
+    let (size, class) = match look.datatype(dt) {
+        TypeInfo::Invalid => return Err(HandOff::Arguments),
+        TypeInfo::Derived => return Err(HandOff::DerivedDatatype),
+        TypeInfo::Plain {
+            class: TypeClass::Pair,
+            ..
+        } => return Err(HandOff::PairDatatype),
+        TypeInfo::Plain { size, class } => (size, class),
+    };
+    match count {
+        ..0 => Err(HandOff::Arguments),
+        0 => Err(HandOff::ZeroCount),
+        _ => Ok((size, class)),
+    }
+}
+
+/// A buffer MPI must check: null, `MPI_BOTTOM` or `MPI_IN_PLACE`.
+fn special(p: *const c_void) -> bool {
+    p.is_null() || p == abi::bottom() || p == abi::in_place()
+}
+
+fn check_root(a: &Active, root: c_int) -> Result<(), HandOff> {
+    if (0..a.size).contains(&root) {
+        Ok(())
+    } else {
+        Err(HandOff::Arguments)
+    }
+}
+
+/// The reduction for `op` on `dt`, if topo-run handles it.
+fn reduction(
+    op: MPI_Op,
+    dt: MPI_Datatype,
+    size: usize,
+    class: TypeClass,
+) -> Result<MpiCombine, HandOff> {
+    let kind = abi::op_kind(op).ok_or(HandOff::Operation)?;
+    if !kind.defined_on(class) {
+        return Err(HandOff::OpOnDatatype);
+    }
+    // SAFETY: `op` is a predefined operation defined on the predefined, gap-free `dt`, whose
+    // size is `size`; both handles live until MPI_Finalize.
+    Ok(unsafe { MpiCombine::from_raw(dt, op, size) })
+}
+
+/// `MPI_Bcast`.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Bcast` call: `buf` holds `count` elements of `dt`.
+pub(crate) unsafe fn bcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> bool {
+    state::run(Call::Bcast, comm, |a, look| {
+        let (size, _) = elements(look, count, dt)?;
+        check_root(a, root)?;
+        if special(buf) {
+            return Err(HandOff::Arguments);
+        }
+        // SAFETY: the caller's buffer holds `count` gap-free elements of `size` bytes.
+        let buf =
+            unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), count as usize * size) };
+        a.topo
+            .raw_broadcast(root, buf)
+            .then_some(())
+            .ok_or(HandOff::Inactive)
+    })
+}
+
+/// `MPI_Reduce`.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Reduce` call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn reduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> bool {
+    state::run(Call::Reduce, comm, |a, look| {
+        let (size, class) = elements(look, count, dt)?;
+        let combine = reduction(op, dt, size, class)?;
+        check_root(a, root)?;
+        let n = count as usize * size;
+        if root != a.rank {
+            // Only the root may pass MPI_IN_PLACE; the receive buffer is not used here.
+            if special(send) {
+                return Err(HandOff::Arguments);
+            }
+            // SAFETY: the send buffer holds `count` elements of `size` bytes.
+            let send = unsafe { std::slice::from_raw_parts(send.cast::<u8>(), n) };
+            return a
+                .topo
+                .raw_reduce(root, Some(send), None, &combine)
+                .then_some(())
+                .ok_or(HandOff::Inactive);
+        }
+        let in_place = send == abi::in_place();
+        if special(recv)
+            || (!in_place && (special(send) || overlaps(send as usize, recv as usize, n)))
+        {
+            return Err(HandOff::Arguments);
+        }
+        // SAFETY: both buffers hold `count` elements of `size` bytes and do not overlap.
+        let (send, recv) = unsafe {
+            (
+                (!in_place).then(|| std::slice::from_raw_parts(send.cast::<u8>(), n)),
+                std::slice::from_raw_parts_mut(recv.cast::<u8>(), n),
+            )
+        };
+        a.topo
+            .raw_reduce(root, send, Some(recv), &combine)
+            .then_some(())
+            .ok_or(HandOff::Inactive)
+    })
+}
+
+/// `MPI_Allreduce`.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Allreduce` call.
+pub(crate) unsafe fn allreduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> bool {
+    state::run(Call::Allreduce, comm, |a, look| {
+        let (size, class) = elements(look, count, dt)?;
+        let combine = reduction(op, dt, size, class)?;
+        let n = count as usize * size;
+        let in_place = send == abi::in_place();
+        if special(recv)
+            || (!in_place && (special(send) || overlaps(send as usize, recv as usize, n)))
+        {
+            return Err(HandOff::Arguments);
+        }
+        // SAFETY: both buffers hold `count` elements of `size` bytes and do not overlap.
+        let (send, recv) = unsafe {
+            (
+                (!in_place).then(|| std::slice::from_raw_parts(send.cast::<u8>(), n)),
+                std::slice::from_raw_parts_mut(recv.cast::<u8>(), n),
+            )
+        };
+        a.topo
+            .raw_all_reduce(send, recv, &combine)
+            .then_some(())
+            .ok_or(HandOff::Inactive)
+    })
+}
+
+/// `MPI_Barrier`.
+pub(crate) fn barrier(comm: MPI_Comm) -> bool {
+    state::run(Call::Barrier, comm, |a, _| {
+        a.topo.raw_barrier().then_some(()).ok_or(HandOff::Inactive)
+    })
+}

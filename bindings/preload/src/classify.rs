@@ -1,0 +1,272 @@
+//! Which calls take topo-run's path: the predefined datatypes and operations it handles,
+//! and the reasons a call is handed to MPI. Pure code, no MPI calls.
+
+/// The MPI standard's groups of predefined datatypes (MPI-4.0 §6.9.2), which say which
+/// predefined operations are defined on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeClass {
+    /// C integer types (`MPI_INT`, `MPI_INT32_T`, `MPI_UNSIGNED_CHAR`, ...).
+    CInteger,
+    /// Fortran integers, and `MPI_AINT`, `MPI_OFFSET`, `MPI_COUNT`.
+    FortranInteger,
+    /// Floating point (`MPI_FLOAT`, `MPI_DOUBLE`, `MPI_LONG_DOUBLE`, `MPI_REAL`, ...).
+    Floating,
+    /// Logical (`MPI_C_BOOL`, `MPI_LOGICAL`, `MPI_CXX_BOOL`).
+    Logical,
+    /// Complex (`MPI_C_DOUBLE_COMPLEX`, `MPI_COMPLEX`, ...).
+    Complex,
+    /// `MPI_BYTE`.
+    Byte,
+    /// The value-index pairs of `MPI_MINLOC`/`MPI_MAXLOC` (`MPI_2INT`, `MPI_DOUBLE_INT`, ...).
+    Pair,
+    /// Any other predefined type (`MPI_CHAR`, `MPI_WCHAR`, `MPI_PACKED`, ...): broadcast
+    /// as bytes, never reduced here.
+    Other,
+}
+
+/// The class of the predefined datatype named `name` (as `MPI_Type_get_name` reports it).
+pub fn type_class(name: &str) -> TypeClass {
+    use TypeClass::*;
+    match name {
+        "MPI_INT"
+        | "MPI_LONG"
+        | "MPI_SHORT"
+        | "MPI_UNSIGNED_SHORT"
+        | "MPI_UNSIGNED"
+        | "MPI_UNSIGNED_INT"
+        | "MPI_UNSIGNED_LONG"
+        | "MPI_LONG_LONG_INT"
+        | "MPI_LONG_LONG"
+        | "MPI_UNSIGNED_LONG_LONG"
+        | "MPI_SIGNED_CHAR"
+        | "MPI_UNSIGNED_CHAR"
+        | "MPI_INT8_T"
+        | "MPI_INT16_T"
+        | "MPI_INT32_T"
+        | "MPI_INT64_T"
+        | "MPI_UINT8_T"
+        | "MPI_UINT16_T"
+        | "MPI_UINT32_T"
+        | "MPI_UINT64_T" => CInteger,
+        "MPI_INTEGER" | "MPI_INTEGER1" | "MPI_INTEGER2" | "MPI_INTEGER4" | "MPI_INTEGER8"
+        | "MPI_INTEGER16" | "MPI_AINT" | "MPI_OFFSET" | "MPI_COUNT" => FortranInteger,
+        "MPI_FLOAT"
+        | "MPI_DOUBLE"
+        | "MPI_LONG_DOUBLE"
+        | "MPI_REAL"
+        | "MPI_DOUBLE_PRECISION"
+        | "MPI_REAL2"
+        | "MPI_REAL4"
+        | "MPI_REAL8"
+        | "MPI_REAL16" => Floating,
+        "MPI_LOGICAL" | "MPI_C_BOOL" | "MPI_CXX_BOOL" | "MPI_LOGICAL1" | "MPI_LOGICAL2"
+        | "MPI_LOGICAL4" | "MPI_LOGICAL8" => Logical,
+        "MPI_C_COMPLEX"
+        | "MPI_C_FLOAT_COMPLEX"
+        | "MPI_C_DOUBLE_COMPLEX"
+        | "MPI_C_LONG_DOUBLE_COMPLEX"
+        | "MPI_CXX_FLOAT_COMPLEX"
+        | "MPI_CXX_DOUBLE_COMPLEX"
+        | "MPI_CXX_LONG_DOUBLE_COMPLEX"
+        | "MPI_COMPLEX"
+        | "MPI_DOUBLE_COMPLEX"
+        | "MPI_COMPLEX8"
+        | "MPI_COMPLEX16"
+        | "MPI_COMPLEX32" => Complex,
+        "MPI_BYTE" => Byte,
+        "MPI_2INT"
+        | "MPI_SHORT_INT"
+        | "MPI_LONG_INT"
+        | "MPI_FLOAT_INT"
+        | "MPI_DOUBLE_INT"
+        | "MPI_LONG_DOUBLE_INT"
+        | "MPI_2REAL"
+        | "MPI_2DOUBLE_PRECISION"
+        | "MPI_2INTEGER"
+        | "MPI_2COMPLEX"
+        | "MPI_2DOUBLE_COMPLEX" => Pair,
+        _ => Other,
+    }
+}
+
+/// The predefined operations topo-run reduces with (all commutative). `MPI_MINLOC`,
+/// `MPI_MAXLOC`, `MPI_REPLACE`, `MPI_NO_OP` and user operations go to MPI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    Max,
+    Min,
+    Sum,
+    Prod,
+    Land,
+    Band,
+    Lor,
+    Bor,
+    Lxor,
+    Bxor,
+}
+
+impl OpKind {
+    /// All of them, in the order of [`OpKind::index`].
+    pub const ALL: [OpKind; 10] = [
+        OpKind::Max,
+        OpKind::Min,
+        OpKind::Sum,
+        OpKind::Prod,
+        OpKind::Land,
+        OpKind::Band,
+        OpKind::Lor,
+        OpKind::Bor,
+        OpKind::Lxor,
+        OpKind::Bxor,
+    ];
+
+    /// Whether the MPI standard defines this operation on `class` (MPI-4.0 §6.9.2). A pair
+    /// the standard leaves undefined goes to MPI, which reports the error.
+    pub fn defined_on(self, class: TypeClass) -> bool {
+        use OpKind::*;
+        use TypeClass::*;
+        match self {
+            Max | Min => matches!(class, CInteger | FortranInteger | Floating),
+            Sum | Prod => matches!(class, CInteger | FortranInteger | Floating | Complex),
+            Land | Lor | Lxor => matches!(class, CInteger | Logical),
+            Band | Bor | Bxor => matches!(class, CInteger | FortranInteger | Byte),
+        }
+    }
+}
+
+/// The collectives the library intercepts, for the statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    Bcast,
+    Reduce,
+    Allreduce,
+    Barrier,
+}
+
+impl Call {
+    /// All of them, in the order of [`Call::index`].
+    pub const ALL: [Call; 4] = [Call::Bcast, Call::Reduce, Call::Allreduce, Call::Barrier];
+
+    /// The MPI name of the call.
+    pub fn name(self) -> &'static str {
+        match self {
+            Call::Bcast => "MPI_Bcast",
+            Call::Reduce => "MPI_Reduce",
+            Call::Allreduce => "MPI_Allreduce",
+            Call::Barrier => "MPI_Barrier",
+        }
+    }
+
+    /// Position in [`Call::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Why a call was handed to MPI's own implementation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandOff {
+    /// topo-run's path is off for the whole run (see the run's warning: no plan, no
+    /// shared memory, `MPI_THREAD_MULTIPLE`, or switched off).
+    Inactive,
+    /// The communicator is not `MPI_COMM_WORLD` or a communicator congruent to it.
+    Communicator,
+    /// A derived datatype, or a predefined one with gaps.
+    DerivedDatatype,
+    /// A value-index pair type (for `MPI_MINLOC`/`MPI_MAXLOC`).
+    PairDatatype,
+    /// A user-defined operation, `MPI_MINLOC`, `MPI_MAXLOC`, `MPI_REPLACE` or `MPI_NO_OP`.
+    Operation,
+    /// A predefined operation the standard does not define on the datatype.
+    OpOnDatatype,
+    /// A count of zero (nothing moves).
+    ZeroCount,
+    /// Arguments MPI must check and report (a bad root or count, a null handle or
+    /// buffer, `MPI_IN_PLACE` where it is not allowed, overlapping buffers).
+    Arguments,
+}
+
+impl HandOff {
+    /// All of them, in the order of [`HandOff::index`].
+    pub const ALL: [HandOff; 8] = [
+        HandOff::Inactive,
+        HandOff::Communicator,
+        HandOff::DerivedDatatype,
+        HandOff::PairDatatype,
+        HandOff::Operation,
+        HandOff::OpOnDatatype,
+        HandOff::ZeroCount,
+        HandOff::Arguments,
+    ];
+
+    /// Words for the statistics.
+    pub fn describe(self) -> &'static str {
+        match self {
+            HandOff::Inactive => "topo-run inactive",
+            HandOff::Communicator => "communicator not congruent to MPI_COMM_WORLD",
+            HandOff::DerivedDatatype => "derived datatype",
+            HandOff::PairDatatype => "MINLOC/MAXLOC pair datatype",
+            HandOff::Operation => "user-defined or MINLOC/MAXLOC operation",
+            HandOff::OpOnDatatype => "operation undefined on datatype",
+            HandOff::ZeroCount => "zero count",
+            HandOff::Arguments => "arguments for MPI to check",
+        }
+    }
+
+    /// Position in [`HandOff::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Whether the byte ranges `[a, a+n)` and `[b, b+n)` overlap.
+pub fn overlaps(a: usize, b: usize, n: usize) -> bool {
+    n > 0 && a < b.saturating_add(n) && b < a.saturating_add(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_table() {
+        assert!(OpKind::Sum.defined_on(type_class("MPI_DOUBLE")));
+        assert!(OpKind::Sum.defined_on(type_class("MPI_C_DOUBLE_COMPLEX")));
+        assert!(!OpKind::Max.defined_on(type_class("MPI_C_DOUBLE_COMPLEX")));
+        assert!(!OpKind::Land.defined_on(type_class("MPI_DOUBLE")));
+        assert!(OpKind::Land.defined_on(type_class("MPI_C_BOOL")));
+        assert!(OpKind::Land.defined_on(type_class("MPI_INT")));
+        assert!(!OpKind::Land.defined_on(type_class("MPI_INTEGER")));
+        assert!(OpKind::Bxor.defined_on(type_class("MPI_BYTE")));
+        assert!(!OpKind::Sum.defined_on(type_class("MPI_BYTE")));
+        assert!(!OpKind::Sum.defined_on(type_class("MPI_CHAR")));
+        assert!(!OpKind::Bor.defined_on(type_class("MPI_LOGICAL")));
+        for op in OpKind::ALL {
+            assert!(!op.defined_on(TypeClass::Pair), "{op:?} on a pair type");
+            assert!(!op.defined_on(TypeClass::Other), "{op:?} on another type");
+        }
+        assert_eq!(type_class("MPI_2INT"), TypeClass::Pair);
+        assert_eq!(type_class("MPI_DOUBLE_PRECISION"), TypeClass::Floating);
+        assert_eq!(type_class("MPI_AINT"), TypeClass::FortranInteger);
+    }
+
+    #[test]
+    fn overlap() {
+        assert!(overlaps(100, 100, 1));
+        assert!(overlaps(100, 103, 4));
+        assert!(!overlaps(100, 104, 4));
+        assert!(!overlaps(104, 100, 4));
+        assert!(!overlaps(100, 100, 0));
+        assert!(!overlaps(usize::MAX - 2, 0, 4));
+    }
+
+    #[test]
+    fn indices_follow_all() {
+        for (i, c) in Call::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i);
+        }
+        for (i, h) in HandOff::ALL.iter().enumerate() {
+            assert_eq!(h.index(), i);
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The Fortran entry points (gfortran's names, used by `mpif.h` and `use mpi`).
+//!
+//! Open MPI's Fortran bindings call `PMPI_*` directly, so they never reach the C exports.
+//! These symbols take the Fortran calls first: they translate the handles and the
+//! Fortran `MPI_IN_PLACE`, try topo-run's path, and otherwise call MPI's own Fortran
+//! profiling entry (`pmpi_bcast_`, ...) with the original arguments. `use mpi_f08` calls
+//! are not intercepted (they go to MPI's own).
+
+use std::ffi::{CStr, c_void};
+use std::os::raw::c_int;
+use std::sync::OnceLock;
+
+use mpi::ffi;
+
+use crate::abi::{self, MPI_Comm, SUCCESS};
+use crate::{calls, state};
+
+type Fint = c_int;
+
+/// The address of a symbol of the MPI library, looked up once per name.
+fn lookup(cell: &'static OnceLock<usize>, name: &CStr) -> usize {
+    *cell.get_or_init(|| {
+        // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT searches the objects loaded
+        // after this library (the application's MPI libraries).
+        unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
+    })
+}
+
+/// Fortran's `MPI_IN_PLACE` (a common block in libmpi), as a buffer address.
+fn fortran_in_place() -> usize {
+    static CELL: OnceLock<usize> = OnceLock::new();
+    lookup(&CELL, c"mpi_fortran_in_place_")
+}
+
+/// Fortran's `MPI_BOTTOM`.
+fn fortran_bottom() -> usize {
+    static CELL: OnceLock<usize> = OnceLock::new();
+    lookup(&CELL, c"mpi_fortran_bottom_")
+}
+
+/// A Fortran buffer argument as the C API sees it.
+fn buffer(p: *const c_void) -> *const c_void {
+    match p as usize {
+        a if a != 0 && a == fortran_in_place() => abi::in_place(),
+        a if a != 0 && a == fortran_bottom() => abi::bottom(),
+        _ => p,
+    }
+}
+
+fn comm(c: *const Fint) -> MPI_Comm {
+    // SAFETY: gfortran passes every argument by reference; f2c validates the index.
+    unsafe { ffi::PMPI_Comm_f2c(*c) }
+}
+
+/// Calls MPI's own Fortran entry `name` (looked up once) with the given arguments.
+macro_rules! next {
+    ($name:literal, fn($($t:ty),* $(,)?), $($arg:expr),* $(,)?) => {{
+        static CELL: OnceLock<usize> = OnceLock::new();
+        let f = lookup(&CELL, $name);
+        if f == 0 {
+            eprintln!(
+                "topo-run: error: {} not found; the program calls MPI from Fortran but Open MPI's \
+                 Fortran library is not loaded",
+                $name.to_string_lossy()
+            );
+            std::process::abort();
+        }
+        // SAFETY: `f` is the MPI library's Fortran entry of that name, whose C signature is
+        // this one (all arguments by reference).
+        let f: unsafe extern "C" fn($($t),*) = unsafe { std::mem::transmute(f) };
+        // SAFETY: the application's own arguments, passed on.
+        unsafe { f($($arg),*) }
+    }};
+}
+
+/// Sets `*ierr` to success when the call took topo-run's path.
+fn done(ierr: *mut Fint) {
+    if !ierr.is_null() {
+        // SAFETY: gfortran passes the error argument by reference.
+        unsafe { *ierr = SUCCESS };
+    }
+}
+
+/// `MPI_BCAST(BUFFER, COUNT, DATATYPE, ROOT, COMM, IERROR)`.
+///
+/// # Safety
+/// As the Fortran `MPI_BCAST`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_bcast_(
+    buf: *mut c_void,
+    count: *const Fint,
+    dt: *const Fint,
+    root: *const Fint,
+    c: *const Fint,
+    ierr: *mut Fint,
+) {
+    let cc = comm(c);
+    let ours = abi::entry(
+        Some(cc),
+        // SAFETY: the translated arguments of this call (all read by reference).
+        || unsafe {
+            calls::bcast(
+                buffer(buf).cast_mut(),
+                *count,
+                ffi::PMPI_Type_f2c(*dt),
+                *root,
+                cc,
+            )
+        },
+        || -1,
+    );
+    if ours == SUCCESS {
+        return done(ierr);
+    }
+    next!(
+        c"pmpi_bcast_",
+        fn(*mut c_void, *const Fint, *const Fint, *const Fint, *const Fint, *mut Fint),
+        buf,
+        count,
+        dt,
+        root,
+        c,
+        ierr
+    )
+}
+
+/// `MPI_REDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, ROOT, COMM, IERROR)`.
+///
+/// # Safety
+/// As the Fortran `MPI_REDUCE`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn mpi_reduce_(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: *const Fint,
+    dt: *const Fint,
+    op: *const Fint,
+    root: *const Fint,
+    c: *const Fint,
+    ierr: *mut Fint,
+) {
+    let cc = comm(c);
+    let ours = abi::entry(
+        Some(cc),
+        // SAFETY: the translated arguments of this call (all read by reference).
+        || unsafe {
+            calls::reduce(
+                buffer(send),
+                buffer(recv).cast_mut(),
+                *count,
+                ffi::PMPI_Type_f2c(*dt),
+                ffi::PMPI_Op_f2c(*op),
+                *root,
+                cc,
+            )
+        },
+        || -1,
+    );
+    if ours == SUCCESS {
+        return done(ierr);
+    }
+    next!(
+        c"pmpi_reduce_",
+        fn(
+            *const c_void,
+            *mut c_void,
+            *const Fint,
+            *const Fint,
+            *const Fint,
+            *const Fint,
+            *const Fint,
+            *mut Fint,
+        ),
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        root,
+        c,
+        ierr
+    )
+}
+
+/// `MPI_ALLREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)`.
+///
+/// # Safety
+/// As the Fortran `MPI_ALLREDUCE`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_allreduce_(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: *const Fint,
+    dt: *const Fint,
+    op: *const Fint,
+    c: *const Fint,
+    ierr: *mut Fint,
+) {
+    let cc = comm(c);
+    let ours = abi::entry(
+        Some(cc),
+        // SAFETY: the translated arguments of this call (all read by reference).
+        || unsafe {
+            calls::allreduce(
+                buffer(send),
+                buffer(recv).cast_mut(),
+                *count,
+                ffi::PMPI_Type_f2c(*dt),
+                ffi::PMPI_Op_f2c(*op),
+                cc,
+            )
+        },
+        || -1,
+    );
+    if ours == SUCCESS {
+        return done(ierr);
+    }
+    next!(
+        c"pmpi_allreduce_",
+        fn(
+            *const c_void,
+            *mut c_void,
+            *const Fint,
+            *const Fint,
+            *const Fint,
+            *const Fint,
+            *mut Fint,
+        ),
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        c,
+        ierr
+    )
+}
+
+/// `MPI_BARRIER(COMM, IERROR)`.
+///
+/// # Safety
+/// As the Fortran `MPI_BARRIER`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_barrier_(c: *const Fint, ierr: *mut Fint) {
+    let cc = comm(c);
+    if abi::entry(Some(cc), || calls::barrier(cc), || -1) == SUCCESS {
+        return done(ierr);
+    }
+    next!(c"pmpi_barrier_", fn(*const Fint, *mut Fint), c, ierr)
+}
+
+/// `MPI_FINALIZE(IERROR)`: topo-run's teardown (and statistics), then MPI's.
+///
+/// # Safety
+/// As the Fortran `MPI_FINALIZE`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_finalize_(ierr: *mut Fint) {
+    abi::entry(
+        None,
+        || {
+            state::finalize();
+            true
+        },
+        || SUCCESS,
+    );
+    next!(c"pmpi_finalize_", fn(*mut Fint), ierr)
+}

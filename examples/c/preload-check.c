@@ -1,0 +1,324 @@
+/* preload-check: an unmodified MPI program that exercises every collective topo-run's
+ * PMPI library intercepts (MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Barrier) and checks
+ * each result against a reference computed locally.
+ *
+ * Covered: every predefined C integer, floating point, logical and byte type with every
+ * predefined operation the standard defines on it; counts 0, 1, 7, 1031 and 65539 (and
+ * 2^20+3 for int and double); roots first, middle and last; MPI_IN_PLACE (Allreduce, and
+ * Reduce at the root); MPI_COMM_WORLD, a duplicate of it and a split that keeps its order
+ * (both congruent, so topo-run's path), and calls topo-run must hand to MPI: a split in
+ * reversed order, a split into halves, a strided vector type, a user-defined
+ * (non-commutative) operation, MPI_MINLOC on MPI_2INT; errors MPI must report (bad root,
+ * negative count, null datatype, null op) under MPI_ERRORS_RETURN; 2000 back-to-back
+ * calls.
+ *
+ * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
+ * "N passed, M failed". Exit status 1 on any failure.
+ *
+ *   mpicc -O2 -o preload-check preload-check.c
+ *   srun --mpi=pmix topo-run -- ./preload-check [--quick]
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { O_MAX, O_MIN, O_SUM, O_PROD, O_LAND, O_LOR, O_LXOR, O_BAND, O_BOR, O_BXOR, O_N };
+static const char *op_names[O_N] = {"MAX", "MIN", "SUM", "PROD", "LAND",
+                                    "LOR", "LXOR", "BAND", "BOR", "BXOR"};
+static MPI_Op mpi_ops[O_N];
+
+static int rank, size, quick, passed, failed;
+static uint64_t digest = 1469598103934665603ull;
+
+static void hash(long long v) {
+    for (int i = 0; i < 8; i++) {
+        digest ^= (uint64_t)((v >> (8 * i)) & 0xff);
+        digest *= 1099511628211ull;
+    }
+}
+
+static void result(int ok, const char *what) {
+    /* Every rank must agree that a case passed. */
+    int all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (all) {
+        passed++;
+    } else {
+        failed++;
+        if (rank == 0) fprintf(stderr, "FAIL %s\n", what);
+    }
+}
+
+/* The value rank r contributes at index i for operation op: small integers, so that sums
+ * and products fit every type and floating point sums are exact. */
+static long long gen(int r, long i, int op) {
+    switch (op) {
+    case O_PROD: return (i % 7 == r % 7) ? 2 : 1;
+    case O_SUM: return (r * 3 + i) % 5;
+    case O_LAND: case O_LOR: case O_LXOR: return (i % 3 == r % 3) || (op == O_LAND && i % 4 != 0);
+    case O_BAND: case O_BOR: case O_BXOR: return (r * 37 + i * 11) & 0x7f;
+    default: return (r * 7 + i * 13) % 100;
+    }
+}
+
+#define COMBINE_INT(op, a, b)                                                              \
+    ((op) == O_MAX ? ((a) > (b) ? (a) : (b)) : (op) == O_MIN ? ((a) < (b) ? (a) : (b))    \
+     : (op) == O_SUM ? (a) + (b) : (op) == O_PROD ? (a) * (b)                             \
+     : (op) == O_LAND ? ((a) && (b)) : (op) == O_LOR ? ((a) || (b))                       \
+     : (op) == O_LXOR ? (!(a) != !(b)) : (op) == O_BAND ? ((a) & (b))                     \
+     : (op) == O_BOR ? ((a) | (b)) : ((a) ^ (b)))
+#define COMBINE_FLT(op, a, b)                                                              \
+    ((op) == O_MAX ? ((a) > (b) ? (a) : (b)) : (op) == O_MIN ? ((a) < (b) ? (a) : (b))    \
+     : (op) == O_SUM ? (a) + (b) : (a) * (b))
+#define COMBINE_LOG(op, a, b)                                                              \
+    ((op) == O_LAND ? ((a) && (b)) : (op) == O_LOR ? ((a) || (b)) : (!(a) != !(b)))
+#define COMBINE_BYTE(op, a, b)                                                             \
+    ((op) == O_BAND ? ((a) & (b)) : (op) == O_BOR ? ((a) | (b)) : ((a) ^ (b)))
+
+static const int ops_INT[] = {O_MAX, O_MIN, O_SUM, O_PROD, O_LAND, O_LOR, O_LXOR, O_BAND, O_BOR, O_BXOR, -1};
+static const int ops_FLT[] = {O_MAX, O_MIN, O_SUM, O_PROD, -1};
+static const int ops_LOG[] = {O_LAND, O_LOR, O_LXOR, -1};
+static const int ops_BYTE[] = {O_BAND, O_BOR, O_BXOR, -1};
+
+/* One checker per type: bcast, reduce and allreduce of `count` elements on `comm`. */
+#define DEFINE_TYPE(name, ctype, mpitype, kind)                                            \
+    static void bcast_##name(MPI_Comm comm, long count, int root) {                        \
+        int me, n;                                                                         \
+        MPI_Comm_rank(comm, &me);                                                          \
+        MPI_Comm_size(comm, &n);                                                           \
+        ctype *buf = malloc((count + 1) * sizeof(ctype));                                  \
+        for (long i = 0; i < count; i++)                                                   \
+            buf[i] = (ctype)(me == root ? gen(root, i, O_MAX) : 0x55);                     \
+        MPI_Bcast(buf, (int)count, mpitype, root, comm);                                   \
+        int ok = 1;                                                                        \
+        for (long i = 0; i < count; i++) {                                                 \
+            ok &= buf[i] == (ctype)gen(root, i, O_MAX);                                    \
+            hash((long long)buf[i]);                                                       \
+        }                                                                                  \
+        char what[160];                                                                    \
+        snprintf(what, sizeof what, "MPI_Bcast %s count %ld root %d", #mpitype, count,     \
+                 root);                                                                    \
+        result(ok, what);                                                                  \
+        free(buf);                                                                         \
+    }                                                                                      \
+    static void reduce_##name(MPI_Comm comm, long count, int op, int root, int all,         \
+                              int in_place) {                                              \
+        int me, n;                                                                         \
+        MPI_Comm_rank(comm, &me);                                                          \
+        MPI_Comm_size(comm, &n);                                                           \
+        ctype *send = malloc((count + 1) * sizeof(ctype));                                 \
+        ctype *recv = malloc((count + 1) * sizeof(ctype));                                 \
+        for (long i = 0; i < count; i++) {                                                 \
+            send[i] = (ctype)gen(me, i, op);                                               \
+            recv[i] = in_place ? send[i] : (ctype)0x33;                                    \
+        }                                                                                  \
+        const void *sp = in_place && (all || me == root) ? MPI_IN_PLACE : (void *)send;    \
+        if (all)                                                                           \
+            MPI_Allreduce(sp, recv, (int)count, mpitype, mpi_ops[op], comm);               \
+        else                                                                               \
+            MPI_Reduce(sp, recv, (int)count, mpitype, mpi_ops[op], root, comm);            \
+        int ok = 1;                                                                        \
+        if (all || me == root) {                                                           \
+            for (long i = 0; i < count; i++) {                                             \
+                ctype want = (ctype)gen(0, i, op);                                         \
+                for (int r = 1; r < n; r++) {                                              \
+                    ctype v = (ctype)gen(r, i, op);                                        \
+                    want = (ctype)COMBINE_##kind(op, want, v);                             \
+                }                                                                          \
+                ok &= recv[i] == want;                                                     \
+                hash((long long)recv[i]);                                                  \
+            }                                                                              \
+        }                                                                                  \
+        char what[200];                                                                    \
+        snprintf(what, sizeof what, "%s %s %s count %ld root %d%s",                        \
+                 all ? "MPI_Allreduce" : "MPI_Reduce", #mpitype, op_names[op], count,      \
+                 all ? -1 : root, in_place ? " in place" : "");                            \
+        result(ok, what);                                                                  \
+        free(send);                                                                        \
+        free(recv);                                                                        \
+    }                                                                                      \
+    static void check_##name(MPI_Comm comm, const long *counts) {                          \
+        int n;                                                                             \
+        MPI_Comm_size(comm, &n);                                                           \
+        int roots[3] = {0, n / 2, n - 1};                                                  \
+        for (const long *c = counts; *c >= 0; c++) {                                       \
+            for (int k = 0; k < 3; k++) bcast_##name(comm, *c, roots[k]);                  \
+            for (const int *op = ops_##kind; *op >= 0; op++) {                             \
+                for (int ip = 0; ip < 2; ip++) {                                           \
+                    reduce_##name(comm, *c, *op, 0, 1, ip);                                \
+                    for (int k = 0; k < 3; k++) reduce_##name(comm, *c, *op, roots[k], 0, ip); \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+#define TYPES(X)                                                                           \
+    X(schar, signed char, MPI_SIGNED_CHAR, INT)                                            \
+    X(uchar, unsigned char, MPI_UNSIGNED_CHAR, INT)                                        \
+    X(short, short, MPI_SHORT, INT)                                                        \
+    X(ushort, unsigned short, MPI_UNSIGNED_SHORT, INT)                                     \
+    X(int, int, MPI_INT, INT)                                                              \
+    X(unsigned, unsigned, MPI_UNSIGNED, INT)                                               \
+    X(long, long, MPI_LONG, INT)                                                           \
+    X(ulong, unsigned long, MPI_UNSIGNED_LONG, INT)                                        \
+    X(llong, long long, MPI_LONG_LONG, INT)                                                \
+    X(ullong, unsigned long long, MPI_UNSIGNED_LONG_LONG, INT)                             \
+    X(i8, int8_t, MPI_INT8_T, INT)                                                         \
+    X(i16, int16_t, MPI_INT16_T, INT)                                                      \
+    X(i32, int32_t, MPI_INT32_T, INT)                                                      \
+    X(i64, int64_t, MPI_INT64_T, INT)                                                      \
+    X(u8, uint8_t, MPI_UINT8_T, INT)                                                       \
+    X(u16, uint16_t, MPI_UINT16_T, INT)                                                    \
+    X(u32, uint32_t, MPI_UINT32_T, INT)                                                    \
+    X(u64, uint64_t, MPI_UINT64_T, INT)                                                    \
+    X(float, float, MPI_FLOAT, FLT)                                                        \
+    X(double, double, MPI_DOUBLE, FLT)                                                     \
+    X(ldouble, long double, MPI_LONG_DOUBLE, FLT)                                          \
+    X(bool, _Bool, MPI_C_BOOL, LOG)                                                        \
+    X(byte, unsigned char, MPI_BYTE, BYTE)
+
+TYPES(DEFINE_TYPE)
+
+/* MPI_CHAR: broadcast only (no reduction is defined on it). */
+static void check_char(MPI_Comm comm) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    char buf[301];
+    for (int i = 0; i < 301; i++) buf[i] = me == n - 1 ? (char)('a' + i % 26) : 0;
+    MPI_Bcast(buf, 301, MPI_CHAR, n - 1, comm);
+    int ok = 1;
+    for (int i = 0; i < 301; i++) ok &= buf[i] == (char)('a' + i % 26), hash(buf[i]);
+    result(ok, "MPI_Bcast MPI_CHAR");
+}
+
+/* A non-commutative user operation: c = a * 10 + b (order matters), in MPI's order. */
+static void digits(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    long long *a = in, *b = inout;
+    for (int i = 0; i < *len; i++) b[i] = a[i] * 10 + b[i];
+}
+
+static void handed_to_mpi(void) {
+    /* A user-defined non-commutative operation keeps MPI's order: rank 0 first. */
+    MPI_Op user;
+    MPI_Op_create(digits, 0, &user);
+    long long v[3] = {rank + 1, rank + 1, rank + 1}, out[3] = {0, 0, 0};
+    MPI_Allreduce(v, out, 3, MPI_LONG_LONG, user, MPI_COMM_WORLD);
+    long long want = 0;
+    for (int r = 0; r < size; r++) want = want * 10 + (r + 1);
+    result(out[0] == want && out[2] == want, "MPI_Allreduce user non-commutative op");
+    hash(out[0]);
+    MPI_Op_free(&user);
+
+    /* MPI_MINLOC on MPI_2INT. */
+    struct { int v, i; } p = {100 - (rank % 3), rank}, q = {0, 0};
+    MPI_Allreduce(&p, &q, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
+    int best = 1000, at = -1;
+    for (int r = 0; r < size; r++)
+        if (100 - (r % 3) < best) best = 100 - (r % 3), at = r;
+    result(q.v == best && q.i == at, "MPI_Allreduce MPI_MINLOC MPI_2INT");
+    hash(q.v * 1000 + q.i);
+
+    /* A strided vector type (a derived datatype with gaps). */
+    MPI_Datatype vec;
+    MPI_Type_vector(4, 1, 3, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int buf[12];
+    for (int i = 0; i < 12; i++) buf[i] = rank == size - 1 ? i : -1;
+    MPI_Bcast(buf, 1, vec, size - 1, MPI_COMM_WORLD);
+    int ok = 1;
+    for (int i = 0; i < 12; i++) ok &= buf[i] == (i % 3 == 0 ? i : (rank == size - 1 ? i : -1));
+    result(ok, "MPI_Bcast strided vector type");
+    MPI_Type_free(&vec);
+
+    /* Communicators that are not congruent to world: reversed order and halves. */
+    MPI_Comm rev, half;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev);
+    int rr;
+    MPI_Comm_rank(rev, &rr);
+    result(rr == size - 1 - rank, "reversed split has reversed ranks");
+    const long counts[] = {1, 1031, -1};
+    check_int(rev, counts);
+    check_double(rev, counts);
+    MPI_Barrier(rev);
+    MPI_Comm_free(&rev);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    check_int(half, counts);
+    MPI_Barrier(half);
+    MPI_Comm_free(&half);
+}
+
+/* Errors MPI reports must still be reported, through the communicator's handler. */
+static void errors(void) {
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    int x[4] = {1, 2, 3, 4}, y[4];
+    result(MPI_Bcast(x, 4, MPI_INT, size, c) != MPI_SUCCESS, "MPI_Bcast with root = size fails");
+    result(MPI_Allreduce(x, y, -1, MPI_INT, MPI_SUM, c) != MPI_SUCCESS,
+           "MPI_Allreduce with count -1 fails");
+    result(MPI_Allreduce(x, y, 4, MPI_DATATYPE_NULL, MPI_SUM, c) != MPI_SUCCESS,
+           "MPI_Allreduce with MPI_DATATYPE_NULL fails");
+    result(MPI_Reduce(x, y, 4, MPI_INT, MPI_OP_NULL, 0, c) != MPI_SUCCESS,
+           "MPI_Reduce with MPI_OP_NULL fails");
+    result(MPI_Barrier(MPI_COMM_NULL) != MPI_SUCCESS, "MPI_Barrier(MPI_COMM_NULL) fails");
+    MPI_Comm_free(&c);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    MPI_Op ops[O_N] = {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND,
+                       MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR};
+    memcpy(mpi_ops, ops, sizeof ops);
+
+    const long full[] = {0, 1, 7, 1031, 65539, -1};
+    const long small[] = {0, 1, 1031, -1};
+    const long *counts = quick ? small : full;
+#define RUN(name, ctype, mpitype, kind) check_##name(MPI_COMM_WORLD, counts);
+    TYPES(RUN)
+    check_char(MPI_COMM_WORLD);
+    const long big[] = {(1 << 20) + 3, -1};
+    check_int(MPI_COMM_WORLD, big);
+    check_double(MPI_COMM_WORLD, big);
+
+    /* Congruent communicators take the same path as world. */
+    MPI_Comm dup, same;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    check_int(dup, small);
+    check_double(dup, small);
+    check_bool(dup, small);
+    MPI_Barrier(dup);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &same);
+    check_long(same, small);
+    MPI_Comm_free(&same);
+
+    handed_to_mpi();
+    errors();
+
+    /* Back-to-back small calls catch slot reuse races. */
+    int ok = 1;
+    for (int i = 0; i < 2000; i++) {
+        int v = rank + i, s = 0, b = rank == i % size ? i : -1;
+        MPI_Allreduce(&v, &s, 1, MPI_INT, MPI_SUM, i % 2 ? dup : MPI_COMM_WORLD);
+        MPI_Bcast(&b, 1, MPI_INT, i % size, MPI_COMM_WORLD);
+        ok &= s == size * i + size * (size - 1) / 2 && b == i;
+        if (i % 100 == 0) MPI_Barrier(MPI_COMM_WORLD);
+    }
+    result(ok, "2000 back-to-back Allreduce and Bcast");
+    MPI_Comm_free(&dup);
+
+    if (rank == 0) {
+        /* Rank 0's view of every result it received. */
+        printf("digest: %016llx\n", (unsigned long long)digest);
+        printf("%d passed, %d failed\n", passed, failed);
+    }
+    MPI_Finalize();
+    return failed ? 1 : 0;
+}
