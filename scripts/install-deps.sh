@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs what topo-run needs to build, test and run on Debian 12: the C toolchain,
 # Slurm and munge (for the private dev cluster), Open MPI, PMIx and hwloc (with their
-# development files), MPICH (its PMI-2 client runs under srun --mpi=pmi2 in the tests;
+# development files, and gfortran for the Fortran test program), MPICH (its PMI-2 client runs under srun --mpi=pmi2 in the tests;
 # Open MPI stays the default mpicc/mpirun), libclang (bindgen) and libudev (hwlocality links it). Idempotent;
 # apt-get runs only when a package is missing, and then needs root.
 set -euo pipefail
 
 packages=(
-    gcc g++ make pkg-config python3 procps util-linux
+    gcc g++ gfortran make pkg-config python3 procps util-linux
     slurm-wlm munge
     openmpi-bin libopenmpi-dev libpmix-dev
     mpich libmpich-dev

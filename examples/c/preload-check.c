@@ -16,9 +16,14 @@
  * "N passed, M failed". Exit status 1 on any failure.
  *
  *   mpicc -O2 -o preload-check preload-check.c
- *   srun --mpi=pmix topo-run -- ./preload-check [--quick]
+ *   srun --mpi=pmix topo-run -- ./preload-check [--quick] [--thread-multiple] [--die RANK]
+ *
+ * --quick: fewer counts. --thread-multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE).
+ * --die RANK: that rank kills itself (SIGKILL) in the middle of a loop of Allreduces, to
+ * test that the others stop with a message instead of waiting forever.
  */
 #include <mpi.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,23 +199,36 @@ static void check_char(MPI_Comm comm) {
     result(ok, "MPI_Bcast MPI_CHAR");
 }
 
-/* A non-commutative user operation: c = a * 10 + b (order matters), in MPI's order. */
+/* An associative, non-commutative user operation: concatenation of decimal digits, each
+ * element a (value, 10^digits) pair, so that MPI's order (rank 0 first) shows. */
 static void digits(void *in, void *inout, int *len, MPI_Datatype *dt) {
     (void)dt;
     long long *a = in, *b = inout;
-    for (int i = 0; i < *len; i++) b[i] = a[i] * 10 + b[i];
+    for (int i = 0; i < *len; i++) {
+        b[2 * i] = a[2 * i] * b[2 * i + 1] + b[2 * i];
+        b[2 * i + 1] = a[2 * i + 1] * b[2 * i + 1];
+    }
 }
 
 static void handed_to_mpi(void) {
     /* A user-defined non-commutative operation keeps MPI's order: rank 0 first. */
     MPI_Op user;
+    MPI_Datatype pair;
     MPI_Op_create(digits, 0, &user);
-    long long v[3] = {rank + 1, rank + 1, rank + 1}, out[3] = {0, 0, 0};
-    MPI_Allreduce(v, out, 3, MPI_LONG_LONG, user, MPI_COMM_WORLD);
-    long long want = 0;
-    for (int r = 0; r < size; r++) want = want * 10 + (r + 1);
-    result(out[0] == want && out[2] == want, "MPI_Allreduce user non-commutative op");
-    hash(out[0]);
+    MPI_Type_contiguous(2, MPI_LONG_LONG, &pair);
+    MPI_Type_commit(&pair);
+    long long v[6], out[6] = {0};
+    for (int i = 0; i < 3; i++) v[2 * i] = (rank + i) % 9 + 1, v[2 * i + 1] = 10;
+    MPI_Allreduce(v, out, 3, pair, user, MPI_COMM_WORLD);
+    int ok = 1;
+    for (int i = 0; i < 3; i++) {
+        long long want = 0;
+        for (int r = 0; r < size; r++) want = want * 10 + (r + i) % 9 + 1;
+        ok &= out[2 * i] == want;
+        hash(out[2 * i]);
+    }
+    result(ok, "MPI_Allreduce user non-commutative op");
+    MPI_Type_free(&pair);
     MPI_Op_free(&user);
 
     /* MPI_MINLOC on MPI_2INT. */
@@ -229,7 +247,7 @@ static void handed_to_mpi(void) {
     int buf[12];
     for (int i = 0; i < 12; i++) buf[i] = rank == size - 1 ? i : -1;
     MPI_Bcast(buf, 1, vec, size - 1, MPI_COMM_WORLD);
-    int ok = 1;
+    ok = 1;
     for (int i = 0; i < 12; i++) ok &= buf[i] == (i % 3 == 0 ? i : (rank == size - 1 ? i : -1));
     result(ok, "MPI_Bcast strided vector type");
     MPI_Type_free(&vec);
@@ -269,11 +287,30 @@ static void errors(void) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    int die = -1, multiple = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--thread-multiple") == 0) multiple = 1;
+        else if (strcmp(argv[i], "--die") == 0 && i + 1 < argc) die = atoi(argv[++i]);
+    }
+    if (multiple) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (die >= 0) {
+        double v[1024] = {0}, s[1024];
+        for (int i = 0; i < 100000; i++) {
+            if (rank == die && i == 500) raise(SIGKILL);
+            MPI_Allreduce(v, s, 1024, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        }
+        MPI_Finalize();
+        return 0;
+    }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     MPI_Op ops[O_N] = {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND,
                        MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR};
     memcpy(mpi_ops, ops, sizeof ops);

@@ -44,9 +44,16 @@ Examples:
   # No PMIx (srun --mpi=none or pmi2): the rank map comes from Slurm's environment
   srun --mpi=none -n4 topo-run -- ./app
 
+  # An unmodified C/Fortran MPI program: its collectives go through libtopo_preload.so;
+  # each node leader prints at MPI_Finalize which calls took topo-run's path
+  srun --mpi=pmix topo-run -- env TOPO_RUN_STATS=1 ./app     (or export TOPO_RUN_STATS=1)
+
 Environment:
-  TOPO_RUN_LEVELS, TOPO_RUN_NETWORK_MAP, TOPO_RUN_ALLOW_UNBOUND, TOPO_RUN_SHOW and
-  TOPO_RUN_VERBOSE stand in for the options. Without a network map, topo-run uses Slurm's
+  TOPO_RUN_LEVELS, TOPO_RUN_NETWORK_MAP, TOPO_RUN_ALLOW_UNBOUND, TOPO_RUN_SHOW,
+  TOPO_RUN_PRELOAD (auto, 1, 0) and TOPO_RUN_VERBOSE stand in for the options.
+  TOPO_RUN_PRELOAD_LIB names the PMPI library (default: libtopo_preload.so beside
+  topo-run, or in ../lib/topo-run/ or ../lib/ from it). TOPO_RUN_STATS=1 makes the
+  library report its calls at MPI_Finalize. Without a network map, topo-run uses Slurm's
   topology.conf beside $SLURM_CONF if there is one. The program receives TOPO_RUN_PLAN
   (see docs/plan-format.md) and PMIX_MCA_gds=hash.";
 
@@ -129,6 +136,19 @@ pub struct LaunchArgs {
 
     #[command(flatten)]
     pub runtime: RuntimeArgs,
+
+    /// Always preload topo-run's PMPI library (libtopo_preload.so), so that the
+    /// program's MPI_Bcast, MPI_Reduce, MPI_Allreduce and MPI_Barrier take topo-run's path.
+    /// Default (TOPO_RUN_PRELOAD=auto): preload into dynamically linked MPI programs built
+    /// against the library's MPI that do not call topo-runtime themselves.
+    /// TOPO_RUN_PRELOAD=1 is the same as this option.
+    #[arg(long, overrides_with = "no_preload")]
+    pub preload: bool,
+
+    /// Never preload the PMPI library: the program's collectives are MPI's own
+    /// (TOPO_RUN_PRELOAD=0).
+    #[arg(long, overrides_with = "preload")]
+    pub no_preload: bool,
 
     /// Explain discovery and planning on stderr, with timings.
     #[arg(short, long, env = "TOPO_RUN_VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]

@@ -14,6 +14,7 @@ use crate::cli::{LaunchArgs, RuntimeArgs};
 use crate::cpus::{self, CpuMask, NodeTopology, SlurmBinding};
 use crate::discover::{self, DiscoveryError, Env, Placement, ProcessEnv};
 use crate::plan_cmd;
+use crate::preload;
 use crate::show_cmd;
 
 /// A task is not bound to CPUs (exit code 10).
@@ -185,8 +186,39 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         let _ = writeln!(err, "{}", show_cmd::line(&plan, format));
     }
 
-    // 5. Export and exec.
-    exec(&args.program, &encoded)
+    // 5. The PMPI library, for unmodified MPI programs.
+    let mode = preload::mode(
+        args.preload,
+        args.no_preload,
+        std::env::var(preload::MODE_ENV).ok().as_deref(),
+    )?;
+    let exe = std::env::current_exe().ok();
+    let decision = preload::decide(
+        mode,
+        &args.program[0],
+        std::env::var_os(preload::LIB_ENV).as_deref(),
+        exe.as_deref(),
+        std::env::var_os("PATH").as_deref(),
+    )?;
+    let ld_preload = match decision {
+        preload::Decision::Preload { lib, why } => {
+            v.say(format!("preloading {} ({why})", lib.display()));
+            Some(preload::ld_preload(
+                &lib,
+                std::env::var_os("LD_PRELOAD").as_deref(),
+            ))
+        }
+        preload::Decision::Skip { why, warn } => {
+            if warn && placement.rank == 0 {
+                eprintln!("topo-run: warning: not preloading the PMPI library: {why}");
+            }
+            v.say(format!("not preloading the PMPI library: {why}"));
+            None
+        }
+    };
+
+    // 6. Export and exec.
+    exec(&args.program, &encoded, ld_preload)
 }
 
 /// The locality of each of the node's `n_local` ranks (ascending rank order), `None` for
@@ -436,7 +468,7 @@ fn build_job(
 }
 
 /// Replaces this process with the program, with the plan in its environment.
-fn exec(program: &[OsString], plan: &str) -> Result<()> {
+fn exec(program: &[OsString], plan: &str, ld_preload: Option<OsString>) -> Result<()> {
     let (prog, args) = program
         .split_first()
         .expect("the command line requires a program");
@@ -446,6 +478,9 @@ fn exec(program: &[OsString], plan: &str) -> Result<()> {
         // Open MPI's MPI_Init fails after another PMIx client ran in this process image
         // unless the shared-memory data store is bypassed.
         .env("PMIX_MCA_gds", "hash");
+    if let Some(p) = ld_preload {
+        cmd.env("LD_PRELOAD", p);
+    }
     let err = cmd.exec();
     let name = prog.to_string_lossy().into_owned();
     Err(match err.kind() {

@@ -6,10 +6,12 @@
 mod cli;
 mod cpus;
 mod discover;
+mod elf;
 mod exit_codes;
 mod launch;
 mod plan_cmd;
 mod pmix;
+mod preload;
 mod render;
 mod show_cmd;
 
@@ -41,6 +43,11 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 exit_codes::INPUT_UNREADABLE,
             ),
             (cause.is::<plan_cmd::UsageError>(), exit_codes::USAGE),
+            (cause.is::<preload::BadMode>(), exit_codes::USAGE),
+            (
+                cause.is::<preload::LibMissing>(),
+                exit_codes::PRELOAD_MISSING,
+            ),
             (cause.is::<show_cmd::PlanMissing>(), exit_codes::BAD_PLAN),
             (
                 cause.is::<launch::LevelsUnsupported>(),

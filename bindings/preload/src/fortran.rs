@@ -17,12 +17,14 @@ use crate::{calls, state};
 
 type Fint = c_int;
 
-/// The address of a symbol of the MPI library, looked up once per name.
+/// The address of a symbol, looked up once per name in the process's global scope: the
+/// first definition, which for a common block such as `mpi_fortran_in_place_` may be the
+/// program's own copy (a copy relocation) rather than libmpi's. This library defines none
+/// of the names it looks up.
 fn lookup(cell: &'static OnceLock<usize>, name: &CStr) -> usize {
     *cell.get_or_init(|| {
-        // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT searches the objects loaded
-        // after this library (the application's MPI libraries).
-        unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
+        // SAFETY: dlsym with a NUL-terminated name.
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
     })
 }
 

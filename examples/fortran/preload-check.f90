@@ -1,0 +1,115 @@
+! preload-check (Fortran): MPI_ALLREDUCE, MPI_REDUCE, MPI_BCAST and MPI_BARRIER from an
+! unmodified Fortran program (`use mpi`), checked against references computed locally:
+! INTEGER and DOUBLE PRECISION, sums, maxima and logical AND, MPI_IN_PLACE, every root,
+! MPI_COMM_WORLD and a duplicate of it, and a split in reversed order (handed to MPI).
+! Rank 0 prints "N passed, M failed" last; the exit status is 1 on any failure.
+!
+!   mpif90 -O2 -o preload-check-f preload-check.f90
+!   srun --mpi=pmix topo-run -- ./preload-check-f
+program preload_check
+  use mpi
+  implicit none
+  integer, parameter :: n = 1031
+  integer :: ierr, rank, nranks, i, r, root, comm, rev, passed, failed, k
+  integer :: ia(n), ib(n), iwant(n)
+  double precision :: da(n), db(n), dwant(n)
+  logical :: la(n), lb(n), ok
+  integer :: comms(2)
+
+  call MPI_INIT(ierr)
+  call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
+  call MPI_COMM_SIZE(MPI_COMM_WORLD, nranks, ierr)
+  passed = 0
+  failed = 0
+  call MPI_COMM_DUP(MPI_COMM_WORLD, comms(2), ierr)
+  comms(1) = MPI_COMM_WORLD
+
+  do k = 1, 2
+    comm = comms(k)
+    ! Integer sum, out of place.
+    do i = 1, n
+      ia(i) = mod(rank * 3 + i, 5)
+      iwant(i) = 0
+      do r = 0, nranks - 1
+        iwant(i) = iwant(i) + mod(r * 3 + i, 5)
+      end do
+    end do
+    call MPI_ALLREDUCE(ia, ib, n, MPI_INTEGER, MPI_SUM, comm, ierr)
+    call check(ierr == MPI_SUCCESS .and. all(ib == iwant), 'MPI_ALLREDUCE INTEGER SUM')
+
+    ! Double precision max, in place.
+    do i = 1, n
+      da(i) = dble(mod(rank * 7 + i * 13, 100))
+      dwant(i) = 0
+      do r = 0, nranks - 1
+        dwant(i) = max(dwant(i), dble(mod(r * 7 + i * 13, 100)))
+      end do
+    end do
+    call MPI_ALLREDUCE(MPI_IN_PLACE, da, n, MPI_DOUBLE_PRECISION, MPI_MAX, comm, ierr)
+    call check(ierr == MPI_SUCCESS .and. all(da == dwant), 'MPI_ALLREDUCE DOUBLE PRECISION MAX in place')
+
+    ! Logical AND.
+    do i = 1, n
+      la(i) = mod(i, 3) /= mod(rank, 3) .or. mod(i, 2) == 0
+    end do
+    call MPI_ALLREDUCE(la, lb, n, MPI_LOGICAL, MPI_LAND, comm, ierr)
+    ok = .true.
+    do i = 1, n
+      ok = ok .and. (lb(i) .eqv. all([(mod(i, 3) /= mod(r, 3) .or. mod(i, 2) == 0, r = 0, nranks - 1)]))
+    end do
+    call check(ierr == MPI_SUCCESS .and. ok, 'MPI_ALLREDUCE LOGICAL LAND')
+
+    do root = 0, nranks - 1
+      ! Broadcast from every root.
+      do i = 1, n
+        if (rank == root) then
+          db(i) = dble(root * 1000 + i)
+        else
+          db(i) = -1
+        end if
+      end do
+      call MPI_BCAST(db, n, MPI_DOUBLE_PRECISION, root, comm, ierr)
+      call check(ierr == MPI_SUCCESS .and. all(db == [(dble(root * 1000 + i), i = 1, n)]), 'MPI_BCAST')
+
+      ! Reduce to every root, in place at the root.
+      ib = ia
+      if (rank == root) then
+        call MPI_REDUCE(MPI_IN_PLACE, ib, n, MPI_INTEGER, MPI_SUM, root, comm, ierr)
+        call check(ierr == MPI_SUCCESS .and. all(ib == iwant), 'MPI_REDUCE INTEGER SUM in place')
+      else
+        call MPI_REDUCE(ia, ib, n, MPI_INTEGER, MPI_SUM, root, comm, ierr)
+        call check(ierr == MPI_SUCCESS, 'MPI_REDUCE INTEGER SUM')
+      end if
+    end do
+    call MPI_BARRIER(comm, ierr)
+    call check(ierr == MPI_SUCCESS, 'MPI_BARRIER')
+  end do
+
+  ! A communicator in reversed order: MPI's own path, same results.
+  call MPI_COMM_SPLIT(MPI_COMM_WORLD, 0, nranks - rank, rev, ierr)
+  call MPI_ALLREDUCE(ia, ib, n, MPI_INTEGER, MPI_SUM, rev, ierr)
+  call check(ierr == MPI_SUCCESS .and. all(ib == iwant), 'MPI_ALLREDUCE on a reversed split')
+  call MPI_COMM_FREE(rev, ierr)
+  call MPI_COMM_FREE(comms(2), ierr)
+
+  if (rank == 0) print '(I0, " passed, ", I0, " failed")', passed, failed
+  call MPI_FINALIZE(ierr)
+  if (failed > 0) stop 1
+
+contains
+
+  subroutine check(cond, what)
+    logical, intent(in) :: cond
+    character(*), intent(in) :: what
+    logical :: all_ok
+    integer :: e
+    ! PMPI_ALLREDUCE: the check itself never takes topo-run's path.
+    call PMPI_ALLREDUCE(cond, all_ok, 1, MPI_LOGICAL, MPI_LAND, MPI_COMM_WORLD, e)
+    if (all_ok) then
+      passed = passed + 1
+    else
+      failed = failed + 1
+      if (rank == 0) print '("FAIL ", A)', what
+    end if
+  end subroutine check
+end program preload_check

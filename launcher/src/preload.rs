@@ -1,0 +1,313 @@
+//! Whether to preload topo-run's PMPI library (`libtopo_preload.so`) into the program, so
+//! that an unmodified MPI program's collectives take topo-run's path.
+//!
+//! By default (`auto`) the library is preloaded into a program that is a dynamically
+//! linked ELF file needing the same MPI library (`libmpi.so.40` for Open MPI 4) that the
+//! PMPI library was built against, unless the program carries the `.topo_runtime` section
+//! that `topo-runtime` puts into programs calling it directly: those already have
+//! topo-run's collectives where they ask for them, and their calls to MPI's own
+//! collectives (benchmarks compare against them) must stay MPI's own.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use crate::elf;
+
+/// The library's file name.
+pub const LIB_NAME: &str = "libtopo_preload.so";
+/// Where the library is, overriding the search beside the `topo-run` executable.
+pub const LIB_ENV: &str = "TOPO_RUN_PRELOAD_LIB";
+/// `auto`, `1`/`yes`/`on` (`--preload`) or `0`/`no`/`off` (`--no-preload`).
+pub const MODE_ENV: &str = "TOPO_RUN_PRELOAD";
+/// The section `topo-runtime` puts into programs that call it.
+pub const MARK_SECTION: &str = ".topo_runtime";
+
+/// When to preload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Dynamically linked MPI programs built against the library's MPI, without the mark.
+    Auto,
+    /// Always (the library must exist).
+    Always,
+    /// Never.
+    Never,
+}
+
+/// `TOPO_RUN_PRELOAD` has a value that is none of the accepted ones (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{MODE_ENV}={0:?} is not one of auto, 1, yes, on, 0, no, off")]
+pub struct BadMode(pub String);
+
+/// `--preload` was asked for but the library cannot be found (exit code 14).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--preload: {LIB_NAME} not found (looked at {looked}); build it with `cargo build \
+     --release -p topo-preload` and put it beside topo-run, or set {LIB_ENV} to its path"
+)]
+pub struct LibMissing {
+    pub looked: String,
+}
+
+/// The mode from the options and the environment: an option wins over the variable.
+pub fn mode(preload: bool, no_preload: bool, env: Option<&str>) -> Result<Mode, BadMode> {
+    if preload {
+        return Ok(Mode::Always);
+    }
+    if no_preload {
+        return Ok(Mode::Never);
+    }
+    match env.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("" | "auto") => Ok(Mode::Auto),
+        Some("1" | "yes" | "on" | "true") => Ok(Mode::Always),
+        Some("0" | "no" | "off" | "false") => Ok(Mode::Never),
+        Some(_) => Err(BadMode(env.unwrap_or_default().to_string())),
+    }
+}
+
+/// Where to look for the library: `$TOPO_RUN_PRELOAD_LIB`, else beside the executable,
+/// in `../lib/topo-run/` and in `../lib/` from it.
+pub fn candidates(lib_env: Option<&OsStr>, exe: Option<&Path>) -> Vec<PathBuf> {
+    if let Some(p) = lib_env.filter(|p| !p.is_empty()) {
+        return vec![PathBuf::from(p)];
+    }
+    let Some(dir) = exe.and_then(Path::parent) else {
+        return Vec::new();
+    };
+    vec![
+        dir.join(LIB_NAME),
+        dir.join("../lib/topo-run").join(LIB_NAME),
+        dir.join("../lib").join(LIB_NAME),
+    ]
+}
+
+/// The outcome, with the reason for `-v`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Preload this library.
+    Preload { lib: PathBuf, why: String },
+    /// Do not; `warn` is set when the user probably expected it.
+    Skip { why: String, warn: bool },
+}
+
+/// The program file the name resolves to (`PATH` lookup for a bare name).
+fn resolve(program: &OsStr, path: Option<&OsStr>) -> Option<PathBuf> {
+    let p = Path::new(program);
+    if p.components().count() > 1 || program.to_string_lossy().contains('/') {
+        return Some(p.to_path_buf());
+    }
+    std::env::split_paths(path?)
+        .map(|d| d.join(p))
+        .find(|c| c.is_file())
+}
+
+/// The MPI library a file needs: a `DT_NEEDED` entry naming `libmpi*` or `libmpich*`. Open
+/// MPI's Fortran and C++ layers (`libmpi_mpifh.so.40`, ...) stand for the `libmpi.so` of
+/// the same version, which they need (a Fortran program may name only the layer).
+fn mpi_soname(info: &elf::ElfInfo) -> Option<String> {
+    let direct = info
+        .needed
+        .iter()
+        .find(|n| n.starts_with("libmpi.") || n.starts_with("libmpich."));
+    if let Some(n) = direct {
+        return Some(n.clone());
+    }
+    info.needed.iter().find_map(|n| {
+        let layer = n
+            .strip_prefix("libmpi_")
+            .or_else(|| n.strip_prefix("libmpi++"))?;
+        let version = &layer[layer.find(".so")?..];
+        Some(format!("libmpi{version}"))
+    })
+}
+
+/// Decides for `program`; `lib_env`, `exe` and `path` are `$TOPO_RUN_PRELOAD_LIB`, this
+/// executable's path and `$PATH`.
+pub fn decide(
+    mode: Mode,
+    program: &OsStr,
+    lib_env: Option<&OsStr>,
+    exe: Option<&Path>,
+    path: Option<&OsStr>,
+) -> Result<Decision, LibMissing> {
+    let skip = |why: String, warn: bool| Ok(Decision::Skip { why, warn });
+    if mode == Mode::Never {
+        return skip("--no-preload".into(), false);
+    }
+    let looked = candidates(lib_env, exe);
+    let lib = looked.iter().find(|p| p.is_file()).cloned();
+    let name = program.to_string_lossy();
+    if mode == Mode::Always {
+        return match lib {
+            Some(lib) => Ok(Decision::Preload {
+                lib,
+                why: "--preload".into(),
+            }),
+            None => Err(LibMissing {
+                looked: list(&looked),
+            }),
+        };
+    }
+    let Some(file) = resolve(program, path) else {
+        return skip(format!("{name} not found on PATH"), false);
+    };
+    let info = match std::fs::read(&file).map(|b| elf::parse(&b)) {
+        Ok(Ok(info)) => info,
+        Ok(Err(e)) => {
+            return skip(
+                format!("{}: {e} (a script? use --preload)", file.display()),
+                false,
+            );
+        }
+        Err(e) => return skip(format!("{}: {e}", file.display()), false),
+    };
+    if info.sections.iter().any(|s| s == MARK_SECTION) {
+        return skip(format!("{name} calls topo-runtime itself"), false);
+    }
+    let Some(needs) = mpi_soname(&info) else {
+        return skip(format!("{name} is not dynamically linked with MPI"), false);
+    };
+    let Some(lib) = lib else {
+        return skip(
+            format!(
+                "{name} is an MPI program but {LIB_NAME} was not found (looked at {}; set \
+                 {LIB_ENV}); its collectives are MPI's own",
+                list(&looked)
+            ),
+            true,
+        );
+    };
+    let built = std::fs::read(&lib)
+        .ok()
+        .and_then(|b| elf::parse(&b).ok())
+        .and_then(|i| mpi_soname(&i));
+    match built {
+        Some(b) if b == needs => Ok(Decision::Preload {
+            lib,
+            why: format!("{name} needs {needs}"),
+        }),
+        Some(b) => skip(
+            format!(
+                "{name} needs {needs} but {} was built against {b}; its collectives are MPI's own",
+                lib.display()
+            ),
+            true,
+        ),
+        None => skip(
+            format!("{} is not a PMPI library for {needs}", lib.display()),
+            true,
+        ),
+    }
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    if paths.is_empty() {
+        return "nowhere: the topo-run executable's path is unknown".into();
+    }
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `LD_PRELOAD` with `lib` first and the user's own entries kept after it.
+pub fn ld_preload(lib: &Path, existing: Option<&OsStr>) -> OsString {
+    let mut v = OsString::from(lib);
+    if let Some(e) = existing.filter(|e| !e.is_empty()) {
+        v.push(":");
+        v.push(e);
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes() {
+        assert_eq!(mode(false, false, None).unwrap(), Mode::Auto);
+        assert_eq!(mode(false, false, Some("auto")).unwrap(), Mode::Auto);
+        assert_eq!(mode(false, false, Some("YES")).unwrap(), Mode::Always);
+        assert_eq!(mode(false, false, Some("0")).unwrap(), Mode::Never);
+        assert_eq!(mode(true, false, Some("0")).unwrap(), Mode::Always);
+        assert_eq!(mode(false, true, Some("1")).unwrap(), Mode::Never);
+        assert!(mode(false, false, Some("maybe")).is_err());
+    }
+
+    #[test]
+    fn search_order() {
+        let exe = Path::new("/opt/topo/bin/topo-run");
+        assert_eq!(
+            candidates(None, Some(exe)),
+            vec![
+                PathBuf::from("/opt/topo/bin/libtopo_preload.so"),
+                PathBuf::from("/opt/topo/bin/../lib/topo-run/libtopo_preload.so"),
+                PathBuf::from("/opt/topo/bin/../lib/libtopo_preload.so"),
+            ]
+        );
+        assert_eq!(
+            candidates(Some(OsStr::new("/x/lib.so")), Some(exe)),
+            vec![PathBuf::from("/x/lib.so")]
+        );
+    }
+
+    #[test]
+    fn keeps_the_users_preload() {
+        let lib = Path::new("/l/libtopo_preload.so");
+        assert_eq!(ld_preload(lib, None), "/l/libtopo_preload.so");
+        assert_eq!(
+            ld_preload(lib, Some(OsStr::new("/u/a.so /u/b.so"))),
+            "/l/libtopo_preload.so:/u/a.so /u/b.so"
+        );
+    }
+
+    #[test]
+    fn non_mpi_programs_are_skipped() {
+        let exe = std::env::current_exe().unwrap();
+        let d = decide(Mode::Auto, exe.as_os_str(), None, None, None).unwrap();
+        assert!(
+            matches!(&d, Decision::Skip { why, warn: false } if why.contains("not dynamically linked with MPI")),
+            "{d:?}"
+        );
+        let d = decide(
+            Mode::Auto,
+            OsStr::new("/bin/sh-does-not-exist"),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+        assert!(matches!(d, Decision::Skip { .. }));
+        let d = decide(Mode::Never, exe.as_os_str(), None, None, None).unwrap();
+        assert!(matches!(d, Decision::Skip { .. }));
+        assert!(
+            decide(
+                Mode::Always,
+                exe.as_os_str(),
+                Some(OsStr::new("/nonexistent.so")),
+                None,
+                None
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn mpi_sonames() {
+        let info = |n: &[&str]| elf::ElfInfo {
+            needed: n.iter().map(|s| s.to_string()).collect(),
+            sections: vec![],
+        };
+        let some = |s: &str| Some(s.to_string());
+        let both = info(&["libmpi_mpifh.so.40", "libmpi.so.40"]);
+        assert_eq!(mpi_soname(&both), some("libmpi.so.40"));
+        let fortran = info(&["libmpi_mpifh.so.40", "libgfortran.so.5"]);
+        assert_eq!(mpi_soname(&fortran), some("libmpi.so.40"));
+        assert_eq!(
+            mpi_soname(&info(&["libmpich.so.12"])),
+            some("libmpich.so.12")
+        );
+        assert_eq!(mpi_soname(&info(&["libc.so.6"])), None);
+    }
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# End-to-end tests of the PMPI library (libtopo_preload.so): unmodified C and Fortran MPI
+# programs under `srun --mpi=pmix topo-run` on the private dev cluster (1 node and 2
+# emulated nodes), with results compared against runs without topo-run, the statistics,
+# the launcher's preload decision and options, and the fault cases. Runs as root. Every
+# srun runs under `timeout`.
+#
+#   tests/e2e/preload.sh [BIN_DIR]     (BIN_DIR holds topo-run, coll-check, libtopo_preload.so)
+#
+# Prints "N passed, M failed" last; exits non-zero on any failure.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BIN="$(cd "${1:-$ROOT/target/release}" && pwd)"
+TOPO_RUN="$BIN/topo-run"
+CLUSTER="$ROOT/slurm/dev-cluster"
+export DEV_CLUSTER_DIR="${DEV_CLUSTER_DIR:-${TMPDIR:-/tmp}/topo-run-dev-cluster}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/topo-run-e2e-preload.XXXXXX")"
+T=240  # seconds allowed for any single srun
+PASS=0; FAIL=0
+
+for b in "$TOPO_RUN" "$BIN/coll-check" "$BIN/libtopo_preload.so"; do
+  [[ -e $b ]] || { echo "preload.sh: $b is not built (cargo build --release -p topo-run -p topo-examples -p topo-preload)" >&2; exit 2; }
+done
+
+cleanup() {
+  "$CLUSTER" stop >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
+
+run() {
+  local out=$1 err=$2; shift 2
+  timeout "$T" "$CLUSTER" exec "$@" >"$out" 2>"$err"
+  RC=$?
+}
+
+shm_leftovers() { ls /dev/shm 2>/dev/null | grep -c '^topo-run\.' ; }
+
+start_cluster() {
+  if ! "$CLUSTER" start "$1" >"$WORK/start.log" 2>&1; then
+    cat "$WORK/start.log"; bad "dev-cluster start $1" "the cluster did not start"
+    echo "$PASS passed, $FAIL failed"; exit 1
+  fi
+}
+
+# The test programs, built with Open MPI's compiler wrappers.
+CPROG="$WORK/preload-check"
+FPROG="$WORK/preload-check-f"
+if ! mpicc -O2 -Wall -o "$CPROG" "$ROOT/examples/c/preload-check.c" 2>"$WORK/cc.log"; then
+  cat "$WORK/cc.log"; bad "mpicc examples/c/preload-check.c"; echo "$PASS passed, $FAIL failed"; exit 1
+fi
+if ! mpif90 -O2 -o "$FPROG" "$ROOT/examples/fortran/preload-check.f90" 2>"$WORK/fc.log"; then
+  cat "$WORK/fc.log"; bad "mpif90 examples/fortran/preload-check.f90"; echo "$PASS passed, $FAIL failed"; exit 1
+fi
+
+passed_line() { [[ $(tail -1 "$1") =~ ^[0-9]+\ passed,\ 0\ failed$ ]]; }
+digest() { grep -o 'digest: [0-9a-f]*' "$1"; }
+# The statistics line of CALL shows at least one call on topo-run's path.
+took_our_path() { grep -Eq "topo-run: stats: rank 0.*: $2: [1-9][0-9]* topo-run" "$1"; }
+
+# check_c NAME SRUN_ARGS...: the C program passes natively and under topo-run, with the
+# same digest, no segment left, and every intercepted call on topo-run's path.
+check_c() {
+  local name=$1; shift
+  local t0=$SECONDS
+  run "$WORK/native.out" "$WORK/native.err" srun "$@" "$CPROG" --quick
+  if [[ $RC -ne 0 ]] || ! passed_line "$WORK/native.out"; then
+    bad "$name: without topo-run" "exit $RC: $(tail -1 "$WORK/native.out")" "$(head -4 "$WORK/native.err")"; return
+  fi
+  run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$CPROG" --quick
+  local missing=""
+  for c in MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier; do
+    took_our_path "$WORK/topo.err" "$c" || missing+=" $c"
+  done
+  if [[ $RC -ne 0 ]] || ! passed_line "$WORK/topo.out"; then
+    bad "$name: under topo-run" "exit $RC: $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -6)"
+  elif [[ "$(digest "$WORK/topo.out")" != "$(digest "$WORK/native.out")" ]]; then
+    bad "$name: results differ from MPI's own" "$(digest "$WORK/topo.out") vs $(digest "$WORK/native.out")"
+  elif [[ -n $missing ]]; then
+    bad "$name: not on topo-run's path:$missing" "$(grep stats "$WORK/topo.err" | head -6)"
+  elif ! grep -q "communicator not congruent to MPI_COMM_WORLD" "$WORK/topo.err" \
+       || ! grep -q "derived datatype" "$WORK/topo.err" \
+       || ! grep -q "MINLOC/MAXLOC pair datatype" "$WORK/topo.err"; then
+    bad "$name: the statistics do not show the hand-offs" "$(grep stats "$WORK/topo.err" | head -6)"
+  elif (( $(shm_leftovers) > 0 )); then
+    bad "$name: segments left in /dev/shm"
+  else
+    ok "$name: $(tail -1 "$WORK/topo.out"), same $(digest "$WORK/topo.out") as without topo-run ($((SECONDS - t0)) s)"
+  fi
+}
+
+# check_f NAME SRUN_ARGS...: the Fortran program passes natively and under topo-run, and
+# its calls take topo-run's path.
+check_f() {
+  local name=$1; shift
+  run "$WORK/native.out" "$WORK/native.err" srun "$@" "$FPROG"
+  if [[ $RC -ne 0 ]] || ! passed_line "$WORK/native.out"; then
+    bad "$name: without topo-run" "exit $RC: $(tail -1 "$WORK/native.out")" "$(head -4 "$WORK/native.err")"; return
+  fi
+  run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$FPROG"
+  if [[ $RC -ne 0 ]] || ! passed_line "$WORK/topo.out"; then
+    bad "$name: under topo-run" "exit $RC: $(tail -1 "$WORK/topo.out")" "$(head -6 "$WORK/topo.err")"
+  elif ! took_our_path "$WORK/topo.err" MPI_Allreduce || ! took_our_path "$WORK/topo.err" MPI_Bcast; then
+    bad "$name: Fortran calls did not reach the library" "$(grep stats "$WORK/topo.err" | head -5)"
+  else
+    ok "$name: $(tail -1 "$WORK/topo.out") natively and under topo-run, on topo-run's path"
+  fi
+}
+
+echo "== 1 node"
+start_cluster 1
+ONE=(-N1 -n2 --mpi=pmix --cpu-bind=cores)
+check_c "C, 1 node x 2 ranks" "${ONE[@]}"
+check_f "Fortran, 1 node x 2 ranks" "${ONE[@]}"
+
+# The launcher's decision.
+run "$WORK/out" "$WORK/err" srun -N1 -n1 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -v -- "$BIN/coll-check" --quick
+if [[ $RC -eq 0 ]] && grep -q "not preloading the PMPI library: .*coll-check calls topo-runtime itself" "$WORK/err"; then
+  ok "a program that calls topo-runtime itself is not preloaded"
+else bad "coll-check must not be preloaded" "exit $RC" "$(grep -i preload "$WORK/err" | head -3)"; fi
+run "$WORK/out" "$WORK/err" srun -N1 -n1 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -v -- "$CPROG" --quick
+if [[ $RC -eq 0 ]] && grep -q "preloading .*libtopo_preload.so (.*preload-check needs libmpi.so" "$WORK/err"; then
+  ok "an MPI program is preloaded"
+else bad "the C program must be preloaded" "exit $RC" "$(grep -i preload "$WORK/err" | head -3)"; fi
+run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "${ONE[@]}" "$TOPO_RUN" --no-preload -- "$CPROG" --quick
+if [[ $RC -eq 0 ]] && passed_line "$WORK/out" && ! grep -q "topo-run: stats" "$WORK/err"; then
+  ok "--no-preload: MPI's own collectives, correct results"
+else bad "--no-preload" "exit $RC" "$(head -3 "$WORK/err")"; fi
+# The user's own LD_PRELOAD is kept, after the library.
+run "$WORK/out" "$WORK/err" env LD_PRELOAD=libm.so.6 srun -N1 -n1 --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --preload -- sh -c 'echo "LD_PRELOAD=$LD_PRELOAD"'
+if [[ $RC -eq 0 ]] && grep -Eq "^LD_PRELOAD=$BIN/libtopo_preload.so:libm.so.6$" "$WORK/out"; then
+  ok "--preload prepends the library and keeps the user's LD_PRELOAD"
+else bad "LD_PRELOAD composition" "exit $RC" "$(cat "$WORK/out" "$WORK/err" | head -3)"; fi
+run "$WORK/out" "$WORK/err" env TOPO_RUN_PRELOAD_LIB=/nonexistent/libtopo_preload.so \
+  srun -N1 -n1 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --preload -- "$CPROG" --quick
+if [[ $RC -eq 14 ]] && grep -q "topo-run: error: --preload: libtopo_preload.so not found (looked at /nonexistent/libtopo_preload.so)" "$WORK/err"; then
+  ok "--preload without the library: exit 14 naming where it looked"
+else bad "--preload without the library" "exit $RC" "$(head -3 "$WORK/err")"; fi
+run "$WORK/out" "$WORK/err" env TOPO_RUN_PRELOAD=maybe srun -N1 -n1 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CPROG" --quick
+if [[ $RC -eq 2 ]] && grep -q 'TOPO_RUN_PRELOAD="maybe" is not one of' "$WORK/err"; then
+  ok "a bad TOPO_RUN_PRELOAD: exit 2"
+else bad "a bad TOPO_RUN_PRELOAD" "exit $RC" "$(head -3 "$WORK/err")"; fi
+
+# Faults.
+run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "${ONE[@]}" "$TOPO_RUN" -- "$CPROG" --quick --thread-multiple
+if [[ $RC -eq 0 ]] && passed_line "$WORK/out" && grep -q "warning: MPI_THREAD_MULTIPLE" "$WORK/err" \
+   && grep -q "MPI_Allreduce: 0 topo-run, [0-9]* MPI ([0-9]* topo-run inactive)" "$WORK/err"; then
+  ok "MPI_THREAD_MULTIPLE: one warning, MPI's own collectives, correct results"
+else bad "MPI_THREAD_MULTIPLE" "exit $RC" "$(head -3 "$WORK/err")"; fi
+run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" --preload -- \
+  sh -c 'TOPO_RUN_PLAN="v2;corrupted" exec "$0" --quick' "$CPROG"
+if [[ $RC -ne 0 ]] && grep -q "error: cannot set up topo-run's collectives: .*aborting the job (exit code 9)" "$WORK/err" \
+   && ! grep -q passed "$WORK/out"; then
+  ok "a corrupted plan in the environment: a clear error (exit $RC)"
+else bad "a corrupted plan" "exit $RC" "$(head -4 "$WORK/err")"; fi
+t0=$SECONDS
+run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" -- "$CPROG" --die 1
+if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Allreduce failed: rank 1 on node .* died during MPI_Allreduce" "$WORK/err" \
+   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
+  ok "a rank killed mid-collective: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
+else bad "a rank killed mid-collective" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+
+echo "== 2 emulated nodes"
+start_cluster 2
+TWO=(-N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores)
+export OMPI_MCA_mpi_yield_when_idle=1
+check_c "C, 2 nodes x 2 ranks" "${TWO[@]}"
+check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
+
+"$CLUSTER" stop >/dev/null 2>&1
+echo "$PASS passed, $FAIL failed"
+(( FAIL == 0 ))
