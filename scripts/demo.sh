@@ -8,15 +8,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cargo build --release --locked -p topo-run
+cargo build --release --locked -p topo-run -p topo-preload
 mkdir -p target/demo
 mpicc.openmpi -O2 -o target/demo/mpi-hello examples/c/mpi-hello.c
 slurm/dev-cluster start 2
 export PATH="$PWD/target/release:$PATH"
 
 echo
-echo "== srun --mpi=pmix -N2 -n4 --cpu-bind=cores topo-run --show --network-map slurm/maps/dev-cluster.yaml -- mpi-hello"
-timeout 120 slurm/dev-cluster exec srun --mpi=pmix -N2 -n4 --exclusive --cpu-bind=cores \
+echo "== TOPO_RUN_STATS=1 srun --mpi=pmix -N2 -n4 --cpu-bind=cores topo-run --show --network-map slurm/maps/dev-cluster.yaml -- mpi-hello"
+echo "   (mpi-hello is an unmodified C MPI program: topo-run preloads libtopo_preload.so, and"
+echo "   its MPI_Allreduce and MPI_Bcast take topo-run's path; the stats lines say so)"
+timeout 120 slurm/dev-cluster exec env TOPO_RUN_STATS=1 srun --mpi=pmix -N2 -n4 --exclusive --cpu-bind=cores \
     topo-run --show --network-map slurm/maps/dev-cluster.yaml -- target/demo/mpi-hello "$@"
 
 echo

@@ -1,0 +1,84 @@
+/* preload-bench: what an unmodified C program gains from the PMPI library. In one job it
+ * times MPI_Bcast, MPI_Reduce and MPI_Allreduce as the program calls them (through
+ * libtopo_preload.so when topo-run preloads it) and the same calls made to MPI's own
+ * entry points (PMPI_*), interleaved, after a warm-up. Each sample is the slowest rank's
+ * time of one call; the table gives medians and the ratio topo/native (below 1: faster).
+ *
+ *   mpicc -O2 -o preload-bench benchmarks/preload-bench.c
+ *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./preload-bench [ITERS]
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One timed call: the slowest rank's time in microseconds. */
+static double timed(int op, int native, double *s, double *r, int count) {
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t = MPI_Wtime();
+    switch (op) {
+    case 0:
+        if (native) PMPI_Bcast(r, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        else MPI_Bcast(r, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        break;
+    case 1:
+        if (native) PMPI_Reduce(s, r, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        else MPI_Reduce(s, r, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        break;
+    default:
+        if (native) PMPI_Allreduce(s, r, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        else MPI_Allreduce(s, r, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+    t = (MPI_Wtime() - t) * 1e6;
+    double worst;
+    PMPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int iters = argc > 1 ? atoi(argv[1]) : 200;
+    if (iters < 1) iters = 1;
+    const char *names[3] = {"bcast", "reduce", "allreduce"};
+    const int max = 1 << 21; /* doubles: 16 MiB */
+    double *s = malloc(max * sizeof(double)), *r = malloc(max * sizeof(double));
+    double *a = malloc(iters * sizeof(double)), *b = malloc(iters * sizeof(double));
+    for (int i = 0; i < max; i++) s[i] = rank + i % 7, r[i] = 0;
+    if (rank == 0) printf("op,bytes,ranks,topo_us,native_us,ratio\n");
+    for (int op = 0; op < 3; op++) {
+        for (long bytes = 8; bytes <= 8L * max; bytes *= 8) {
+            int count = (int)(bytes / 8);
+            int n = bytes >= (1 << 20) ? (iters + 9) / 10 : iters;
+            for (int w = 0; w < 5; w++) timed(op, 0, s, r, count), timed(op, 1, s, r, count);
+            for (int i = 0; i < n; i++) {
+                /* Alternate which goes first, so that neither always follows the other. */
+                if (i % 2) {
+                    a[i] = timed(op, 0, s, r, count);
+                    b[i] = timed(op, 1, s, r, count);
+                } else {
+                    b[i] = timed(op, 1, s, r, count);
+                    a[i] = timed(op, 0, s, r, count);
+                }
+            }
+            double ta = median(a, n), tb = median(b, n);
+            if (rank == 0)
+                printf("%s,%ld,%d,%.2f,%.2f,%.2f\n", names[op], bytes, size, ta, tb, ta / tb);
+        }
+    }
+    free(s), free(r), free(a), free(b);
+    MPI_Finalize();
+    return 0;
+}
