@@ -63,6 +63,36 @@ fn reduction(
     Ok(unsafe { MpiCombine::from_raw(dt, op, size) })
 }
 
+/// The send buffer (`None` for `MPI_IN_PLACE`) and receive buffer of `n` bytes each of a
+/// reduction at a rank that receives the result; `Err` when MPI must check them (a special
+/// address, or buffers that overlap).
+///
+/// # Safety
+/// Unless special, `send` and `recv` are valid for `n` bytes for the lifetime `'b`.
+unsafe fn send_recv<'b>(
+    send: *const c_void,
+    recv: *mut c_void,
+    n: usize,
+) -> Result<(Option<&'b [u8]>, &'b mut [u8]), HandOff> {
+    let in_place = send == abi::in_place();
+    if special(recv) || (!in_place && (special(send) || overlaps(send as usize, recv as usize, n)))
+    {
+        return Err(HandOff::Arguments);
+    }
+    // SAFETY: per the contract, and the two ranges do not overlap (checked above).
+    unsafe {
+        Ok((
+            (!in_place).then(|| std::slice::from_raw_parts(send.cast::<u8>(), n)),
+            std::slice::from_raw_parts_mut(recv.cast::<u8>(), n),
+        ))
+    }
+}
+
+/// The outcome of a runtime entry point: `false` means its path is off.
+fn ran(done: bool) -> Result<(), HandOff> {
+    done.then_some(()).ok_or(HandOff::Inactive)
+}
+
 /// `MPI_Bcast`.
 ///
 /// # Safety
@@ -83,10 +113,7 @@ pub(crate) unsafe fn bcast(
         // SAFETY: the caller's buffer holds `count` gap-free elements of `size` bytes.
         let buf =
             unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), count as usize * size) };
-        a.topo
-            .raw_broadcast(root, buf)
-            .then_some(())
-            .ok_or(HandOff::Inactive)
+        ran(a.topo.raw_broadcast(root, buf))
     })
 }
 
@@ -116,29 +143,11 @@ pub(crate) unsafe fn reduce(
             }
             // SAFETY: the send buffer holds `count` elements of `size` bytes.
             let send = unsafe { std::slice::from_raw_parts(send.cast::<u8>(), n) };
-            return a
-                .topo
-                .raw_reduce(root, Some(send), None, &combine)
-                .then_some(())
-                .ok_or(HandOff::Inactive);
+            return ran(a.topo.raw_reduce(root, Some(send), None, &combine));
         }
-        let in_place = send == abi::in_place();
-        if special(recv)
-            || (!in_place && (special(send) || overlaps(send as usize, recv as usize, n)))
-        {
-            return Err(HandOff::Arguments);
-        }
-        // SAFETY: both buffers hold `count` elements of `size` bytes and do not overlap.
-        let (send, recv) = unsafe {
-            (
-                (!in_place).then(|| std::slice::from_raw_parts(send.cast::<u8>(), n)),
-                std::slice::from_raw_parts_mut(recv.cast::<u8>(), n),
-            )
-        };
-        a.topo
-            .raw_reduce(root, send, Some(recv), &combine)
-            .then_some(())
-            .ok_or(HandOff::Inactive)
+        // SAFETY: both buffers hold `count` elements of `size` bytes (`n` bytes).
+        let (send, recv) = unsafe { send_recv(send, recv, n) }?;
+        ran(a.topo.raw_reduce(root, send, Some(recv), &combine))
     })
 }
 
@@ -158,29 +167,13 @@ pub(crate) unsafe fn allreduce(
         let (size, class) = elements(look, count, dt)?;
         let combine = reduction(op, dt, size, class)?;
         let n = count as usize * size;
-        let in_place = send == abi::in_place();
-        if special(recv)
-            || (!in_place && (special(send) || overlaps(send as usize, recv as usize, n)))
-        {
-            return Err(HandOff::Arguments);
-        }
-        // SAFETY: both buffers hold `count` elements of `size` bytes and do not overlap.
-        let (send, recv) = unsafe {
-            (
-                (!in_place).then(|| std::slice::from_raw_parts(send.cast::<u8>(), n)),
-                std::slice::from_raw_parts_mut(recv.cast::<u8>(), n),
-            )
-        };
-        a.topo
-            .raw_all_reduce(send, recv, &combine)
-            .then_some(())
-            .ok_or(HandOff::Inactive)
+        // SAFETY: both buffers hold `count` elements of `size` bytes (`n` bytes).
+        let (send, recv) = unsafe { send_recv(send, recv, n) }?;
+        ran(a.topo.raw_all_reduce(send, recv, &combine))
     })
 }
 
 /// `MPI_Barrier`.
 pub(crate) fn barrier(comm: MPI_Comm) -> bool {
-    state::run(Call::Barrier, comm, |a, _| {
-        a.topo.raw_barrier().then_some(()).ok_or(HandOff::Inactive)
-    })
+    state::run(Call::Barrier, comm, |a, _| ran(a.topo.raw_barrier()))
 }

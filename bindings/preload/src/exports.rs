@@ -12,6 +12,35 @@ use mpi::ffi;
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, SUCCESS};
 use crate::{calls, state};
 
+/// Drops the cached answer for the communicator `*comm` before MPI frees it (MPI reuses
+/// handles).
+fn forget(comm: *const MPI_Comm) {
+    if !comm.is_null() {
+        // SAFETY: a non-null pointer to the application's handle.
+        let c = unsafe { *comm };
+        abi::entry(
+            Some(c),
+            || {
+                state::forget_comm(c);
+                false
+            },
+            || SUCCESS,
+        );
+    }
+}
+
+/// topo-run's part of `MPI_Finalize` (C and Fortran): teardown and statistics.
+pub(crate) fn teardown() {
+    abi::entry(
+        None,
+        || {
+            state::finalize();
+            true
+        },
+        || SUCCESS,
+    );
+}
+
 /// `MPI_Init`: MPI's, then topo-run's setup.
 ///
 /// # Safety
@@ -65,14 +94,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 /// As `MPI_Finalize`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    abi::entry(
-        None,
-        || {
-            state::finalize();
-            true
-        },
-        || SUCCESS,
-    );
+    teardown();
     // SAFETY: no arguments.
     unsafe { ffi::PMPI_Finalize() }
 }
@@ -83,18 +105,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 /// As `MPI_Comm_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    if !comm.is_null() {
-        // SAFETY: a non-null pointer to the application's handle.
-        let c = unsafe { *comm };
-        abi::entry(
-            Some(c),
-            || {
-                state::forget_comm(c);
-                false
-            },
-            || SUCCESS,
-        );
-    }
+    forget(comm);
     // SAFETY: the application's own argument, passed on.
     unsafe { ffi::PMPI_Comm_free(comm) }
 }
@@ -105,18 +116,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
 /// As `MPI_Comm_disconnect`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
-    if !comm.is_null() {
-        // SAFETY: a non-null pointer to the application's handle.
-        let c = unsafe { *comm };
-        abi::entry(
-            Some(c),
-            || {
-                state::forget_comm(c);
-                false
-            },
-            || SUCCESS,
-        );
-    }
+    forget(comm);
     // SAFETY: the application's own argument, passed on.
     unsafe { ffi::PMPI_Comm_disconnect(comm) }
 }

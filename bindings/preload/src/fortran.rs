@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use mpi::ffi;
 
 use crate::abi::{self, MPI_Comm, SUCCESS};
-use crate::{calls, state};
+use crate::calls;
 
 type Fint = c_int;
 
@@ -258,13 +258,6 @@ pub unsafe extern "C" fn mpi_barrier_(c: *const Fint, ierr: *mut Fint) {
 /// As the Fortran `MPI_FINALIZE`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mpi_finalize_(ierr: *mut Fint) {
-    abi::entry(
-        None,
-        || {
-            state::finalize();
-            true
-        },
-        || SUCCESS,
-    );
+    crate::exports::teardown();
     next!(c"pmpi_finalize_", fn(*mut Fint), ierr)
 }
