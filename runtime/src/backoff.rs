@@ -1,7 +1,56 @@
 //! How a rank waits for its peers: spin a while, then yield the core (so it progresses
 //! when ranks outnumber cores), and now and then check that the peers are alive.
+//!
+//! A caller that holds more than one context (the PMPI library keeps one per communicator)
+//! installs a progress hook with [`with_progress_hook`]: every wait then also advances the
+//! nonblocking collectives of the other contexts, as MPI's progress rule asks.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
+
+thread_local! {
+    /// The hook installed by [`with_progress_hook`] on this thread, if any.
+    static HOOK: Cell<Option<*mut (dyn FnMut() + 'static)>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with `hook` called whenever a wait inside it pauses (and in place of blocking
+/// MPI point-to-point calls, which become polled). The hook must not wait itself.
+pub fn with_progress_hook<R>(hook: &mut dyn FnMut(), f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<*mut (dyn FnMut() + 'static)>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            HOOK.with(|h| h.set(self.0));
+        }
+    }
+    // SAFETY: only the trait object's lifetime bound changes. The pointer lives in the
+    // thread-local no longer than this call: `Restore` puts the previous value back when
+    // `f` returns or unwinds, and `hook` outlives the call.
+    let hook: *mut (dyn FnMut() + 'static) = unsafe { std::mem::transmute(hook) };
+    let _restore = Restore(HOOK.with(|h| h.replace(Some(hook))));
+    f()
+}
+
+/// Whether a progress hook is installed on this thread.
+pub(crate) fn hooked() -> bool {
+    HOOK.with(|h| h.get().is_some())
+}
+
+/// Calls the progress hook, if any (never recursively: it is taken out while it runs).
+pub(crate) fn run_hook() {
+    let Some(hook) = HOOK.with(|h| h.take()) else {
+        return;
+    };
+    struct Restore(*mut (dyn FnMut() + 'static));
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            HOOK.with(|h| h.set(Some(self.0)));
+        }
+    }
+    let _restore = Restore(hook);
+    // SAFETY: installed by `with_progress_hook`, whose caller keeps it alive and
+    // unaliased until the call returns; we are inside that call on the same thread.
+    unsafe { (*hook)() };
+}
 
 /// How often a waiting rank checks that its peers are alive.
 const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
@@ -24,6 +73,7 @@ impl Backoff {
 
     /// Waits a little. Returns true when the caller should check liveness.
     pub(crate) fn pause(&mut self) -> bool {
+        run_hook();
         if self.round < self.spin {
             std::hint::spin_loop();
             self.round += 1;
@@ -39,5 +89,43 @@ impl Backoff {
                 !first
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pauses_call_the_hook_while_installed_never_recursively() {
+        let mut calls = 0;
+        let mut nested = false;
+        let mut hook = || {
+            calls += 1;
+            // A wait inside the hook does not call it again.
+            nested |= hooked();
+            Backoff::new(0).pause();
+        };
+        with_progress_hook(&mut hook, || {
+            assert!(hooked());
+            let mut b = Backoff::new(4);
+            for _ in 0..10 {
+                b.pause();
+            }
+        });
+        assert!(!hooked());
+        Backoff::new(0).pause();
+        assert_eq!(calls, 10);
+        assert!(!nested);
+    }
+
+    #[test]
+    fn the_hook_is_removed_when_the_call_unwinds() {
+        let mut hook = || {};
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with_progress_hook(&mut hook, || panic!("inside"))
+        }));
+        assert!(r.is_err());
+        assert!(!hooked());
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod allreduce;
 mod backoff;
+pub use backoff::with_progress_hook;
 pub mod barrier;
 pub mod bcast;
 pub mod combine;
@@ -27,6 +28,6 @@ pub mod view;
 
 pub use error::{Error, Result};
 pub use plain::MpiCombine;
-pub use request::{Request, wait_all, wait_any};
+pub use request::{Progress, RawRequest, Request, wait_all, wait_any};
 pub use topo::{ABORT_CODE, Fallback, SHM_DIR_ENV, Topo};
 pub use topo_hierarchy::Settings;

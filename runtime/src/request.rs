@@ -238,6 +238,99 @@ pub fn wait_any<'a, S: Scope<'a>>(requests: &mut Vec<Request<'a, S>>) -> Option<
     Some(i)
 }
 
+/// A nonblocking collective started through a byte-level entry point (the PMPI
+/// library's): it borrows nothing, so its caller keeps the buffers valid until it has
+/// completed. Finish it with [`RawRequest::complete`] once [`RawRequest::is_complete`].
+#[must_use = "a request must be completed"]
+#[derive(Debug)]
+pub struct RawRequest(Request<'static, StaticScope>);
+
+impl RawRequest {
+    /// Whether the collective has completed (without advancing anything; see
+    /// [`Progress::poll`]).
+    pub fn is_complete(&self) -> bool {
+        self.0.core.borrow().is_complete(self.0.id)
+    }
+
+    /// Releases a completed request; gives it back if it has not completed.
+    pub fn complete(mut self) -> std::result::Result<(), Self> {
+        if self.is_complete() {
+            self.0.finish();
+            Ok(())
+        } else {
+            Err(self)
+        }
+    }
+}
+
+/// A handle that advances a context's nonblocking collectives from outside it (from a
+/// progress hook, while another context waits).
+#[derive(Clone)]
+pub struct Progress(Rc<RefCell<Core>>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
+}
+
+impl Progress {
+    /// Advances everything in flight without waiting. Does nothing while the context is
+    /// itself running a call (that call makes the progress). A failure (a dead peer) aborts
+    /// the job, naming the collective.
+    pub fn poll(&self) {
+        if let Ok(mut core) = self.0.try_borrow_mut()
+            && let Err(e) = core.progress()
+        {
+            core.fail(e);
+        }
+    }
+
+    /// Fails (aborting the job, naming the collective) if a local peer that the oldest
+    /// collective in flight waits on has died.
+    pub fn check_peers(&self) {
+        if let Ok(mut core) = self.0.try_borrow_mut() {
+            let c = &mut *core;
+            if let Some(h) = &mut c.hier
+                && let Err(e) = c.engine.check_peers(&mut h.links)
+            {
+                core.fail(e);
+            }
+        }
+    }
+
+    /// Whether no nonblocking collective is in flight.
+    pub fn is_idle(&self) -> bool {
+        self.0
+            .try_borrow()
+            .is_ok_and(|c| c.engine.is_idle() && c.native.is_empty())
+    }
+
+    /// Whether both handles advance the same context.
+    pub fn same(&self, other: &Progress) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Extends a borrow to `'static` for a [`RawRequest`].
+///
+/// # Safety
+/// The referent must stay valid (and, for `&mut`, untouched by others) until the request
+/// that holds it has completed.
+unsafe fn forever<T: ?Sized>(r: &T) -> &'static T {
+    // SAFETY: per the contract.
+    unsafe { &*(r as *const T) }
+}
+
+/// As [`forever`], for a mutable borrow.
+///
+/// # Safety
+/// As [`forever`].
+unsafe fn forever_mut<T: ?Sized>(r: &mut T) -> &'static mut T {
+    // SAFETY: per the contract.
+    unsafe { &mut *(r as *mut T) }
+}
+
 /// A raw MPI call that starts a request on a communicator.
 type Post<'b> = Box<dyn FnOnce(ffi::MPI_Comm, &mut ffi::MPI_Request) -> c_int + 'b>;
 
@@ -547,6 +640,117 @@ impl Topo {
             // SAFETY: a barrier has no buffers.
             Box::new(|comm, req| unsafe { ffi::MPI_Ibarrier(comm, req) }),
         )
+    }
+}
+
+// Byte-level entry points, for callers that hold raw MPI buffers (the PMPI library). Each
+// starts the hierarchical schedule and returns its request, or returns `None` without
+// doing anything when the collectives go to MPI's own; the caller then hands the call to
+// MPI. Ranks are world ranks.
+impl Topo {
+    /// A handle that advances this context's nonblocking collectives from a progress hook.
+    pub fn progress_handle(&self) -> Progress {
+        Progress(Rc::clone(&self.core))
+    }
+
+    /// Starts a broadcast of `buf` from `root`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid, and untouched by the caller, until the request completes.
+    pub unsafe fn raw_immediate_broadcast(
+        &mut self,
+        root: i32,
+        buf: &mut [u8],
+    ) -> Option<RawRequest> {
+        if !self.is_hierarchical() {
+            return None;
+        }
+        let len = buf.len();
+        // SAFETY: per the contract.
+        let buf = unsafe { forever_mut(buf) };
+        let r = self.start(
+            StaticScope,
+            "MPI_Ibcast",
+            None,
+            Some(buf),
+            None,
+            None,
+            |h| (ibcast::build(&h.view, &h.settings, root as u32, len), 0, 0),
+        );
+        Some(RawRequest(r))
+    }
+
+    /// Starts a reduction with `op` into `recv` at `root`. `send` is `None` in place (the
+    /// root's contribution is in `recv`); `recv` is `None` on the other ranks.
+    ///
+    /// # Safety
+    /// The buffers must stay valid, `send` unmodified and `recv` untouched by the caller,
+    /// until the request completes.
+    pub unsafe fn raw_immediate_reduce(
+        &mut self,
+        root: i32,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        op: MpiCombine,
+    ) -> Option<RawRequest> {
+        if !self.is_hierarchical() {
+            return None;
+        }
+        let has_send = send.is_some();
+        let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
+        // SAFETY: per the contract.
+        let (send, recv) = unsafe { (send.map(|s| forever(s)), recv.map(|r| forever_mut(r))) };
+        let r = self.start(
+            StaticScope,
+            "MPI_Ireduce",
+            send,
+            recv,
+            Some(Box::new(op)),
+            None,
+            |h| {
+                let (b, acc) = ireduce::build(&h.view, &h.settings, root as u32, has_send, len);
+                (b, acc, 0)
+            },
+        );
+        Some(RawRequest(r))
+    }
+
+    /// Starts a reduction with `op` into every rank's `recv`; `send` is `None` in place.
+    ///
+    /// # Safety
+    /// As [`Topo::raw_immediate_reduce`].
+    pub unsafe fn raw_immediate_all_reduce(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        op: MpiCombine,
+    ) -> Option<RawRequest> {
+        if !self.is_hierarchical() {
+            return None;
+        }
+        let has_send = send.is_some();
+        let len = recv.len();
+        // SAFETY: per the contract.
+        let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
+        let r = self.start(
+            StaticScope,
+            "MPI_Iallreduce",
+            send,
+            Some(recv),
+            Some(Box::new(op)),
+            None,
+            |h| {
+                let (b, tmp) = iallreduce::build(&h.view, &h.settings, has_send, len);
+                (b, 0, tmp)
+            },
+        );
+        Some(RawRequest(r))
+    }
+
+    /// Starts a barrier.
+    pub fn raw_immediate_barrier(&mut self) -> Option<RawRequest> {
+        self.is_hierarchical()
+            .then(|| RawRequest(self.immediate_barrier()))
     }
 }
 

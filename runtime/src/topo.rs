@@ -137,6 +137,14 @@ impl Topo {
     /// inputs, is an error on every rank. Shared memory that cannot be set up (for example
     /// a full /dev/shm) gives a warning and MPI's collectives.
     pub fn from_env(world: &SimpleCommunicator) -> Result<Topo> {
+        Self::from_env_instance(world, 0)
+    }
+
+    /// Like [`Topo::from_env`], for a communicator congruent to world (same ranks in the
+    /// same order), as context number `instance` of this process: a context per
+    /// communicator keeps their collectives apart. Contexts that live at the same time
+    /// need different numbers, the same on every rank of a node; 0 is [`Topo::from_env`]'s.
+    pub fn from_env_instance(world: &SimpleCommunicator, instance: u32) -> Result<Topo> {
         crate::marker::keep();
         let world = world.duplicate();
         let text = std::env::var(PLAN_ENV).ok();
@@ -201,7 +209,7 @@ impl Topo {
             i32::from(view.pipeline),
             SystemOperation::max().as_raw(),
         ) != 0;
-        let mut shm = match Self::setup_shm(&world, &plan, &settings) {
+        let mut shm = match Self::setup_shm(&world, &plan, &settings, instance) {
             Ok(shm) => shm,
             Err(reason) => {
                 if world.rank() == 0 {
@@ -291,14 +299,18 @@ impl Topo {
         world: &SimpleCommunicator,
         plan: &RankPlan,
         s: &Settings,
+        instance: u32,
     ) -> std::result::Result<Option<ShmTransport>, String> {
         let alone = plan.local_size == 1;
         let dir = std::env::var(SHM_DIR_ENV).unwrap_or_else(|_| "/dev/shm".into());
-        let path = format!(
+        let mut path = format!(
             "{}/{}",
             dir.trim_end_matches('/'),
             plan.shm_name.trim_start_matches('/')
         );
+        if instance > 0 {
+            path.push_str(&format!(".c{instance}"));
+        }
         let layout = Layout {
             ranks: plan.local_size as usize,
             slots: s.slots as usize,

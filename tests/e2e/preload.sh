@@ -53,6 +53,10 @@ FPROG="$WORK/preload-check-f"
 if ! mpicc -O2 -Wall -o "$CPROG" "$ROOT/examples/c/preload-check.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; bad "mpicc examples/c/preload-check.c"; echo "$PASS passed, $FAIL failed"; exit 1
 fi
+NBPROG="$WORK/preload-nonblocking"
+if ! mpicc -O2 -Wall -o "$NBPROG" "$ROOT/examples/c/preload-nonblocking.c" 2>"$WORK/cc.log"; then
+  cat "$WORK/cc.log"; bad "mpicc examples/c/preload-nonblocking.c"; echo "$PASS passed, $FAIL failed"; exit 1
+fi
 if ! mpif90 -O2 -o "$FPROG" "$ROOT/examples/fortran/preload-check.f90" 2>"$WORK/fc.log"; then
   cat "$WORK/fc.log"; bad "mpif90 examples/fortran/preload-check.f90"; echo "$PASS passed, $FAIL failed"; exit 1
 fi
@@ -82,10 +86,37 @@ check_c() {
     bad "$name: results differ from MPI's own" "$(digest "$WORK/topo.out") vs $(digest "$WORK/native.out")"
   elif [[ -n $missing ]]; then
     bad "$name: not on topo-run's path:$missing" "$(grep stats "$WORK/topo.err" | head -6)"
-  elif ! grep -q "communicator not congruent to MPI_COMM_WORLD" "$WORK/topo.err" \
+  elif ! grep -q "communicator without a topo-run context" "$WORK/topo.err" \
        || ! grep -q "derived datatype" "$WORK/topo.err" \
        || ! grep -q "MINLOC/MAXLOC pair datatype" "$WORK/topo.err"; then
     bad "$name: the statistics do not show the hand-offs" "$(grep stats "$WORK/topo.err" | head -6)"
+  elif (( $(shm_leftovers) > 0 )); then
+    bad "$name: segments left in /dev/shm"
+  else
+    ok "$name: $(tail -1 "$WORK/topo.out"), same $(digest "$WORK/topo.out") as without topo-run ($((SECONDS - t0)) s)"
+  fi
+}
+
+# check_nb NAME SRUN_ARGS...: the nonblocking program passes natively and under topo-run,
+# with the same digest, no segment left, and every nonblocking collective on topo-run's path.
+check_nb() {
+  local name=$1; shift
+  local t0=$SECONDS
+  run "$WORK/native.out" "$WORK/native.err" srun "$@" "$NBPROG" --quick
+  if [[ $RC -ne 0 ]] || ! passed_line "$WORK/native.out"; then
+    bad "$name: without topo-run" "exit $RC: $(tail -1 "$WORK/native.out")" "$(head -4 "$WORK/native.err")"; return
+  fi
+  run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$NBPROG" --quick
+  local missing=""
+  for c in MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier; do
+    took_our_path "$WORK/topo.err" "$c" || missing+=" $c"
+  done
+  if [[ $RC -ne 0 ]] || ! passed_line "$WORK/topo.out"; then
+    bad "$name: under topo-run" "exit $RC: $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -6)"
+  elif [[ "$(digest "$WORK/topo.out")" != "$(digest "$WORK/native.out")" ]]; then
+    bad "$name: results differ from MPI's own" "$(digest "$WORK/topo.out") vs $(digest "$WORK/native.out")"
+  elif [[ -n $missing ]]; then
+    bad "$name: not on topo-run's path:$missing" "$(grep stats "$WORK/topo.err" | head -6)"
   elif (( $(shm_leftovers) > 0 )); then
     bad "$name: segments left in /dev/shm"
   else
@@ -115,6 +146,7 @@ echo "== 1 node"
 start_cluster 1
 ONE=(-N1 -n2 --mpi=pmix --cpu-bind=cores)
 check_c "C, 1 node x 2 ranks" "${ONE[@]}"
+check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
 check_f "Fortran, 1 node x 2 ranks" "${ONE[@]}"
 
 # The launcher's decision.
@@ -165,11 +197,19 @@ if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Allreduce failed: rank 1 on no
   ok "a rank killed mid-collective: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
 else bad "a rank killed mid-collective" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
 
+t0=$SECONDS
+run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" -- "$NBPROG" --die 1
+if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Iallreduce failed: rank 1 on node .* died during MPI_Iallreduce" "$WORK/err" \
+   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
+  ok "a rank killed while a nonblocking collective is in flight: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
+else bad "a rank killed during MPI_Iallreduce" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+
 echo "== 2 emulated nodes"
 start_cluster 2
 TWO=(-N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores)
 export OMPI_MCA_mpi_yield_when_idle=1
 check_c "C, 2 nodes x 2 ranks" "${TWO[@]}"
+check_nb "C nonblocking, 2 nodes x 2 ranks" "${TWO[@]}"
 check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
 
 "$CLUSTER" stop >/dev/null 2>&1

@@ -6,12 +6,13 @@ use std::cell::Cell;
 use std::ffi::{CStr, c_void};
 use std::os::raw::{c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use mpi::ffi;
 
 use crate::classify::{OpKind, TypeClass, type_class};
 
-pub(crate) use ffi::{MPI_Comm, MPI_Datatype, MPI_Op};
+pub(crate) use ffi::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status};
 
 /// `MPI_SUCCESS`.
 pub(crate) const SUCCESS: c_int = ffi::MPI_SUCCESS as c_int;
@@ -51,6 +52,16 @@ pub(crate) fn entry(
     ours: impl FnOnce() -> bool,
     native: impl FnOnce() -> c_int,
 ) -> c_int {
+    entry_rc(comm, || ours().then_some(SUCCESS), native)
+}
+
+/// Like [`entry`], for calls whose own path returns an MPI return code (`None`: hand the
+/// call to MPI).
+pub(crate) fn entry_rc(
+    comm: Option<MPI_Comm>,
+    ours: impl FnOnce() -> Option<c_int>,
+    native: impl FnOnce() -> c_int,
+) -> c_int {
     if INSIDE.with(Cell::get) {
         return native();
     }
@@ -58,8 +69,8 @@ pub(crate) fn entry(
     let r = catch_unwind(AssertUnwindSafe(ours));
     INSIDE.with(|i| i.set(false));
     match r {
-        Ok(true) => SUCCESS,
-        Ok(false) => native(),
+        Ok(Some(rc)) => rc,
+        Ok(None) => native(),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
@@ -82,6 +93,74 @@ pub(crate) fn entry(
 pub(crate) fn world() -> MPI_Comm {
     // SAFETY: reading a constant handle.
     unsafe { ffi::RSMPI_COMM_WORLD }
+}
+
+/// `MPI_REQUEST_NULL`.
+pub(crate) fn request_null() -> MPI_Request {
+    // SAFETY: reading a constant handle.
+    unsafe { ffi::RSMPI_REQUEST_NULL }
+}
+
+/// The source and tag MPI puts in the status of its own completed nonblocking collectives
+/// (learnt by [`learn_collective_status`]).
+static COLLECTIVE_SOURCE: AtomicI32 = AtomicI32::new(ffi::MPI_ANY_SOURCE);
+static COLLECTIVE_TAG: AtomicI32 = AtomicI32::new(ffi::MPI_ANY_TAG);
+
+/// Asks MPI what status its own nonblocking collectives complete with (an
+/// `MPI_Iallreduce` of one int over world: collective), so that ours complete with the
+/// same.
+pub(crate) fn learn_collective_status() {
+    // SAFETY: MPI is initialised; the request and status are locals (a zeroed status is a
+    // valid value of the plain C struct).
+    unsafe {
+        let mut req = ffi::RSMPI_REQUEST_NULL;
+        let mut st: MPI_Status = std::mem::zeroed();
+        let (one, mut out) = (1 as c_int, 0 as c_int);
+        let (one, out) = (&one as *const c_int, &mut out as *mut c_int);
+        if ffi::PMPI_Iallreduce(
+            one.cast(),
+            out.cast(),
+            1,
+            ffi::RSMPI_INT32_T,
+            ffi::RSMPI_SUM,
+            world(),
+            &mut req,
+        ) == SUCCESS
+            && ffi::PMPI_Wait(&mut req, &mut st) == SUCCESS
+        {
+            COLLECTIVE_SOURCE.store(st.MPI_SOURCE, Ordering::Relaxed);
+            COLLECTIVE_TAG.store(st.MPI_TAG, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The status of a completed nonblocking collective of ours, as MPI gives for its own:
+/// its source and tag, no elements, not cancelled.
+///
+/// # Safety
+/// Called by MPI with a valid status (never `MPI_STATUS_IGNORE`).
+pub(crate) unsafe extern "C" fn grequest_query(
+    _extra: *mut c_void,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: MPI passes a status it owns, valid for writes.
+    unsafe {
+        (*status).MPI_SOURCE = COLLECTIVE_SOURCE.load(Ordering::Relaxed);
+        (*status).MPI_TAG = COLLECTIVE_TAG.load(Ordering::Relaxed);
+        ffi::PMPI_Status_set_elements(status, ffi::RSMPI_UINT8_T, 0);
+        ffi::PMPI_Status_set_cancelled(status, 0);
+    }
+    SUCCESS
+}
+
+/// Nothing to free: the library keeps its own state for the request.
+pub(crate) unsafe extern "C" fn grequest_free(_extra: *mut c_void) -> c_int {
+    SUCCESS
+}
+
+/// A collective cannot be cancelled (MPI makes cancelling one erroneous): nothing happens.
+pub(crate) unsafe extern "C" fn grequest_cancel(_extra: *mut c_void, _complete: c_int) -> c_int {
+    SUCCESS
 }
 
 /// Whether MPI is initialised and not yet finalised.

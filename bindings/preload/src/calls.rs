@@ -6,9 +6,9 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use topo_runtime::MpiCombine;
+use topo_runtime::{MpiCombine, RawRequest};
 
-use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, TypeInfo};
+use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, TypeInfo};
 use crate::classify::{Call, HandOff, TypeClass, overlaps};
 use crate::state::{self, Active, Lookup};
 
@@ -93,6 +93,88 @@ fn ran(done: bool) -> Result<(), HandOff> {
     done.then_some(()).ok_or(HandOff::Inactive)
 }
 
+/// The bytes of a broadcast's buffer, if topo-run can take the call.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Bcast` call: `buf` holds `count` elements of `dt`,
+/// valid for `'b`.
+unsafe fn bcast_args<'b>(
+    a: &Active,
+    look: &mut Lookup<'_>,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+) -> Result<&'b mut [u8], HandOff> {
+    let (size, _) = elements(look, count, dt)?;
+    check_root(a, root)?;
+    if special(buf) {
+        return Err(HandOff::Arguments);
+    }
+    // SAFETY: the caller's buffer holds `count` gap-free elements of `size` bytes.
+    Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), count as usize * size) })
+}
+
+/// A reduction's send buffer (`None` in place), receive buffer (`None` off the root) and
+/// operation.
+type ReduceArgs<'b> = (Option<&'b [u8]>, Option<&'b mut [u8]>, MpiCombine);
+
+/// The arguments of a reduction to `root`, if topo-run can take the call.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Reduce` call, the buffers valid for `'b`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_args<'b>(
+    a: &Active,
+    look: &mut Lookup<'_>,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+) -> Result<ReduceArgs<'b>, HandOff> {
+    let (size, class) = elements(look, count, dt)?;
+    let combine = reduction(op, dt, size, class)?;
+    check_root(a, root)?;
+    let n = count as usize * size;
+    if root != a.rank {
+        // Only the root may pass MPI_IN_PLACE; the receive buffer is not used here.
+        if special(send) {
+            return Err(HandOff::Arguments);
+        }
+        // SAFETY: the send buffer holds `count` elements of `size` bytes.
+        let send = unsafe { std::slice::from_raw_parts(send.cast::<u8>(), n) };
+        return Ok((Some(send), None, combine));
+    }
+    // SAFETY: both buffers hold `count` elements of `size` bytes (`n` bytes).
+    let (send, recv) = unsafe { send_recv(send, recv, n) }?;
+    Ok((send, Some(recv), combine))
+}
+
+/// An allreduce's send buffer (`None` in place), receive buffer and operation.
+type AllreduceArgs<'b> = (Option<&'b [u8]>, &'b mut [u8], MpiCombine);
+
+/// The arguments of an allreduce, if topo-run can take the call.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Allreduce` call, the buffers valid for `'b`.
+unsafe fn allreduce_args<'b>(
+    look: &mut Lookup<'_>,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+) -> Result<AllreduceArgs<'b>, HandOff> {
+    let (size, class) = elements(look, count, dt)?;
+    let combine = reduction(op, dt, size, class)?;
+    let n = count as usize * size;
+    // SAFETY: both buffers hold `count` elements of `size` bytes (`n` bytes).
+    let (send, recv) = unsafe { send_recv(send, recv, n) }?;
+    Ok((send, recv, combine))
+}
+
 /// `MPI_Bcast`.
 ///
 /// # Safety
@@ -105,16 +187,11 @@ pub(crate) unsafe fn bcast(
     comm: MPI_Comm,
 ) -> bool {
     state::run(Call::Bcast, comm, |a, look| {
-        let (size, _) = elements(look, count, dt)?;
-        check_root(a, root)?;
-        if special(buf) {
-            return Err(HandOff::Arguments);
-        }
-        // SAFETY: the caller's buffer holds `count` gap-free elements of `size` bytes.
-        let buf =
-            unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), count as usize * size) };
+        // SAFETY: per the contract.
+        let buf = unsafe { bcast_args(a, look, buf, count, dt, root) }?;
         ran(a.topo.raw_broadcast(root, buf))
     })
+    .is_some()
 }
 
 /// `MPI_Reduce`.
@@ -132,23 +209,11 @@ pub(crate) unsafe fn reduce(
     comm: MPI_Comm,
 ) -> bool {
     state::run(Call::Reduce, comm, |a, look| {
-        let (size, class) = elements(look, count, dt)?;
-        let combine = reduction(op, dt, size, class)?;
-        check_root(a, root)?;
-        let n = count as usize * size;
-        if root != a.rank {
-            // Only the root may pass MPI_IN_PLACE; the receive buffer is not used here.
-            if special(send) {
-                return Err(HandOff::Arguments);
-            }
-            // SAFETY: the send buffer holds `count` elements of `size` bytes.
-            let send = unsafe { std::slice::from_raw_parts(send.cast::<u8>(), n) };
-            return ran(a.topo.raw_reduce(root, Some(send), None, &combine));
-        }
-        // SAFETY: both buffers hold `count` elements of `size` bytes (`n` bytes).
-        let (send, recv) = unsafe { send_recv(send, recv, n) }?;
-        ran(a.topo.raw_reduce(root, send, Some(recv), &combine))
+        // SAFETY: per the contract.
+        let (send, recv, op) = unsafe { reduce_args(a, look, send, recv, count, dt, op, root) }?;
+        ran(a.topo.raw_reduce(root, send, recv, &op))
     })
+    .is_some()
 }
 
 /// `MPI_Allreduce`.
@@ -164,16 +229,109 @@ pub(crate) unsafe fn allreduce(
     comm: MPI_Comm,
 ) -> bool {
     state::run(Call::Allreduce, comm, |a, look| {
-        let (size, class) = elements(look, count, dt)?;
-        let combine = reduction(op, dt, size, class)?;
-        let n = count as usize * size;
-        // SAFETY: both buffers hold `count` elements of `size` bytes (`n` bytes).
-        let (send, recv) = unsafe { send_recv(send, recv, n) }?;
-        ran(a.topo.raw_all_reduce(send, recv, &combine))
+        // SAFETY: per the contract.
+        let (send, recv, op) = unsafe { allreduce_args(look, send, recv, count, dt, op) }?;
+        ran(a.topo.raw_all_reduce(send, recv, &op))
     })
+    .is_some()
 }
 
 /// `MPI_Barrier`.
 pub(crate) fn barrier(comm: MPI_Comm) -> bool {
-    state::run(Call::Barrier, comm, |a, _| ran(a.topo.raw_barrier()))
+    state::run(Call::Barrier, comm, |a, _| ran(a.topo.raw_barrier())).is_some()
+}
+
+/// A started nonblocking collective, or `Inactive` if its path is off.
+fn started(r: Option<RawRequest>) -> Result<RawRequest, HandOff> {
+    r.ok_or(HandOff::Inactive)
+}
+
+/// `MPI_Ibcast`.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Ibcast` call; MPI lets the collective use `buf`
+/// until the request completes.
+pub(crate) unsafe fn ibcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> bool {
+    let start = |a: &mut Active, look: &mut Lookup<'_>| {
+        // SAFETY: per the contract; the buffer is the collective's until completion.
+        started(unsafe {
+            let buf = bcast_args(a, look, buf, count, dt, root)?;
+            a.topo.raw_immediate_broadcast(root, buf)
+        })
+    };
+    // SAFETY: `request` is the caller's.
+    unsafe { state::run_nonblocking(Call::Ibcast, comm, request, start) }
+}
+
+/// `MPI_Ireduce`.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Ireduce` call; MPI lets the collective use the
+/// buffers until the request completes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ireduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> bool {
+    let start = |a: &mut Active, look: &mut Lookup<'_>| {
+        // SAFETY: per the contract; the buffers are the collective's until completion.
+        started(unsafe {
+            let (send, recv, op) = reduce_args(a, look, send, recv, count, dt, op, root)?;
+            a.topo.raw_immediate_reduce(root, send, recv, op)
+        })
+    };
+    // SAFETY: `request` is the caller's.
+    unsafe { state::run_nonblocking(Call::Ireduce, comm, request, start) }
+}
+
+/// `MPI_Iallreduce`.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Iallreduce` call; MPI lets the collective use the
+/// buffers until the request completes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iallreduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> bool {
+    let start = |a: &mut Active, look: &mut Lookup<'_>| {
+        // SAFETY: per the contract; the buffers are the collective's until completion.
+        started(unsafe {
+            let (send, recv, op) = allreduce_args(look, send, recv, count, dt, op)?;
+            a.topo.raw_immediate_all_reduce(send, recv, op)
+        })
+    };
+    // SAFETY: `request` is the caller's.
+    unsafe { state::run_nonblocking(Call::Iallreduce, comm, request, start) }
+}
+
+/// `MPI_Ibarrier`.
+///
+/// # Safety
+/// `request` is the `MPI_Ibarrier` call's.
+pub(crate) unsafe fn ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> bool {
+    // SAFETY: `request` is the caller's.
+    unsafe {
+        state::run_nonblocking(Call::Ibarrier, comm, request, |a, _| {
+            started(a.topo.raw_immediate_barrier())
+        })
+    }
 }

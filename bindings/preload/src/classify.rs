@@ -141,11 +141,24 @@ pub enum Call {
     Reduce,
     Allreduce,
     Barrier,
+    Ibcast,
+    Ireduce,
+    Iallreduce,
+    Ibarrier,
 }
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 4] = [Call::Bcast, Call::Reduce, Call::Allreduce, Call::Barrier];
+    pub const ALL: [Call; 8] = [
+        Call::Bcast,
+        Call::Reduce,
+        Call::Allreduce,
+        Call::Barrier,
+        Call::Ibcast,
+        Call::Ireduce,
+        Call::Iallreduce,
+        Call::Ibarrier,
+    ];
 
     /// The MPI name of the call.
     pub fn name(self) -> &'static str {
@@ -154,6 +167,10 @@ impl Call {
             Call::Reduce => "MPI_Reduce",
             Call::Allreduce => "MPI_Allreduce",
             Call::Barrier => "MPI_Barrier",
+            Call::Ibcast => "MPI_Ibcast",
+            Call::Ireduce => "MPI_Ireduce",
+            Call::Iallreduce => "MPI_Iallreduce",
+            Call::Ibarrier => "MPI_Ibarrier",
         }
     }
 
@@ -169,7 +186,9 @@ pub enum HandOff {
     /// topo-run's path is off for the whole run (see the run's warning: no plan, no
     /// shared memory, `MPI_THREAD_MULTIPLE`, or switched off).
     Inactive,
-    /// The communicator is not `MPI_COMM_WORLD` or a communicator congruent to it.
+    /// The communicator has no topo-run context: it is not `MPI_COMM_WORLD` or a
+    /// communicator congruent to it made by `MPI_Comm_dup`, `MPI_Comm_dup_with_info`,
+    /// `MPI_Comm_split` or `MPI_Comm_create` (or the context limit was reached).
     Communicator,
     /// A derived datatype, or a predefined one with gaps.
     DerivedDatatype,
@@ -203,7 +222,7 @@ impl HandOff {
     pub fn describe(self) -> &'static str {
         match self {
             HandOff::Inactive => "topo-run inactive",
-            HandOff::Communicator => "communicator not congruent to MPI_COMM_WORLD",
+            HandOff::Communicator => "communicator without a topo-run context",
             HandOff::DerivedDatatype => "derived datatype",
             HandOff::PairDatatype => "MINLOC/MAXLOC pair datatype",
             HandOff::Operation => "user-defined or MINLOC/MAXLOC operation",

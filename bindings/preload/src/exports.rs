@@ -9,8 +9,8 @@ use std::os::raw::{c_char, c_int};
 
 use mpi::ffi;
 
-use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, SUCCESS};
-use crate::{calls, state};
+use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status, SUCCESS};
+use crate::{calls, completion, state};
 
 /// Drops the cached answer for the communicator `*comm` before MPI frees it (MPI reuses
 /// handles).
@@ -198,5 +198,372 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
         || calls::barrier(comm),
         // SAFETY: passed on unchanged.
         || unsafe { ffi::PMPI_Barrier(comm) },
+    )
+}
+
+/// `MPI_Ibcast`.
+///
+/// # Safety
+/// As `MPI_Ibcast`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Ibcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    abi::entry(
+        Some(comm),
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::ibcast(buf, count, dt, root, comm, request) },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Ibcast(buf, count, dt, root, comm, request) },
+    )
+}
+
+/// `MPI_Ireduce`.
+///
+/// # Safety
+/// As `MPI_Ireduce`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Ireduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    abi::entry(
+        Some(comm),
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::ireduce(send, recv, count, dt, op, root, comm, request) },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Ireduce(send, recv, count, dt, op, root, comm, request) },
+    )
+}
+
+/// `MPI_Iallreduce`.
+///
+/// # Safety
+/// As `MPI_Iallreduce`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Iallreduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    abi::entry(
+        Some(comm),
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::iallreduce(send, recv, count, dt, op, comm, request) },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Iallreduce(send, recv, count, dt, op, comm, request) },
+    )
+}
+
+/// `MPI_Ibarrier`.
+///
+/// # Safety
+/// As `MPI_Ibarrier`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    abi::entry(
+        Some(comm),
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::ibarrier(comm, request) },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Ibarrier(comm, request) },
+    )
+}
+
+/// After MPI created `*newcomm` (with return code `rc`), gives it a context of its own if
+/// it is congruent to world.
+fn adopt(rc: c_int, comm: MPI_Comm, newcomm: *const MPI_Comm) -> c_int {
+    if rc == SUCCESS && !newcomm.is_null() {
+        // SAFETY: MPI wrote the new handle (maybe MPI_COMM_NULL) through this pointer.
+        let new = unsafe { *newcomm };
+        abi::entry(
+            Some(comm),
+            || {
+                state::adopt(new);
+                true
+            },
+            || SUCCESS,
+        );
+    }
+    rc
+}
+
+/// `MPI_Comm_dup`: MPI's, then a context for the duplicate of a communicator congruent
+/// to world.
+///
+/// # Safety
+/// As `MPI_Comm_dup`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    // SAFETY: the application's own arguments, passed on.
+    adopt(unsafe { ffi::PMPI_Comm_dup(comm, newcomm) }, comm, newcomm)
+}
+
+/// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup`.
+///
+/// # Safety
+/// As `MPI_Comm_dup_with_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_dup_with_info(
+    comm: MPI_Comm,
+    info: ffi::MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    // SAFETY: the application's own arguments, passed on.
+    let rc = unsafe { ffi::PMPI_Comm_dup_with_info(comm, info, newcomm) };
+    adopt(rc, comm, newcomm)
+}
+
+/// `MPI_Comm_split`: MPI's, then a context for the new communicator if it is congruent to
+/// world (one color for all, keys in world's order).
+///
+/// # Safety
+/// As `MPI_Comm_split`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_split(
+    comm: MPI_Comm,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    // SAFETY: the application's own arguments, passed on.
+    let rc = unsafe { ffi::PMPI_Comm_split(comm, color, key, newcomm) };
+    adopt(rc, comm, newcomm)
+}
+
+/// `MPI_Comm_create`: MPI's, then a context for the new communicator if it is congruent
+/// to world.
+///
+/// # Safety
+/// As `MPI_Comm_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Comm_create(
+    comm: MPI_Comm,
+    group: ffi::MPI_Group,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    // SAFETY: the application's own arguments, passed on.
+    let rc = unsafe { ffi::PMPI_Comm_create(comm, group, newcomm) };
+    adopt(rc, comm, newcomm)
+}
+
+/// `MPI_Wait`.
+///
+/// # Safety
+/// As `MPI_Wait`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    abi::entry_rc(
+        None,
+        || {
+            completion::wait(|| {
+                let mut flag = 0;
+                // SAFETY: the application's own arguments, passed on.
+                let rc = unsafe { ffi::PMPI_Test(request, &mut flag, status) };
+                (rc, flag != 0)
+            })
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Wait(request, status) },
+    )
+}
+
+/// `MPI_Waitall`.
+///
+/// # Safety
+/// As `MPI_Waitall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    abi::entry_rc(
+        None,
+        || {
+            completion::wait(|| {
+                let mut flag = 0;
+                // SAFETY: the application's own arguments, passed on.
+                let rc = unsafe { ffi::PMPI_Testall(count, requests, &mut flag, statuses) };
+                (rc, flag != 0)
+            })
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Waitall(count, requests, statuses) },
+    )
+}
+
+/// `MPI_Waitany`.
+///
+/// # Safety
+/// As `MPI_Waitany`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    abi::entry_rc(
+        None,
+        || {
+            completion::wait(|| {
+                let mut flag = 0;
+                // SAFETY: the application's own arguments, passed on.
+                let rc = unsafe { ffi::PMPI_Testany(count, requests, index, &mut flag, status) };
+                (rc, flag != 0)
+            })
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Waitany(count, requests, index, status) },
+    )
+}
+
+/// `MPI_Waitsome`.
+///
+/// # Safety
+/// As `MPI_Waitsome`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    abi::entry_rc(
+        None,
+        || {
+            completion::wait(|| {
+                // SAFETY: the application's own arguments, passed on; MPI_Testsome writes
+                // the count (MPI_UNDEFINED when no request is active, which also ends the
+                // wait).
+                unsafe {
+                    let rc = ffi::PMPI_Testsome(incount, requests, outcount, indices, statuses);
+                    (rc, *outcount != 0)
+                }
+            })
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Waitsome(incount, requests, outcount, indices, statuses) },
+    )
+}
+
+/// `MPI_Test`: advances topo-run's collectives in flight first.
+///
+/// # Safety
+/// As `MPI_Test`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    completion::test();
+    // SAFETY: the application's own arguments, passed on.
+    unsafe { ffi::PMPI_Test(request, flag, status) }
+}
+
+/// `MPI_Testall`: advances topo-run's collectives in flight first.
+///
+/// # Safety
+/// As `MPI_Testall`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    completion::test();
+    // SAFETY: the application's own arguments, passed on.
+    unsafe { ffi::PMPI_Testall(count, requests, flag, statuses) }
+}
+
+/// `MPI_Testany`: advances topo-run's collectives in flight first.
+///
+/// # Safety
+/// As `MPI_Testany`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    completion::test();
+    // SAFETY: the application's own arguments, passed on.
+    unsafe { ffi::PMPI_Testany(count, requests, index, flag, status) }
+}
+
+/// `MPI_Testsome`: advances topo-run's collectives in flight first.
+///
+/// # Safety
+/// As `MPI_Testsome`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    completion::test();
+    // SAFETY: the application's own arguments, passed on.
+    unsafe { ffi::PMPI_Testsome(incount, requests, outcount, indices, statuses) }
+}
+
+/// `MPI_Request_get_status`: advances topo-run's collectives in flight first.
+///
+/// # Safety
+/// As `MPI_Request_get_status`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    completion::test();
+    // SAFETY: the application's own arguments, passed on.
+    unsafe { ffi::PMPI_Request_get_status(request, flag, status) }
+}
+
+/// `MPI_Request_free`: a request of topo-run's still in flight is freed once its
+/// collective completes (MPI makes freeing a collective's request erroneous; this keeps
+/// the other ranks from waiting forever all the same).
+///
+/// # Safety
+/// As `MPI_Request_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    abi::entry(
+        None,
+        || {
+            // SAFETY: a non-null pointer to the application's handle.
+            !request.is_null() && state::free_request(unsafe { *request }) && {
+                // SAFETY: as above; MPI sets a freed handle to MPI_REQUEST_NULL.
+                unsafe { *request = abi::request_null() };
+                true
+            }
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Request_free(request) },
     )
 }

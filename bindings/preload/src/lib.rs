@@ -17,6 +17,7 @@
 mod abi;
 mod calls;
 pub mod classify;
+mod completion;
 mod exports;
 mod fortran;
 mod state;

@@ -1,17 +1,28 @@
-//! The library's one global: topo-run's context for the job, the lookups it caches
-//! (communicators congruent to world, datatypes) and the statistics.
+//! The library's one global: topo-run's contexts (one per communicator it handles), the
+//! nonblocking collectives in flight, the datatype lookups it caches and the statistics.
 //!
-//! The context is set up collectively: in `MPI_Init`/`MPI_Init_thread`, or, when the
+//! World's context is set up collectively: in `MPI_Init`/`MPI_Init_thread`, or, when the
 //! program initialised MPI without passing through them (Fortran's `MPI_INIT` calls
-//! `PMPI_Init` directly), in its first collective call on a communicator congruent to
-//! world, which every rank makes. It is torn down in `MPI_Finalize`.
+//! `PMPI_Init` directly), in its first collective call on world, which every rank makes.
+//! A communicator congruent to world (same ranks, same order) that the application creates
+//! with `MPI_Comm_dup`, `MPI_Comm_dup_with_info`, `MPI_Comm_split` or `MPI_Comm_create`
+//! gets its own context inside that call, which is collective over it. Separate contexts
+//! keep the collectives of different communicators apart, as MPI requires: nonblocking
+//! collectives on two communicators may be started in different orders on different
+//! ranks. Everything is torn down in `MPI_Finalize`.
 
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
+use std::os::raw::c_int;
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use topo_runtime::Topo;
+use mpi::ffi;
+use mpi::raw::FromRaw;
+use mpi::topology::SimpleCommunicator;
+use topo_runtime::{Progress, RawRequest, Topo, with_progress_hook};
 
-use crate::abi::{self, MPI_Comm, MPI_Datatype, TypeInfo};
+use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, TypeInfo};
 use crate::classify::{Call, HandOff};
 use crate::stats::{self, Stats};
 
@@ -19,22 +30,42 @@ use crate::stats::{self, Stats};
 /// not match MPI: the same as the launcher's "missing or corrupted plan".
 pub(crate) const BAD_PLAN_CODE: i32 = 9;
 
-/// topo-run's path, when it is on.
+/// The most contexts (world's and its congruent communicators') a process keeps
+/// (`TOPO_RUN_MAX_COMMS`); collectives on further communicators go to MPI.
+pub(crate) const MAX_COMMS_ENV: &str = "TOPO_RUN_MAX_COMMS";
+const DEFAULT_MAX_COMMS: usize = 16;
+
+/// topo-run's context for one communicator.
 pub(crate) struct Active {
     pub(crate) topo: Topo,
     pub(crate) rank: i32,
     pub(crate) size: i32,
 }
 
+/// A nonblocking collective of ours in flight, behind a generalized request.
+struct Pending {
+    req: RawRequest,
+    /// The generalized request the application holds.
+    handle: MPI_Request,
+    /// The application freed its handle (`MPI_Request_free`) before completion: the
+    /// library frees it once the collective completes.
+    freed: bool,
+}
+
 struct State {
-    active: Option<Active>,
-    /// Communicator handle -> congruent to world. Entries go when the application frees
-    /// the communicator, since MPI may reuse the handle.
-    comms: HashMap<usize, bool>,
+    /// Contexts by communicator handle.
+    contexts: HashMap<usize, Active>,
+    /// Whether topo-run's path is on for this run (world has a hierarchical context).
+    on: bool,
+    /// The number of the next context this process creates (world's is 0).
+    next_instance: u32,
+    /// Nonblocking collectives whose generalized requests are not complete yet.
+    pending: Vec<Pending>,
     /// Predefined datatype handle -> what it is (predefined handles live until finalize).
     types: HashMap<usize, TypeInfo>,
     stats: Stats,
     rank: i32,
+    size: i32,
     /// Node leaders print the statistics.
     leader: bool,
     node: String,
@@ -48,10 +79,11 @@ struct Global {
 /// The state behind the global lock.
 struct Shared(Global);
 
-// SAFETY: `Topo` is not `Send` only because of the `Rc` it shares with nonblocking
-// requests. This library makes no requests: the `Rc` is never cloned, and every use of
-// the context happens with the global mutex held. The library is only active at thread
-// levels up to MPI_THREAD_SERIALIZED, where MPI calls never run concurrently anyway.
+// SAFETY: `Topo`, `RawRequest` and `Progress` are not `Send` only because of the `Rc`s
+// that tie a context to its requests. All of them live here, and are only used with the
+// global mutex held (progress hooks run inside such a use, on the same thread). The
+// library is only active at thread levels up to MPI_THREAD_SERIALIZED, where MPI calls
+// never run concurrently anyway.
 unsafe impl Send for Shared {}
 
 static GLOBAL: Mutex<Shared> = Mutex::new(Shared(Global {
@@ -72,15 +104,25 @@ pub(crate) fn init() {
     }
 }
 
+/// `comm`, borrowed as an rsmpi communicator that is never freed.
+fn borrowed(comm: MPI_Comm) -> ManuallyDrop<SimpleCommunicator> {
+    // SAFETY: `comm` is a live intracommunicator; the wrapper is never dropped, so rsmpi
+    // never frees it, and it does not outlive the call that uses it.
+    ManuallyDrop::new(unsafe { SimpleCommunicator::from_raw(comm) })
+}
+
 impl State {
     fn new() -> State {
         let (rank, size) = abi::world_rank_size();
         let mut st = State {
-            active: None,
-            comms: HashMap::new(),
+            contexts: HashMap::new(),
+            on: false,
+            next_instance: 1,
+            pending: Vec::new(),
             types: HashMap::new(),
             stats: Stats::default(),
             rank,
+            size,
             leader: rank == 0,
             node: String::new(),
         };
@@ -94,7 +136,7 @@ impl State {
             }
             return st;
         }
-        let world = mpi::topology::SimpleCommunicator::world();
+        let world = SimpleCommunicator::world();
         match Topo::from_env(&world) {
             Ok(topo) => {
                 st.node = topo.node().to_string();
@@ -102,35 +144,92 @@ impl State {
                     st.leader = local == 0;
                 }
                 if topo.is_hierarchical() {
-                    st.active = Some(Active { topo, rank, size });
+                    abi::learn_collective_status();
+                    st.on = true;
+                    st.contexts
+                        .insert(key(abi::world()), Active { topo, rank, size });
                 }
             }
-            Err(e) => {
-                eprintln!(
-                    "topo-run: rank {rank}: error: cannot set up topo-run's collectives: {e}; \
-                     aborting the job (exit code {BAD_PLAN_CODE})"
-                );
-                world_abort(BAD_PLAN_CODE);
-            }
+            Err(e) => setup_failed(rank, &e),
         }
         st
     }
+
+    /// Handles to advance the contexts other than `comm`'s that have collectives in flight.
+    fn busy_others(&self, comm: MPI_Comm) -> Vec<Progress> {
+        if self.pending.is_empty() {
+            return Vec::new();
+        }
+        self.contexts
+            .iter()
+            .filter(|(k, a)| **k != key(comm) && !a.topo.progress_handle().is_idle())
+            .map(|(_, a)| a.topo.progress_handle())
+            .collect()
+    }
+
+    /// Advances every context's collectives and completes the generalized requests of
+    /// those that are done.
+    fn progress(&mut self, check_peers: bool) {
+        for a in self.contexts.values() {
+            let p = a.topo.progress_handle();
+            p.poll();
+            if check_peers {
+                p.check_peers();
+            }
+        }
+        let mut i = 0;
+        while i < self.pending.len() {
+            if !self.pending[i].req.is_complete() {
+                i += 1;
+                continue;
+            }
+            let p = self.pending.swap_remove(i);
+            if p.req.complete().is_err() {
+                unreachable!("checked complete above");
+            }
+            let mut handle = p.handle;
+            // SAFETY: `handle` is the generalized request started for this collective and
+            // not completed before; once the application has freed it, completing it
+            // lets MPI release it, and the library frees its own reference.
+            unsafe {
+                ffi::PMPI_Grequest_complete(handle);
+                if p.freed {
+                    ffi::PMPI_Request_free(&mut handle);
+                }
+            }
+        }
+    }
+}
+
+fn key(comm: MPI_Comm) -> usize {
+    comm.0 as usize
+}
+
+fn setup_failed(rank: i32, e: &topo_runtime::Error) -> ! {
+    eprintln!(
+        "topo-run: rank {rank}: error: cannot set up topo-run's collectives: {e}; \
+         aborting the job (exit code {BAD_PLAN_CODE})"
+    );
+    world_abort(BAD_PLAN_CODE);
 }
 
 fn world_abort(code: i32) -> ! {
     // SAFETY: MPI is initialised; MPI_Abort does not return.
-    unsafe { mpi::ffi::PMPI_Abort(abi::world(), code) };
+    unsafe { ffi::PMPI_Abort(abi::world(), code) };
     std::process::exit(code)
 }
 
-/// Tears the context down and prints the statistics if asked; later calls go to MPI.
+/// Tears the contexts down and prints the statistics if asked; later calls go to MPI.
 pub(crate) fn finalize() {
     let mut g = lock();
     g.0.finalized = true;
-    let Some(st) = g.0.state.take() else {
+    let Some(mut st) = g.0.state.take() else {
         return;
     };
-    drop(st.active);
+    // Collectives still in flight are the application's error; finish them so that no
+    // rank is left waiting for this one.
+    wait_idle(&mut st);
+    st.contexts.clear();
     if st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref()) {
         let on = if st.node.is_empty() {
             String::new()
@@ -143,55 +242,242 @@ pub(crate) fn finalize() {
     }
 }
 
-/// Forgets `comm` (the application is about to free it).
-pub(crate) fn forget_comm(comm: MPI_Comm) {
-    if let Some(st) = &mut lock().0.state {
-        st.comms.remove(&(comm.0 as usize));
+/// Advances everything until no collective of ours is in flight.
+fn wait_idle(st: &mut State) {
+    let mut w = Waiter::new();
+    while !st.pending.is_empty() {
+        st.progress(w.check());
+        w.pause();
     }
 }
 
-/// Runs `call` on topo-run's path if it can take it: `f` gets the context and returns
-/// `Err` with the reason to hand the call to MPI. Returns whether the call was done.
-pub(crate) fn run(
-    call: Call,
-    comm: MPI_Comm,
-    f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<(), HandOff>,
-) -> bool {
+/// The most contexts a process keeps.
+fn max_comms() -> usize {
+    std::env::var(MAX_COMMS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_MAX_COMMS)
+}
+
+/// Gives `comm`, just created by the application, its own context if it is congruent to
+/// world (collective over `comm`: every rank of it calls this in the same creating call).
+pub(crate) fn adopt(comm: MPI_Comm) {
     let mut g = lock();
-    let g = &mut g.0;
+    let Some(st) = &mut g.0.state else {
+        return;
+    };
+    if !st.on || !abi::congruent_to_world(comm) {
+        return;
+    }
+    // Agree over `comm`: whether every rank has room, and a context number no rank uses.
+    let mine: [c_int; 2] = [
+        c_int::from(st.contexts.len() >= max_comms()),
+        st.next_instance as c_int,
+    ];
+    let mut agreed: [c_int; 2] = [0; 2];
+    // SAFETY: two ints in, two out, distinct buffers; `comm` is live.
+    unsafe {
+        ffi::PMPI_Allreduce(
+            mine.as_ptr().cast(),
+            agreed.as_mut_ptr().cast(),
+            2,
+            ffi::RSMPI_INT32_T,
+            ffi::RSMPI_MAX,
+            comm,
+        );
+    }
+    if agreed[0] != 0 {
+        return;
+    }
+    let instance = agreed[1] as u32;
+    st.next_instance = instance + 1;
+    match Topo::from_env_instance(&borrowed(comm), instance) {
+        Ok(topo) if topo.is_hierarchical() => {
+            let (rank, size) = (st.rank, st.size);
+            st.contexts.insert(key(comm), Active { topo, rank, size });
+        }
+        Ok(_) => {}
+        Err(e) => setup_failed(st.rank, &e),
+    }
+}
+
+/// Drops `comm`'s context (the application is about to free it), after its collectives
+/// in flight have completed.
+pub(crate) fn forget_comm(comm: MPI_Comm) {
+    let mut g = lock();
+    let Some(st) = &mut g.0.state else {
+        return;
+    };
+    if key(comm) == key(abi::world()) || !st.contexts.contains_key(&key(comm)) {
+        return;
+    }
+    let p = st.contexts[&key(comm)].topo.progress_handle();
+    let mut w = Waiter::new();
+    while !p.is_idle() {
+        st.progress(w.check());
+        w.pause();
+    }
+    // Complete the generalized requests of the collectives that just finished.
+    st.progress(false);
+    st.contexts.remove(&key(comm));
+}
+
+/// The global state, set up if MPI was initialised without our `MPI_Init` (Fortran) and
+/// this is a call on world, the first that every rank makes.
+fn state_for(g: &mut Global, comm: MPI_Comm) -> Option<&mut State> {
     if g.state.is_none() {
-        // MPI was initialised without our MPI_Init (Fortran): set up now, in the first
-        // call that every rank makes, one on a communicator congruent to world.
-        if g.finalized || !abi::mpi_running() || !abi::congruent_to_world(comm) {
-            return false;
+        if g.finalized || !abi::mpi_running() || key(comm) != key(abi::world()) {
+            return None;
         }
         g.state = Some(State::new());
     }
-    let st = g.state.as_mut().expect("set above");
-    let r = match &mut st.active {
-        None => Err(HandOff::Inactive),
-        Some(active) => {
-            let congruent = *st
-                .comms
-                .entry(comm.0 as usize)
-                .or_insert_with(|| abi::congruent_to_world(comm));
-            if congruent {
-                f(
-                    active,
-                    &mut Lookup {
-                        types: &mut st.types,
-                    },
-                )
-            } else {
-                Err(HandOff::Communicator)
+    g.state.as_mut()
+}
+
+/// Runs `call` on topo-run's path if it can take it: `f` gets the communicator's context
+/// and returns `Err` with the reason to hand the call to MPI. While other contexts have
+/// collectives in flight, every wait inside `f` advances them too.
+pub(crate) fn run<T>(
+    call: Call,
+    comm: MPI_Comm,
+    f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<T, HandOff>,
+) -> Option<T> {
+    let mut g = lock();
+    let st = state_for(&mut g.0, comm)?;
+    let r = if !st.on {
+        Err(HandOff::Inactive)
+    } else {
+        let others = st.busy_others(comm);
+        match st.contexts.get_mut(&key(comm)) {
+            None => Err(HandOff::Communicator),
+            Some(active) => {
+                let mut look = Lookup {
+                    types: &mut st.types,
+                };
+                if others.is_empty() {
+                    f(active, &mut look)
+                } else {
+                    let mut hook = || others.iter().for_each(Progress::poll);
+                    with_progress_hook(&mut hook, || f(active, &mut look))
+                }
             }
         }
     };
-    match r {
-        Ok(()) => st.stats.ours(call),
-        Err(why) => st.stats.handed(call, why),
+    match &r {
+        Ok(_) => st.stats.ours(call),
+        Err(why) => st.stats.handed(call, *why),
     }
-    r.is_ok()
+    r.ok()
+}
+
+/// Like [`run`] for a nonblocking collective: `f` starts it, and `request` receives a
+/// generalized request that completes with it. Returns whether the call was done.
+///
+/// # Safety
+/// `request` is the application's `MPI_Request *` argument.
+pub(crate) unsafe fn run_nonblocking(
+    call: Call,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<RawRequest, HandOff>,
+) -> bool {
+    if request.is_null() {
+        return false;
+    }
+    let Some(req) = run(call, comm, f) else {
+        return false;
+    };
+    let mut handle = abi::request_null();
+    // SAFETY: the callbacks are `extern "C"` functions of the right types; `handle` is a
+    // local that MPI fills in.
+    unsafe {
+        ffi::PMPI_Grequest_start(
+            Some(abi::grequest_query),
+            Some(abi::grequest_free),
+            Some(abi::grequest_cancel),
+            std::ptr::null_mut(),
+            &mut handle,
+        );
+        *request = handle;
+    }
+    let mut g = lock();
+    match &mut g.0.state {
+        Some(st) => st.pending.push(Pending {
+            req,
+            handle,
+            freed: false,
+        }),
+        None => unreachable!("run found the state"),
+    }
+    true
+}
+
+/// Whether any nonblocking collective of ours is in flight.
+pub(crate) fn in_flight() -> bool {
+    lock()
+        .0
+        .state
+        .as_ref()
+        .is_some_and(|st| !st.pending.is_empty())
+}
+
+/// Advances every collective in flight once, and completes the requests of finished
+/// ones; with `check_peers`, also fails (aborting the job) if a local peer they wait on
+/// has died.
+pub(crate) fn progress(check_peers: bool) {
+    if let Some(st) = &mut lock().0.state {
+        st.progress(check_peers);
+    }
+}
+
+/// `MPI_Request_free` of one of our requests still in flight: the library frees it when
+/// the collective completes. Returns false if `handle` is not such a request.
+pub(crate) fn free_request(handle: MPI_Request) -> bool {
+    let mut g = lock();
+    let Some(st) = &mut g.0.state else {
+        return false;
+    };
+    match st.pending.iter_mut().find(|p| p.handle == handle) {
+        Some(p) => {
+            p.freed = true;
+            true
+        }
+        None => false,
+    }
+}
+
+/// How the library waits for its own collectives: spin a little, then yield the core, and
+/// now and then check that the peers are alive.
+pub(crate) struct Waiter {
+    round: u32,
+    last_check: Instant,
+}
+
+impl Waiter {
+    pub(crate) fn new() -> Self {
+        Waiter {
+            round: 0,
+            last_check: Instant::now(),
+        }
+    }
+
+    /// Whether it is time to check on the peers.
+    pub(crate) fn check(&mut self) -> bool {
+        if self.last_check.elapsed() >= Duration::from_millis(50) {
+            self.last_check = Instant::now();
+            return true;
+        }
+        false
+    }
+
+    pub(crate) fn pause(&mut self) {
+        if self.round < 64 {
+            self.round += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// Cached datatype lookups, for the closure of [`run`].

@@ -4,6 +4,8 @@
 //! The blocking calls go through rsmpi. The nonblocking ones ([`Transport::poll_send`],
 //! [`Transport::poll_recv`]) post raw `MPI_Isend`/`MPI_Irecv` under their own tag and test
 //! them, because their buffers belong to a schedule that outlives any rsmpi scope here.
+//! While a progress hook is installed ([`crate::with_progress_hook`]) the blocking calls
+//! post the same messages nonblocking and test them, calling the hook in between.
 
 use std::os::raw::c_int;
 
@@ -14,11 +16,14 @@ use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use super::{Transfer, Transport};
+use crate::backoff::{self, Backoff};
 use crate::combine::Combine;
 use crate::error::{Error, Result};
 
-/// The tag of nonblocking collectives' messages (the blocking ones use rsmpi's default, 0).
+/// The tag of nonblocking collectives' messages.
 const NONBLOCKING_TAG: c_int = 0x7e57;
+/// The tag of blocking collectives' messages (rsmpi's default).
+const BLOCKING_TAG: c_int = 0;
 
 /// Point-to-point over a duplicate of the world communicator.
 pub struct MpiTransport {
@@ -64,29 +69,77 @@ impl MpiTransport {
     }
 }
 
+impl MpiTransport {
+    /// Posts `MPI_Isend`s of `data` to every rank in `to` with `tag` into `x`.
+    fn post_send(&self, x: &mut Transfer, to: &[u32], data: &[u8], tag: c_int) -> Result<()> {
+        let count = Self::count(data.len())?;
+        let byte = u8::equivalent_datatype().as_raw();
+        for &r in to {
+            // SAFETY: `data` stays valid and unmodified until the request completes
+            // (the caller polls with the same buffer until this returns true).
+            let req = unsafe {
+                let mut req = ffi::RSMPI_REQUEST_NULL;
+                ffi::MPI_Isend(
+                    data.as_ptr().cast(),
+                    count,
+                    byte,
+                    r as c_int,
+                    tag,
+                    self.comm.as_raw(),
+                    &mut req,
+                );
+                req
+            };
+            x.requests.push(req);
+        }
+        Ok(())
+    }
+
+    /// Posts an `MPI_Irecv` of `buf.len()` bytes from `from` with `tag` into `x`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid and untouched until `x`'s requests complete.
+    unsafe fn post_recv(
+        &self,
+        x: &mut Transfer,
+        from: u32,
+        buf: *mut u8,
+        len: usize,
+        tag: c_int,
+    ) -> Result<()> {
+        let count = Self::count(len)?;
+        // SAFETY: per the contract, `buf` has room for `len` bytes until completion.
+        let req = unsafe {
+            let mut req = ffi::RSMPI_REQUEST_NULL;
+            ffi::MPI_Irecv(
+                buf.cast(),
+                count,
+                u8::equivalent_datatype().as_raw(),
+                from as c_int,
+                tag,
+                self.comm.as_raw(),
+                &mut req,
+            );
+            req
+        };
+        x.requests.push(req);
+        Ok(())
+    }
+
+    /// Waits for `x`'s requests by testing them, calling the progress hook between tests
+    /// (the blocking calls' form while a hook is installed).
+    fn wait_polled(x: &mut Transfer) {
+        let mut backoff = Backoff::new(0);
+        while !Self::test_all(x) {
+            backoff.pause();
+        }
+    }
+}
+
 impl Transport for MpiTransport {
     fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
         if !x.started {
-            let count = Self::count(data.len())?;
-            let byte = u8::equivalent_datatype().as_raw();
-            for &r in to {
-                // SAFETY: `data` stays valid and unmodified until the request completes
-                // (the caller polls with the same buffer until this returns true).
-                let req = unsafe {
-                    let mut req = ffi::RSMPI_REQUEST_NULL;
-                    ffi::MPI_Isend(
-                        data.as_ptr().cast(),
-                        count,
-                        byte,
-                        r as c_int,
-                        NONBLOCKING_TAG,
-                        self.comm.as_raw(),
-                        &mut req,
-                    );
-                    req
-                };
-                x.requests.push(req);
-            }
+            self.post_send(x, to, data, NONBLOCKING_TAG)?;
             x.started = true;
         }
         Ok(Self::test_all(x))
@@ -100,7 +153,6 @@ impl Transport for MpiTransport {
         op: Option<&dyn Combine>,
     ) -> Result<bool> {
         if !x.started {
-            let count = Self::count(buf.len())?;
             if op.is_some() {
                 x.tmp = vec![0; buf.len()];
             }
@@ -108,22 +160,9 @@ impl Transport for MpiTransport {
                 Some(_) => x.tmp.as_mut_ptr(),
                 None => buf.as_mut_ptr(),
             };
-            // SAFETY: `dst` (our own `tmp`, or `buf`, which the caller keeps in place and
-            // untouched until this returns true) has room for `count` bytes.
-            let req = unsafe {
-                let mut req = ffi::RSMPI_REQUEST_NULL;
-                ffi::MPI_Irecv(
-                    dst.cast(),
-                    count,
-                    u8::equivalent_datatype().as_raw(),
-                    from as c_int,
-                    NONBLOCKING_TAG,
-                    self.comm.as_raw(),
-                    &mut req,
-                );
-                req
-            };
-            x.requests.push(req);
+            // SAFETY: `dst` is our own `tmp`, or `buf`, which the caller keeps in place and
+            // untouched until this returns true.
+            unsafe { self.post_recv(x, from, dst, buf.len(), NONBLOCKING_TAG)? };
             x.started = true;
         }
         if !Self::test_all(x) {
@@ -136,6 +175,12 @@ impl Transport for MpiTransport {
     }
 
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
+        if backoff::hooked() {
+            let mut x = Transfer::default();
+            self.post_send(&mut x, to, data, BLOCKING_TAG)?;
+            Self::wait_polled(&mut x);
+            return Ok(());
+        }
         match to {
             [] => {}
             [one] => self.comm.process_at_rank(*one as i32).send(data),
@@ -157,11 +202,26 @@ impl Transport for MpiTransport {
     }
 
     fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
+        if backoff::hooked() {
+            let mut x = Transfer::default();
+            // SAFETY: `buf` is borrowed until the receive has completed below.
+            unsafe { self.post_recv(&mut x, from, buf.as_mut_ptr(), buf.len(), BLOCKING_TAG)? };
+            Self::wait_polled(&mut x);
+            return Ok(());
+        }
         self.comm.process_at_rank(from as i32).receive_into(buf);
         Ok(())
     }
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
+        if backoff::hooked() {
+            let mut x = Transfer::default();
+            // SAFETY: `buf` is borrowed until both transfers have completed below.
+            unsafe { self.post_recv(&mut x, from, buf.as_mut_ptr(), buf.len(), BLOCKING_TAG)? };
+            self.post_send(&mut x, &[to], data, BLOCKING_TAG)?;
+            Self::wait_polled(&mut x);
+            return Ok(());
+        }
         let (dst, src) = (
             self.comm.process_at_rank(to as i32),
             self.comm.process_at_rank(from as i32),

@@ -1,0 +1,416 @@
+/* preload-nonblocking: an unmodified MPI program that exercises the nonblocking
+ * collectives topo-run's PMPI library intercepts (MPI_Ibcast, MPI_Ireduce,
+ * MPI_Iallreduce, MPI_Ibarrier) and the completion calls applications use on their
+ * requests, and checks every result against a reference computed locally.
+ *
+ * Covered: int, long long, unsigned char, float and double with the predefined
+ * operations defined on them; counts 1, 7, 1031 and 65539 (and 2^20+3 for int without
+ * --quick); roots first, middle and last; MPI_IN_PLACE; MPI_COMM_WORLD and a duplicate;
+ * each request completed by a different call (MPI_Wait, MPI_Test loops, MPI_Waitall,
+ * MPI_Waitany, MPI_Waitsome, MPI_Testall, MPI_Testany, MPI_Testsome,
+ * MPI_Request_get_status); several collectives in flight completed by one MPI_Waitall,
+ * MPI_Waitsome or MPI_Testany loop over an array that mixes them with point-to-point
+ * requests and with collectives MPI must run (zero count, a reversed split); the
+ * statuses against those of MPI's own nonblocking collectives; collectives on world and
+ * on a duplicate started in opposite orders on even and odd ranks, and a blocking
+ * collective on the duplicate between them; a request left incomplete while another
+ * completes; a wait on a point-to-point request while a collective is in flight whose
+ * peer waits for it; 2000 back-to-back calls, and 16 in flight at once.
+ *
+ * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
+ * "N passed, M failed". Exit status 1 on any failure.
+ *
+ *   mpicc -O2 -o preload-nonblocking preload-nonblocking.c
+ *   srun --mpi=pmix topo-run -- ./preload-nonblocking [--quick] [--die RANK]
+ *
+ * --die RANK: that rank kills itself (SIGKILL) in the middle of a loop of Iallreduces, to
+ * test that the others stop with a message instead of waiting forever.
+ */
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size, quick, passed, failed;
+static uint64_t digest = 1469598103934665603ull;
+
+static void hash(long long v) {
+    for (int i = 0; i < 8; i++) {
+        digest ^= (uint64_t)((v >> (8 * i)) & 0xff);
+        digest *= 1099511628211ull;
+    }
+}
+
+static void result(int ok, const char *what) {
+    int all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (all) {
+        passed++;
+    } else {
+        failed++;
+        if (rank == 0) fprintf(stderr, "FAIL %s\n", what);
+    }
+}
+
+/* Completes one request with the completion call number `how`. */
+enum { C_WAIT, C_TEST, C_WAITALL, C_WAITANY, C_WAITSOME, C_TESTALL, C_TESTANY, C_TESTSOME,
+       C_GETSTATUS, C_N };
+static const char *how_names[C_N] = {"Wait",    "Test",    "Waitall",  "Waitany",
+                                     "Waitsome", "Testall", "Testany", "Testsome",
+                                     "Request_get_status"};
+
+static int complete(MPI_Request *r, int how) {
+    int flag = 0, idx = -1, out = 0, rc = MPI_SUCCESS;
+    MPI_Status st;
+    switch (how) {
+    case C_WAIT: rc = MPI_Wait(r, &st); break;
+    case C_TEST: while (!flag && rc == MPI_SUCCESS) rc = MPI_Test(r, &flag, &st); break;
+    case C_WAITALL: rc = MPI_Waitall(1, r, &st); break;
+    case C_WAITANY: rc = MPI_Waitany(1, r, &idx, &st); if (idx != 0) return 0; break;
+    case C_WAITSOME: rc = MPI_Waitsome(1, r, &out, &idx, &st); if (out != 1 || idx != 0) return 0; break;
+    case C_TESTALL: while (!flag && rc == MPI_SUCCESS) rc = MPI_Testall(1, r, &flag, &st); break;
+    case C_TESTANY:
+        while (!flag && rc == MPI_SUCCESS) rc = MPI_Testany(1, r, &idx, &flag, &st);
+        if (idx != 0) return 0;
+        break;
+    case C_TESTSOME:
+        while (out == 0 && rc == MPI_SUCCESS) rc = MPI_Testsome(1, r, &out, &idx, &st);
+        if (out != 1 || idx != 0) return 0;
+        break;
+    case C_GETSTATUS:
+        while (!flag && rc == MPI_SUCCESS) rc = MPI_Request_get_status(*r, &flag, &st);
+        if (rc == MPI_SUCCESS) rc = MPI_Wait(r, &st);
+        break;
+    }
+    return rc == MPI_SUCCESS && *r == MPI_REQUEST_NULL;
+}
+
+/* The value rank r contributes at index i: small integers, so that sums and products of
+ * up to 8 ranks are exact in every type. */
+static long long val(int r, long i) { return ((r * 3 + i) % 7) + 1; }
+
+enum { O_SUM, O_PROD, O_MAX, O_MIN, O_LAND, O_LOR, O_BAND, O_BOR, O_BXOR, O_N };
+static const char *op_names[O_N] = {"SUM", "PROD", "MAX", "MIN", "LAND", "LOR", "BAND", "BOR", "BXOR"};
+static MPI_Op mpi_ops[O_N];
+
+/* The reference reduction for each type. */
+#define REF(T)                                                                   \
+    static T ref_##T(int op, long i) {                                           \
+        T acc = (T)val(0, i);                                                    \
+        for (int r = 1; r < size; r++) {                                         \
+            T v = (T)val(r, i);                                                  \
+            switch (op) {                                                        \
+            case O_SUM: acc = acc + v; break;                                    \
+            case O_PROD: acc = acc * v; break;                                   \
+            case O_MAX: acc = acc > v ? acc : v; break;                          \
+            case O_MIN: acc = acc < v ? acc : v; break;                          \
+            case O_LAND: acc = acc && v; break;                                  \
+            case O_LOR: acc = acc || v; break;                                   \
+            default: acc = ref_bits_##T(op, acc, v); break;                      \
+            }                                                                    \
+        }                                                                        \
+        return acc;                                                              \
+    }
+#define BITS(T)                                                                  \
+    static T ref_bits_##T(int op, T a, T b) {                                    \
+        return op == O_BAND ? (T)(a & b) : op == O_BOR ? (T)(a | b) : (T)(a ^ b); \
+    }
+#define NOBITS(T) \
+    static T ref_bits_##T(int op, T a, T b) { (void)op; (void)b; return a; }
+typedef long long llong;
+typedef unsigned char uchar;
+BITS(int) BITS(llong) BITS(uchar) NOBITS(float) NOBITS(double)
+REF(int) REF(llong) REF(uchar) REF(float) REF(double)
+
+/* One type's cases: Iallreduce and Ireduce with every op on it, in place and not, and
+ * Ibcast, at every count and root, on `comm`, each completed by a different call. */
+#define CASES(T, DT, NOPS)                                                                  \
+    static void cases_##T(MPI_Comm comm, const char *cname, long *counts, int ncounts,       \
+                          int *how) {                                                       \
+        char what[200];                                                                     \
+        int roots[3] = {0, size / 2, size - 1};                                             \
+        for (int c = 0; c < ncounts; c++) {                                                 \
+            long n = counts[c];                                                             \
+            T *s = malloc(n * sizeof(T)), *d = malloc(n * sizeof(T));                       \
+            for (int o = 0; o < NOPS; o++) {                                                \
+                for (int inplace = 0; inplace < 2; inplace++) {                             \
+                    for (long i = 0; i < n; i++) d[i] = (T)-1, s[i] = (T)val(rank, i);       \
+                    if (inplace) memcpy(d, s, n * sizeof(T));                               \
+                    MPI_Request r;                                                          \
+                    MPI_Iallreduce(inplace ? MPI_IN_PLACE : s, d, (int)n, DT, mpi_ops[o], comm, \
+                                   &r);                                                     \
+                    int ok = complete(&r, *how);                                            \
+                    for (long i = 0; i < n && ok; i++) ok = d[i] == ref_##T(o, i);          \
+                    hash((long long)d[n - 1]);                                              \
+                    snprintf(what, sizeof what, "Iallreduce %s %s %s n=%ld%s by %s", cname, \
+                             #DT, op_names[o], n, inplace ? " in place" : "", how_names[*how]); \
+                    result(ok, what);                                                       \
+                    *how = (*how + 1) % C_N;                                                \
+                    int root = roots[(o + inplace) % 3];                                    \
+                    for (long i = 0; i < n; i++) d[i] = (T)-1, s[i] = (T)val(rank, i);       \
+                    int ip = inplace && rank == root;                                       \
+                    if (ip) memcpy(d, s, n * sizeof(T));                                    \
+                    MPI_Ireduce(ip ? MPI_IN_PLACE : s, d, (int)n, DT, mpi_ops[o], root, comm, &r); \
+                    ok = complete(&r, *how);                                                \
+                    for (long i = 0; i < n && ok && rank == root; i++) ok = d[i] == ref_##T(o, i); \
+                    if (rank == root) hash((long long)d[0]);                                \
+                    snprintf(what, sizeof what, "Ireduce %s %s %s n=%ld root %d%s by %s", cname, \
+                             #DT, op_names[o], n, root, inplace ? " in place" : "",         \
+                             how_names[*how]);                                              \
+                    result(ok, what);                                                       \
+                    *how = (*how + 1) % C_N;                                                \
+                }                                                                           \
+            }                                                                               \
+            for (int k = 0; k < 3; k++) {                                                   \
+                int root = roots[k];                                                        \
+                for (long i = 0; i < n; i++) d[i] = rank == root ? (T)val(root, i) : (T)0;   \
+                MPI_Request r;                                                              \
+                MPI_Ibcast(d, (int)n, DT, root, comm, &r);                                  \
+                int ok = complete(&r, *how);                                                \
+                for (long i = 0; i < n && ok; i++) ok = d[i] == (T)val(root, i);            \
+                hash((long long)d[n / 2]);                                                  \
+                snprintf(what, sizeof what, "Ibcast %s %s n=%ld root %d by %s", cname, #DT, n, \
+                         root, how_names[*how]);                                            \
+                result(ok, what);                                                           \
+                *how = (*how + 1) % C_N;                                                    \
+            }                                                                               \
+            free(s);                                                                        \
+            free(d);                                                                        \
+        }                                                                                   \
+    }
+CASES(int, MPI_INT, O_N)
+CASES(llong, MPI_LONG_LONG, O_N)
+CASES(uchar, MPI_UNSIGNED_CHAR, O_N)
+CASES(float, MPI_FLOAT, O_LAND)
+CASES(double, MPI_DOUBLE, O_LAND)
+
+static int sum_ok(const int *d, int n, int scale) {
+    for (int i = 0; i < n; i++) {
+        long long want = 0;
+        for (int r = 0; r < size; r++) want += val(r, i) * scale;
+        if (d[i] != want) return 0;
+    }
+    return 1;
+}
+
+/* Several collectives in flight with point-to-point requests and collectives that MPI
+ * runs, in one array, completed by Waitall, Waitsome or Testany loops. */
+static void mixed(MPI_Comm dup, MPI_Comm rev, int how) {
+    enum { N = 1031 };
+    static int a[N], b[N], c[N], e[N], bc[N], z, zr, rbuf, sbuf, rv[N];
+    for (int i = 0; i < N; i++) a[i] = (int)val(rank, i), b[i] = 2 * a[i], bc[i] = rank == 1 % size ? i : -1;
+    memcpy(rv, a, sizeof rv);
+    sbuf = rank;
+    MPI_Request r[9];
+    int nr = 0;
+    MPI_Irecv(&rbuf, 1, MPI_INT, (rank + size - 1) % size, 7, MPI_COMM_WORLD, &r[nr++]);
+    MPI_Iallreduce(a, c, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[nr++]);
+    MPI_Ibcast(bc, N, MPI_INT, 1 % size, dup, &r[nr++]);
+    MPI_Iallreduce(MPI_IN_PLACE, rv, N, MPI_INT, MPI_SUM, rev, &r[nr++]); /* MPI's */
+    MPI_Iallreduce(&z, &zr, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[nr++]); /* zero count */
+    MPI_Ireduce(b, e, N, MPI_INT, MPI_SUM, size - 1, MPI_COMM_WORLD, &r[nr++]);
+    MPI_Ibarrier(dup, &r[nr++]);
+    MPI_Isend(&sbuf, 1, MPI_INT, (rank + 1) % size, 7, MPI_COMM_WORLD, &r[nr++]);
+    MPI_Ibarrier(MPI_COMM_WORLD, &r[nr++]);
+    int ok = 1, left = nr;
+    static const char *names[3] = {"Waitall", "Waitsome", "Testany"};
+    if (how == 0) {
+        ok = MPI_Waitall(nr, r, MPI_STATUSES_IGNORE) == MPI_SUCCESS;
+    } else if (how == 1) {
+        int idx[9], out;
+        while (left > 0 && ok) {
+            ok = MPI_Waitsome(nr, r, &out, idx, MPI_STATUSES_IGNORE) == MPI_SUCCESS && out > 0;
+            left -= out;
+        }
+    } else {
+        int idx, flag;
+        while (left > 0 && ok) {
+            ok = MPI_Testany(nr, r, &idx, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+            if (flag && idx != MPI_UNDEFINED) left--;
+        }
+    }
+    for (int i = 0; i < nr; i++) ok = ok && r[i] == MPI_REQUEST_NULL;
+    ok = ok && rbuf == (rank + size - 1) % size && sum_ok(c, N, 1) && sum_ok(rv, N, 1);
+    if (rank == size - 1) ok = ok && sum_ok(e, N, 2);
+    for (int i = 0; i < N && ok; i++) ok = bc[i] == i;
+    char what[120];
+    snprintf(what, sizeof what, "9 requests in flight (ours, point-to-point, MPI's) by %s", names[how]);
+    result(ok, what);
+    hash(c[N - 1]);
+}
+
+/* The statuses of our requests against those of MPI's own nonblocking collectives. */
+static void statuses(void) {
+    int x = rank, y = 0, n0, n1, c0, c1;
+    MPI_Request r;
+    MPI_Status s0, s1;
+    PMPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+    PMPI_Wait(&r, &s0);
+    MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, &s1);
+    MPI_Get_count(&s0, MPI_BYTE, &n0);
+    MPI_Get_count(&s1, MPI_BYTE, &n1);
+    MPI_Test_cancelled(&s0, &c0);
+    MPI_Test_cancelled(&s1, &c1);
+    int ok = s0.MPI_SOURCE == s1.MPI_SOURCE && s0.MPI_TAG == s1.MPI_TAG && n0 == n1 && c0 == c1;
+    if (!ok && rank == 0)
+        fprintf(stderr, "status: MPI's source %d tag %d count %d cancelled %d; ours %d %d %d %d\n",
+                s0.MPI_SOURCE, s0.MPI_TAG, n0, c0, s1.MPI_SOURCE, s1.MPI_TAG, n1, c1);
+    result(ok, "status of a completed Iallreduce as MPI's own");
+}
+
+/* Collectives on world and on a duplicate started in opposite orders on even and odd
+ * ranks (allowed for nonblocking collectives), then a blocking collective on the
+ * duplicate between two nonblocking ones on world, also in opposite orders. */
+static void orders(MPI_Comm dup) {
+    enum { N = 4099 };
+    static int a[N], b[N], c[N], d[N];
+    for (int i = 0; i < N; i++) a[i] = (int)val(rank, i), b[i] = 3 * a[i];
+    MPI_Request r[2];
+    if (rank % 2 == 0) {
+        MPI_Iallreduce(a, c, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[0]);
+        MPI_Iallreduce(b, d, N, MPI_INT, MPI_SUM, dup, &r[1]);
+    } else {
+        MPI_Iallreduce(b, d, N, MPI_INT, MPI_SUM, dup, &r[1]);
+        MPI_Iallreduce(a, c, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[0]);
+    }
+    MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+    result(sum_ok(c, N, 1) && sum_ok(d, N, 3), "Iallreduce on world and a duplicate, opposite orders");
+    for (int i = 0; i < N; i++) c[i] = rank == 0 ? i : 0;
+    if (rank % 2 == 0) {
+        MPI_Ibcast(c, N, MPI_INT, 0, MPI_COMM_WORLD, &r[0]);
+        MPI_Allreduce(b, d, N, MPI_INT, MPI_SUM, dup);
+    } else {
+        MPI_Allreduce(b, d, N, MPI_INT, MPI_SUM, dup);
+        MPI_Ibcast(c, N, MPI_INT, 0, MPI_COMM_WORLD, &r[0]);
+    }
+    MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    int ok = sum_ok(d, N, 3);
+    for (int i = 0; i < N && ok; i++) ok = c[i] == i;
+    result(ok, "blocking Allreduce on a duplicate while an Ibcast on world is in flight, opposite orders");
+}
+
+/* Rank 0's Ibarrier cannot complete before the last rank enters it, which that rank does
+ * only after rank 0 answers: Waitany must return the point-to-point request, and a test
+ * of the barrier must say it is still incomplete. */
+static void left_incomplete(void) {
+    int last = size - 1, token = 42, got = 0, ok = 1;
+    MPI_Request r[2];
+    if (rank == 0) {
+        MPI_Ibarrier(MPI_COMM_WORLD, &r[0]);
+        MPI_Irecv(&got, 1, MPI_INT, last, 9, MPI_COMM_WORLD, &r[1]);
+        int idx = -1, flag = 1;
+        MPI_Waitany(2, r, &idx, MPI_STATUS_IGNORE);
+        ok = idx == 1 && got == 42;
+        MPI_Test(&r[0], &flag, MPI_STATUS_IGNORE);
+        ok = ok && !flag;
+        MPI_Send(&token, 1, MPI_INT, last, 10, MPI_COMM_WORLD);
+        MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    } else if (rank == last) {
+        MPI_Send(&token, 1, MPI_INT, 0, 9, MPI_COMM_WORLD);
+        MPI_Recv(&got, 1, MPI_INT, 0, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Ibarrier(MPI_COMM_WORLD, &r[0]);
+        MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    } else {
+        MPI_Ibarrier(MPI_COMM_WORLD, &r[0]);
+        MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    }
+    result(ok, "an Ibarrier left incomplete while a receive completes (Waitany, Test)");
+}
+
+/* Rank 0 waits for a message from rank 1 while a large Ibcast from rank 0 is in flight;
+ * rank 1 sends only once its part of the Ibcast has completed. */
+static void wait_on_other(void) {
+    enum { N = 1 << 18 };
+    int *buf = malloc(N * sizeof(int)), got = 0, ok = 1;
+    for (int i = 0; i < N; i++) buf[i] = rank == 0 ? i : -1;
+    MPI_Request r, p;
+    MPI_Ibcast(buf, N, MPI_INT, 0, MPI_COMM_WORLD, &r);
+    if (rank == 0) {
+        MPI_Irecv(&got, 1, MPI_INT, 1, 11, MPI_COMM_WORLD, &p);
+        MPI_Wait(&p, MPI_STATUS_IGNORE);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        ok = got == 7;
+    } else {
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        if (rank == 1) {
+            int seven = 7;
+            MPI_Send(&seven, 1, MPI_INT, 0, 11, MPI_COMM_WORLD);
+        }
+    }
+    for (int i = 0; i < N && ok; i++) ok = buf[i] == i;
+    result(ok, "a wait on a receive while a 1 MiB Ibcast is in flight");
+    free(buf);
+}
+
+static void back_to_back(int die) {
+    int ok = 1;
+    for (int i = 0; i < 2000; i++) {
+        int x = rank + i, y = 0;
+        MPI_Request r;
+        if (rank == die && i == 500) raise(SIGKILL);
+        MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        ok = ok && y == size * (size - 1) / 2 + size * i;
+    }
+    result(ok, "2000 back-to-back Iallreduce + Wait");
+    enum { K = 16, N = 257 };
+    static int s[K][N], d[K][N];
+    MPI_Request r[K];
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < N; i++) s[k][i] = (int)val(rank, i) * (k + 1);
+        if (k % 4 == 3)
+            MPI_Ibarrier(MPI_COMM_WORLD, &r[k]);
+        else
+            MPI_Iallreduce(s[k], d[k], N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[k]);
+    }
+    MPI_Waitall(K, r, MPI_STATUSES_IGNORE);
+    ok = 1;
+    for (int k = 0; k < K; k++)
+        if (k % 4 != 3) ok = ok && sum_ok(d[k], N, k + 1);
+    result(ok, "16 collectives in flight, one Waitall");
+}
+
+int main(int argc, char **argv) {
+    int die = -1;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--die") == 0 && i + 1 < argc) die = atoi(argv[++i]);
+    }
+    MPI_Op ops[O_N] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, MPI_LAND,
+                       MPI_LOR, MPI_BAND, MPI_BOR, MPI_BXOR};
+    memcpy(mpi_ops, ops, sizeof ops);
+    if (die >= 0) {
+        back_to_back(die);
+        MPI_Finalize();
+        return 0;
+    }
+    MPI_Comm dup, rev;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev);
+    long full[] = {1, 7, 1031, 65539, (1 << 20) + 3}, few[] = {1, 1031, 65539};
+    long *counts = quick ? few : full;
+    int n = quick ? 3 : 4, how = 0;
+    cases_int(MPI_COMM_WORLD, "world", counts, quick ? 3 : 5, &how);
+    cases_llong(dup, "dup", counts, n, &how);
+    cases_uchar(MPI_COMM_WORLD, "world", counts, n, &how);
+    cases_float(dup, "dup", counts, n, &how);
+    cases_double(MPI_COMM_WORLD, "world", counts, n, &how);
+    for (int h = 0; h < 3; h++) mixed(dup, rev, h);
+    statuses();
+    orders(dup);
+    left_incomplete();
+    if (size > 1) wait_on_other();
+    back_to_back(-1);
+    MPI_Comm_free(&rev);
+    MPI_Comm_free(&dup);
+    if (rank == 0) printf("digest: %016llx\n", (unsigned long long)digest);
+    if (rank == 0) printf("%d passed, %d failed\n", passed, failed);
+    MPI_Finalize();
+    return failed ? 1 : 0;
+}
