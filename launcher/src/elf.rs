@@ -134,6 +134,49 @@ mod tests {
     }
 
     #[test]
+    fn damaged_files_never_panic() {
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        // The headers and tables the reader follows are in the first and last few KiB.
+        let head = &exe[..exe.len().min(8192)];
+        for n in 0..head.len() {
+            let _ = parse(&head[..n]);
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut b = exe;
+        for _ in 0..1000 {
+            // Damage 8 bytes of the headers or of the section table at the end, then repair.
+            let mut saved = Vec::new();
+            for _ in 0..8 {
+                let at = (next() % 256) as usize;
+                let at = if next() % 2 == 0 {
+                    at
+                } else {
+                    b.len() - 1 - at * 8
+                };
+                saved.push((at, b[at]));
+                b[at] = next() as u8;
+            }
+            if let Ok(info) = parse(&b) {
+                assert!(
+                    info.needed
+                        .iter()
+                        .chain(&info.sections)
+                        .all(|n| n.len() <= b.len())
+                );
+            }
+            for (at, v) in saved.into_iter().rev() {
+                b[at] = v;
+            }
+        }
+    }
+
+    #[test]
     fn rejects_what_is_not_elf() {
         assert_eq!(parse(b"#!/bin/sh\n"), Err(NotElf("no ELF magic")));
         assert_eq!(

@@ -14,7 +14,7 @@ use crate::{calls, completion, state};
 
 /// Drops the cached answer for the communicator `*comm` before MPI frees it (MPI reuses
 /// handles).
-fn forget(comm: *const MPI_Comm) {
+pub(crate) fn forget(comm: *const MPI_Comm) {
     if !comm.is_null() {
         // SAFETY: a non-null pointer to the application's handle.
         let c = unsafe { *comm };
@@ -291,17 +291,22 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request)
 fn adopt(rc: c_int, comm: MPI_Comm, newcomm: *const MPI_Comm) -> c_int {
     if rc == SUCCESS && !newcomm.is_null() {
         // SAFETY: MPI wrote the new handle (maybe MPI_COMM_NULL) through this pointer.
-        let new = unsafe { *newcomm };
-        abi::entry(
-            Some(comm),
-            || {
-                state::adopt(new);
-                true
-            },
-            || SUCCESS,
-        );
+        adopt_created(comm, unsafe { *newcomm });
     }
     rc
+}
+
+/// Gives `new`, just created from `comm` (C or Fortran), a context if it is congruent to
+/// world.
+pub(crate) fn adopt_created(comm: MPI_Comm, new: MPI_Comm) {
+    abi::entry(
+        Some(comm),
+        || {
+            state::adopt(new);
+            true
+        },
+        || SUCCESS,
+    );
 }
 
 /// `MPI_Comm_dup`: MPI's, then a context for the duplicate of a communicator congruent

@@ -261,3 +261,39 @@ pub unsafe extern "C" fn mpi_finalize_(ierr: *mut Fint) {
     crate::exports::teardown();
     next!(c"pmpi_finalize_", fn(*mut Fint), ierr)
 }
+
+/// `MPI_COMM_DUP(COMM, NEWCOMM, IERROR)`: MPI's, then a context for the duplicate of a
+/// communicator congruent to world, as the C `MPI_Comm_dup`.
+///
+/// # Safety
+/// As the Fortran `MPI_COMM_DUP`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_comm_dup_(c: *const Fint, newcomm: *mut Fint, ierr: *mut Fint) {
+    next!(
+        c"pmpi_comm_dup_",
+        fn(*const Fint, *mut Fint, *mut Fint),
+        c,
+        newcomm,
+        ierr
+    );
+    // SAFETY: gfortran passes the error argument by reference; MPI wrote it.
+    let ok = ierr.is_null() || unsafe { *ierr } == SUCCESS;
+    if ok && !newcomm.is_null() {
+        let new = comm(newcomm);
+        crate::exports::adopt_created(comm(c), new);
+    }
+}
+
+/// `MPI_COMM_FREE(COMM, IERROR)`: drops the communicator's context, then MPI frees it, as
+/// the C `MPI_Comm_free`.
+///
+/// # Safety
+/// As the Fortran `MPI_COMM_FREE`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mpi_comm_free_(c: *mut Fint, ierr: *mut Fint) {
+    if !c.is_null() {
+        let cc = comm(c);
+        crate::exports::forget(&cc);
+    }
+    next!(c"pmpi_comm_free_", fn(*mut Fint, *mut Fint), c, ierr)
+}

@@ -262,11 +262,16 @@ fn max_comms() -> usize {
 /// Gives `comm`, just created by the application, its own context if it is congruent to
 /// world (collective over `comm`: every rank of it calls this in the same creating call).
 pub(crate) fn adopt(comm: MPI_Comm) {
+    if !abi::congruent_to_world(comm) {
+        return;
+    }
     let mut g = lock();
-    let Some(st) = &mut g.0.state else {
+    // Every rank of world is in this call: the place to set world's context up if MPI
+    // was initialised without our MPI_Init (Fortran).
+    let Some(st) = state_for(&mut g.0, abi::world()) else {
         return;
     };
-    if !st.on || !abi::congruent_to_world(comm) {
+    if !st.on {
         return;
     }
     // Agree over `comm`: whether every rank has room, and a context number no rank uses.
