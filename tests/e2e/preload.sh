@@ -66,30 +66,34 @@ digest() { grep -o 'digest: [0-9a-f]*' "$1"; }
 # The statistics line of CALL shows at least one call on topo-run's path.
 took_our_path() { grep -Eq "topo-run: stats: rank 0.*: $2: [1-9][0-9]* topo-run" "$1"; }
 
-# check_c NAME SRUN_ARGS...: the C program passes natively and under topo-run, with the
-# same digest, no segment left, and every intercepted call on topo-run's path.
-check_c() {
-  local name=$1; shift
+# check_prog NAME PROG "CALLS" "HANDOFFS" SRUN_ARGS...: PROG --quick passes natively and
+# under topo-run, with the same digest, no segment left, every call in CALLS on topo-run's
+# path, and every reason in HANDOFFS ('|'-separated) in the statistics.
+check_prog() {
+  local name=$1 prog=$2 calls=$3 handoffs=$4; shift 4
   local t0=$SECONDS
-  run "$WORK/native.out" "$WORK/native.err" srun "$@" "$CPROG" --quick
+  run "$WORK/native.out" "$WORK/native.err" srun "$@" "$prog" --quick
   if [[ $RC -ne 0 ]] || ! passed_line "$WORK/native.out"; then
     bad "$name: without topo-run" "exit $RC: $(tail -1 "$WORK/native.out")" "$(head -4 "$WORK/native.err")"; return
   fi
-  run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$CPROG" --quick
-  local missing=""
-  for c in MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier; do
+  run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$prog" --quick
+  local missing="" unseen="" c h
+  for c in $calls; do
     took_our_path "$WORK/topo.err" "$c" || missing+=" $c"
   done
+  local IFS='|'
+  for h in $handoffs; do
+    grep -q "$h" "$WORK/topo.err" || unseen+=" '$h'"
+  done
+  unset IFS
   if [[ $RC -ne 0 ]] || ! passed_line "$WORK/topo.out"; then
     bad "$name: under topo-run" "exit $RC: $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -6)"
   elif [[ "$(digest "$WORK/topo.out")" != "$(digest "$WORK/native.out")" ]]; then
     bad "$name: results differ from MPI's own" "$(digest "$WORK/topo.out") vs $(digest "$WORK/native.out")"
   elif [[ -n $missing ]]; then
     bad "$name: not on topo-run's path:$missing" "$(grep stats "$WORK/topo.err" | head -6)"
-  elif ! grep -q "communicator without a topo-run context" "$WORK/topo.err" \
-       || ! grep -q "derived datatype" "$WORK/topo.err" \
-       || ! grep -q "MINLOC/MAXLOC pair datatype" "$WORK/topo.err"; then
-    bad "$name: the statistics do not show the hand-offs" "$(grep stats "$WORK/topo.err" | head -6)"
+  elif [[ -n $unseen ]]; then
+    bad "$name: the statistics do not show the hand-offs:$unseen" "$(grep stats "$WORK/topo.err" | head -6)"
   elif (( $(shm_leftovers) > 0 )); then
     bad "$name: segments left in /dev/shm"
   else
@@ -97,31 +101,20 @@ check_c() {
   fi
 }
 
-# check_nb NAME SRUN_ARGS...: the nonblocking program passes natively and under topo-run,
-# with the same digest, no segment left, and every nonblocking collective on topo-run's path.
+# check_c NAME SRUN_ARGS...: the blocking C program (every blocking call ours, and the
+# hand-offs it provokes).
+check_c() {
+  local name=$1; shift
+  check_prog "$name" "$CPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier" \
+    "communicator without a topo-run context|derived datatype|MINLOC/MAXLOC pair datatype" "$@"
+}
+
+# check_nb NAME SRUN_ARGS...: the nonblocking C program (every nonblocking call ours, and
+# its calls on a reversed split and with zero counts handed to MPI).
 check_nb() {
   local name=$1; shift
-  local t0=$SECONDS
-  run "$WORK/native.out" "$WORK/native.err" srun "$@" "$NBPROG" --quick
-  if [[ $RC -ne 0 ]] || ! passed_line "$WORK/native.out"; then
-    bad "$name: without topo-run" "exit $RC: $(tail -1 "$WORK/native.out")" "$(head -4 "$WORK/native.err")"; return
-  fi
-  run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$NBPROG" --quick
-  local missing=""
-  for c in MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier; do
-    took_our_path "$WORK/topo.err" "$c" || missing+=" $c"
-  done
-  if [[ $RC -ne 0 ]] || ! passed_line "$WORK/topo.out"; then
-    bad "$name: under topo-run" "exit $RC: $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -6)"
-  elif [[ "$(digest "$WORK/topo.out")" != "$(digest "$WORK/native.out")" ]]; then
-    bad "$name: results differ from MPI's own" "$(digest "$WORK/topo.out") vs $(digest "$WORK/native.out")"
-  elif [[ -n $missing ]]; then
-    bad "$name: not on topo-run's path:$missing" "$(grep stats "$WORK/topo.err" | head -6)"
-  elif (( $(shm_leftovers) > 0 )); then
-    bad "$name: segments left in /dev/shm"
-  else
-    ok "$name: $(tail -1 "$WORK/topo.out"), same $(digest "$WORK/topo.out") as without topo-run ($((SECONDS - t0)) s)"
-  fi
+  check_prog "$name" "$NBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier" \
+    "communicator without a topo-run context|zero count" "$@"
 }
 
 # check_f NAME SRUN_ARGS...: the Fortran program passes natively and under topo-run, and

@@ -71,12 +71,20 @@ impl MpiTransport {
 
 impl MpiTransport {
     /// Posts `MPI_Isend`s of `data` to every rank in `to` with `tag` into `x`.
-    fn post_send(&self, x: &mut Transfer, to: &[u32], data: &[u8], tag: c_int) -> Result<()> {
+    ///
+    /// # Safety
+    /// `data` must stay valid and unmodified until `x`'s requests complete.
+    unsafe fn post_send(
+        &self,
+        x: &mut Transfer,
+        to: &[u32],
+        data: &[u8],
+        tag: c_int,
+    ) -> Result<()> {
         let count = Self::count(data.len())?;
         let byte = u8::equivalent_datatype().as_raw();
         for &r in to {
-            // SAFETY: `data` stays valid and unmodified until the request completes
-            // (the caller polls with the same buffer until this returns true).
+            // SAFETY: per the contract, `data` stays valid until the request completes.
             let req = unsafe {
                 let mut req = ffi::RSMPI_REQUEST_NULL;
                 ffi::MPI_Isend(
@@ -139,7 +147,8 @@ impl MpiTransport {
 impl Transport for MpiTransport {
     fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
         if !x.started {
-            self.post_send(x, to, data, NONBLOCKING_TAG)?;
+            // SAFETY: the caller polls with the same `data` until this returns true.
+            unsafe { self.post_send(x, to, data, NONBLOCKING_TAG)? };
             x.started = true;
         }
         Ok(Self::test_all(x))
@@ -177,7 +186,8 @@ impl Transport for MpiTransport {
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
         if backoff::hooked() {
             let mut x = Transfer::default();
-            self.post_send(&mut x, to, data, BLOCKING_TAG)?;
+            // SAFETY: `data` is borrowed until the sends have completed below.
+            unsafe { self.post_send(&mut x, to, data, BLOCKING_TAG)? };
             Self::wait_polled(&mut x);
             return Ok(());
         }
@@ -218,7 +228,8 @@ impl Transport for MpiTransport {
             let mut x = Transfer::default();
             // SAFETY: `buf` is borrowed until both transfers have completed below.
             unsafe { self.post_recv(&mut x, from, buf.as_mut_ptr(), buf.len(), BLOCKING_TAG)? };
-            self.post_send(&mut x, &[to], data, BLOCKING_TAG)?;
+            // SAFETY: as for the receive.
+            unsafe { self.post_send(&mut x, &[to], data, BLOCKING_TAG)? };
             Self::wait_polled(&mut x);
             return Ok(());
         }
