@@ -15,16 +15,21 @@
  * on a duplicate started in opposite orders on even and odd ranks, and a blocking
  * collective on the duplicate between them; a request left incomplete while another
  * completes; a wait on a point-to-point request while a collective is in flight whose
- * peer waits for it; 2000 back-to-back calls, and 16 in flight at once.
+ * peer waits for it; blocking calls (MPI_Recv, MPI_Sendrecv, MPI_Probe, MPI_Mprobe,
+ * MPI_Ssend, and collectives MPI runs) that a peer answers only after the collective in
+ * flight has advanced; 2000 back-to-back calls, and 16 in flight at once.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
  *
  *   mpicc -O2 -o preload-nonblocking preload-nonblocking.c
  *   srun --mpi=pmix topo-run -- ./preload-nonblocking [--quick] [--die RANK]
+ *       [--die-in-recv RANK]
  *
  * --die RANK: that rank kills itself (SIGKILL) in the middle of a loop of Iallreduces, to
- * test that the others stop with a message instead of waiting forever.
+ * test that the others stop with a message instead of waiting forever. --die-in-recv RANK
+ * (not 0): that rank kills itself while rank 0 is blocked in MPI_Recv from it with an
+ * Ibcast in flight.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -345,6 +350,92 @@ static void wait_on_other(void) {
     free(buf);
 }
 
+/* While a 1 MiB Ibcast from rank 0 is in flight, rank 0 blocks in another MPI call that
+ * the last rank answers only once its own part of the Ibcast has completed: MPI's
+ * nonblocking collectives advance inside every MPI call, so this must not stall. */
+enum { B_RECV, B_SENDRECV, B_PROBE, B_MPROBE, B_SSEND, B_ALLGATHER, B_BCAST_DERIVED,
+       B_BARRIER_SPLIT, B_N };
+static const char *blocked_names[B_N] = {
+    "Recv", "Sendrecv", "Probe", "Mprobe", "Ssend", "Allgather (MPI's)",
+    "Bcast of a derived type (MPI's)", "Barrier on a reversed split (MPI's)"};
+
+static void blocked_in(int kind, MPI_Comm rev) {
+    enum { N = 1 << 18 };
+    int last = size - 1, tag = 20 + kind, got = 0, seven = 7, ok = 1, count = 0;
+    int *buf = malloc(N * sizeof(int)), *all = malloc(size * sizeof(int));
+    for (int i = 0; i < N; i++) buf[i] = rank == 0 ? i : -1;
+    MPI_Status st;
+    MPI_Request r;
+    MPI_Ibcast(buf, N, MPI_INT, 0, MPI_COMM_WORLD, &r);
+    if (rank == last) MPI_Wait(&r, MPI_STATUS_IGNORE);
+    switch (kind) {
+    case B_RECV:
+    case B_PROBE:
+    case B_MPROBE:
+        if (rank == 0) {
+            if (kind == B_PROBE) {
+                MPI_Probe(last, tag, MPI_COMM_WORLD, &st);
+                MPI_Get_count(&st, MPI_INT, &count);
+                MPI_Recv(&got, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &st);
+            } else if (kind == B_MPROBE) {
+                MPI_Message m;
+                MPI_Mprobe(last, tag, MPI_COMM_WORLD, &m, &st);
+                MPI_Get_count(&st, MPI_INT, &count);
+                MPI_Mrecv(&got, 1, MPI_INT, &m, &st);
+            } else {
+                MPI_Recv(&got, 1, MPI_INT, last, tag, MPI_COMM_WORLD, &st);
+                count = 1;
+            }
+            ok = got == 7 && count == 1 && st.MPI_SOURCE == last && st.MPI_TAG == tag;
+        } else if (rank == last) {
+            MPI_Send(&seven, 1, MPI_INT, 0, tag, MPI_COMM_WORLD);
+        }
+        break;
+    case B_SENDRECV:
+        if (rank == 0 || rank == last) {
+            int peer = rank == 0 ? last : 0;
+            MPI_Sendrecv(&seven, 1, MPI_INT, peer, tag, &got, 1, MPI_INT, peer, tag,
+                         MPI_COMM_WORLD, &st);
+            MPI_Get_count(&st, MPI_INT, &count);
+            ok = got == 7 && count == 1 && st.MPI_SOURCE == peer && st.MPI_TAG == tag;
+        }
+        break;
+    case B_SSEND:
+        if (rank == 0) {
+            MPI_Ssend(&seven, 1, MPI_INT, last, tag, MPI_COMM_WORLD);
+        } else if (rank == last) {
+            MPI_Recv(&got, 1, MPI_INT, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            ok = got == 7;
+        }
+        break;
+    case B_ALLGATHER:
+        MPI_Allgather(&rank, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+        for (int i = 0; i < size; i++) ok = ok && all[i] == i;
+        break;
+    case B_BCAST_DERIVED: {
+        MPI_Datatype t;
+        MPI_Type_contiguous(1, MPI_INT, &t);
+        MPI_Type_commit(&t);
+        if (rank == last) got = 7;
+        MPI_Bcast(&got, 1, t, last, MPI_COMM_WORLD);
+        MPI_Type_free(&t);
+        ok = got == 7;
+        break;
+    }
+    case B_BARRIER_SPLIT:
+        MPI_Barrier(rev);
+        break;
+    }
+    if (rank != last) MPI_Wait(&r, MPI_STATUS_IGNORE);
+    for (int i = 0; i < N && ok; i++) ok = buf[i] == i;
+    char what[160];
+    snprintf(what, sizeof what, "blocked in %s while a 1 MiB Ibcast is in flight",
+             blocked_names[kind]);
+    result(ok, what);
+    free(all);
+    free(buf);
+}
+
 static void back_to_back(int die) {
     int ok = 1;
     for (int i = 0; i < 2000; i++) {
@@ -373,18 +464,41 @@ static void back_to_back(int die) {
     result(ok, "16 collectives in flight, one Waitall");
 }
 
+/* --die-in-recv RANK: that rank kills itself while a 1 MiB Ibcast from rank 0 is in
+ * flight, and rank 0 blocks in MPI_Recv from it: the Ibcast, advanced by MPI's progress
+ * engine inside MPI_Recv, must notice the dead rank. */
+static void die_in_recv(int die) {
+    enum { N = 1 << 18 };
+    int *buf = calloc(N, sizeof(int)), got = 0;
+    for (int i = 0; i < 500; i++) MPI_Allreduce(MPI_IN_PLACE, buf, 1, MPI_INT, MPI_SUM,
+                                                MPI_COMM_WORLD);
+    MPI_Request r;
+    MPI_Ibcast(buf, N, MPI_INT, 0, MPI_COMM_WORLD, &r);
+    if (rank == die) raise(SIGKILL);
+    if (rank == 0) MPI_Recv(&got, 1, MPI_INT, die, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    free(buf);
+}
+
 int main(int argc, char **argv) {
-    int die = -1;
+    int die = -1, die_recv = -1;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--die") == 0 && i + 1 < argc) die = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--die-in-recv") == 0 && i + 1 < argc)
+            die_recv = atoi(argv[++i]);
     }
     MPI_Op ops[O_N] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, MPI_LAND,
                        MPI_LOR, MPI_BAND, MPI_BOR, MPI_BXOR};
     memcpy(mpi_ops, ops, sizeof ops);
+    if (die_recv > 0) {
+        die_in_recv(die_recv);
+        MPI_Finalize();
+        return 0;
+    }
     if (die >= 0) {
         back_to_back(die);
         MPI_Finalize();
@@ -406,6 +520,7 @@ int main(int argc, char **argv) {
     orders(dup);
     left_incomplete();
     if (size > 1) wait_on_other();
+    for (int k = 0; size > 1 && k < B_N; k++) blocked_in(k, rev);
     back_to_back(-1);
     MPI_Comm_free(&rev);
     MPI_Comm_free(&dup);

@@ -197,6 +197,13 @@ if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Iallreduce failed: rank 1 on n
   ok "a rank killed while a nonblocking collective is in flight: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
 else bad "a rank killed during MPI_Iallreduce" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
 
+t0=$SECONDS
+run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" -- "$NBPROG" --die-in-recv 1
+if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Ibcast failed: rank 1 on node .* died during MPI_Ibcast" "$WORK/err" \
+   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
+  ok "a rank killed while rank 0 is blocked in MPI_Recv with an MPI_Ibcast in flight: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
+else bad "a rank killed while rank 0 is blocked in MPI_Recv" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+
 echo "== 2 emulated nodes"
 start_cluster 2
 TWO=(-N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores)

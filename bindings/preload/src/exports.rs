@@ -374,18 +374,22 @@ pub unsafe extern "C" fn MPI_Comm_create(
 /// As `MPI_Wait`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    // SAFETY: passed on unchanged (also once nothing of ours is in flight any more).
+    let native = move || unsafe { ffi::PMPI_Wait(request, status) };
     abi::entry_rc(
         None,
         || {
-            completion::wait(|| {
-                let mut flag = 0;
-                // SAFETY: the application's own arguments, passed on.
-                let rc = unsafe { ffi::PMPI_Test(request, &mut flag, status) };
-                (rc, flag != 0)
-            })
+            completion::wait(
+                || {
+                    let mut flag = 0;
+                    // SAFETY: the application's own arguments, passed on.
+                    let rc = unsafe { ffi::PMPI_Test(request, &mut flag, status) };
+                    (rc, flag != 0)
+                },
+                native,
+            )
         },
-        // SAFETY: passed on unchanged.
-        || unsafe { ffi::PMPI_Wait(request, status) },
+        native,
     )
 }
 
@@ -399,18 +403,22 @@ pub unsafe extern "C" fn MPI_Waitall(
     requests: *mut MPI_Request,
     statuses: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: passed on unchanged (also once nothing of ours is in flight any more).
+    let native = move || unsafe { ffi::PMPI_Waitall(count, requests, statuses) };
     abi::entry_rc(
         None,
         || {
-            completion::wait(|| {
-                let mut flag = 0;
-                // SAFETY: the application's own arguments, passed on.
-                let rc = unsafe { ffi::PMPI_Testall(count, requests, &mut flag, statuses) };
-                (rc, flag != 0)
-            })
+            completion::wait(
+                || {
+                    let mut flag = 0;
+                    // SAFETY: the application's own arguments, passed on.
+                    let rc = unsafe { ffi::PMPI_Testall(count, requests, &mut flag, statuses) };
+                    (rc, flag != 0)
+                },
+                native,
+            )
         },
-        // SAFETY: passed on unchanged.
-        || unsafe { ffi::PMPI_Waitall(count, requests, statuses) },
+        native,
     )
 }
 
@@ -425,18 +433,23 @@ pub unsafe extern "C" fn MPI_Waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: passed on unchanged (also once nothing of ours is in flight any more).
+    let native = move || unsafe { ffi::PMPI_Waitany(count, requests, index, status) };
     abi::entry_rc(
         None,
         || {
-            completion::wait(|| {
-                let mut flag = 0;
-                // SAFETY: the application's own arguments, passed on.
-                let rc = unsafe { ffi::PMPI_Testany(count, requests, index, &mut flag, status) };
-                (rc, flag != 0)
-            })
+            completion::wait(
+                || {
+                    let mut flag = 0;
+                    // SAFETY: the application's own arguments, passed on.
+                    let rc =
+                        unsafe { ffi::PMPI_Testany(count, requests, index, &mut flag, status) };
+                    (rc, flag != 0)
+                },
+                native,
+            )
         },
-        // SAFETY: passed on unchanged.
-        || unsafe { ffi::PMPI_Waitany(count, requests, index, status) },
+        native,
     )
 }
 
@@ -452,21 +465,26 @@ pub unsafe extern "C" fn MPI_Waitsome(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
+    // SAFETY: passed on unchanged (also once nothing of ours is in flight any more).
+    let native =
+        move || unsafe { ffi::PMPI_Waitsome(incount, requests, outcount, indices, statuses) };
     abi::entry_rc(
         None,
         || {
-            completion::wait(|| {
-                // SAFETY: the application's own arguments, passed on; MPI_Testsome writes
-                // the count (MPI_UNDEFINED when no request is active, which also ends the
-                // wait).
-                unsafe {
-                    let rc = ffi::PMPI_Testsome(incount, requests, outcount, indices, statuses);
-                    (rc, *outcount != 0)
-                }
-            })
+            completion::wait(
+                || {
+                    // SAFETY: the application's own arguments, passed on; MPI_Testsome writes
+                    // the count (MPI_UNDEFINED when no request is active, which also ends the
+                    // wait).
+                    unsafe {
+                        let rc = ffi::PMPI_Testsome(incount, requests, outcount, indices, statuses);
+                        (rc, *outcount != 0)
+                    }
+                },
+                native,
+            )
         },
-        // SAFETY: passed on unchanged.
-        || unsafe { ffi::PMPI_Waitsome(incount, requests, outcount, indices, statuses) },
+        native,
     )
 }
 

@@ -14,7 +14,8 @@
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::os::raw::c_int;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use mpi::ffi;
@@ -69,6 +70,10 @@ struct State {
     /// Node leaders print the statistics.
     leader: bool,
     node: String,
+    /// When Open MPI's progress engine last had the peers checked.
+    peer_check: Waiter,
+    /// Whether `progress_from_mpi` is registered with Open MPI's progress engine.
+    hooked: bool,
 }
 
 struct Global {
@@ -125,6 +130,8 @@ impl State {
             size,
             leader: rank == 0,
             node: String::new(),
+            peer_check: Waiter::new(),
+            hooked: false,
         };
         if abi::thread_multiple() {
             if rank == 0 {
@@ -145,6 +152,14 @@ impl State {
                 }
                 if topo.is_hierarchical() {
                     abi::learn_collective_status();
+                    st.hooked = abi::register_progress();
+                    if !st.hooked && rank == 0 {
+                        eprintln!(
+                            "topo-run: warning: Open MPI's progress engine has no \
+                             opal_progress_register: nonblocking collectives of topo-run's \
+                             advance only in the wait and test calls"
+                        );
+                    }
                     st.on = true;
                     st.contexts
                         .insert(key(abi::world()), Active { topo, rank, size });
@@ -198,6 +213,7 @@ impl State {
                 }
             }
         }
+        IN_FLIGHT.store(!self.pending.is_empty(), Ordering::Relaxed);
     }
 }
 
@@ -229,6 +245,9 @@ pub(crate) fn finalize() {
     // Collectives still in flight are the application's error; finish them so that no
     // rank is left waiting for this one.
     wait_idle(&mut st);
+    if st.hooked {
+        abi::unregister_progress();
+    }
     st.contexts.clear();
     if st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref()) {
         let on = if st.node.is_empty() {
@@ -407,32 +426,57 @@ pub(crate) unsafe fn run_nonblocking(
     }
     let mut g = lock();
     match &mut g.0.state {
-        Some(st) => st.pending.push(Pending {
-            req,
-            handle,
-            freed: false,
-        }),
+        Some(st) => {
+            st.pending.push(Pending {
+                req,
+                handle,
+                freed: false,
+            });
+            IN_FLIGHT.store(true, Ordering::Relaxed);
+        }
         None => unreachable!("run found the state"),
     }
     true
 }
 
+/// Whether a nonblocking collective of ours is in flight: a copy of `!pending.is_empty()`
+/// that every MPI call the library intercepts can read without taking the lock (and
+/// while it is held, when the runtime re-enters the library).
+static IN_FLIGHT: AtomicBool = AtomicBool::new(false);
+
 /// Whether any nonblocking collective of ours is in flight.
 pub(crate) fn in_flight() -> bool {
-    lock()
-        .0
-        .state
-        .as_ref()
-        .is_some_and(|st| !st.pending.is_empty())
+    // Relaxed: the flag is written and read by MPI calls, which never run concurrently at
+    // the thread levels where the library is active; the lock orders everything else.
+    IN_FLIGHT.load(Ordering::Relaxed)
 }
 
 /// Advances every collective in flight once, and completes the requests of finished
 /// ones; with `check_peers`, also fails (aborting the job) if a local peer they wait on
-/// has died.
-pub(crate) fn progress(check_peers: bool) {
+/// has died. Returns whether any is still in flight.
+pub(crate) fn progress(check_peers: bool) -> bool {
     if let Some(st) = &mut lock().0.state {
         st.progress(check_peers);
     }
+    in_flight()
+}
+
+/// One turn of Open MPI's progress engine (inside some MPI call of the application's):
+/// advances every collective in flight unless another thread holds the state, checking
+/// the peers every 50 ms. Returns how many collectives it completed.
+pub(crate) fn progress_from_mpi() -> c_int {
+    let mut g = match GLOBAL.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return 0,
+    };
+    let Some(st) = &mut g.0.state else {
+        return 0;
+    };
+    let before = st.pending.len();
+    let check = st.peer_check.check();
+    st.progress(check);
+    (before - st.pending.len()) as c_int
 }
 
 /// `MPI_Request_free` of one of our requests still in flight: the library frees it when
