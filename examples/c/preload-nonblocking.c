@@ -17,7 +17,7 @@
  * completes; a wait on a point-to-point request while a collective is in flight whose
  * peer waits for it; blocking calls (MPI_Recv, MPI_Sendrecv, MPI_Probe, MPI_Mprobe,
  * MPI_Ssend, and collectives MPI runs) that a peer answers only after the collective in
- * flight has advanced; 2000 back-to-back calls, and 16 in flight at once.
+ * flight has advanced; MPI_Request_free on a collective in flight; 2000 back-to-back calls, and 16 in flight at once.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
@@ -325,6 +325,35 @@ static void left_incomplete(void) {
     result(ok, "an Ibarrier left incomplete while a receive completes (Waitany, Test)");
 }
 
+/* MPI_Request_free on a collective's request still in flight is erroneous by the
+ * standard: with MPI_ERRORS_RETURN, Open MPI returns MPI_ERR_REQUEST and leaves the request
+ * valid (or frees it, if it has completed already). Once completed (seen through
+ * MPI_Request_get_status, which does not free it), the request frees normally. */
+static void freed_request(void) {
+    enum { N = 1 << 18 };
+    int *buf = malloc(N * sizeof(int)), ok = 1, flag = 0;
+    for (int i = 0; i < N; i++) buf[i] = rank == 0 ? i : -1;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Request r;
+    MPI_Ibcast(buf, N, MPI_INT, 0, MPI_COMM_WORLD, &r);
+    MPI_Request kept = r;
+    int rc = MPI_Request_free(&r), cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    if (rc == MPI_SUCCESS) {
+        ok = r == MPI_REQUEST_NULL;
+    } else {
+        ok = cls == MPI_ERR_REQUEST && r == kept;
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        for (int i = 0; i < N && ok; i++) ok = buf[i] == i;
+    }
+    MPI_Ibarrier(MPI_COMM_WORLD, &r);
+    while (!flag) MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE);
+    ok = ok && MPI_Request_free(&r) == MPI_SUCCESS && r == MPI_REQUEST_NULL;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    result(ok, "MPI_Request_free on a collective in flight (MPI_ERR_REQUEST) and completed");
+    free(buf);
+}
+
 /* Rank 0 waits for a message from rank 1 while a large Ibcast from rank 0 is in flight;
  * rank 1 sends only once its part of the Ibcast has completed. */
 static void wait_on_other(void) {
@@ -519,6 +548,7 @@ int main(int argc, char **argv) {
     statuses();
     orders(dup);
     left_incomplete();
+    freed_request();
     if (size > 1) wait_on_other();
     for (int k = 0; size > 1 && k < B_N; k++) blocked_in(k, rev);
     back_to_back(-1);

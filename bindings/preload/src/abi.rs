@@ -89,6 +89,14 @@ pub(crate) fn entry_rc(
     }
 }
 
+/// `MPI_ERR_REQUEST`, passed to `comm`'s error handler (which may abort) and returned.
+pub(crate) fn request_error(comm: MPI_Comm) -> c_int {
+    let code = ffi::MPI_ERR_REQUEST as c_int;
+    // SAFETY: `comm` is a valid communicator.
+    unsafe { ffi::PMPI_Comm_call_errhandler(comm, code) };
+    code
+}
+
 /// `MPI_COMM_WORLD`.
 pub(crate) fn world() -> MPI_Comm {
     // SAFETY: reading a constant handle.

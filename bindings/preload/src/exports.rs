@@ -568,23 +568,21 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     unsafe { ffi::PMPI_Request_get_status(request, flag, status) }
 }
 
-/// `MPI_Request_free`: a request of topo-run's still in flight is freed once its
-/// collective completes (MPI makes freeing a collective's request erroneous; this keeps
-/// the other ranks from waiting forever all the same).
+/// `MPI_Request_free`: on the request of a collective of topo-run's still in flight, the
+/// error Open MPI gives for its own (`MPI_ERR_REQUEST` through world's error handler; the
+/// request stays valid), since the standard makes freeing an active collective's request
+/// erroneous. A completed one is freed as usual.
 ///
 /// # Safety
 /// As `MPI_Request_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
-    abi::entry(
+    abi::entry_rc(
         None,
         || {
             // SAFETY: a non-null pointer to the application's handle.
-            !request.is_null() && state::free_request(unsafe { *request }) && {
-                // SAFETY: as above; MPI sets a freed handle to MPI_REQUEST_NULL.
-                unsafe { *request = abi::request_null() };
-                true
-            }
+            let ours = !request.is_null() && state::is_pending(unsafe { *request });
+            ours.then(|| abi::request_error(abi::world()))
         },
         // SAFETY: passed on unchanged.
         || unsafe { ffi::PMPI_Request_free(request) },

@@ -48,9 +48,6 @@ struct Pending {
     req: RawRequest,
     /// The generalized request the application holds.
     handle: MPI_Request,
-    /// The application freed its handle (`MPI_Request_free`) before completion: the
-    /// library frees it once the collective completes.
-    freed: bool,
 }
 
 struct State {
@@ -202,16 +199,9 @@ impl State {
             if p.req.complete().is_err() {
                 unreachable!("checked complete above");
             }
-            let mut handle = p.handle;
-            // SAFETY: `handle` is the generalized request started for this collective and
-            // not completed before; once the application has freed it, completing it
-            // lets MPI release it, and the library frees its own reference.
-            unsafe {
-                ffi::PMPI_Grequest_complete(handle);
-                if p.freed {
-                    ffi::PMPI_Request_free(&mut handle);
-                }
-            }
+            // SAFETY: the generalized request started for this collective, not completed
+            // before (the application cannot free it while it is in flight).
+            unsafe { ffi::PMPI_Grequest_complete(p.handle) };
         }
         IN_FLIGHT.store(!self.pending.is_empty(), Ordering::Relaxed);
     }
@@ -427,11 +417,7 @@ pub(crate) unsafe fn run_nonblocking(
     let mut g = lock();
     match &mut g.0.state {
         Some(st) => {
-            st.pending.push(Pending {
-                req,
-                handle,
-                freed: false,
-            });
+            st.pending.push(Pending { req, handle });
             IN_FLIGHT.store(true, Ordering::Relaxed);
         }
         None => unreachable!("run found the state"),
@@ -479,20 +465,13 @@ pub(crate) fn progress_from_mpi() -> c_int {
     (before - st.pending.len()) as c_int
 }
 
-/// `MPI_Request_free` of one of our requests still in flight: the library frees it when
-/// the collective completes. Returns false if `handle` is not such a request.
-pub(crate) fn free_request(handle: MPI_Request) -> bool {
-    let mut g = lock();
-    let Some(st) = &mut g.0.state else {
-        return false;
-    };
-    match st.pending.iter_mut().find(|p| p.handle == handle) {
-        Some(p) => {
-            p.freed = true;
-            true
-        }
-        None => false,
-    }
+/// Whether `handle` is the request of one of our collectives still in flight.
+pub(crate) fn is_pending(handle: MPI_Request) -> bool {
+    lock()
+        .0
+        .state
+        .as_ref()
+        .is_some_and(|st| st.pending.iter().any(|p| p.handle == handle))
 }
 
 /// How the library waits for its own collectives: spin a little, then yield the core, and
