@@ -22,6 +22,8 @@
  * --die RANK: that rank kills itself (SIGKILL) in the middle of a loop of Allreduces, to
  * test that the others stop with a message instead of waiting forever.
  */
+#include "check.h"
+
 #include <mpi.h>
 #include <signal.h>
 #include <stdint.h>
@@ -33,28 +35,6 @@ enum { O_MAX, O_MIN, O_SUM, O_PROD, O_LAND, O_LOR, O_LXOR, O_BAND, O_BOR, O_BXOR
 static const char *op_names[O_N] = {"MAX", "MIN", "SUM", "PROD", "LAND",
                                     "LOR", "LXOR", "BAND", "BOR", "BXOR"};
 static MPI_Op mpi_ops[O_N];
-
-static int rank, size, quick, passed, failed;
-static uint64_t digest = 1469598103934665603ull;
-
-static void hash(long long v) {
-    for (int i = 0; i < 8; i++) {
-        digest ^= (uint64_t)((v >> (8 * i)) & 0xff);
-        digest *= 1099511628211ull;
-    }
-}
-
-static void result(int ok, const char *what) {
-    /* Every rank must agree that a case passed. */
-    int all = 0;
-    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (all) {
-        passed++;
-    } else {
-        failed++;
-        if (rank == 0) fprintf(stderr, "FAIL %s\n", what);
-    }
-}
 
 /* The value rank r contributes at index i for operation op: small integers, so that sums
  * and products fit every type and floating point sums are exact. */
@@ -351,11 +331,7 @@ int main(int argc, char **argv) {
     result(ok, "2000 back-to-back Allreduce and Bcast");
     MPI_Comm_free(&dup);
 
-    if (rank == 0) {
-        /* Rank 0's view of every result it received. */
-        printf("digest: %016llx\n", (unsigned long long)digest);
-        printf("%d passed, %d failed\n", passed, failed);
-    }
+    int status = report(); /* rank 0's view of every result it received */
     MPI_Finalize();
-    return failed ? 1 : 0;
+    return status;
 }

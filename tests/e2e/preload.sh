@@ -13,52 +13,30 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$(cd "${1:-$ROOT/target/release}" && pwd)"
 TOPO_RUN="$BIN/topo-run"
-CLUSTER="$ROOT/slurm/dev-cluster"
-export DEV_CLUSTER_DIR="${DEV_CLUSTER_DIR:-${TMPDIR:-/tmp}/topo-run-dev-cluster}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/topo-run-e2e-preload.XXXXXX")"
 T=240  # seconds allowed for any single srun
-PASS=0; FAIL=0
+# shellcheck source=tests/e2e/lib.sh
+source "$ROOT/tests/e2e/lib.sh"
 
 for b in "$TOPO_RUN" "$BIN/coll-check" "$BIN/libtopo_preload.so"; do
   [[ -e $b ]] || { echo "preload.sh: $b is not built (cargo build --release -p topo-run -p topo-examples -p topo-preload)" >&2; exit 2; }
 done
 
-cleanup() {
-  "$CLUSTER" stop >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
+cleanup() { stop_cluster; rm -rf "$WORK"; }
 trap cleanup EXIT
-
-ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
-
-run() {
-  local out=$1 err=$2; shift 2
-  timeout "$T" "$CLUSTER" exec "$@" >"$out" 2>"$err"
-  RC=$?
-}
-
-shm_leftovers() { ls /dev/shm 2>/dev/null | grep -c '^topo-run\.' ; }
-
-start_cluster() {
-  if ! "$CLUSTER" start "$1" >"$WORK/start.log" 2>&1; then
-    cat "$WORK/start.log"; bad "dev-cluster start $1" "the cluster did not start"
-    echo "$PASS passed, $FAIL failed"; exit 1
-  fi
-}
 
 # The test programs, built with Open MPI's compiler wrappers.
 CPROG="$WORK/preload-check"
 FPROG="$WORK/preload-check-f"
 if ! mpicc -O2 -Wall -o "$CPROG" "$ROOT/examples/c/preload-check.c" 2>"$WORK/cc.log"; then
-  cat "$WORK/cc.log"; bad "mpicc examples/c/preload-check.c"; echo "$PASS passed, $FAIL failed"; exit 1
+  cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-check.c"
 fi
 NBPROG="$WORK/preload-nonblocking"
 if ! mpicc -O2 -Wall -o "$NBPROG" "$ROOT/examples/c/preload-nonblocking.c" 2>"$WORK/cc.log"; then
-  cat "$WORK/cc.log"; bad "mpicc examples/c/preload-nonblocking.c"; echo "$PASS passed, $FAIL failed"; exit 1
+  cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-nonblocking.c"
 fi
 if ! mpif90 -O2 -o "$FPROG" "$ROOT/examples/fortran/preload-check.f90" 2>"$WORK/fc.log"; then
-  cat "$WORK/fc.log"; bad "mpif90 examples/fortran/preload-check.f90"; echo "$PASS passed, $FAIL failed"; exit 1
+  cat "$WORK/fc.log"; give_up "mpif90 examples/fortran/preload-check.f90"
 fi
 
 passed_line() { [[ $(tail -1 "$1") =~ ^[0-9]+\ passed,\ 0\ failed$ ]]; }
@@ -212,6 +190,5 @@ check_c "C, 2 nodes x 2 ranks" "${TWO[@]}"
 check_nb "C nonblocking, 2 nodes x 2 ranks" "${TWO[@]}"
 check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
 
-"$CLUSTER" stop >/dev/null 2>&1
-echo "$PASS passed, $FAIL failed"
-(( FAIL == 0 ))
+stop_cluster
+summary

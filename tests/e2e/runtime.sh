@@ -14,33 +14,21 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$(cd "${1:-$ROOT/target/release}" && pwd)"
 TOPO_RUN="$BIN/topo-run"
 CHECK="$BIN/coll-check"
-CLUSTER="$ROOT/slurm/dev-cluster"
-export DEV_CLUSTER_DIR="${DEV_CLUSTER_DIR:-${TMPDIR:-/tmp}/topo-run-dev-cluster}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/topo-run-e2e-rt.XXXXXX")"
 T=240  # seconds allowed for any single srun/mpirun
-PASS=0; FAIL=0
+# shellcheck source=tests/e2e/lib.sh
+source "$ROOT/tests/e2e/lib.sh"
 
 for b in "$TOPO_RUN" "$CHECK"; do
   [[ -x $b ]] || { echo "runtime.sh: $b is not built (cargo build --release -p topo-run -p topo-examples)" >&2; exit 2; }
 done
 
 cleanup() {
-  "$CLUSTER" stop >/dev/null 2>&1 || true
+  stop_cluster
   mountpoint -q "$WORK/tinyshm" 2>/dev/null && umount "$WORK/tinyshm"
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $1"; shift; for l in "$@"; do echo "     $l"; done; }
-
-run() {
-  local out=$1 err=$2; shift 2
-  timeout "$T" "$CLUSTER" exec "$@" >"$out" 2>"$err"
-  RC=$?
-}
-
-shm_leftovers() { ls /dev/shm 2>/dev/null | grep -c '^topo-run\.' ; }
 
 # coll_check NAME PATTERN_ON_STDERR CMD...: the run passes every case, the last line is
 # "N passed, 0 failed", stderr matches PATTERN, and no segment is left in /dev/shm.
@@ -57,13 +45,6 @@ coll_check() {
     bad "$name" "segments left in /dev/shm: $(ls /dev/shm | grep '^topo-run\.')"
   else
     ok "$name: $last ($((SECONDS - t0)) s)"
-  fi
-}
-
-start_cluster() {
-  if ! "$CLUSTER" start "$1" >"$WORK/start.log" 2>&1; then
-    cat "$WORK/start.log"; bad "dev-cluster start $1" "the cluster did not start"
-    echo "$PASS passed, $FAIL failed"; exit 1
   fi
 }
 
@@ -151,6 +132,5 @@ coll_check "4 nodes x 2 ranks" "$HIER" \
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N4 -n8 --exclusive --mpi=pmix --cpu-bind=cores \
   "$TOPO_RUN" --spin 0 -- "$CHECK" --require-topo --quick
 
-"$CLUSTER" stop >/dev/null 2>&1
-echo "$PASS passed, $FAIL failed"
-(( FAIL == 0 ))
+stop_cluster
+summary
