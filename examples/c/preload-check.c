@@ -7,10 +7,11 @@
  * 2^20+3 for int and double); roots first, middle and last; MPI_IN_PLACE (Allreduce, and
  * Reduce at the root); MPI_COMM_WORLD, a duplicate of it and a split that keeps its order
  * (both congruent, so topo-run's path), and calls topo-run must hand to MPI: a split in
- * reversed order, a split into halves, a strided vector type, a user-defined
- * (non-commutative) operation, MPI_MINLOC on MPI_2INT; errors MPI must report (bad root,
- * negative count, null datatype, null op) under MPI_ERRORS_RETURN; 2000 back-to-back
- * calls.
+ * reversed order, a split into halves, a user-defined (non-commutative) operation,
+ * MPI_MINLOC on MPI_2INT; errors MPI must report (bad root, negative count, null datatype,
+ * null op) under MPI_ERRORS_RETURN; broadcasts of derived types (topo-run packs them): a
+ * strided vector, and ranks passing different datatypes with the same type signature;
+ * 2000 back-to-back calls.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
@@ -266,6 +267,64 @@ static void errors(void) {
     MPI_Comm_free(&c);
 }
 
+/* Broadcasts where ranks pass different datatypes with the same type signature, as MPI
+ * allows: every rank must take the same path (topo-run packs the derived ones). */
+static void mixed_types(void) {
+    int last = size - 1, ok = 1, buf[12];
+    MPI_Datatype four, vec;
+    MPI_Type_contiguous(4, MPI_INT, &four);
+    MPI_Type_vector(4, 1, 3, MPI_INT, &vec);
+    MPI_Type_commit(&four);
+    MPI_Type_commit(&vec);
+
+    /* 3 x contiguous(4 ints) at the root, 12 MPI_INT elsewhere. */
+    for (int i = 0; i < 12; i++) buf[i] = rank == last ? 100 + i : -1;
+    if (rank == last) MPI_Bcast(buf, 3, four, last, MPI_COMM_WORLD);
+    else MPI_Bcast(buf, 12, MPI_INT, last, MPI_COMM_WORLD);
+    for (int i = 0; i < 12; i++) ok &= buf[i] == 100 + i, hash(buf[i]);
+    result(ok, "MPI_Bcast: a contiguous type at the root, MPI_INT elsewhere");
+
+    /* A strided vector at the root, 4 MPI_INT elsewhere; and the other way round. */
+    for (int i = 0; i < 12; i++) buf[i] = rank == 0 ? i : -1;
+    if (rank == 0) MPI_Bcast(buf, 1, vec, 0, MPI_COMM_WORLD);
+    else MPI_Bcast(buf, 4, MPI_INT, 0, MPI_COMM_WORLD);
+    ok = 1;
+    for (int i = 0; i < 12; i++) {
+        int want = rank == 0 ? i : (i < 4 ? 3 * i : -1);
+        ok &= buf[i] == want;
+        hash(buf[i]);
+    }
+    for (int i = 0; i < 12; i++) buf[i] = rank == 0 ? 50 + i : -1;
+    if (rank == 0) MPI_Bcast(buf, 4, MPI_INT, 0, MPI_COMM_WORLD);
+    else MPI_Bcast(buf, 1, vec, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < 12; i++) {
+        int want = rank == 0 ? 50 + i : (i % 3 == 0 ? 50 + i / 3 : -1);
+        ok &= buf[i] == want;
+        hash(buf[i]);
+    }
+    result(ok, "MPI_Bcast: a strided vector on some ranks, MPI_INT on the others");
+
+    /* MPI_DOUBLE_INT (a pair type with padding) on even ranks, an equivalent struct on
+     * odd ranks. */
+    struct { double d; int i; } p[3];
+    int bl[2] = {1, 1};
+    MPI_Aint disp[2] = {0, sizeof(double)};
+    MPI_Datatype types[2] = {MPI_DOUBLE, MPI_INT}, st, str;
+    MPI_Type_create_struct(2, bl, disp, types, &st);
+    MPI_Type_create_resized(st, 0, sizeof p[0], &str);
+    MPI_Type_commit(&str);
+    for (int k = 0; k < 3; k++) p[k].d = rank == 0 ? 1.5 * k : -1, p[k].i = rank == 0 ? k : -1;
+    MPI_Bcast(p, 3, rank % 2 ? str : MPI_DOUBLE_INT, 0, MPI_COMM_WORLD);
+    ok = 1;
+    for (int k = 0; k < 3; k++) ok &= p[k].d == 1.5 * k && p[k].i == k, hash(p[k].i);
+    result(ok, "MPI_Bcast: MPI_DOUBLE_INT on some ranks, an equivalent struct on the others");
+
+    MPI_Type_free(&str);
+    MPI_Type_free(&st);
+    MPI_Type_free(&vec);
+    MPI_Type_free(&four);
+}
+
 int main(int argc, char **argv) {
     int die = -1, multiple = 0;
     for (int i = 1; i < argc; i++) {
@@ -317,6 +376,7 @@ int main(int argc, char **argv) {
     MPI_Comm_free(&same);
 
     handed_to_mpi();
+    mixed_types();
     errors();
 
     /* Back-to-back small calls catch slot reuse races. */

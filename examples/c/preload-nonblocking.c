@@ -335,6 +335,37 @@ static void freed_request(void) {
     free(buf);
 }
 
+/* An Ibcast with a strided vector type at the root and MPI_INT elsewhere (the same type
+ * signature), each rank freeing its datatype right after the start, as MPI allows. */
+static void mixed_types(void) {
+    enum { N = 4099 };
+    int *buf = malloc(3 * N * sizeof(int)), ok = 1;
+    for (int i = 0; i < 3 * N; i++) buf[i] = rank == 0 ? i : -1;
+    MPI_Datatype vec;
+    MPI_Type_vector(N, 1, 3, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    MPI_Request r;
+    if (rank == 0) MPI_Ibcast(buf, 1, vec, 0, MPI_COMM_WORLD, &r);
+    else MPI_Ibcast(buf, N, MPI_INT, 0, MPI_COMM_WORLD, &r);
+    MPI_Type_free(&vec);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    for (int i = 0; i < N; i++) ok &= buf[i] == (rank == 0 ? i : 3 * i);
+    hash(buf[N - 1]);
+    /* And the other way round: contiguous at the root, the vector elsewhere. */
+    for (int i = 0; i < 3 * N; i++) buf[i] = rank == 0 ? i : -1;
+    MPI_Type_vector(N, 1, 3, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    if (rank == 0) MPI_Ibcast(buf, N, MPI_INT, 0, MPI_COMM_WORLD, &r);
+    else MPI_Ibcast(buf, 1, vec, 0, MPI_COMM_WORLD, &r);
+    MPI_Type_free(&vec);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    for (int i = 0; i < 3 * N; i++)
+        ok &= buf[i] == (rank == 0 ? i : (i % 3 == 0 ? i / 3 : -1));
+    hash(buf[3 * (N - 1)]);
+    result(ok, "MPI_Ibcast: a strided vector on some ranks, MPI_INT on the others");
+    free(buf);
+}
+
 /* Rank 0 waits for a message from rank 1 while a large Ibcast from rank 0 is in flight;
  * rank 1 sends only once its part of the Ibcast has completed. */
 static void wait_on_other(void) {
@@ -530,6 +561,7 @@ int main(int argc, char **argv) {
     orders(dup);
     left_incomplete();
     freed_request();
+    mixed_types();
     if (size > 1) wait_on_other();
     for (int k = 0; size > 1 && k < B_N; k++) blocked_in(k, rev);
     back_to_back(-1);

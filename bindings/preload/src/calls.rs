@@ -8,8 +8,9 @@ use std::os::raw::c_int;
 
 use topo_runtime::{MpiCombine, RawRequest};
 
-use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, TypeInfo};
+use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, SUCCESS, TypeInfo};
 use crate::classify::{Call, HandOff, TypeClass, overlaps};
+use crate::packed::Packed;
 use crate::state::{self, Active, Lookup};
 
 /// The element size of `count` elements of `dt` in a call topo-run can take.
@@ -93,11 +94,21 @@ fn ran(done: bool) -> Result<(), HandOff> {
     done.then_some(()).ok_or(HandOff::Inactive)
 }
 
-/// The bytes of a broadcast's buffer, if topo-run can take the call.
+/// A broadcast's buffer on topo-run's path.
+enum BcastBuf<'b> {
+    /// The application's own bytes (one gap-free predefined type).
+    Direct(&'b mut [u8]),
+    /// Any other datatype, packed (see [`crate::packed`]).
+    Packed(Packed),
+}
+
+/// A broadcast's buffer, if topo-run can take the call. With `keep_type`, a packed
+/// receiving rank keeps its own duplicate of `dt` (nonblocking calls).
 ///
 /// # Safety
 /// The arguments are those of an `MPI_Bcast` call: `buf` holds `count` elements of `dt`,
 /// valid for `'b`.
+#[allow(clippy::too_many_arguments)]
 unsafe fn bcast_args<'b>(
     a: &Active,
     look: &mut Lookup<'_>,
@@ -105,14 +116,36 @@ unsafe fn bcast_args<'b>(
     count: c_int,
     dt: MPI_Datatype,
     root: c_int,
-) -> Result<&'b mut [u8], HandOff> {
-    let (size, _) = elements(look, count, dt)?;
+    comm: MPI_Comm,
+    keep_type: bool,
+) -> Result<BcastBuf<'b>, HandOff> {
+    let size = match look.datatype(dt) {
+        TypeInfo::Invalid => return Err(HandOff::Arguments),
+        TypeInfo::Plain { size, class } if class != TypeClass::Pair => size,
+        // Derived and pair types: the decision rests on the packed size alone, the same
+        // at every rank whatever datatype each passes.
+        _ => {
+            check_root(a, root)?;
+            if buf.cast_const() == abi::in_place() {
+                return Err(HandOff::Arguments);
+            }
+            // SAFETY: per the contract (MPI checks the buffer as it packs and unpacks).
+            let p = unsafe { Packed::new(buf, count, dt, comm, root == a.rank, keep_type) }?;
+            return Ok(BcastBuf::Packed(p));
+        }
+    };
+    match count {
+        ..0 => return Err(HandOff::Arguments),
+        0 => return Err(HandOff::ZeroCount),
+        _ => {}
+    }
     check_root(a, root)?;
     if special(buf) {
         return Err(HandOff::Arguments);
     }
     // SAFETY: the caller's buffer holds `count` gap-free elements of `size` bytes.
-    Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), count as usize * size) })
+    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), count as usize * size) };
+    Ok(BcastBuf::Direct(bytes))
 }
 
 /// A reduction's send buffer (`None` in place), receive buffer (`None` off the root) and
@@ -185,13 +218,21 @@ pub(crate) unsafe fn bcast(
     dt: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
-) -> bool {
+) -> Option<c_int> {
+    let mut packed = None;
     state::run(Call::Bcast, comm, |a, look| {
         // SAFETY: per the contract.
-        let buf = unsafe { bcast_args(a, look, buf, count, dt, root) }?;
-        ran(a.topo.raw_broadcast(root, buf))
-    })
-    .is_some()
+        match unsafe { bcast_args(a, look, buf, count, dt, root, comm, false) }? {
+            BcastBuf::Direct(bytes) => ran(a.topo.raw_broadcast(root, bytes)),
+            BcastBuf::Packed(mut p) => {
+                ran(a.topo.raw_broadcast(root, &mut p.bytes))?;
+                packed = Some(p);
+                Ok(())
+            }
+        }
+    })?;
+    // Unpacked outside the library's lock.
+    Some(packed.map_or(SUCCESS, Packed::finish))
 }
 
 /// `MPI_Reduce`.
@@ -241,9 +282,10 @@ pub(crate) fn barrier(comm: MPI_Comm) -> bool {
     state::run(Call::Barrier, comm, |a, _| ran(a.topo.raw_barrier())).is_some()
 }
 
-/// A started nonblocking collective, or `Inactive` if its path is off.
-fn started(r: Option<RawRequest>) -> Result<RawRequest, HandOff> {
-    r.ok_or(HandOff::Inactive)
+/// A started nonblocking collective (with nothing to unpack at completion), or `Inactive`
+/// if its path is off.
+fn started(r: Option<RawRequest>) -> Result<(RawRequest, Option<Packed>), HandOff> {
+    r.map(|r| (r, None)).ok_or(HandOff::Inactive)
 }
 
 /// `MPI_Ibcast`.
@@ -261,10 +303,19 @@ pub(crate) unsafe fn ibcast(
 ) -> bool {
     let start = |a: &mut Active, look: &mut Lookup<'_>| {
         // SAFETY: per the contract; the buffer is the collective's until completion.
-        started(unsafe {
-            let buf = bcast_args(a, look, buf, count, dt, root)?;
-            a.topo.raw_immediate_broadcast(root, buf)
-        })
+        match unsafe { bcast_args(a, look, buf, count, dt, root, comm, true) }? {
+            // SAFETY: as above.
+            BcastBuf::Direct(bytes) => {
+                started(unsafe { a.topo.raw_immediate_broadcast(root, bytes) })
+            }
+            BcastBuf::Packed(mut p) => {
+                // SAFETY: the packed bytes live on the heap, owned by the pending
+                // collective (moving `p` does not move them), until it completes.
+                let (req, _) =
+                    started(unsafe { a.topo.raw_immediate_broadcast(root, &mut p.bytes) })?;
+                Ok((req, Some(p)))
+            }
+        }
     };
     // SAFETY: `request` is the caller's.
     unsafe { state::run_nonblocking(Call::Ibcast, comm, request, start) }

@@ -133,7 +133,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    abi::entry(
+    abi::entry_rc(
         Some(comm),
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::bcast(buf, count, dt, root, comm) },

@@ -77,9 +77,14 @@ macro_rules! next {
 
 /// Sets `*ierr` to success when the call took topo-run's path.
 fn done(ierr: *mut Fint) {
+    set_ierr(ierr, SUCCESS);
+}
+
+/// Sets `*ierr` to `rc` (the code of a call that took topo-run's path).
+fn set_ierr(ierr: *mut Fint, rc: c_int) {
     if !ierr.is_null() {
         // SAFETY: gfortran passes the error argument by reference.
-        unsafe { *ierr = SUCCESS };
+        unsafe { *ierr = rc as Fint };
     }
 }
 
@@ -97,7 +102,7 @@ pub unsafe extern "C" fn mpi_bcast_(
     ierr: *mut Fint,
 ) {
     let cc = comm(c);
-    let ours = abi::entry(
+    let ours = abi::entry_rc(
         Some(cc),
         // SAFETY: the translated arguments of this call (all read by reference).
         || unsafe {
@@ -111,8 +116,8 @@ pub unsafe extern "C" fn mpi_bcast_(
         },
         || -1,
     );
-    if ours == SUCCESS {
-        return done(ierr);
+    if ours != -1 {
+        return set_ierr(ierr, ours);
     }
     next!(
         c"pmpi_bcast_",

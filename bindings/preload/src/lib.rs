@@ -20,5 +20,6 @@ pub mod classify;
 mod completion;
 mod exports;
 mod fortran;
+mod packed;
 mod state;
 pub mod stats;

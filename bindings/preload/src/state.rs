@@ -25,6 +25,7 @@ use topo_runtime::{Progress, RawRequest, Topo, with_progress_hook};
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, TypeInfo};
 use crate::classify::{Call, HandOff};
+use crate::packed::Packed;
 use crate::stats::{self, Stats};
 
 /// Exit code (through `MPI_Abort`) when the plan in the environment is corrupted or does
@@ -48,6 +49,8 @@ struct Pending {
     req: RawRequest,
     /// The generalized request the application holds.
     handle: MPI_Request,
+    /// A packed broadcast's data, unpacked into the application's buffer at completion.
+    unpack: Option<Packed>,
 }
 
 struct State {
@@ -198,6 +201,10 @@ impl State {
             let p = self.pending.swap_remove(i);
             if p.req.complete().is_err() {
                 unreachable!("checked complete above");
+            }
+            if let Some(packed) = p.unpack {
+                // An error went to the communicator's error handler; the request completes.
+                let _ = packed.finish();
             }
             // SAFETY: the generalized request started for this collective, not completed
             // before (the application cannot free it while it is in flight).
@@ -393,12 +400,12 @@ pub(crate) unsafe fn run_nonblocking(
     call: Call,
     comm: MPI_Comm,
     request: *mut MPI_Request,
-    f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<RawRequest, HandOff>,
+    f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<(RawRequest, Option<Packed>), HandOff>,
 ) -> bool {
     if request.is_null() {
         return false;
     }
-    let Some(req) = run(call, comm, f) else {
+    let Some((req, unpack)) = run(call, comm, f) else {
         return false;
     };
     let mut handle = abi::request_null();
@@ -417,7 +424,11 @@ pub(crate) unsafe fn run_nonblocking(
     let mut g = lock();
     match &mut g.0.state {
         Some(st) => {
-            st.pending.push(Pending { req, handle });
+            st.pending.push(Pending {
+                req,
+                handle,
+                unpack,
+            });
             IN_FLIGHT.store(true, Ordering::Relaxed);
         }
         None => unreachable!("run found the state"),

@@ -1,0 +1,152 @@
+//! Broadcasts of datatypes that are not one gap-free predefined type (derived types, and
+//! the value-index pairs): packed into a contiguous buffer at the root (`PMPI_Pack`),
+//! broadcast as bytes, unpacked at the other ranks (`PMPI_Unpack`).
+//!
+//! MPI lets ranks pass different datatypes to one broadcast as long as the type
+//! signatures match (a contiguous type of 4 ints at the root, 4 `MPI_INT`s elsewhere). The
+//! packed bytes of matching signatures are the same bytes, so deciding on the total size
+//! alone keeps every rank on the same path, whatever datatype each one uses.
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+use mpi::ffi;
+
+use crate::abi::{MPI_Comm, MPI_Datatype, SUCCESS};
+use crate::classify::HandOff;
+
+/// A broadcast's buffer in packed form.
+pub(crate) struct Packed {
+    /// The packed bytes: the root's data, or room for it at the other ranks.
+    pub(crate) bytes: Vec<u8>,
+    /// Where the other ranks unpack to (`None` at the root).
+    unpack: Option<Target>,
+}
+
+/// The application's buffer of a rank that receives.
+struct Target {
+    buf: *mut c_void,
+    count: c_int,
+    /// The application's datatype, or a duplicate of it that this owns (`owned`).
+    dt: MPI_Datatype,
+    owned: bool,
+    comm: MPI_Comm,
+}
+
+/// The number of bytes `count` elements of `dt` carry (their packed size), if MPI can
+/// say and they fit `MPI_Pack`'s int sizes.
+fn packed_size(count: c_int, dt: MPI_Datatype) -> Result<usize, HandOff> {
+    let mut size: c_int = 0;
+    // SAFETY: `dt` is a handle from the application; MPI validates it; writes one int.
+    let rc = unsafe { ffi::PMPI_Type_size(dt, &mut size) };
+    if rc != SUCCESS || size < 0 || count < 0 {
+        return Err(HandOff::Arguments);
+    }
+    let n = size as u64 * count as u64;
+    match n {
+        0 => Err(HandOff::ZeroCount),
+        n if n > c_int::MAX as u64 => Err(HandOff::DerivedDatatype),
+        n => Ok(n as usize),
+    }
+}
+
+impl Packed {
+    /// Packs `count` elements of `dt` from `buf` at the root, or makes room for them at
+    /// another rank. With `keep_type`, a receiving rank keeps its own duplicate of `dt`
+    /// (for a nonblocking call: the application may free its handle before completion).
+    ///
+    /// # Safety
+    /// `buf`, `count`, `dt` and `comm` are the arguments of a broadcast: `buf` holds
+    /// `count` elements of `dt`, and stays valid until [`Packed::finish`].
+    pub(crate) unsafe fn new(
+        buf: *mut c_void,
+        count: c_int,
+        dt: MPI_Datatype,
+        comm: MPI_Comm,
+        root: bool,
+        keep_type: bool,
+    ) -> Result<Packed, HandOff> {
+        let n = packed_size(count, dt)?;
+        let mut bytes = vec![0u8; n];
+        if root {
+            let mut pos: c_int = 0;
+            // SAFETY: `buf` holds the elements (per the contract); `bytes` has room for
+            // `n` bytes, their packed size.
+            let rc = unsafe {
+                ffi::PMPI_Pack(
+                    buf,
+                    count,
+                    dt,
+                    bytes.as_mut_ptr().cast(),
+                    n as c_int,
+                    &mut pos,
+                    comm,
+                )
+            };
+            // A type MPI cannot pack (not committed, say): MPI reports it.
+            if rc != SUCCESS || pos as usize != n {
+                return Err(HandOff::Arguments);
+            }
+            return Ok(Packed {
+                bytes,
+                unpack: None,
+            });
+        }
+        let (mut dt, mut owned) = (dt, false);
+        if keep_type {
+            let mut dup = dt;
+            // SAFETY: duplicating the application's valid datatype into a local handle.
+            if unsafe { ffi::PMPI_Type_dup(dt, &mut dup) } != SUCCESS {
+                return Err(HandOff::Arguments);
+            }
+            (dt, owned) = (dup, true);
+        }
+        Ok(Packed {
+            bytes,
+            unpack: Some(Target {
+                buf,
+                count,
+                dt,
+                owned,
+                comm,
+            }),
+        })
+    }
+
+    /// After the broadcast: unpacks at a receiving rank. Returns MPI's code (an error
+    /// also goes to the communicator's error handler).
+    pub(crate) fn finish(mut self) -> c_int {
+        let Some(t) = self.unpack.take() else {
+            return SUCCESS;
+        };
+        let (mut pos, comm): (c_int, MPI_Comm) = (0, t.comm);
+        // SAFETY: `bytes` holds the packed elements; `t.buf` is the application's buffer
+        // for `t.count` elements of `t.dt` (per the contract of `new`).
+        let rc = unsafe {
+            ffi::PMPI_Unpack(
+                self.bytes.as_ptr().cast(),
+                self.bytes.len() as c_int,
+                &mut pos,
+                t.buf,
+                t.count,
+                t.dt,
+                t.comm,
+            )
+        };
+        drop(t);
+        if rc != SUCCESS {
+            // SAFETY: the broadcast's communicator.
+            unsafe { ffi::PMPI_Comm_call_errhandler(comm, rc) };
+        }
+        rc
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: the duplicate made in `Packed::new`, freed once, here.
+            unsafe { ffi::PMPI_Type_free(&mut self.dt) };
+        }
+    }
+}
