@@ -17,7 +17,9 @@
  * completes; a wait on a point-to-point request while a collective is in flight whose
  * peer waits for it; blocking calls (MPI_Recv, MPI_Sendrecv, MPI_Probe, MPI_Mprobe,
  * MPI_Ssend, and collectives MPI runs) that a peer answers only after the collective in
- * flight has advanced; MPI_Request_free on a collective in flight; 2000 back-to-back calls, and 16 in flight at once.
+ * flight has advanced; MPI_Request_free and MPI_Cancel on a collective's request; an
+ * Ibcast with different datatypes of one type signature; 2000 back-to-back calls, and 16
+ * in flight at once.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
@@ -330,8 +332,26 @@ static void freed_request(void) {
     MPI_Ibarrier(MPI_COMM_WORLD, &r);
     while (!flag) MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE);
     ok = ok && MPI_Request_free(&r) == MPI_SUCCESS && r == MPI_REQUEST_NULL;
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     result(ok, "MPI_Request_free on a collective in flight (MPI_ERR_REQUEST) and completed");
+
+    /* MPI_Cancel cannot cancel a collective: MPI_ERR_REQUEST, in flight or completed, and
+     * the request completes as usual, not cancelled. */
+    MPI_Status st;
+    MPI_Ibcast(buf, N, MPI_INT, 0, MPI_COMM_WORLD, &r);
+    rc = MPI_Cancel(&r);
+    cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    ok = cls == MPI_ERR_REQUEST && MPI_Wait(&r, &st) == MPI_SUCCESS;
+    MPI_Test_cancelled(&st, &flag);
+    ok = ok && !flag;
+    MPI_Ibarrier(MPI_COMM_WORLD, &r);
+    for (flag = 0; !flag;) MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE);
+    rc = MPI_Cancel(&r);
+    cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    ok = ok && cls == MPI_ERR_REQUEST && MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    result(ok, "MPI_Cancel on a collective in flight and completed (MPI_ERR_REQUEST)");
     free(buf);
 }
 

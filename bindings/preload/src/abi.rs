@@ -166,9 +166,11 @@ pub(crate) unsafe extern "C" fn grequest_free(_extra: *mut c_void) -> c_int {
     SUCCESS
 }
 
-/// A collective cannot be cancelled (MPI makes cancelling one erroneous): nothing happens.
+/// A collective cannot be cancelled: `MPI_Cancel` on one of our requests, in flight or
+/// complete, fails with `MPI_ERR_REQUEST` (MPI passes it to world's error handler), as it
+/// does on Open MPI's own nonblocking collectives.
 pub(crate) unsafe extern "C" fn grequest_cancel(_extra: *mut c_void, _complete: c_int) -> c_int {
-    SUCCESS
+    ffi::MPI_ERR_REQUEST as c_int
 }
 
 /// Whether MPI is initialised and not yet finalised.
