@@ -119,12 +119,11 @@ unsafe fn bcast_args<'b>(
     comm: MPI_Comm,
     keep_type: bool,
 ) -> Result<BcastBuf<'b>, HandOff> {
-    let size = match look.datatype(dt) {
-        TypeInfo::Invalid => return Err(HandOff::Arguments),
-        TypeInfo::Plain { size, class } if class != TypeClass::Pair => size,
+    let size = match elements(look, count, dt) {
+        Ok((size, _)) => size,
         // Derived and pair types: the decision rests on the packed size alone, the same
         // at every rank whatever datatype each passes.
-        _ => {
+        Err(HandOff::DerivedDatatype | HandOff::PairDatatype) => {
             check_root(a, root)?;
             if buf.cast_const() == abi::in_place() {
                 return Err(HandOff::Arguments);
@@ -133,12 +132,8 @@ unsafe fn bcast_args<'b>(
             let p = unsafe { Packed::new(buf, count, dt, comm, root == a.rank, keep_type) }?;
             return Ok(BcastBuf::Packed(p));
         }
+        Err(why) => return Err(why),
     };
-    match count {
-        ..0 => return Err(HandOff::Arguments),
-        0 => return Err(HandOff::ZeroCount),
-        _ => {}
-    }
     check_root(a, root)?;
     if special(buf) {
         return Err(HandOff::Arguments);

@@ -119,7 +119,7 @@ impl Packed {
         let Some(t) = self.unpack.take() else {
             return SUCCESS;
         };
-        let (mut pos, comm): (c_int, MPI_Comm) = (0, t.comm);
+        let mut pos: c_int = 0;
         // SAFETY: `bytes` holds the packed elements; `t.buf` is the application's buffer
         // for `t.count` elements of `t.dt` (per the contract of `new`).
         let rc = unsafe {
@@ -133,10 +133,9 @@ impl Packed {
                 t.comm,
             )
         };
-        drop(t);
         if rc != SUCCESS {
             // SAFETY: the broadcast's communicator.
-            unsafe { ffi::PMPI_Comm_call_errhandler(comm, rc) };
+            unsafe { ffi::PMPI_Comm_call_errhandler(t.comm, rc) };
         }
         rc
     }

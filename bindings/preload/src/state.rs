@@ -476,13 +476,15 @@ pub(crate) fn progress_from_mpi() -> c_int {
     (before - st.pending.len()) as c_int
 }
 
-/// Whether `handle` is the request of one of our collectives still in flight.
+/// Whether `handle` is the request of one of our collectives still in flight (no lock
+/// taken when none is).
 pub(crate) fn is_pending(handle: MPI_Request) -> bool {
-    lock()
-        .0
-        .state
-        .as_ref()
-        .is_some_and(|st| st.pending.iter().any(|p| p.handle == handle))
+    in_flight()
+        && lock()
+            .0
+            .state
+            .as_ref()
+            .is_some_and(|st| st.pending.iter().any(|p| p.handle == handle))
 }
 
 /// How the library waits for its own collectives: spin a little, then yield the core, and
