@@ -9,7 +9,7 @@
  * (both congruent, so topo-run's path), and calls topo-run must hand to MPI: a split in
  * reversed order, a split into halves, a user-defined (non-commutative) operation,
  * MPI_MINLOC on MPI_2INT; errors MPI must report (bad root, negative count, null datatype,
- * null op) under MPI_ERRORS_RETURN; broadcasts of derived types (topo-run packs them): a
+ * null op, a derived type not committed) under MPI_ERRORS_RETURN; broadcasts of derived types (topo-run packs them): a
  * strided vector, and ranks passing different datatypes with the same type signature;
  * 2000 back-to-back calls.
  *
@@ -264,6 +264,13 @@ static void errors(void) {
     result(MPI_Reduce(x, y, 4, MPI_INT, MPI_OP_NULL, 0, c) != MPI_SUCCESS,
            "MPI_Reduce with MPI_OP_NULL fails");
     result(MPI_Barrier(MPI_COMM_NULL) != MPI_SUCCESS, "MPI_Barrier(MPI_COMM_NULL) fails");
+    /* A derived type that was never committed: MPI_ERR_TYPE on every rank. */
+    MPI_Datatype vec;
+    MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+    int rc = MPI_Bcast(x, 1, vec, 0, c), cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    result(cls == MPI_ERR_TYPE, "MPI_Bcast with a datatype not committed fails with MPI_ERR_TYPE");
+    MPI_Type_free(&vec);
     MPI_Comm_free(&c);
 }
 

@@ -97,6 +97,46 @@ pub(crate) fn request_error(comm: MPI_Comm) -> c_int {
     code
 }
 
+/// A private duplicate of `MPI_COMM_SELF` whose errors return instead of calling the
+/// program's error handler: for the library's own probes (`committed`). Free it with
+/// [`free_comm`].
+pub(crate) fn quiet_self() -> MPI_Comm {
+    // SAFETY: MPI is initialised; duplicating MPI_COMM_SELF is local to this process, and
+    // the new handle is this library's own.
+    unsafe {
+        let mut c = ffi::RSMPI_COMM_SELF;
+        ffi::PMPI_Comm_dup(ffi::RSMPI_COMM_SELF, &mut c);
+        ffi::PMPI_Comm_set_errhandler(c, ffi::RSMPI_ERRORS_RETURN);
+        c
+    }
+}
+
+/// Frees a communicator the library made itself.
+pub(crate) fn free_comm(mut comm: MPI_Comm) {
+    // SAFETY: a handle from `quiet_self`, freed once, before MPI_Finalize.
+    unsafe { ffi::PMPI_Comm_free(&mut comm) };
+}
+
+/// Whether `dt` is committed, so that MPI can pack it: an empty `PMPI_Pack` fails with
+/// `MPI_ERR_TYPE` on a datatype that is not (MPI has no direct query), reported on
+/// `quiet` (from [`quiet_self`]) rather than to the program.
+pub(crate) fn committed(dt: MPI_Datatype, quiet: MPI_Comm) -> bool {
+    let (mut byte, mut pos) = (0u8, 0 as c_int);
+    // SAFETY: zero elements from and into local storage; MPI only checks the arguments.
+    let rc = unsafe {
+        ffi::PMPI_Pack(
+            (&raw const byte).cast(),
+            0,
+            dt,
+            (&raw mut byte).cast(),
+            0,
+            &mut pos,
+            quiet,
+        )
+    };
+    rc == SUCCESS
+}
+
 /// `MPI_COMM_WORLD`.
 pub(crate) fn world() -> MPI_Comm {
     // SAFETY: reading a constant handle.

@@ -125,7 +125,9 @@ unsafe fn bcast_args<'b>(
         // at every rank whatever datatype each passes.
         Err(HandOff::DerivedDatatype | HandOff::PairDatatype) => {
             check_root(a, root)?;
-            if buf.cast_const() == abi::in_place() {
+            // Every rank checks its own type, so that one not committed goes to MPI,
+            // which reports it, on every rank that passes one (as MPI's own checks do).
+            if buf.cast_const() == abi::in_place() || !look.committed(dt) {
                 return Err(HandOff::Arguments);
             }
             // SAFETY: per the contract (MPI checks the buffer as it packs and unpacks).

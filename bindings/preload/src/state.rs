@@ -74,6 +74,9 @@ struct State {
     peer_check: Waiter,
     /// Whether `progress_from_mpi` is registered with Open MPI's progress engine.
     hooked: bool,
+    /// The library's own communicator for probes whose errors must not reach the
+    /// program (`abi::quiet_self`; set while the path is on).
+    quiet: Option<MPI_Comm>,
 }
 
 struct Global {
@@ -132,6 +135,7 @@ impl State {
             node: String::new(),
             peer_check: Waiter::new(),
             hooked: false,
+            quiet: None,
         };
         if abi::thread_multiple() {
             if rank == 0 {
@@ -160,6 +164,7 @@ impl State {
                              advance only in the wait and test calls"
                         );
                     }
+                    st.quiet = Some(abi::quiet_self());
                     st.on = true;
                     st.contexts
                         .insert(key(abi::world()), Active { topo, rank, size });
@@ -244,6 +249,9 @@ pub(crate) fn finalize() {
     wait_idle(&mut st);
     if st.hooked {
         abi::unregister_progress();
+    }
+    if let Some(quiet) = st.quiet.take() {
+        abi::free_comm(quiet);
     }
     st.contexts.clear();
     if st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref()) {
@@ -374,6 +382,7 @@ pub(crate) fn run<T>(
             Some(active) => {
                 let mut look = Lookup {
                     types: &mut st.types,
+                    quiet: st.quiet,
                 };
                 if others.is_empty() {
                     f(active, &mut look)
@@ -524,9 +533,15 @@ impl Waiter {
 /// Cached datatype lookups, for the closure of [`run`].
 pub(crate) struct Lookup<'a> {
     types: &'a mut HashMap<usize, TypeInfo>,
+    quiet: Option<MPI_Comm>,
 }
 
 impl Lookup<'_> {
+    /// Whether MPI can pack `dt` (it is committed); see `abi::committed`.
+    pub(crate) fn committed(&self, dt: MPI_Datatype) -> bool {
+        self.quiet.is_some_and(|q| abi::committed(dt, q))
+    }
+
     /// What `dt` is (predefined types are cached; derived ones are asked each time, since
     /// their handles are freed and reused).
     pub(crate) fn datatype(&mut self, dt: MPI_Datatype) -> TypeInfo {
