@@ -1,12 +1,69 @@
 //! How a rank waits for its peers: spin a while, then yield the core (so it progresses
 //! when ranks outnumber cores), and now and then check that the peers are alive.
 //!
+//! While it waits, a rank also drives MPI's own progress now and then (an `MPI_Iprobe` on
+//! a private communicator that carries no messages), as Open MPI's shared-memory
+//! collectives call `opal_progress`: an application may have an MPI operation in flight
+//! (a nonblocking collective that MPI runs, a rendezvous send) that a peer is waiting on,
+//! and it advances only while this rank is inside MPI.
+//!
 //! A caller that holds more than one context (the PMPI library keeps one per communicator)
 //! installs a progress hook with [`with_progress_hook`]: every wait then also advances the
 //! nonblocking collectives of the other contexts, as MPI's progress rule asks.
 
 use std::cell::Cell;
+use std::os::raw::c_int;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use mpi::ffi;
+
+/// A private duplicate of `MPI_COMM_SELF` for the progress probes, once MPI is known to be
+/// initialised ([`enable_mpi_progress`]); unset in tests without MPI.
+static PROBE_COMM: OnceLock<ProbeComm> = OnceLock::new();
+
+struct ProbeComm(ffi::MPI_Comm);
+
+// SAFETY: an MPI communicator handle is a process-wide value; it is only read after it is
+// set, and MPI itself decides which threads may call it.
+unsafe impl Send for ProbeComm {}
+// SAFETY: as for `Send`; the handle is never written after it is set.
+unsafe impl Sync for ProbeComm {}
+
+/// Spinning waits probe MPI once every this many rounds (a probe costs about as much as
+/// a few dozen polls of a queue).
+const PROBE_EVERY: u32 = 64;
+
+/// Lets waits drive MPI's progress from now on. Call it with MPI initialised, from the
+/// thread that calls MPI; later calls do nothing.
+pub(crate) fn enable_mpi_progress() {
+    PROBE_COMM.get_or_init(|| {
+        // SAFETY: reading a constant handle.
+        let mut comm = unsafe { ffi::RSMPI_COMM_NULL };
+        // SAFETY: MPI is initialised (the caller's contract); the duplicate is written to
+        // `comm` and lives until MPI_Finalize.
+        unsafe { ffi::PMPI_Comm_dup(ffi::RSMPI_COMM_SELF, &mut comm) };
+        ProbeComm(comm)
+    });
+}
+
+/// Drives MPI's progress engine once, if [`enable_mpi_progress`] was called.
+pub(crate) fn poke_mpi() {
+    if let Some(ProbeComm(comm)) = PROBE_COMM.get() {
+        let mut flag: c_int = 0;
+        // SAFETY: `comm` is the live private duplicate made by `enable_mpi_progress`, on
+        // which nothing is ever sent, so the probe matches nothing and only progresses.
+        unsafe {
+            ffi::PMPI_Iprobe(
+                ffi::RSMPI_ANY_SOURCE,
+                ffi::RSMPI_ANY_TAG,
+                *comm,
+                &mut flag,
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        };
+    }
+}
 
 thread_local! {
     /// The hook installed by [`with_progress_hook`] on this thread, if any.
@@ -77,8 +134,12 @@ impl Backoff {
         if self.round < self.spin {
             std::hint::spin_loop();
             self.round += 1;
+            if self.round.is_multiple_of(PROBE_EVERY) {
+                poke_mpi();
+            }
             return false;
         }
+        poke_mpi();
         std::thread::yield_now();
         let now = Instant::now();
         match self.last_check {

@@ -90,19 +90,30 @@ impl Core {
         self.engine.is_done(id) && !self.native.contains_key(&id)
     }
 
+    /// The spin setting of waits on this context.
+    fn spin(&self) -> u32 {
+        self.hier.as_ref().map_or(0, |h| h.settings.spin)
+    }
+
+    /// Fails if a local peer that the oldest collective in flight waits on has died.
+    fn check_peers(&mut self) -> Result<()> {
+        match &mut self.hier {
+            Some(h) => self.engine.check_peers(&mut h.links),
+            None => Ok(()),
+        }
+    }
+
     /// Advances everything in flight until `done` holds: spins, then yields the core,
     /// checking now and then that the local peers waited on are alive.
     fn wait_until(&mut self, mut done: impl FnMut(&Core) -> bool) -> Result<()> {
-        let mut backoff = Backoff::new(self.hier.as_ref().map_or(0, |h| h.settings.spin));
+        let mut backoff = Backoff::new(self.spin());
         loop {
             self.progress()?;
             if done(self) {
                 return Ok(());
             }
-            if backoff.pause()
-                && let Some(h) = &mut self.hier
-            {
-                self.engine.check_peers(&mut h.links)?;
+            if backoff.pause() {
+                self.check_peers()?;
             }
         }
     }
@@ -219,21 +230,40 @@ pub fn wait_all<'a, S: Scope<'a>>(requests: Vec<Request<'a, S>>) {
 }
 
 /// Waits until one of `requests` completes, removes it and returns its index; `None` if
-/// there are none (rsmpi: `wait_any`).
+/// there are none (rsmpi: `wait_any`). The requests may come from different contexts
+/// ([`Topo::from_env_instance`]): each is looked up in its own, and every context involved
+/// advances while it waits.
 pub fn wait_any<'a, S: Scope<'a>>(requests: &mut Vec<Request<'a, S>>) -> Option<usize> {
-    let core = Rc::clone(&requests.first()?.core);
-    let mut found = None;
-    {
-        let mut core = core.borrow_mut();
-        let r = core.wait_until(|c| {
-            found = requests.iter().position(|r| c.is_complete(r.id));
-            found.is_some()
-        });
-        if let Err(e) = r {
-            core.fail(e);
+    let mut cores: Vec<Rc<RefCell<Core>>> = Vec::new();
+    for r in requests.iter() {
+        if !cores.iter().any(|c| Rc::ptr_eq(c, &r.core)) {
+            cores.push(Rc::clone(&r.core));
         }
     }
-    let i = found?;
+    let spin = cores.first()?.borrow().spin();
+    let mut backoff = Backoff::new(spin);
+    let i = loop {
+        for c in &cores {
+            let mut core = c.borrow_mut();
+            if let Err(e) = core.progress() {
+                core.fail(e);
+            }
+        }
+        if let Some(i) = requests
+            .iter()
+            .position(|r| r.core.borrow().is_complete(r.id))
+        {
+            break i;
+        }
+        if backoff.pause() {
+            for c in &cores {
+                let mut core = c.borrow_mut();
+                if let Err(e) = core.check_peers() {
+                    core.fail(e);
+                }
+            }
+        }
+    };
     requests.remove(i).finish();
     Some(i)
 }
@@ -289,13 +319,10 @@ impl Progress {
     /// Fails (aborting the job, naming the collective) if a local peer that the oldest
     /// collective in flight waits on has died.
     pub fn check_peers(&self) {
-        if let Ok(mut core) = self.0.try_borrow_mut() {
-            let c = &mut *core;
-            if let Some(h) = &mut c.hier
-                && let Err(e) = c.engine.check_peers(&mut h.links)
-            {
-                core.fail(e);
-            }
+        if let Ok(mut core) = self.0.try_borrow_mut()
+            && let Err(e) = core.check_peers()
+        {
+            core.fail(e);
         }
     }
 

@@ -146,6 +146,7 @@ impl Topo {
     /// need different numbers, the same on every rank of a node; 0 is [`Topo::from_env`]'s.
     pub fn from_env_instance(world: &SimpleCommunicator, instance: u32) -> Result<Topo> {
         crate::marker::keep();
+        crate::backoff::enable_mpi_progress();
         let world = world.duplicate();
         let text = std::env::var(PLAN_ENV).ok();
         let local = text.as_deref().map(|t| Self::read_plan(&world, t));

@@ -35,6 +35,10 @@ NBPROG="$WORK/preload-nonblocking"
 if ! mpicc -O2 -Wall -o "$NBPROG" "$ROOT/examples/c/preload-nonblocking.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-nonblocking.c"
 fi
+CASES="$WORK/preload-cases"
+if ! mpicc -O2 -Wall -o "$CASES" "$ROOT/examples/c/preload-cases.c" 2>"$WORK/cc.log"; then
+  cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-cases.c"
+fi
 if ! mpif90 -O2 -o "$FPROG" "$ROOT/examples/fortran/preload-check.f90" 2>"$WORK/fc.log"; then
   cat "$WORK/fc.log"; give_up "mpif90 examples/fortran/preload-check.f90"
 fi
@@ -119,6 +123,15 @@ ONE=(-N1 -n2 --mpi=pmix --cpu-bind=cores)
 check_c "C, 1 node x 2 ranks" "${ONE[@]}"
 check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
 check_f "Fortran, 1 node x 2 ranks" "${ONE[@]}"
+
+# Legal programs that once went wrong: rank 0 in MPI_Barrier with a user-op MPI_Iallreduce
+# in flight that the others wait on (MPI must progress inside topo-run's waits, or it
+# hangs), and communicators whose handles MPI reuses. A hang fails through the short
+# timeout.
+T=60 run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" -- "$CASES" mpi-progress comm-reuse
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "2 passed, 0 failed" ]]; then
+  ok "preload-cases mpi-progress comm-reuse: $(tail -1 "$WORK/out")"
+else bad "preload-cases mpi-progress comm-reuse" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
 # The launcher's decision.
 run "$WORK/out" "$WORK/err" srun -N1 -n1 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -v -- "$BIN/coll-check" --quick

@@ -19,7 +19,7 @@ T=240  # seconds allowed for any single srun/mpirun
 # shellcheck source=tests/e2e/lib.sh
 source "$ROOT/tests/e2e/lib.sh"
 
-for b in "$TOPO_RUN" "$CHECK"; do
+for b in "$TOPO_RUN" "$CHECK" "$BIN/coll-cases"; do
   [[ -x $b ]] || { echo "runtime.sh: $b is not built (cargo build --release -p topo-run -p topo-examples)" >&2; exit 2; }
 done
 
@@ -104,6 +104,15 @@ if [[ $RC -ne 0 ]] && grep -q "request was dropped before it completed" "$WORK/e
    && ! grep -q "went unnoticed" "$WORK/err" && (( $(shm_leftovers) == 0 )); then
   ok "a request dropped before completion stops the job loudly (exit $RC)"
 else bad "dropped request" "exit $RC" "$(head -6 "$WORK/err")"; fi
+
+# Legal programs that once went wrong: wait_any over two contexts, and MPI's own
+# nonblocking allreduce in flight on one rank while it waits in topo-run's barrier (MPI
+# must progress inside topo-run's waits). A hang fails through the short timeout.
+T=60 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- \
+  "$BIN/coll-cases" --require-topo wait-any-contexts mpi-progress
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "2 passed, 0 failed" ]]; then
+  ok "coll-cases wait-any-contexts mpi-progress: $(tail -1 "$WORK/out")"
+else bad "coll-cases wait-any-contexts mpi-progress" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
 echo "== mpirun with a plan from topo-run"
 t0=$SECONDS

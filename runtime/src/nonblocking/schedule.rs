@@ -101,12 +101,15 @@ pub enum Action {
 }
 
 impl Action {
-    /// The rank this step waits on, if any.
-    fn peer(&self) -> Option<u32> {
+    /// The ranks this step waits on: every receiver of a send (a shared-memory slot is
+    /// free again only once all of them have read it), the sender of a receive.
+    fn peers(&self) -> &[u32] {
         match self {
-            Action::Send { to, .. } => to.first().copied(),
-            Action::Recv { from, .. } | Action::RecvReduce { from, .. } => Some(*from),
-            Action::Copy { .. } | Action::Combine { .. } => None,
+            Action::Send { to, .. } => to,
+            Action::Recv { from, .. } | Action::RecvReduce { from, .. } => {
+                std::slice::from_ref(from)
+            }
+            Action::Copy { .. } | Action::Combine { .. } => &[],
         }
     }
 }
@@ -252,7 +255,7 @@ impl Schedule {
     pub fn check_peers(&mut self, fabric: &mut dyn Fabric) -> Result<()> {
         if let Some(round) = self.rounds.get(self.round) {
             for step in round.iter().filter(|s| !s.done) {
-                if let Some(p) = step.action.peer() {
+                for &p in step.action.peers() {
                     link(fabric, step.link)
                         .check_peer(p)
                         .map_err(|e| e.during(self.name))?;
@@ -346,5 +349,96 @@ fn run(
             need_op().combine(mem.get_mut(*acc), mem.get(*src));
             Ok(true)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    /// A transport whose transfers never complete and on which one peer has died.
+    struct Stuck {
+        dead: u32,
+    }
+
+    impl Transport for Stuck {
+        fn send(&mut self, _: &[u32], _: &[u8]) -> Result<()> {
+            unreachable!()
+        }
+        fn recv(&mut self, _: u32, _: &mut [u8]) -> Result<()> {
+            unreachable!()
+        }
+        fn sendrecv(&mut self, _: u32, _: &[u8], _: u32, _: &mut [u8]) -> Result<()> {
+            unreachable!()
+        }
+        fn poll_send(&mut self, _: &mut Transfer, _: &[u32], _: &[u8]) -> Result<bool> {
+            Ok(false)
+        }
+        fn poll_recv(
+            &mut self,
+            _: &mut Transfer,
+            _: u32,
+            _: &mut [u8],
+            _: Option<&dyn Combine>,
+        ) -> Result<bool> {
+            Ok(false)
+        }
+        fn check_peer(&mut self, peer: u32) -> Result<()> {
+            if peer == self.dead {
+                Err(Error::PeerDied {
+                    rank: peer,
+                    node: "n".into(),
+                    op: "?",
+                })
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    impl Fabric for Stuck {
+        fn level(&mut self, _: usize) -> &mut dyn Transport {
+            self
+        }
+        fn direct(&mut self, _: u32) -> &mut dyn Transport {
+            self
+        }
+    }
+
+    #[test]
+    fn a_send_checks_every_receiver_for_death() {
+        // A broadcast's writer waits for all of its readers; the one that died is not the
+        // first of them.
+        for dead in [1, 2, 3] {
+            let mut b = Builder::default();
+            b.step(
+                Link::Level(0),
+                Action::Send {
+                    to: vec![1, 2, 3],
+                    src: Region::whole(Buf::Send, 8),
+                },
+            );
+            let data = [0u8; 8];
+            // SAFETY: `data` outlives the schedule.
+            let mut s = unsafe { Schedule::new("MPI_Ibcast", b, Some(&data), None, 0, 0, None) };
+            let mut fabric = Stuck { dead };
+            assert!(!s.poll(&mut fabric).unwrap());
+            let e = s.check_peers(&mut fabric).unwrap_err();
+            assert!(e.to_string().contains("MPI_Ibcast"), "{e}");
+        }
+        let mut fabric = Stuck { dead: 9 };
+        let mut b = Builder::default();
+        b.step(
+            Link::Level(0),
+            Action::Send {
+                to: vec![1, 2],
+                src: Region::whole(Buf::Send, 0),
+            },
+        );
+        // SAFETY: no buffer is referred to.
+        let mut s = unsafe { Schedule::new("MPI_Ibcast", b, Some(&[]), None, 0, 0, None) };
+        assert!(!s.poll(&mut fabric).unwrap());
+        s.check_peers(&mut fabric).unwrap();
     }
 }

@@ -1,0 +1,190 @@
+//! Legal MPI programs that exercise topo-run's ordering and progress rules, one case per
+//! name. Each case checks its own results on every rank and prints `N passed, M failed`
+//! last (exit 1 if anything failed). A case that hangs is caught by the caller's
+//! `timeout`.
+//!
+//! ```text
+//! srun --mpi=pmix -n 2 topo-run -- coll-cases wait-any-contexts mpi-progress
+//! ```
+//!
+//! - `wait-any-contexts`: `wait_any` over requests of two contexts whose request numbers
+//!   coincide; the request it returns must really be complete.
+//! - `mpi-progress`: rank 0 has one of MPI's own nonblocking allreduces in flight and
+//!   enters topo-run's barrier, while the other ranks first wait on that allreduce; it
+//!   completes only if topo-run's waits drive MPI's progress.
+//! - `huge`: a 2.5 GiB broadcast and allreduce, larger than MPI's `int` count (run by hand:
+//!   it needs about 8 GiB of memory per rank).
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, ValueEnum};
+use mpi::collective::{CommunicatorCollectives, SystemOperation};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use topo_runtime::Topo;
+use topo_runtime::request::wait_any;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Case {
+    WaitAnyContexts,
+    MpiProgress,
+    Huge,
+}
+
+#[derive(Parser, Debug)]
+#[command(about = "Legal MPI programs that test topo-run's ordering and progress rules")]
+struct Args {
+    /// The cases to run, in order.
+    #[arg(required = true)]
+    cases: Vec<Case>,
+    /// Require the hierarchical path (fail if topo-run fell back to MPI's collectives).
+    #[arg(long)]
+    require_topo: bool,
+}
+
+/// Counts cases; every rank must agree that a case passed.
+struct Tally<'w> {
+    world: &'w SimpleCommunicator,
+    passed: u32,
+    failed: u32,
+}
+
+impl Tally<'_> {
+    fn record(&mut self, what: &str, ok: bool) {
+        let mut all = 0u8;
+        self.world
+            .all_reduce_into(&u8::from(!ok), &mut all, SystemOperation::max());
+        if all == 0 {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+        }
+        if self.world.rank() == 0 {
+            println!("{} {what}", if all == 0 { "ok" } else { "FAILED" });
+        }
+    }
+}
+
+/// Requests of two contexts, numbered alike, completed through one `wait_any`. The last
+/// rank (the broadcasts' root) starts late, so neither broadcast can have completed
+/// elsewhere when `wait_any` is called.
+fn wait_any_contexts(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
+    let mut a = Topo::from_env(world).context("context A")?;
+    let mut b = Topo::from_env_instance(world, 1).context("context B")?;
+    let rank = world.rank();
+    let root = world.size() - 1;
+    // Request 1 of context A completes; context B's first request will also be number 1.
+    a.immediate_barrier().wait();
+    if rank == root {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let fill = |salt: u8| -> Vec<u8> {
+        (0..4096)
+            .map(|i| if rank == root { (i as u8) ^ salt } else { 0 })
+            .collect()
+    };
+    let (mut abuf, mut bbuf) = (fill(0x5a), fill(0xa5));
+    let mut first = None;
+    mpi::request::scope(|scope| {
+        let mut reqs = vec![
+            a.immediate_broadcast_into(scope, root, &mut abuf[..]),
+            b.immediate_broadcast_into(scope, root, &mut bbuf[..]),
+        ];
+        first = wait_any(&mut reqs);
+        // The other one, through the same call.
+        wait_any(&mut reqs);
+    });
+    // Both are complete now, and nothing writes into the buffers any more: no context
+    // has been polled since, so a broadcast reported complete too early left its buffer
+    // as it was.
+    let want = |salt: u8| (0..4096).map(|i| (i as u8) ^ salt).collect::<Vec<u8>>();
+    t.record(
+        &format!(
+            "wait_any over two contexts returned request {} complete, both buffers hold the root's data",
+            first.map_or(-1, |i| i as i64)
+        ),
+        abuf == want(0x5a) && bbuf == want(0xa5),
+    );
+    Ok(())
+}
+
+/// Rank 0 enters topo-run's barrier with MPI's own allreduce in flight; the others wait on
+/// that allreduce first. Large enough that MPI needs rank 0's progress to finish it.
+fn mpi_progress(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
+    let mut topo = Topo::from_env(world).context("context")?;
+    let n = 1 << 20;
+    let mine = vec![i64::from(world.rank()) + 1; n];
+    let mut sum = vec![0i64; n];
+    mpi::request::scope(|scope| {
+        let req =
+            world.immediate_all_reduce_into(scope, &mine[..], &mut sum[..], SystemOperation::sum());
+        if world.rank() == 0 {
+            topo.barrier();
+            req.wait();
+        } else {
+            req.wait();
+            topo.barrier();
+        }
+    });
+    let s = i64::from(world.size());
+    t.record(
+        "rank 0 in topo-run's barrier while the others wait on MPI's own Iallreduce",
+        sum.iter().all(|&v| v == s * (s + 1) / 2),
+    );
+    Ok(())
+}
+
+/// Broadcast and allreduce of 2.5 GiB.
+fn huge(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
+    let mut topo = Topo::from_env(world).context("context")?;
+    let n: usize = 5 << 29; // 2.5 GiB of bytes
+    let rank = world.rank();
+    let mut buf = vec![0u8; n];
+    if rank == 0 {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+    }
+    topo.broadcast_into(0, &mut buf[..]);
+    let ok = buf.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8);
+    t.record("broadcast of 2.5 GiB", ok);
+    drop(buf);
+    let mine = vec![1u8; n];
+    let mut sum = vec![0u8; n];
+    topo.all_reduce_into(&mine[..], &mut sum[..], SystemOperation::sum());
+    let s = world.size() as u8;
+    t.record("allreduce of 2.5 GiB", sum.iter().all(|&v| v == s));
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let universe = mpi::initialize().context("MPI_Init failed")?;
+    let world = universe.world();
+    if args.require_topo {
+        let probe = Topo::from_env(&world).context("topo-run could not set up")?;
+        anyhow::ensure!(
+            probe.is_hierarchical(),
+            "--require-topo: topo-run fell back to MPI's collectives"
+        );
+    }
+    let mut t = Tally {
+        world: &world,
+        passed: 0,
+        failed: 0,
+    };
+    for case in &args.cases {
+        match case {
+            Case::WaitAnyContexts => wait_any_contexts(&world, &mut t)?,
+            Case::MpiProgress => mpi_progress(&world, &mut t)?,
+            Case::Huge => huge(&world, &mut t)?,
+        }
+    }
+    if world.rank() == 0 {
+        println!("{} passed, {} failed", t.passed, t.failed);
+    }
+    if t.failed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
