@@ -10,7 +10,7 @@ mod elf;
 fuzz_target!(|bytes: &[u8]| {
     if let Ok(info) = elf::parse(bytes) {
         for name in info.needed.iter().chain(&info.sections) {
-            assert!(name.len() <= bytes.len());
+            assert!(name.chars().count() <= bytes.len());
         }
     }
 });

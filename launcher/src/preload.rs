@@ -150,7 +150,7 @@ pub fn decide(
     let Some(file) = resolve(program, path) else {
         return skip(format!("{name} not found on PATH"), false);
     };
-    let info = match std::fs::read(&file).map(|b| elf::parse(&b)) {
+    let info = match std::fs::File::open(&file).map(|mut f| elf::read(&mut f)) {
         Ok(Ok(info)) => info,
         Ok(Err(e)) => {
             return skip(
@@ -176,9 +176,9 @@ pub fn decide(
             true,
         );
     };
-    let built = std::fs::read(&lib)
+    let built = std::fs::File::open(&lib)
         .ok()
-        .and_then(|b| elf::parse(&b).ok())
+        .and_then(|mut f| elf::read(&mut f).ok())
         .and_then(|i| mpi_soname(&i));
     match built {
         Some(b) if b == needs => Ok(Decision::Preload {
