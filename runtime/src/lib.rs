@@ -14,6 +14,7 @@ pub mod barrier;
 pub mod bcast;
 pub mod combine;
 mod error;
+pub mod fault;
 pub mod links;
 pub mod marker;
 pub mod nonblocking;

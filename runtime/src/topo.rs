@@ -369,11 +369,19 @@ impl Topo {
             }
         };
         // Everyone has attached: the name can go, so a crash leaves nothing behind.
-        if let Some(seg) = &seg
-            && leader
-        {
-            seg.unlink().map_err(|e| e.to_string())?;
-        }
+        // Agreement 3: the leaders have removed it (if one could not, every rank of the
+        // job learns it, and all use MPI's collectives alike).
+        let removed = match &seg {
+            Some(seg) if leader => {
+                if crate::fault::hit("shm-unlink") {
+                    Err(seg.unlink_error(nix::errno::Errno::EIO))
+                } else {
+                    seg.unlink()
+                }
+            }
+            _ => Ok(()),
+        };
+        fail_all(removed.as_ref().err())?;
         Ok(seg.map(|seg| {
             ShmTransport::new(
                 seg,

@@ -35,6 +35,10 @@ NBPROG="$WORK/preload-nonblocking"
 if ! mpicc -O2 -Wall -o "$NBPROG" "$ROOT/examples/c/preload-nonblocking.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-nonblocking.c"
 fi
+IEPROG="$WORK/internal-error"
+if ! mpif90 -O2 -o "$IEPROG" "$ROOT/examples/fortran/internal-error.f90" 2>"$WORK/fc.log"; then
+  cat "$WORK/fc.log"; give_up "mpif90 examples/fortran/internal-error.f90"
+fi
 CASES="$WORK/preload-cases"
 if ! mpicc -O2 -Wall -o "$CASES" "$ROOT/examples/c/preload-cases.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-cases.c"
@@ -174,6 +178,20 @@ if [[ $RC -ne 0 ]] && grep -q "error: cannot set up topo-run's collectives: .*ab
    && ! grep -q passed "$WORK/out"; then
   ok "a corrupted plan in the environment: a clear error (exit $RC)"
 else bad "a corrupted plan" "exit $RC" "$(head -4 "$WORK/err")"; fi
+# An internal error (a simulated panic) in one rank's Fortran call: the program gets
+# MPI_ERR_INTERN through MPI_ERRORS_RETURN and aborts; the call is not run again through
+# MPI while the peers are inside topo-run's collective.
+for call in MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier; do
+  T=60 run "$WORK/out" "$WORK/err" srun "${ONE[@]}" sh -c \
+    'if [ "$SLURM_PROCID" = 1 ]; then export TOPO_RUN_FAULT=panic:$0; fi; exec "$1" -- "$2"' \
+    "$call" "$TOPO_RUN" "$IEPROG"
+  upper=$(tr '[:lower:]' '[:upper:]' <<<"$call")
+  if [[ $RC -ne 0 ]] && grep -q "^rank 1: $upper returned error class" "$WORK/out" \
+     && grep -q "internal error in the PMPI library: simulated internal error" "$WORK/err"; then
+    ok "Fortran $upper: an internal error reaches the program (exit $RC)"
+  else bad "Fortran $upper with an internal error" "exit $RC" "$(cat "$WORK/out")" "$(grep topo-run "$WORK/err" | head -3)"; fi
+done
+
 t0=$SECONDS
 run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" -- "$CPROG" --die 1
 if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Allreduce failed: rank 1 on node .* died during MPI_Allreduce" "$WORK/err" \

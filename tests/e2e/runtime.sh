@@ -75,6 +75,15 @@ coll_check "shared memory too small: warning and MPI's collectives" \
   "warning: rank 0 on .*: shared-memory segment $WORK/tinyshm/topo-run.*(reserving|sizing).*No space left.*/dev/shm is too small.*collectives use MPI's own" \
   env TOPO_RUN_SHM_DIR="$WORK/tinyshm" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --quick --repeat 100
 umount "$WORK/tinyshm"
+# The leader cannot remove the segment's name after setup (simulated): every rank learns
+# it and all use MPI's collectives (it hung when the leader alone gave up shared memory).
+T=60 run "$WORK/out" "$WORK/err" env TOPO_RUN_FAULT=shm-unlink srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" -- "$CHECK" --quick --repeat 100
+if [[ $RC -eq 0 ]] && [[ $(tail -1 "$WORK/out") =~ ^[0-9]+\ passed,\ 0\ failed$ ]] \
+   && grep -q "warning: rank 0 on .*: removing the name failed: .*remove it by hand.*collectives use MPI's own" "$WORK/err"; then
+  ok "the leader cannot remove the segment's name: every rank falls back to MPI together"
+else bad "segment name not removable" "exit $RC" "$(head -4 "$WORK/err")"; fi
+rm -f /dev/shm/topo-run.*
 # Ranks whose plans come from different settings: every rank stops, naming both digests.
 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
   sh -c 'if [ "$SLURM_PROCID" = 1 ]; then export TOPO_RUN_BCAST=flat; fi; exec "$0" -- "$1"' "$TOPO_RUN" "$CHECK"

@@ -75,12 +75,9 @@ macro_rules! next {
     }};
 }
 
-/// Sets `*ierr` to success when the call took topo-run's path.
-fn done(ierr: *mut Fint) {
-    set_ierr(ierr, SUCCESS);
-}
-
-/// Sets `*ierr` to `rc` (the code of a call that took topo-run's path).
+/// Sets `*ierr` to `rc`, the code of a call that took topo-run's path: success, or the
+/// internal error of a panic, which is returned as is and never retried through MPI (the
+/// peers may be inside topo-run's collective by then).
 fn set_ierr(ierr: *mut Fint, rc: c_int) {
     if !ierr.is_null() {
         // SAFETY: gfortran passes the error argument by reference.
@@ -148,7 +145,7 @@ pub unsafe extern "C" fn mpi_reduce_(
     ierr: *mut Fint,
 ) {
     let cc = comm(c);
-    let ours = abi::entry(
+    let ours = abi::entry_rc(
         Some(cc),
         // SAFETY: the translated arguments of this call (all read by reference).
         || unsafe {
@@ -161,11 +158,12 @@ pub unsafe extern "C" fn mpi_reduce_(
                 *root,
                 cc,
             )
+            .then_some(SUCCESS)
         },
         || -1,
     );
-    if ours == SUCCESS {
-        return done(ierr);
+    if ours != -1 {
+        return set_ierr(ierr, ours);
     }
     next!(
         c"pmpi_reduce_",
@@ -205,7 +203,7 @@ pub unsafe extern "C" fn mpi_allreduce_(
     ierr: *mut Fint,
 ) {
     let cc = comm(c);
-    let ours = abi::entry(
+    let ours = abi::entry_rc(
         Some(cc),
         // SAFETY: the translated arguments of this call (all read by reference).
         || unsafe {
@@ -217,11 +215,12 @@ pub unsafe extern "C" fn mpi_allreduce_(
                 ffi::PMPI_Op_f2c(*op),
                 cc,
             )
+            .then_some(SUCCESS)
         },
         || -1,
     );
-    if ours == SUCCESS {
-        return done(ierr);
+    if ours != -1 {
+        return set_ierr(ierr, ours);
     }
     next!(
         c"pmpi_allreduce_",
@@ -251,8 +250,9 @@ pub unsafe extern "C" fn mpi_allreduce_(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mpi_barrier_(c: *const Fint, ierr: *mut Fint) {
     let cc = comm(c);
-    if abi::entry(Some(cc), || calls::barrier(cc), || -1) == SUCCESS {
-        return done(ierr);
+    let ours = abi::entry_rc(Some(cc), || calls::barrier(cc).then_some(SUCCESS), || -1);
+    if ours != -1 {
+        return set_ierr(ierr, ours);
     }
     next!(c"pmpi_barrier_", fn(*const Fint, *mut Fint), c, ierr)
 }

@@ -384,6 +384,7 @@ pub(crate) fn run<T>(
                     types: &mut st.types,
                     quiet: st.quiet,
                 };
+                topo_runtime::fault::maybe_panic(call.name());
                 if others.is_empty() {
                     f(active, &mut look)
                 } else {

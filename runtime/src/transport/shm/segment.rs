@@ -163,7 +163,17 @@ impl Segment {
 
     /// Removes the segment's name. Mappings stay valid until dropped.
     pub fn unlink(&self) -> Result<()> {
-        unlink(self.path.as_str()).map_err(|e| shm_err(&self.path, "unlinking", e))
+        unlink(self.path.as_str()).map_err(|e| self.unlink_error(e))
+    }
+
+    /// The error of an [`Segment::unlink`] that failed with `e`.
+    pub(crate) fn unlink_error(&self, e: Errno) -> Error {
+        Error::Shm {
+            path: self.path.clone(),
+            action: "removing the name",
+            source: e,
+            hint: "; remove it by hand after the job (rm /dev/shm/topo-run.*)",
+        }
     }
 
     /// The layout.
