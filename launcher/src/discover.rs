@@ -63,10 +63,11 @@ pub struct Placement {
     /// provides them (Open MPI's `mpirun` does, Slurm does not). `None` entries are
     /// unbound ranks.
     pub local_localities: Option<Vec<Option<String>>>,
-    /// Identifies the job step, for the shared-memory segment name (raw; the user of the
-    /// name sanitizes it).
-    pub job_id: String,
-    pub step_id: String,
+    /// Identifies this launch among all that may run on a node at once, for the
+    /// shared-memory segment name (raw; the user of the name sanitizes it): the PMIx
+    /// namespace, unique per launch (`slurm.pmix.JOB.STEP` under srun, one per mpirun),
+    /// or Slurm's `JOB.STEP` without PMIx.
+    pub launch_id: String,
 }
 
 impl Placement {
@@ -120,7 +121,7 @@ pub fn pmix_available(env: &dyn Env) -> bool {
 
 /// Discovers the placement through PMIx. The client is returned so that the caller
 /// decides when to finalize (before exec).
-pub fn from_pmix(env: &dyn Env) -> Result<(Placement, pmix::Client), DiscoveryError> {
+pub fn from_pmix() -> Result<(Placement, pmix::Client), DiscoveryError> {
     let client = pmix::Client::init()?;
     let rank = client.rank();
     let size = client
@@ -167,8 +168,7 @@ pub fn from_pmix(env: &dyn Env) -> Result<(Placement, pmix::Client), DiscoveryEr
         nodes,
         rank_node,
         local_localities: None,
-        job_id: env.var("SLURM_JOB_ID").unwrap_or_else(|| client.nspace()),
-        step_id: env.var("SLURM_STEP_ID").unwrap_or_else(|| "0".into()),
+        launch_id: client.nspace(),
     };
     let mut locs = Vec::new();
     for r in placement.local_ranks() {
@@ -235,8 +235,17 @@ pub fn from_slurm_env(env: &dyn Env) -> Result<Placement, DiscoveryError> {
         nodes,
         rank_node,
         local_localities: None,
-        job_id: slurm_var(env, "SLURM_JOB_ID")?,
-        step_id: env.var("SLURM_STEP_ID").unwrap_or_else(|| "0".into()),
+        launch_id: format!(
+            "{}.{}",
+            slurm_var(env, "SLURM_JOB_ID")?,
+            env.var("SLURM_STEP_ID")
+                .or_else(|| env.var("SLURM_STEPID"))
+                .ok_or_else(|| DiscoveryError::SlurmEnv(
+                    "neither SLURM_STEP_ID nor SLURM_STEPID is set (is this task started by \
+                     srun?)"
+                        .into()
+                ))?
+        ),
     };
     // Cross-check what we derived with what Slurm told this task.
     let local_pos = placement.local_ranks().iter().position(|&r| r == rank);
@@ -341,6 +350,22 @@ pub fn distribute(
     Ok(out)
 }
 
+/// The node's shared-memory segment name for a launch: `/topo-run.LAUNCH.NODE`, with both
+/// parts sanitized; a launch id that would make the name longer than a file name may be
+/// is replaced by its hash.
+pub fn segment_name(launch_id: &str, node: &str) -> String {
+    let node = sanitize(node);
+    let mut launch = sanitize(launch_id);
+    // NAME_MAX is 255; room is kept for the runtime's ".cN" and temporary suffixes.
+    if launch.len() + node.len() > 180 {
+        let h = launch_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        launch = format!("h{h:016x}");
+    }
+    format!("/topo-run.{launch}.{}", &node[..node.len().min(120)])
+}
+
 /// Keeps `[A-Za-z0-9._-]`, for names that end up in a shared-memory segment name.
 pub fn sanitize(s: &str) -> String {
     s.chars()
@@ -363,6 +388,29 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn segment_names_are_unique_per_launch() {
+        // Two mpirun launches in one allocation (same SLURM_JOB_ID, no SLURM_STEP_ID) have
+        // different PMIx namespaces, so different names.
+        let a = segment_name("prterun-vm-4242@1", "node1");
+        let b = segment_name("prterun-vm-4243@1", "node1");
+        assert_ne!(a, b);
+        assert_eq!(a, "/topo-run.prterun-vm-4242_1.node1");
+        assert_eq!(
+            segment_name("slurm.pmix.7.3", "vm"),
+            "/topo-run.slurm.pmix.7.3.vm"
+        );
+        // A very long namespace still gives a valid, unique file name.
+        let long = "x".repeat(400);
+        let (l1, l2) = (
+            segment_name(&long, "n"),
+            segment_name(&format!("{long}y"), "n"),
+        );
+        assert_ne!(l1, l2);
+        assert!(l1.len() < 200, "{l1}");
+        assert!(segment_name("j", &"n".repeat(300)).len() < 200);
     }
 
     #[test]

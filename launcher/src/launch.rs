@@ -95,7 +95,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
 
     // 1. Where every rank runs.
     let (placement, pmix_client) = if discover::pmix_available(&env) {
-        let (p, c) = discover::from_pmix(&env)?;
+        let (p, c) = discover::from_pmix()?;
         (p, Some(c))
     } else {
         (discover::from_slurm_env(&env)?, None)
@@ -172,12 +172,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         &filter,
         &RuntimeArgs::digest_text(&settings),
     );
-    let shm = format!(
-        "/topo-run.{}.{}.{}",
-        discover::sanitize(&placement.job_id),
-        discover::sanitize(&placement.step_id),
-        placement.node_name()
-    );
+    let shm = discover::segment_name(&placement.launch_id, placement.node_name());
     let plan = hierarchy.rank_plan(&job, placement.rank, &shm, digest, settings);
     let encoded = plan.encode();
     v.say(format!("plan: {} bytes", encoded.len()));

@@ -62,6 +62,17 @@ pub enum Error {
         hint: &'static str,
     },
 
+    /// Another live launch on this node uses the same segment name.
+    #[error(
+        "shared-memory segment {path} is in use by another launch on this node with the same \
+         job and step (two mpirun or srun --mpi=none runs at once in one allocation?); \
+         start each with srun --mpi=pmix, or give each its own SLURM_STEP_ID"
+    )]
+    ShmInUse {
+        /// The segment's path.
+        path: String,
+    },
+
     /// The segment found is not the one this job step expects.
     #[error("shared-memory segment {path}: {reason}")]
     ShmLayout {

@@ -268,3 +268,43 @@ fn a_stale_segment_does_not_block_a_new_one() {
     );
     seg.unlink().unwrap();
 }
+
+#[test]
+fn a_segment_in_use_is_never_removed_by_another_launch() {
+    let path = test_path("live");
+    let layout = Layout {
+        ranks: 2,
+        slots: 2,
+        fragment: 64,
+    };
+    // Another launch's leader created the segment, and its peer attached; the name is
+    // still there (setup is under way).
+    let first = Segment::create(&path, layout).unwrap();
+    let peer = Segment::attach(&path, layout).unwrap();
+    first.reserve_queue(0).unwrap();
+    let e = Segment::create(&path, layout).unwrap_err();
+    assert!(matches!(e, topo_runtime::Error::ShmInUse { .. }), "{e}");
+    assert!(e.to_string().contains("in use by another launch"), "{e}");
+    // The first launch's segment is intact: its name still leads to it.
+    let again = Segment::attach(&path, layout).unwrap();
+    assert_eq!(again.pid(0), std::process::id() as i32);
+    // No temporary name is left.
+    let dir = std::path::Path::new(&path).parent().unwrap();
+    let base = std::path::Path::new(&path)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let leftovers: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&base) && n != &base)
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    first.unlink().unwrap();
+    drop((first, peer, again));
+    // Once nobody uses it, a segment of that name is stale and replaced.
+    std::fs::write(&path, b"stale").unwrap();
+    Segment::create(&path, layout).unwrap().unlink().unwrap();
+}

@@ -129,6 +129,23 @@ timeout "$T" mpirun.openmpi --allow-run-as-root -n 2 --bind-to core "$TOPO_RUN" 
 if [[ $RC -eq 0 && $(tail -1 "$WORK/out") =~ ^[0-9]+\ passed,\ 0\ failed$ ]]; then ok "mpirun -n 2 topo-run -- coll-check: $(tail -1 "$WORK/out") ($((SECONDS - t0)) s)"
 else bad "mpirun -n 2 topo-run -- coll-check" "exit $RC" "$(head -5 "$WORK/err")"; fi
 
+# Two mpirun launches at once in one allocation (SLURM_JOB_ID set, SLURM_STEP_ID unset, as
+# in a batch script): each gets its own segment name (its PMIx namespace), and both run
+# correctly side by side (4 ranks on 2 cores, so waits yield at once).
+MPIRUN_IN_ALLOC="mpirun.openmpi --allow-run-as-root --mca plm isolated --mca ras simulator --oversubscribe -n 2 --bind-to core"
+t0=$SECONDS
+run "$WORK/out" "$WORK/err" salloc -N1 -n2 --quiet sh -c "
+  unset SLURM_STEP_ID
+  for i in 1 2; do $MPIRUN_IN_ALLOC '$TOPO_RUN' -- sh -c 'echo \"\$TOPO_RUN_PLAN\"' > '$WORK/plans'\$i & done; wait
+  for i in 1 2; do OMPI_MCA_mpi_yield_when_idle=1 $MPIRUN_IN_ALLOC '$TOPO_RUN' --spin 0 -- '$CHECK' --require-topo --quick --repeat 400 > '$WORK/check'\$i 2>&1 & done; wait"
+shm1=$(grep -o 'shm=[^;]*' "$WORK/plans1" | sort -u); shm2=$(grep -o 'shm=[^;]*' "$WORK/plans2" | sort -u)
+if [[ $(wc -l <<<"$shm1") -eq 1 && $(wc -l <<<"$shm2") -eq 1 && -n $shm1 && $shm1 != "$shm2" ]] \
+   && [[ $(tail -1 "$WORK/check1") =~ ^[0-9]+\ passed,\ 0\ failed$ && $(tail -1 "$WORK/check2") =~ ^[0-9]+\ passed,\ 0\ failed$ ]] \
+   && (( $(shm_leftovers) == 0 )); then
+  ok "two mpirun launches at once in one allocation: segments ${shm1#shm=} and ${shm2#shm=}, both pass ($((SECONDS - t0)) s)"
+else bad "two mpirun launches at once in one allocation" "exit $RC; names: $shm1 / $shm2" \
+  "$(tail -2 "$WORK/check1")" "$(tail -2 "$WORK/check2")"; fi
+
 # Emulated nodes share this machine's 2 cores, so MPI must yield when it waits, as Open
 # MPI advises for oversubscription (otherwise every MPI wait burns whole scheduler slices:
 # the 4-node run takes minutes instead of seconds).

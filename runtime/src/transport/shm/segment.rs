@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, open, posix_fallocate};
+use nix::fcntl::{Flock, FlockArg, OFlag, open, posix_fallocate};
 use nix::sys::mman::{MapFlags, ProtFlags, mmap, munmap};
 use nix::sys::stat::{Mode, fstat};
 use nix::unistd::{ftruncate, unlink};
@@ -25,7 +25,9 @@ pub struct Segment {
     base: NonNull<u8>,
     layout: Layout,
     path: String,
-    fd: OwnedFd,
+    /// Held with a shared lock while mapped: a segment whose lock can be taken
+    /// exclusively has no live user, and only then may another launch remove its name.
+    fd: Flock<OwnedFd>,
 }
 
 // SAFETY: the mapping is plain shared memory; all concurrent access goes through atomics
@@ -48,50 +50,96 @@ fn shm_err(path: &str, action: &'static str, source: Errno) -> Error {
     }
 }
 
+/// Whether some live process has the segment at `path` mapped (holds its lock). A name
+/// that disappears meanwhile is not in use.
+fn in_use(path: &str) -> bool {
+    let Ok(fd) = open(path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) else {
+        return false;
+    };
+    // Dropping the lock (if taken) releases it at once.
+    matches!(
+        Flock::lock(fd, FlockArg::LockExclusiveNonblock),
+        Err((_, Errno::EWOULDBLOCK))
+    )
+}
+
 impl Segment {
     /// Creates the segment (node leader): exclusive, mode 0600, header reserved and
-    /// written, magic published last. A segment left by a crashed earlier step of the same
-    /// name is removed first: names are unique among live steps.
+    /// written, magic published last. It is built under a temporary name and published
+    /// with `link`, already locked, so a segment of the final name is either complete and
+    /// in use, or left by a process that died. Such a stale segment is removed first; one
+    /// still in use (another launch that chose the same name) is an error, never removed.
     pub fn create(path: &str, layout: Layout) -> Result<Self> {
         let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC;
         let mode = Mode::from_bits_truncate(0o600);
-        let fd = match open(path, flags, mode) {
+        let tmp = format!("{path}.{}.new", std::process::id());
+        let fd = match open(tmp.as_str(), flags, mode) {
+            // Left by a dead process of this PID: this process is the only one using it.
             Err(Errno::EEXIST) => {
-                unlink(path).map_err(|e| shm_err(path, "removing a stale segment", e))?;
-                open(path, flags, mode)
+                let _ = unlink(tmp.as_str());
+                open(tmp.as_str(), flags, mode)
             }
             r => r,
         }
         .map_err(|e| shm_err(path, "creating", e))?;
-        let total = layout.total();
         let seg = (|| {
-            ftruncate(&fd, total as i64).map_err(|e| shm_err(path, "sizing", e))?;
-            posix_fallocate(&fd, 0, layout.header_len() as i64)
+            let fd = Flock::lock(fd, FlockArg::LockShared)
+                .map_err(|(_, e)| shm_err(path, "locking", e))?;
+            ftruncate(&*fd, layout.total() as i64).map_err(|e| shm_err(path, "sizing", e))?;
+            posix_fallocate(&*fd, 0, layout.header_len() as i64)
                 .map_err(|e| shm_err(path, "reserving the header", e))?;
             Self::map(path, layout, fd)
         })();
         let seg = match seg {
             Ok(s) => s,
             Err(e) => {
-                let _ = unlink(path);
+                let _ = unlink(tmp.as_str());
                 return Err(e);
             }
         };
         seg.store_u32(header::RANKS, layout.ranks as u32);
         seg.store_u32(header::SLOTS, layout.slots as u32);
         seg.store_u32(header::FRAGMENT, layout.fragment as u32);
-        seg.store_u64(header::TOTAL, total as u64);
+        seg.store_u64(header::TOTAL, layout.total() as u64);
         // SYNC: Release publishes the header fields; attach() reads MAGIC with Acquire.
         seg.atomic_u64(header::MAGIC)
             .store(MAGIC, Ordering::Release);
-        Ok(seg)
+        let published = Self::publish(&tmp, path);
+        let _ = unlink(tmp.as_str());
+        published.map(|()| seg)
+    }
+
+    /// Gives the segment built at `tmp` its final name `path`, removing a stale segment
+    /// of that name first.
+    fn publish(tmp: &str, path: &str) -> Result<()> {
+        for _ in 0..3 {
+            match std::fs::hard_link(tmp, path) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    if in_use(path) {
+                        return Err(Error::ShmInUse { path: path.into() });
+                    }
+                    match unlink(path) {
+                        Ok(()) | Err(Errno::ENOENT) => {}
+                        Err(e) => return Err(shm_err(path, "removing a stale segment", e)),
+                    }
+                }
+                Err(e) => {
+                    let errno = Errno::from_raw(e.raw_os_error().unwrap_or(0));
+                    return Err(shm_err(path, "creating", errno));
+                }
+            }
+        }
+        Err(Error::ShmInUse { path: path.into() })
     }
 
     /// Attaches to the segment the leader created, checking that it has this job's layout.
     pub fn attach(path: &str, layout: Layout) -> Result<Self> {
         let fd = open(path, OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty())
             .map_err(|e| shm_err(path, "opening", e))?;
-        let size = fstat(&fd).map_err(|e| shm_err(path, "stat", e))?.st_size;
+        let fd =
+            Flock::lock(fd, FlockArg::LockShared).map_err(|(_, e)| shm_err(path, "locking", e))?;
+        let size = fstat(&*fd).map_err(|e| shm_err(path, "stat", e))?.st_size;
         if size as usize != layout.total() {
             return Err(Error::ShmLayout {
                 path: path.into(),
@@ -122,7 +170,7 @@ impl Segment {
         Ok(seg)
     }
 
-    fn map(path: &str, layout: Layout, fd: OwnedFd) -> Result<Self> {
+    fn map(path: &str, layout: Layout, fd: Flock<OwnedFd>) -> Result<Self> {
         let len = NonZeroUsize::new(layout.total()).unwrap_or(NonZeroUsize::MIN);
         // SAFETY: a fresh shared mapping of a file we hold open; no Rust object aliases it.
         let base = unsafe {
@@ -131,7 +179,7 @@ impl Segment {
                 len,
                 ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
                 MapFlags::MAP_SHARED,
-                &fd,
+                &*fd,
                 0,
             )
         }
@@ -149,7 +197,7 @@ impl Segment {
     /// address.
     pub fn reserve_queue(&self, r: usize) -> Result<()> {
         let q = self.layout.queue(r);
-        posix_fallocate(&self.fd, q.start as i64, q.len() as i64)
+        posix_fallocate(&*self.fd, q.start as i64, q.len() as i64)
             .map_err(|e| shm_err(&self.path, "reserving a queue", e))?;
         // SAFETY: the range lies inside the mapping, is reserved (so touching it cannot
         // SIGBUS), and no other rank uses queue `r` before the attach barrier.
