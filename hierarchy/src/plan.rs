@@ -2,9 +2,9 @@
 //! versioned text encoding.
 //!
 //! ```text
-//! v2;rank=0;size=108;node=node01;local=0/36;peers=0-35;shm=topo-run.42.0.node01;
-//! digest=<32 hex>;settings=key:value,...;groups=numa@0-17/node@0,18/switch1@0,36/world@0,72;top=world;
-//! check=<16 hex>
+//! v3;rank=0;size=108;node=node01;local=0/36;peers=0-35;shm=topo-run.42.0.node01;
+//! digest=<32 hex>;nodeplan=<16 hex>;settings=key:value,...;
+//! groups=numa@0-17/node@0,18/switch1@0,36/world@0,72;top=world;check=<16 hex>
 //! ```
 //! (one line, no spaces). Strings are percent-encoded outside `[A-Za-z0-9._/-]`. `check` is
 //! FNV-1a-64 over everything before `;check=`, so truncation or an edit is caught.
@@ -22,7 +22,7 @@ use crate::ranges;
 pub const PLAN_ENV: &str = "TOPO_RUN_PLAN";
 
 /// The encoding version this crate writes and reads.
-pub const PLAN_VERSION: u32 = 2;
+pub const PLAN_VERSION: u32 = 3;
 
 /// The most ranks a decoded plan may list in all its groups together.
 pub const MAX_PLAN_MEMBERS: usize = 1 << 24;
@@ -56,6 +56,10 @@ pub struct RankPlan {
     pub shm_name: String,
     /// Digest of the whole job's inputs.
     pub digest: Digest,
+    /// Digest of this node's intra-node groups (every rank's, not only this rank's), so
+    /// that the node's ranks can check at init that they were planned alike: the job digest
+    /// leaves localities out, which each node's tasks work out on their own.
+    pub node_plan: u64,
     /// Runtime settings (algorithms, queue sizes, ...), as key/value pairs.
     pub settings: Vec<(String, String)>,
     /// The groups this rank belongs to, bottom-up.
@@ -97,10 +101,29 @@ impl Hierarchy {
             peers: self.node_ranks()[node as usize].clone(),
             shm_name: shm_name.to_string(),
             digest,
+            node_plan: self.node_plan(node),
             settings,
             groups: self.plan_groups(rank),
             top: self.groups_of(0).last().map(|g| g.level),
         }
+    }
+}
+
+impl Hierarchy {
+    /// The digest of node `node`'s intra-node groups, the same on every rank of the node
+    /// that was planned from the same localities.
+    pub fn node_plan(&self, node: crate::job::NodeId) -> u64 {
+        let mut text = String::new();
+        for &r in &self.node_ranks()[node as usize] {
+            for g in self
+                .groups_of(r)
+                .filter(|g| matches!(g.level, LevelName::Intra(_)))
+                .filter(|g| g.members[0] == r)
+            {
+                let _ = write!(text, "{}@{};", g.level, ranges::encode(&g.members));
+            }
+        }
+        fnv1a(text.as_bytes())
     }
 }
 
@@ -169,7 +192,7 @@ impl RankPlan {
         let mut s = String::new();
         let _ = write!(
             s,
-            "v{PLAN_VERSION};rank={};size={};node={};local={}/{};peers={};shm={};digest={};settings=",
+            "v{PLAN_VERSION};rank={};size={};node={};local={}/{};peers={};shm={};digest={};nodeplan={:016x};settings=",
             self.rank,
             self.size,
             escape(&self.node),
@@ -177,7 +200,8 @@ impl RankPlan {
             self.local_size,
             ranges::encode(&self.peers),
             escape(&self.shm_name),
-            self.digest
+            self.digest,
+            self.node_plan
         );
         for (i, (k, v)) in self.settings.iter().enumerate() {
             let _ = write!(
@@ -212,7 +236,9 @@ impl RankPlan {
     pub fn decode(text: &str) -> Result<Self> {
         let text = text.trim_end_matches(['\n', '\r']);
         let Some(version) = text.split(';').next().and_then(|v| v.strip_prefix('v')) else {
-            return Err(Error::plan("it does not start with a version (v2;...)"));
+            return Err(Error::plan(format!(
+                "it does not start with a version (v{PLAN_VERSION};...)"
+            )));
         };
         if version != PLAN_VERSION.to_string() {
             return Err(Error::plan(format!(
@@ -229,9 +255,10 @@ impl RankPlan {
                 "checksum mismatch: the variable was truncated or modified after topo-run wrote it",
             ));
         }
-        let mut fields: [Option<&str>; 10] = [None; 10];
-        const NAMES: [&str; 10] = [
+        let mut fields: [Option<&str>; 11] = [None; 11];
+        const NAMES: [&str; 11] = [
             "rank", "size", "node", "local", "shm", "digest", "settings", "groups", "peers", "top",
+            "nodeplan",
         ];
         for field in body.split(';').skip(1) {
             let (k, v) = field
@@ -263,6 +290,17 @@ impl RankPlan {
         let (local_rank, local_size) = (num(3, lr)?, num(3, ls)?);
         let shm_name = unescape(get(4)?, "shm")?;
         let digest = get(5)?.parse().map_err(Error::plan)?;
+        let raw_node_plan = get(10)?;
+        let node_plan = u64::from_str_radix(raw_node_plan, 16)
+            .ok()
+            .filter(|_| {
+                raw_node_plan.len() == 16 && raw_node_plan.bytes().all(|b| b.is_ascii_hexdigit())
+            })
+            .ok_or_else(|| {
+                Error::plan(format!(
+                    "field nodeplan: {raw_node_plan:?} is not 16 hex digits"
+                ))
+            })?;
         let mut settings = Vec::new();
         let raw_settings = get(6)?;
         if !raw_settings.is_empty() {
@@ -304,6 +342,7 @@ impl RankPlan {
             peers,
             shm_name,
             digest,
+            node_plan,
             settings,
             groups,
             top,

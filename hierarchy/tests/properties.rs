@@ -107,7 +107,7 @@ proptest! {
     }
 
     #[test]
-    fn decode_never_panics(text in "v2;[ -~]{0,120}") {
+    fn decode_never_panics(text in "v3;[ -~]{0,120}") {
         let _ = RankPlan::decode(&text);
     }
 }
@@ -123,6 +123,7 @@ fn tampered_plans_are_rejected() {
         peers: vec![0, 1, 2, 3],
         shm_name: "/topo-run.9.0.n1".into(),
         digest: "00112233445566778899aabbccddeeff".parse().unwrap(),
+        node_plan: 0x0123_4567_89ab_cdef,
         settings: vec![("reduce".into(), "numa=knomial:4,node=flat".into())],
         groups: vec![PlanGroup {
             level: "numa".parse().unwrap(),
@@ -139,7 +140,7 @@ fn tampered_plans_are_rejected() {
     let cases = [
         (text.replace("rank=3", "rank=2"), "checksum"),
         (text[..text.len() - 3].to_string(), "checksum"),
-        (text.replace("v2;", "v1;"), "version"),
+        (text.replace("v3;", "v2;"), "version"),
         ("garbage".to_string(), "version"),
         (text.split(";check=").next().unwrap().to_string(), "check"),
     ];
@@ -167,4 +168,34 @@ fn tampered_plans_are_rejected() {
     wrong.rank = 9;
     let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();
     assert!(e.contains("below size"), "{e}");
+}
+
+#[test]
+fn ranks_of_a_node_planned_from_different_localities_have_different_node_plans() {
+    use topo_hierarchy::{Digest, Job, LevelFilter, build};
+    let job = |locs: &[Option<&str>]| {
+        let mut j = Job::new();
+        for l in locs {
+            j.push_rank("n1", l.map(|l| l.parse().unwrap())).unwrap();
+        }
+        j
+    };
+    let bound = [
+        Some("SK0:NM0:CR0"),
+        Some("SK0:NM0:CR1"),
+        Some("SK1:NM1:CR2"),
+        Some("SK1:NM1:CR3"),
+    ];
+    let a = job(&bound);
+    let b = job(&[None, None, None, None]);
+    let plan = |j: &Job, r: u32| {
+        let h = build(j, None, &LevelFilter::default()).unwrap();
+        h.rank_plan(j, r, "/x", Digest([0; 16]), vec![])
+    };
+    // Every rank of a node computes the same node plan from the same localities (rank 1
+    // is in no intra-node group of its own leadership, yet agrees with rank 0).
+    assert_eq!(plan(&a, 0).node_plan, plan(&a, 1).node_plan);
+    assert_eq!(plan(&a, 1).node_plan, plan(&a, 3).node_plan);
+    // A task that dropped the intra-node levels (unbound) disagrees with its neighbours.
+    assert_ne!(plan(&a, 0).node_plan, plan(&b, 0).node_plan);
 }

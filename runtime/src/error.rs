@@ -73,6 +73,23 @@ pub enum Error {
         path: String,
     },
 
+    /// The ranks of one node were planned from different views of the node.
+    #[error(
+        "the ranks of this node were planned with different intra-node groups (node plan \
+         {mine:016x} here, {theirs:016x} in the leader's segment {path}): their tasks saw \
+         different CPU bindings (with --allow-unbound, some tasks were bound differently than \
+         SLURM_CPU_BIND_LIST says); bind every task alike (srun --cpu-bind=cores), or pass \
+         --levels node,... to drop the intra-node levels"
+    )]
+    NodePlans {
+        /// The leader's segment.
+        path: String,
+        /// This rank's node plan.
+        mine: u64,
+        /// The leader's.
+        theirs: u64,
+    },
+
     /// The segment found is not the one this job step expects.
     #[error("shared-memory segment {path}: {reason}")]
     ShmLayout {
@@ -132,16 +149,6 @@ pub enum Error {
     /// A level spans nodes but the fabric has no network transport (a plan bug).
     #[error("a level spans nodes, but this fabric has no network transport")]
     NoNetwork,
-
-    /// A message is larger than one MPI call can carry.
-    #[error(
-        "a nonblocking collective of {bytes} bytes exceeds MPI's 2 GiB count limit; split \
-         it into smaller calls"
-    )]
-    TooLarge {
-        /// The message size.
-        bytes: usize,
-    },
 }
 
 impl Error {

@@ -94,17 +94,25 @@ impl Combine for MpiCombine {
 
     fn combine(&self, acc: &mut [u8], incoming: &[u8]) {
         debug_assert_eq!(acc.len(), incoming.len());
-        let count = (acc.len() / self.elem) as i32;
-        // SAFETY: both buffers hold `count` elements of `datatype`; MPI reads `incoming`
-        // and updates `acc` in place; they do not overlap (distinct borrows).
-        unsafe {
-            mpi::ffi::PMPI_Reduce_local(
-                incoming.as_ptr().cast(),
-                acc.as_mut_ptr().cast(),
-                count,
-                self.datatype,
-                self.op,
-            );
+        // MPI counts are `int`: larger buffers are combined in pieces of whole elements.
+        let piece = (MAX_COUNT / self.elem).max(1) * self.elem;
+        for (acc, incoming) in acc.chunks_mut(piece).zip(incoming.chunks(piece)) {
+            let count = (acc.len() / self.elem) as i32;
+            // SAFETY: both pieces hold `count` (at most `MAX_COUNT`) elements of
+            // `datatype`; MPI reads `incoming` and updates `acc` in place; they do not
+            // overlap (distinct borrows).
+            unsafe {
+                mpi::ffi::PMPI_Reduce_local(
+                    incoming.as_ptr().cast(),
+                    acc.as_mut_ptr().cast(),
+                    count,
+                    self.datatype,
+                    self.op,
+                );
+            }
         }
     }
 }
+
+/// The largest element count passed to one MPI call (`INT_MAX`).
+pub(crate) const MAX_COUNT: usize = i32::MAX as usize;

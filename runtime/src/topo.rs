@@ -327,7 +327,7 @@ impl Topo {
         };
         // Agreement 1: every node leader has created its segment.
         let created = match (alone, leader) {
-            (false, true) => Segment::create(&path, layout).map(Some),
+            (false, true) => Segment::create(&path, layout, plan.node_plan).map(Some),
             _ => Ok(None),
         };
         let unlink_on_err = |seg: &Option<Segment>| {
@@ -345,7 +345,7 @@ impl Topo {
         let attached = match created {
             Ok(Some(seg)) => Ok(Some(seg)),
             _ if alone => Ok(None),
-            _ => Segment::attach(&path, layout).map(Some),
+            _ => Segment::attach(&path, layout, plan.node_plan).map(Some),
         }
         .and_then(|seg| match &seg {
             Some(s) => s.reserve_queue(plan.local_rank as usize).map(|()| seg),

@@ -38,10 +38,10 @@ fn join(me: usize, path: &str, s: &Settings) -> Segment {
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     let seg = if me == 0 {
-        Segment::create(path, layout).unwrap()
+        Segment::create(path, layout, 0).unwrap()
     } else {
         loop {
-            match Segment::attach(path, layout) {
+            match Segment::attach(path, layout, 0) {
                 Ok(seg) => break seg,
                 Err(e) if Instant::now() > deadline => panic!("attach: {e}"),
                 Err(_) => std::thread::sleep(Duration::from_millis(2)),
@@ -261,7 +261,7 @@ fn a_stale_segment_does_not_block_a_new_one() {
         slots: 2,
         fragment: 64,
     };
-    let seg = Segment::create(&path, layout).unwrap();
+    let seg = Segment::create(&path, layout, 0).unwrap();
     assert_eq!(
         std::fs::metadata(&path).unwrap().len() as usize,
         layout.total()
@@ -279,14 +279,14 @@ fn a_segment_in_use_is_never_removed_by_another_launch() {
     };
     // Another launch's leader created the segment, and its peer attached; the name is
     // still there (setup is under way).
-    let first = Segment::create(&path, layout).unwrap();
-    let peer = Segment::attach(&path, layout).unwrap();
+    let first = Segment::create(&path, layout, 0).unwrap();
+    let peer = Segment::attach(&path, layout, 0).unwrap();
     first.reserve_queue(0).unwrap();
-    let e = Segment::create(&path, layout).unwrap_err();
+    let e = Segment::create(&path, layout, 0).unwrap_err();
     assert!(matches!(e, topo_runtime::Error::ShmInUse { .. }), "{e}");
     assert!(e.to_string().contains("in use by another launch"), "{e}");
     // The first launch's segment is intact: its name still leads to it.
-    let again = Segment::attach(&path, layout).unwrap();
+    let again = Segment::attach(&path, layout, 0).unwrap();
     assert_eq!(again.pid(0), std::process::id() as i32);
     // No temporary name is left.
     let dir = std::path::Path::new(&path).parent().unwrap();
@@ -306,5 +306,21 @@ fn a_segment_in_use_is_never_removed_by_another_launch() {
     drop((first, peer, again));
     // Once nobody uses it, a segment of that name is stale and replaced.
     std::fs::write(&path, b"stale").unwrap();
-    Segment::create(&path, layout).unwrap().unlink().unwrap();
+    Segment::create(&path, layout, 0).unwrap().unlink().unwrap();
+}
+
+#[test]
+fn ranks_planned_differently_cannot_attach() {
+    let path = test_path("nodeplan");
+    let layout = Layout {
+        ranks: 2,
+        slots: 2,
+        fragment: 64,
+    };
+    let leader = Segment::create(&path, layout, 0xaaaa).unwrap();
+    let e = Segment::attach(&path, layout, 0xbbbb).unwrap_err();
+    assert!(matches!(e, topo_runtime::Error::NodePlans { .. }), "{e}");
+    assert!(e.to_string().contains("different intra-node groups"), "{e}");
+    Segment::attach(&path, layout, 0xaaaa).unwrap();
+    leader.unlink().unwrap();
 }

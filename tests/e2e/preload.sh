@@ -173,7 +173,7 @@ if [[ $RC -eq 0 ]] && passed_line "$WORK/out" && grep -q "warning: MPI_THREAD_MU
   ok "MPI_THREAD_MULTIPLE: one warning, MPI's own collectives, correct results"
 else bad "MPI_THREAD_MULTIPLE" "exit $RC" "$(head -3 "$WORK/err")"; fi
 run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" --preload -- \
-  sh -c 'TOPO_RUN_PLAN="v2;corrupted" exec "$0" --quick' "$CPROG"
+  sh -c 'TOPO_RUN_PLAN="v3;corrupted" exec "$0" --quick' "$CPROG"
 if [[ $RC -ne 0 ]] && grep -q "error: cannot set up topo-run's collectives: .*aborting the job (exit code 9)" "$WORK/err" \
    && ! grep -q passed "$WORK/out"; then
   ok "a corrupted plan in the environment: a clear error (exit $RC)"

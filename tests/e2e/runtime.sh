@@ -84,6 +84,17 @@ if [[ $RC -eq 0 ]] && [[ $(tail -1 "$WORK/out") =~ ^[0-9]+\ passed,\ 0\ failed$ 
   ok "the leader cannot remove the segment's name: every rank falls back to MPI together"
 else bad "segment name not removable" "exit $RC" "$(head -4 "$WORK/err")"; fi
 rm -f /dev/shm/topo-run.*
+# With --allow-unbound, one task re-pinned by a wrapper (taskset) drops its intra-node
+# levels while its neighbours keep theirs: the node plans differ, every rank learns it at
+# init, and all use MPI's collectives (it hung, or mixed up groups, before).
+T=60 run "$WORK/out" "$WORK/err" salloc -N1 -n2 --quiet srun -O -n4 --mpi=pmix --cpu-bind=map_cpu:0,0,1,1 \
+  sh -c 'if [ "$SLURM_LOCALID" = 3 ]; then set -- taskset -c 0 "$@"; fi; exec "$@"' \
+  sh "$TOPO_RUN" --allow-unbound --spin 0 -- "$BIN/coll-cases" basic
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "1 passed, 0 failed" ]] \
+   && grep -q "warning: rank [0-9] on .*: the ranks of this node were planned with different intra-node groups.*collectives use MPI's own" "$WORK/err" \
+   && (( $(shm_leftovers) == 0 )); then
+  ok "--allow-unbound with one task re-pinned: the node's plans differ, every rank falls back together"
+else bad "--allow-unbound with one task re-pinned" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 # Ranks whose plans come from different settings: every rank stops, naming both digests.
 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
   sh -c 'if [ "$SLURM_PROCID" = 1 ]; then export TOPO_RUN_BCAST=flat; fi; exec "$0" -- "$1"' "$TOPO_RUN" "$CHECK"

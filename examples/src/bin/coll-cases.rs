@@ -12,6 +12,8 @@
 //! - `mpi-progress`: rank 0 has one of MPI's own nonblocking allreduces in flight and
 //!   enters topo-run's barrier, while the other ranks first wait on that allreduce; it
 //!   completes only if topo-run's waits drive MPI's progress.
+//! - `basic`: a few allreduces, broadcasts from every root and barriers, checked against
+//!   values computed locally (a quick check that a run works, hierarchical or not).
 //! - `huge`: a 2.5 GiB broadcast and allreduce, larger than MPI's `int` count (run by hand:
 //!   it needs about 8 GiB of memory per rank).
 
@@ -26,6 +28,7 @@ use topo_runtime::request::wait_any;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Case {
+    Basic,
     WaitAnyContexts,
     MpiProgress,
     Huge,
@@ -63,6 +66,40 @@ impl Tally<'_> {
             println!("{} {what}", if all == 0 { "ok" } else { "FAILED" });
         }
     }
+}
+
+/// Allreduce, broadcast from every root, reduce and barrier, checked locally.
+fn basic(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
+    let mut topo = Topo::from_env(world).context("context")?;
+    let (rank, size) = (i64::from(world.rank()), i64::from(world.size()));
+    let mut ok = true;
+    for n in [1usize, 1000, 100_000] {
+        let mine: Vec<i64> = (0..n as i64).map(|i| i + rank).collect();
+        let mut sum = vec![0i64; n];
+        topo.all_reduce_into(&mine[..], &mut sum[..], SystemOperation::sum());
+        ok &= sum
+            .iter()
+            .enumerate()
+            .all(|(i, &v)| v == i as i64 * size + size * (size - 1) / 2);
+        for root in 0..world.size() {
+            let mut b: Vec<i64> = if world.rank() == root {
+                mine.clone()
+            } else {
+                vec![-1; n]
+            };
+            topo.broadcast_into(root, &mut b[..]);
+            ok &= b
+                .iter()
+                .enumerate()
+                .all(|(i, &v)| v == i as i64 + i64::from(root));
+        }
+        topo.barrier();
+    }
+    t.record(
+        "allreduce, broadcast from every root and barrier at 1, 1000 and 100000 elements",
+        ok,
+    );
+    Ok(())
 }
 
 /// Requests of two contexts, numbered alike, completed through one `wait_any`. The last
@@ -175,6 +212,7 @@ fn main() -> anyhow::Result<()> {
     };
     for case in &args.cases {
         match case {
+            Case::Basic => basic(&world, &mut t)?,
             Case::WaitAnyContexts => wait_any_contexts(&world, &mut t)?,
             Case::MpiProgress => mpi_progress(&world, &mut t)?,
             Case::Huge => huge(&world, &mut t)?,

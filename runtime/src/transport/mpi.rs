@@ -6,6 +6,10 @@
 //! them, because their buffers belong to a schedule that outlives any rsmpi scope here.
 //! While a progress hook is installed ([`crate::with_progress_hook`]) the blocking calls
 //! post the same messages nonblocking and test them, calling the hook in between.
+//!
+//! MPI counts are `int`, so a message longer than [`MAX_PIECE`] bytes travels as several
+//! messages of at most that size, in order (MPI keeps the order of messages between two
+//! ranks with one tag); both ends know the length, so both split it alike.
 
 use std::os::raw::c_int;
 
@@ -18,12 +22,25 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use super::{Transfer, Transport};
 use crate::backoff::{self, Backoff};
 use crate::combine::Combine;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The tag of nonblocking collectives' messages.
 const NONBLOCKING_TAG: c_int = 0x7e57;
 /// The tag of blocking collectives' messages (rsmpi's default).
 const BLOCKING_TAG: c_int = 0;
+
+/// The most bytes in one MPI message (1 GiB: well under `INT_MAX`).
+pub const MAX_PIECE: usize = 1 << 30;
+
+/// The pieces of a message of `len` bytes: `(offset, length)`; one empty piece for an empty
+/// message.
+pub fn pieces(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
+    let n = len.div_ceil(max).max(1);
+    (0..n).map(move |i| {
+        let off = i * max;
+        (off, (len - off).min(max))
+    })
+}
 
 /// Point-to-point over a duplicate of the world communicator.
 pub struct MpiTransport {
@@ -45,10 +62,6 @@ impl MpiTransport {
 }
 
 impl MpiTransport {
-    fn count(len: usize) -> Result<c_int> {
-        c_int::try_from(len).map_err(|_| Error::TooLarge { bytes: len })
-    }
-
     /// Tests `x`'s requests; true once all are complete.
     fn test_all(x: &mut Transfer) -> bool {
         let mut flag: c_int = 0;
@@ -81,24 +94,26 @@ impl MpiTransport {
         data: &[u8],
         tag: c_int,
     ) -> Result<()> {
-        let count = Self::count(data.len())?;
         let byte = u8::equivalent_datatype().as_raw();
         for &r in to {
-            // SAFETY: per the contract, `data` stays valid until the request completes.
-            let req = unsafe {
-                let mut req = ffi::RSMPI_REQUEST_NULL;
-                ffi::MPI_Isend(
-                    data.as_ptr().cast(),
-                    count,
-                    byte,
-                    r as c_int,
-                    tag,
-                    self.comm.as_raw(),
-                    &mut req,
-                );
-                req
-            };
-            x.requests.push(req);
+            for (off, len) in pieces(data.len(), MAX_PIECE) {
+                // SAFETY: per the contract, `data` stays valid until the request completes;
+                // the piece lies inside it and its length fits an `int`.
+                let req = unsafe {
+                    let mut req = ffi::RSMPI_REQUEST_NULL;
+                    ffi::MPI_Isend(
+                        data.as_ptr().add(off).cast(),
+                        len as c_int,
+                        byte,
+                        r as c_int,
+                        tag,
+                        self.comm.as_raw(),
+                        &mut req,
+                    );
+                    req
+                };
+                x.requests.push(req);
+            }
         }
         Ok(())
     }
@@ -115,22 +130,24 @@ impl MpiTransport {
         len: usize,
         tag: c_int,
     ) -> Result<()> {
-        let count = Self::count(len)?;
-        // SAFETY: per the contract, `buf` has room for `len` bytes until completion.
-        let req = unsafe {
-            let mut req = ffi::RSMPI_REQUEST_NULL;
-            ffi::MPI_Irecv(
-                buf.cast(),
-                count,
-                u8::equivalent_datatype().as_raw(),
-                from as c_int,
-                tag,
-                self.comm.as_raw(),
-                &mut req,
-            );
-            req
-        };
-        x.requests.push(req);
+        for (off, piece) in pieces(len, MAX_PIECE) {
+            // SAFETY: per the contract, `buf` has room for `len` bytes until completion; the
+            // piece lies inside it and its length fits an `int`.
+            let req = unsafe {
+                let mut req = ffi::RSMPI_REQUEST_NULL;
+                ffi::MPI_Irecv(
+                    buf.add(off).cast(),
+                    piece as c_int,
+                    u8::equivalent_datatype().as_raw(),
+                    from as c_int,
+                    tag,
+                    self.comm.as_raw(),
+                    &mut req,
+                );
+                req
+            };
+            x.requests.push(req);
+        }
         Ok(())
     }
 
@@ -184,7 +201,7 @@ impl Transport for MpiTransport {
     }
 
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
-        if backoff::hooked() {
+        if backoff::hooked() || data.len() > MAX_PIECE {
             let mut x = Transfer::default();
             // SAFETY: `data` is borrowed until the sends have completed below.
             unsafe { self.post_send(&mut x, to, data, BLOCKING_TAG)? };
@@ -212,7 +229,7 @@ impl Transport for MpiTransport {
     }
 
     fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
-        if backoff::hooked() {
+        if backoff::hooked() || buf.len() > MAX_PIECE {
             let mut x = Transfer::default();
             // SAFETY: `buf` is borrowed until the receive has completed below.
             unsafe { self.post_recv(&mut x, from, buf.as_mut_ptr(), buf.len(), BLOCKING_TAG)? };
@@ -224,7 +241,7 @@ impl Transport for MpiTransport {
     }
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
-        if backoff::hooked() {
+        if backoff::hooked() || data.len().max(buf.len()) > MAX_PIECE {
             let mut x = Transfer::default();
             // SAFETY: `buf` is borrowed until both transfers have completed below.
             unsafe { self.post_recv(&mut x, from, buf.as_mut_ptr(), buf.len(), BLOCKING_TAG)? };
@@ -239,5 +256,24 @@ impl Transport for MpiTransport {
         );
         send_receive_into(data, &dst, buf, &src);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_split_into_pieces_that_cover_them_in_order() {
+        assert_eq!(pieces(0, 4).collect::<Vec<_>>(), [(0, 0)]);
+        assert_eq!(pieces(4, 4).collect::<Vec<_>>(), [(0, 4)]);
+        assert_eq!(pieces(9, 4).collect::<Vec<_>>(), [(0, 4), (4, 4), (8, 1)]);
+        // 2.5 GiB: three messages, each within MPI's int count.
+        let big = 5usize << 29;
+        let p: Vec<_> = pieces(big, MAX_PIECE).collect();
+        assert_eq!(p.len(), 3);
+        assert!(p.iter().all(|&(_, l)| l <= i32::MAX as usize && l > 0));
+        assert_eq!(p.iter().map(|&(_, l)| l).sum::<usize>(), big);
+        assert!(p.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
     }
 }

@@ -14,8 +14,8 @@
 //! length of the writer's own buffer, which readers copy with `process_vm_readv`, and the
 //! writer waits until every reader has cleared its word before it reuses the buffer.
 
-/// Identifies a topo-run segment, version 2 of this layout.
-pub const MAGIC: u64 = 0x746f_706f_7275_6e32;
+/// Identifies a topo-run segment, version 3 of this layout.
+pub const MAGIC: u64 = 0x746f_706f_7275_6e33;
 /// The `len` bit of a control word that marks a single-copy descriptor.
 pub const SINGLE_COPY: u64 = 1 << 31;
 /// Bytes of a single-copy descriptor: the writer's buffer address and length (`u64` each).
@@ -56,6 +56,8 @@ pub mod header {
     pub const FRAGMENT: usize = 16;
     /// `u64` total bytes.
     pub const TOTAL: usize = 24;
+    /// `u64` digest of the node's intra-node groups in the creator's plan.
+    pub const NODE_PLAN: usize = 32;
 }
 
 impl Layout {

@@ -69,7 +69,9 @@ impl Segment {
     /// with `link`, already locked, so a segment of the final name is either complete and
     /// in use, or left by a process that died. Such a stale segment is removed first; one
     /// still in use (another launch that chose the same name) is an error, never removed.
-    pub fn create(path: &str, layout: Layout) -> Result<Self> {
+    /// `node_plan` is the digest of the node's intra-node groups in this rank's plan
+    /// ([`topo_hierarchy::RankPlan::node_plan`]), which every attaching rank must share.
+    pub fn create(path: &str, layout: Layout, node_plan: u64) -> Result<Self> {
         let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC;
         let mode = Mode::from_bits_truncate(0o600);
         let tmp = format!("{path}.{}.new", std::process::id());
@@ -101,6 +103,7 @@ impl Segment {
         seg.store_u32(header::SLOTS, layout.slots as u32);
         seg.store_u32(header::FRAGMENT, layout.fragment as u32);
         seg.store_u64(header::TOTAL, layout.total() as u64);
+        seg.store_u64(header::NODE_PLAN, node_plan);
         // SYNC: Release publishes the header fields; attach() reads MAGIC with Acquire.
         seg.atomic_u64(header::MAGIC)
             .store(MAGIC, Ordering::Release);
@@ -133,8 +136,9 @@ impl Segment {
         Err(Error::ShmInUse { path: path.into() })
     }
 
-    /// Attaches to the segment the leader created, checking that it has this job's layout.
-    pub fn attach(path: &str, layout: Layout) -> Result<Self> {
+    /// Attaches to the segment the leader created, checking that it has this job's layout
+    /// and that the leader's plan of the node's intra-node groups is this rank's.
+    pub fn attach(path: &str, layout: Layout, node_plan: u64) -> Result<Self> {
         let fd = open(path, OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty())
             .map_err(|e| shm_err(path, "opening", e))?;
         let fd =
@@ -165,6 +169,14 @@ impl Segment {
                 reason: format!(
                     "it is not this job's segment (ranks, slots, fragment = {fields:?}, expected {want:?})"
                 ),
+            });
+        }
+        let theirs = seg.load_u64(header::NODE_PLAN);
+        if theirs != node_plan {
+            return Err(Error::NodePlans {
+                path: path.into(),
+                mine: node_plan,
+                theirs,
             });
         }
         Ok(seg)
@@ -265,6 +277,10 @@ impl Segment {
 
     fn load_u32(&self, offset: usize) -> u32 {
         self.atomic_i32(offset).load(Ordering::Relaxed) as u32
+    }
+
+    fn load_u64(&self, offset: usize) -> u64 {
+        self.atomic_u64(offset).load(Ordering::Relaxed)
     }
 
     fn store_u64(&self, offset: usize, v: u64) {
