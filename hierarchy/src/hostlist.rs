@@ -10,6 +10,10 @@ use crate::error::{Error, Result};
 /// Most names one expression may expand to; protects against `n[0-4000000000]`.
 pub const MAX_HOSTS: usize = 1 << 24;
 
+/// Most bytes of names one expression may expand to (long names multiplied out by large
+/// ranges), so that an expression of a few hundred characters cannot take gigabytes.
+pub const MAX_HOST_BYTES: usize = 256 << 20;
+
 /// Expands a hostlist expression into host names, in order.
 pub fn expand(expr: &str) -> Result<Vec<String>> {
     let bad = |reason: String| Error::Hostlist {
@@ -17,6 +21,8 @@ pub fn expand(expr: &str) -> Result<Vec<String>> {
         reason,
     };
     let mut hosts = Vec::new();
+    // An upper bound of the bytes of the names so far.
+    let mut bytes = 0usize;
     for item in split_top_level(expr).map_err(&bad)? {
         let item = item.trim();
         if item.is_empty() {
@@ -25,7 +31,7 @@ pub fn expand(expr: &str) -> Result<Vec<String>> {
             }
             return Err(bad("empty item between commas".into()));
         }
-        expand_item(item, &mut hosts).map_err(&bad)?;
+        expand_item(item, &mut hosts, &mut bytes).map_err(&bad)?;
     }
     Ok(hosts)
 }
@@ -56,7 +62,11 @@ fn split_top_level(expr: &str) -> std::result::Result<Vec<&str>, String> {
 /// One bracket's ranges: (lo, hi, width).
 type Ranges = Vec<(u64, u64, usize)>;
 
-fn expand_item(item: &str, out: &mut Vec<String>) -> std::result::Result<(), String> {
+fn expand_item(
+    item: &str,
+    out: &mut Vec<String>,
+    bytes: &mut usize,
+) -> std::result::Result<(), String> {
     // Split into literal text and bracket groups: lit0 [g0] lit1 [g1] ... litN.
     let mut literals = Vec::new();
     let mut groups: Vec<Ranges> = Vec::new();
@@ -78,8 +88,32 @@ fn expand_item(item: &str, out: &mut Vec<String>) -> std::result::Result<(), Str
         acc.checked_mul(usize::try_from(n).ok()?)
             .filter(|&t| t.saturating_add(out.len()) <= MAX_HOSTS)
     });
-    if count.is_none() {
+    let Some(count) = count else {
         return Err(format!("expands to more than {MAX_HOSTS} hosts"));
+    };
+    // The longest name: every literal, and each group's widest number.
+    let longest = literals.iter().map(|l| l.len()).sum::<usize>()
+        + groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|&(_, hi, w)| w.max(hi.to_string().len()))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .sum::<usize>();
+    match count
+        .checked_mul(longest)
+        .and_then(|b| b.checked_add(*bytes))
+        .filter(|&b| b <= MAX_HOST_BYTES)
+    {
+        Some(b) => *bytes = b,
+        None => {
+            return Err(format!(
+                "expands to more than {} MiB of host names",
+                MAX_HOST_BYTES >> 20
+            ));
+        }
     }
     let mut name = String::new();
     product(&literals, &groups, 0, &mut name, out);
@@ -216,6 +250,23 @@ mod tests {
 
     fn ex(s: &str) -> Vec<String> {
         expand(s).unwrap()
+    }
+
+    #[test]
+    fn long_names_multiplied_out_are_refused_before_they_take_memory() {
+        // The fuzzer's out-of-memory input: about 4.4 million names of some 130 bytes.
+        // The target reads its bytes as text up to the first byte that is not UTF-8.
+        let raw: &[u8] = include_bytes!("../tests/data/hostlist-oom.bin");
+        let crash = raw.utf8_chunks().next().unwrap().valid();
+        let e = expand(crash).unwrap_err().to_string();
+        assert!(e.contains("MiB of host names"), "{e}");
+        let long = format!("{}[0-9999]-[0-999]", "x".repeat(64));
+        assert!(expand(&long).unwrap_err().to_string().contains("MiB"));
+        // Real lists stay well within: a million nodes of 20-byte names.
+        assert_eq!(
+            expand("rack[0000-0999]-node[0000-0999]").unwrap().len(),
+            1_000_000
+        );
     }
 
     #[test]
