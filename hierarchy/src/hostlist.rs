@@ -16,13 +16,25 @@ pub const MAX_HOST_BYTES: usize = 256 << 20;
 
 /// Expands a hostlist expression into host names, in order.
 pub fn expand(expr: &str) -> Result<Vec<String>> {
+    let mut hosts = Vec::new();
+    walk(expr, Some(&mut hosts))?;
+    Ok(hosts)
+}
+
+/// The number of names `expr` expands to, without expanding it (the same checks as
+/// [`expand`]).
+pub fn count(expr: &str) -> Result<usize> {
+    walk(expr, None)
+}
+
+/// Checks `expr` and counts its names, expanding them into `out` if given.
+fn walk(expr: &str, mut out: Option<&mut Vec<String>>) -> Result<usize> {
     let bad = |reason: String| Error::Hostlist {
         expr: expr.to_string(),
         reason,
     };
-    let mut hosts = Vec::new();
-    // An upper bound of the bytes of the names so far.
-    let mut bytes = 0usize;
+    // Names so far, and an upper bound of their bytes.
+    let (mut names, mut bytes) = (0usize, 0usize);
     for item in split_top_level(expr).map_err(&bad)? {
         let item = item.trim();
         if item.is_empty() {
@@ -31,9 +43,9 @@ pub fn expand(expr: &str) -> Result<Vec<String>> {
             }
             return Err(bad("empty item between commas".into()));
         }
-        expand_item(item, &mut hosts, &mut bytes).map_err(&bad)?;
+        expand_item(item, out.as_deref_mut(), &mut names, &mut bytes).map_err(&bad)?;
     }
-    Ok(hosts)
+    Ok(names)
 }
 
 fn split_top_level(expr: &str) -> std::result::Result<Vec<&str>, String> {
@@ -64,7 +76,8 @@ type Ranges = Vec<(u64, u64, usize)>;
 
 fn expand_item(
     item: &str,
-    out: &mut Vec<String>,
+    out: Option<&mut Vec<String>>,
+    names: &mut usize,
     bytes: &mut usize,
 ) -> std::result::Result<(), String> {
     // Split into literal text and bracket groups: lit0 [g0] lit1 [g1] ... litN.
@@ -86,7 +99,7 @@ fn expand_item(
     let count = groups.iter().try_fold(1usize, |acc, g| {
         let n: u64 = g.iter().map(|&(lo, hi, _)| hi - lo + 1).sum();
         acc.checked_mul(usize::try_from(n).ok()?)
-            .filter(|&t| t.saturating_add(out.len()) <= MAX_HOSTS)
+            .filter(|&t| t.saturating_add(*names) <= MAX_HOSTS)
     });
     let Some(count) = count else {
         return Err(format!("expands to more than {MAX_HOSTS} hosts"));
@@ -115,8 +128,11 @@ fn expand_item(
             ));
         }
     }
-    let mut name = String::new();
-    product(&literals, &groups, 0, &mut name, out);
+    *names += count;
+    if let Some(out) = out {
+        let mut name = String::new();
+        product(&literals, &groups, 0, &mut name, out);
+    }
     Ok(())
 }
 
@@ -262,6 +278,9 @@ mod tests {
         assert!(e.contains("MiB of host names"), "{e}");
         let long = format!("{}[0-9999]-[0-999]", "x".repeat(64));
         assert!(expand(&long).unwrap_err().to_string().contains("MiB"));
+        // Counting checks the same without expanding.
+        assert!(count(crash).is_err());
+        assert_eq!(count("a,b[1-3],c[01-10]-[1-2]").unwrap(), 24);
         // Real lists stay well within: a million nodes of 20-byte names.
         assert_eq!(
             expand("rack[0000-0999]-node[0000-0999]").unwrap().len(),

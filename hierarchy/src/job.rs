@@ -8,6 +8,12 @@ use crate::locality::LocalityString;
 /// Index of a node in a [`Job`], in order of first appearance.
 pub type NodeId = u32;
 
+/// The most ranks a job may have (16,777,216: twice the largest machines' core counts);
+/// planning takes about 45 bytes per rank.
+pub const MAX_RANKS: u32 = 1 << 24;
+/// The most nodes a job may have (1,048,576).
+pub const MAX_NODES: u32 = 1 << 20;
+
 /// Where every rank of a job runs. Nodes and locality strings are interned, so a million
 /// ranks on identical nodes cost a few bytes each.
 #[derive(Debug, Clone, Default)]
@@ -35,6 +41,11 @@ impl Job {
             return Ok(id);
         }
         validate_node_name(name)?;
+        if self.nodes.len() >= MAX_NODES as usize {
+            return Err(Error::job(format!(
+                "more than {MAX_NODES} nodes, the most topo-run plans for"
+            )));
+        }
         let id = self.nodes.len() as NodeId;
         self.nodes.push(name.to_string());
         self.node_index.insert(name.to_string(), id);
@@ -63,8 +74,12 @@ impl Job {
         }
         let rank = u32::try_from(self.rank_node.len())
             .ok()
-            .filter(|&r| r < i32::MAX as u32)
-            .ok_or_else(|| Error::job("more ranks than MPI can number (2^31 - 1)"))?;
+            .filter(|&r| r < MAX_RANKS)
+            .ok_or_else(|| {
+                Error::job(format!(
+                    "more than {MAX_RANKS} ranks, the most topo-run plans for"
+                ))
+            })?;
         self.rank_node.push(node);
         self.rank_locality.push(locality.unwrap_or(UNBOUND));
         Ok(rank)

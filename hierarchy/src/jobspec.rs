@@ -16,22 +16,88 @@
 //!   hardware: {sockets: 2, numa_per_socket: 4, cores_per_numa: 16}
 //! ```
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 
 use serde::Deserialize;
+use serde::de::{self, SeqAccess, Visitor};
 
 use crate::error::{Error, Result};
 use crate::hostlist;
 use crate::indexlist::IndexList;
-use crate::job::Job;
+use crate::job::{Job, MAX_NODES, MAX_RANKS};
 use crate::locality::LocalityString;
 use crate::shape::MachineShape;
+
+/// The largest job description file read (a million ranks written out one by one take
+/// about 68 MB of JSON).
+pub const MAX_JOB_FILE_BYTES: u64 = 2 << 30;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct JobFile {
-    ranks: Option<Vec<RankEntry>>,
+    ranks: Option<Ranks>,
     layout: Option<Layout>,
+}
+
+/// A `ranks:` list, built into a [`Job`] entry by entry as the parser reads it (never held
+/// as a list of entries), so memory stays linear in the number of distinct nodes and
+/// localities plus a few bytes per rank.
+#[derive(Debug)]
+struct Ranks(Job);
+
+impl<'de> Deserialize<'de> for Ranks {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Ranks;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of {node, locality} entries")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Ranks, A::Error> {
+                let mut job = Job::new();
+                let mut parsed: std::collections::HashMap<String, u32> =
+                    std::collections::HashMap::new();
+                let mut rank = 0u64;
+                while let Some(entry) = seq.next_element::<RankEntry>()? {
+                    push_entry(&mut job, &mut parsed, rank, entry).map_err(de::Error::custom)?;
+                    rank += 1;
+                }
+                Ok(Ranks(job))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// Appends rank `rank` of a `ranks:` list (`parsed` caches the localities seen so far).
+fn push_entry(
+    job: &mut Job,
+    parsed: &mut std::collections::HashMap<String, u32>,
+    rank: u64,
+    entry: RankEntry,
+) -> Result<()> {
+    let node = job
+        .intern_node(&entry.node)
+        .map_err(|e| Error::job(format!("rank {rank}: {e}")))?;
+    let loc = match entry.locality {
+        None => None,
+        Some(text) => Some(match parsed.get(&text) {
+            Some(&id) => id,
+            None => {
+                let loc = LocalityString::parse(&text)
+                    .map_err(|e| Error::job(format!("rank {rank}: {e}")))?;
+                let id = job.intern_locality(loc);
+                parsed.insert(text, id);
+                id
+            }
+        }),
+    };
+    job.push_interned(node, loc)
+        .map_err(|e| Error::job(format!("rank {rank}: {e}")))?;
+    Ok(())
 }
 
 #[derive(Debug, Deserialize)]
@@ -101,57 +167,101 @@ struct Layout {
     hardware: MachineShape,
 }
 
-/// Reads a job description (YAML or JSON) into a [`Job`].
-pub fn job_from_reader(mut reader: impl Read) -> Result<Job> {
-    let mut text = String::new();
-    reader
-        .read_to_string(&mut text)
-        .map_err(|e| Error::job(format!("cannot read: {e}")))?;
-    job_from_str(&text)
+/// Reads a job description into a [`Job`]: JSON (a file whose first character is `{`)
+/// with a streaming JSON parser, anything else as YAML. At most [`MAX_JOB_FILE_BYTES`].
+pub fn job_from_reader(reader: impl Read) -> Result<Job> {
+    let mut reader = BufReader::with_capacity(1 << 16, reader.take(MAX_JOB_FILE_BYTES + 1));
+    let first = loop {
+        let buf = reader
+            .fill_buf()
+            .map_err(|e| Error::job(format!("cannot read: {e}")))?;
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => break Some(buf[i]),
+            None if buf.is_empty() => break None,
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
+        }
+    };
+    let too_large = || {
+        Error::job(format!(
+            "the file is larger than {} MiB, the most topo-run reads (describe a regular \
+             cluster with a `layout:` instead)",
+            MAX_JOB_FILE_BYTES >> 20
+        ))
+    };
+    let file: JobFile = if first == Some(b'{') {
+        let mut counted = Counted {
+            inner: reader,
+            n: 0,
+        };
+        let r = serde_json::from_reader(&mut counted);
+        if counted.n > MAX_JOB_FILE_BYTES {
+            return Err(too_large());
+        }
+        r.map_err(|e| Error::job(e.to_string()))?
+    } else {
+        let mut text = String::new();
+        reader
+            .read_to_string(&mut text)
+            .map_err(|e| Error::job(format!("cannot read: {e}")))?;
+        if text.len() as u64 > MAX_JOB_FILE_BYTES {
+            return Err(too_large());
+        }
+        crate::yaml::from_str_large(&text).map_err(Error::job)?
+    };
+    from_file(file)
+}
+
+/// Counts the bytes read through it.
+struct Counted<R> {
+    inner: R,
+    n: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
 }
 
 /// Parses a job description (YAML or JSON) into a [`Job`].
 pub fn job_from_str(text: &str) -> Result<Job> {
-    let file: JobFile = crate::yaml::from_str(text).map_err(Error::job)?;
+    job_from_reader(text.as_bytes())
+}
+
+fn from_file(file: JobFile) -> Result<Job> {
     match (file.ranks, file.layout) {
-        (Some(ranks), None) => from_ranks(ranks),
+        (Some(Ranks(job)), None) if job.size() == 0 => {
+            Err(Error::job("the `ranks:` list is empty"))
+        }
+        (Some(Ranks(job)), None) => Ok(job),
         (None, Some(layout)) => from_layout(&layout),
         (Some(_), Some(_)) => Err(Error::job("give either `ranks:` or `layout:`, not both")),
         (None, None) => Err(Error::job("expected a `ranks:` list or a `layout:`")),
     }
 }
 
-fn from_ranks(ranks: Vec<RankEntry>) -> Result<Job> {
-    if ranks.is_empty() {
-        return Err(Error::job("the `ranks:` list is empty"));
-    }
-    let mut job = Job::new();
-    let mut parsed: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
-    for (rank, entry) in ranks.into_iter().enumerate() {
-        let node = job
-            .intern_node(&entry.node)
-            .map_err(|e| Error::job(format!("rank {rank}: {e}")))?;
-        let loc = match entry.locality {
-            None => None,
-            Some(text) => Some(match parsed.get(&text) {
-                Some(&id) => id,
-                None => {
-                    let loc = LocalityString::parse(&text)
-                        .map_err(|e| Error::job(format!("rank {rank}: {e}")))?;
-                    let id = job.intern_locality(loc);
-                    parsed.insert(text, id);
-                    id
-                }
-            }),
-        };
-        job.push_interned(node, loc)?;
-    }
-    Ok(job)
-}
-
 fn from_layout(l: &Layout) -> Result<Job> {
     let shape = l.hardware;
     shape.validate()?;
+    // The limits are checked before the node names are expanded.
+    let count = hostlist::count(&l.nodes).map_err(|e| Error::job(format!("nodes: {e}")))?;
+    if count > MAX_NODES as usize {
+        return Err(Error::job(format!(
+            "nodes: {count} nodes; topo-run plans for at most {MAX_NODES}"
+        )));
+    }
+    let ranks = count as u64 * u64::from(l.ranks_per_node);
+    if l.ntasks.map_or(ranks, u64::from) > u64::from(MAX_RANKS) {
+        return Err(Error::job(format!(
+            "{} ranks; topo-run plans for at most {MAX_RANKS}",
+            l.ntasks.map_or(ranks, u64::from)
+        )));
+    }
     let nodes = hostlist::expand(&l.nodes).map_err(|e| Error::job(format!("nodes: {e}")))?;
     let mut seen = std::collections::HashSet::new();
     if let Some(dup) = nodes.iter().find(|n| !seen.insert(n.as_str())) {
@@ -172,8 +282,16 @@ fn from_layout(l: &Layout) -> Result<Job> {
             )));
         }
     };
-    if ntasks >= i32::MAX as u64 {
-        return Err(Error::job("more ranks than MPI can number (2^31 - 1)"));
+    if ntasks > u64::from(MAX_RANKS) {
+        return Err(Error::job(format!(
+            "{ntasks} ranks; topo-run plans for at most {MAX_RANKS}"
+        )));
+    }
+    if nodes.len() > MAX_NODES as usize {
+        return Err(Error::job(format!(
+            "{} nodes; topo-run plans for at most {MAX_NODES}",
+            nodes.len()
+        )));
     }
     let bind = l.bind.unwrap_or(match l.mapping {
         Mapping::ByHwthread => Binding::Hwthread,

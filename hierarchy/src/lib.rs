@@ -30,8 +30,10 @@ pub use build::{Group, Hierarchy, build};
 pub use digest::Digest;
 pub use error::{Error, ErrorKind, Result};
 pub use indexlist::IndexList;
-pub use job::{Job, NodeId};
-pub use jobspec::{Binding, Distribution, Mapping, job_from_reader, job_from_str};
+pub use job::{Job, MAX_NODES, MAX_RANKS, NodeId};
+pub use jobspec::{
+    Binding, Distribution, MAX_JOB_FILE_BYTES, Mapping, job_from_reader, job_from_str,
+};
 pub use level::{IntraLevel, LevelFilter, LevelName};
 pub use locality::{LocalityString, ObjectKind};
 pub use netmap::{MapFormat, NetworkMap, SwitchId};

@@ -10,3 +10,18 @@ pub(crate) fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     };
     serde_saphyr::from_str_with_options(text, options).map_err(|e| e.to_string())
 }
+
+/// As [`from_str`], with limits sized for job descriptions that list every rank of a large
+/// job (16 million entries): the parser's defaults stop at 250,000 nodes.
+pub(crate) fn from_str_large<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    let options = serde_saphyr::options! {
+        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
+        budget: serde_saphyr::budget! {
+            max_events: 1 << 28,
+            max_nodes: 1 << 27,
+            max_total_scalar_bytes: 1 << 31,
+            max_reader_input_bytes: None,
+        },
+    };
+    serde_saphyr::from_str_with_options(text, options).map_err(|e| e.to_string())
+}

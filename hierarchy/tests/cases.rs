@@ -280,6 +280,22 @@ fn bad_job_descriptions() {
             "ntasks",
         ),
         ("ranks: [", ""),
+        // Limits, checked before anything is expanded or allocated.
+        (
+            "layout: {nodes: 'n[00000001-16777216]', ranks_per_node: 127, hardware: {sockets: 2, cores_per_numa: 64}}",
+            "at most 1048576",
+        ),
+        (
+            "layout: {nodes: 'n[1-1048576]', ranks_per_node: 17, hardware: {sockets: 1, cores_per_numa: 32}}",
+            "at most 16777216",
+        ),
+        (
+            r#"{"ranks": [{"node": "n1"}, {"node": "bad name"}]}"#,
+            "rank 1",
+        ),
+        (r#"{"ranks": [{"node": "n1", "colour": 1}]}"#, "colour"),
+        (r#"{"ranks": []}"#, "empty"),
+        (r#"{"ranks": [{"node": "n1"}"#, "EOF"),
     ] {
         let e = job_from_str(text).unwrap_err();
         assert_eq!(e.kind(), topo_hierarchy::ErrorKind::Job, "{text}");
@@ -294,6 +310,30 @@ fn json_job_files_parse() {
     )
     .unwrap();
     assert_eq!(job.size(), 2);
+    // JSON and YAML describe the same job alike.
+    let json = r#" {"ranks": [{"node": "n1", "locality": "SK0:CR0:NM0"}, {"node": "n2"}]}"#;
+    let yaml = "ranks:\n  - {node: n1, locality: 'SK0:CR0:NM0'}\n  - {node: n2}\n";
+    let (a, b) = (job_from_str(json).unwrap(), job_from_str(yaml).unwrap());
+    assert_eq!(a.size(), b.size());
+    assert_eq!(
+        topo_hierarchy::Digest::of_job(&a, None, &LevelFilter::all(), ""),
+        topo_hierarchy::Digest::of_job(&b, None, &LevelFilter::all(), "")
+    );
+}
+
+#[test]
+fn a_job_file_listing_more_yaml_nodes_than_the_parser_default_is_read() {
+    // 60,000 ranks are some 300,000 YAML nodes, past the YAML parser's default budget of
+    // 250,000 that stopped explicit job files of real size.
+    let mut yaml = String::from("ranks:\n");
+    for r in 0..60_000 {
+        yaml.push_str(&format!(
+            "  - {{node: n{}, locality: 'SK0:CR{}:NM0'}}\n",
+            r / 64,
+            r % 64
+        ));
+    }
+    assert_eq!(job_from_str(&yaml).unwrap().size(), 60_000);
 }
 
 #[test]

@@ -35,6 +35,8 @@ pub const MASK_MISMATCH: u8 = 12;
 pub const BAD_SETTINGS: u8 = 13;
 /// `--preload` was given but the PMPI library cannot be found.
 pub const PRELOAD_MISSING: u8 = 14;
+/// The plan (or the whole environment) is too large to pass to the program through `exec`.
+pub const TOO_LARGE: u8 = 15;
 /// The program exists but cannot be executed (as in a shell).
 pub const PROGRAM_NOT_EXECUTABLE: u8 = 126;
 /// The program was not found (as in a shell).
@@ -71,6 +73,7 @@ Exit codes:
  12  a task's CPU mask differs from what Slurm reports for it
  13  invalid runtime setting (--bcast, --reduce, --allreduce, TOPO_RUN_SLOTS, ...)
  14  --preload given but libtopo_preload.so not found (set TOPO_RUN_PRELOAD_LIB)
+ 15  the plan (or the environment) is too large to pass to the program
 126  the program cannot be executed
 127  the program was not found
 Otherwise the program's own exit status.";

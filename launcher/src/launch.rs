@@ -55,6 +55,30 @@ pub struct ExecError {
     pub not_found: bool,
 }
 
+/// The kernel's limit for one environment string (`MAX_ARG_STRLEN`, 32 pages), including
+/// the name, the `=` and the terminating NUL.
+pub const MAX_ENV_STRING: usize = 32 * 4096;
+
+/// The plan, or the program's whole environment and arguments, is too large for `exec`
+/// (exit code 15).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TooLarge(pub String);
+
+/// Fails if `TOPO_RUN_PLAN=plan` cannot be passed through `exec` (`MAX_ENV_STRING`).
+pub fn check_plan_size(rank: u32, plan: &str) -> std::result::Result<(), TooLarge> {
+    let bytes = PLAN_ENV.len() + 1 + plan.len() + 1;
+    if bytes > MAX_ENV_STRING {
+        return Err(TooLarge(format!(
+            "rank {rank}'s plan takes {bytes} bytes, more than the {MAX_ENV_STRING} bytes the \
+             kernel allows for one environment string; its groups' members form no regular \
+             ranges (check with: topo-run plan --job ... --format env); place ranks in \
+             blocks (srun --distribution=block) or drop levels with --levels"
+        )));
+    }
+    Ok(())
+}
+
 /// A request the launcher cannot serve (exit code 7, like other level problems).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -175,6 +199,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     let shm = discover::segment_name(&placement.launch_id, placement.node_name());
     let plan = hierarchy.rank_plan(&job, placement.rank, &shm, digest, settings);
     let encoded = plan.encode();
+    check_plan_size(placement.rank, &encoded)?;
     v.say(format!("plan: {} bytes", encoded.len()));
     if let Some(format) = args.show {
         let mut err = io::stderr().lock();
@@ -478,6 +503,14 @@ fn exec(program: &[OsString], plan: &str, ld_preload: Option<OsString>) -> Resul
     }
     let err = cmd.exec();
     let name = prog.to_string_lossy().into_owned();
+    if err.raw_os_error() == Some(nix::errno::Errno::E2BIG as i32) {
+        return Err(TooLarge(format!(
+            "{name}: the arguments and environment are too large for exec (E2BIG): the plan \
+             takes {} bytes; shorten the environment or the command line",
+            plan.len()
+        ))
+        .into());
+    }
     Err(match err.kind() {
         io::ErrorKind::NotFound => ExecError {
             reason: if name.contains('/') {

@@ -54,6 +54,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 exit_codes::BAD_LEVELS,
             ),
             (cause.is::<launch::Unbound>(), exit_codes::UNBOUND),
+            (cause.is::<launch::TooLarge>(), exit_codes::TOO_LARGE),
             (
                 cause.is::<launch::MaskMismatch>(),
                 exit_codes::MASK_MISMATCH,

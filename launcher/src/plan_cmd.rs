@@ -119,7 +119,12 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                     planned.digest,
                     planned.settings.clone(),
                 );
-                writeln!(out, "TOPO_RUN_PLAN={}", plan.encode())?;
+                let encoded = plan.encode();
+                // The launcher would refuse this rank (exit 15): say so beside the value.
+                if let Err(e) = crate::launch::check_plan_size(r, &encoded) {
+                    eprintln!("topo-run: warning: {e}");
+                }
+                writeln!(out, "TOPO_RUN_PLAN={encoded}")?;
             }
         }
     }

@@ -170,3 +170,72 @@ fn a_missing_node_in_the_map_stops_the_task() {
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
     assert!(stderr(&out).contains("node2"));
 }
+
+/// A topology.conf that puts each of `n` nodes (`n1`..) under one of two leaf switches at
+/// random, so that a leaf switch's group of node leaders forms no regular ranges.
+fn scattered_map(n: u32) -> std::path::PathBuf {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut sw = [Vec::new(), Vec::new()];
+    for i in 1..=n {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        sw[(seed % 2) as usize].push(format!("n{i}"));
+    }
+    let path = std::env::temp_dir().join(format!("topo-run-scattered-{}.conf", std::process::id()));
+    let text = format!(
+        "SwitchName=s0 Nodes={}\nSwitchName=s1 Nodes={}\nSwitchName=top Switches=s[0-1]\n",
+        sw[0].join(","),
+        sw[1].join(",")
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_plan_too_large_for_the_environment_is_refused_before_exec() {
+    let n = 90_000;
+    let map = scattered_map(n);
+    let tasks = format!("1(x{n})");
+    let out = fake_task(
+        0,
+        0,
+        TWO_SOCKETS,
+        &[
+            ("SLURM_NTASKS", &n.to_string()),
+            ("SLURMD_NODENAME", "n1"),
+            ("SLURM_STEP_NODELIST", &format!("n[1-{n}]")),
+            ("SLURM_STEP_TASKS_PER_NODE", &tasks),
+            ("SLURM_CPU_BIND_LIST", "0x1"),
+            ("TOPO_RUN_NETWORK_MAP", map.to_str().unwrap()),
+        ],
+        &["--", "true"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(15), "{err}");
+    assert!(
+        err.contains("rank 0's plan takes") && err.contains("131072 bytes"),
+        "{err}"
+    );
+    // `topo-run plan --format env` warns about the same rank.
+    let job = std::env::temp_dir().join(format!("topo-run-scattered-{}.yaml", std::process::id()));
+    std::fs::write(
+        &job,
+        format!("layout: {{nodes: 'n[1-{n}]', ranks_per_node: 1, hardware: {{sockets: 1, cores_per_numa: 1}}}}"),
+    )
+    .unwrap();
+    let plan = Command::new(env!("CARGO_BIN_EXE_topo-run"))
+        .args(["plan", "--job", job.to_str().unwrap(), "--network-map"])
+        .arg(&map)
+        .args(["--rank", "0", "--format", "env"])
+        .output()
+        .unwrap();
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    assert!(
+        stderr(&plan).contains("warning: rank 0's plan takes"),
+        "{}",
+        stderr(&plan)
+    );
+    let _ = std::fs::remove_file(map);
+    let _ = std::fs::remove_file(job);
+}
