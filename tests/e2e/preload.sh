@@ -39,6 +39,10 @@ IEPROG="$WORK/internal-error"
 if ! mpif90 -O2 -o "$IEPROG" "$ROOT/examples/fortran/internal-error.f90" 2>"$WORK/fc.log"; then
   cat "$WORK/fc.log"; give_up "mpif90 examples/fortran/internal-error.f90"
 fi
+F08PROG="$WORK/comm-f08"
+if ! mpif90 -O2 -o "$F08PROG" "$ROOT/examples/fortran/comm-f08.f90" 2>"$WORK/fc.log"; then
+  cat "$WORK/fc.log"; give_up "mpif90 examples/fortran/comm-f08.f90"
+fi
 CASES="$WORK/preload-cases"
 if ! mpicc -O2 -Wall -o "$CASES" "$ROOT/examples/c/preload-cases.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-cases.c"
@@ -136,6 +140,14 @@ T=60 run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" -- "$CASES" mpi-pr
 if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "2 passed, 0 failed" ]]; then
   ok "preload-cases mpi-progress comm-reuse: $(tail -1 "$WORK/out")"
 else bad "preload-cases mpi-progress comm-reuse" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+
+# Communicators freed through the Fortran 2008 bindings (not intercepted): MPI reuses
+# their handles for communicators that are not congruent to world, which must not inherit
+# the old contexts (they did, with wrong broadcasts, while contexts were keyed by handle).
+T=60 run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "${ONE[@]}" "$TOPO_RUN" -- "$F08PROG"
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "20 passed, 0 failed" ]] && took_our_path "$WORK/err" MPI_Bcast; then
+  ok "communicators freed through mpi_f08, handles reused: $(tail -1 "$WORK/out")"
+else bad "communicators freed through mpi_f08" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
 # The launcher's decision.
 run "$WORK/out" "$WORK/err" srun -N1 -n1 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -v -- "$BIN/coll-check" --quick

@@ -201,6 +201,59 @@ pub(crate) unsafe extern "C" fn grequest_query(
     SUCCESS
 }
 
+/// A new attribute key for topo-run's contexts (its callbacks below).
+pub(crate) fn context_keyval() -> c_int {
+    let mut keyval: c_int = ffi::MPI_KEYVAL_INVALID as c_int;
+    // SAFETY: the callbacks have the signatures MPI expects; MPI writes the new key.
+    unsafe {
+        ffi::PMPI_Comm_create_keyval(
+            Some(context_no_copy),
+            Some(context_deleted),
+            &mut keyval,
+            std::ptr::null_mut(),
+        )
+    };
+    keyval
+}
+
+/// A communicator's context attribute is not copied to its duplicates (a duplicate gets a
+/// context of its own, in `MPI_Comm_dup`).
+pub(crate) unsafe extern "C" fn context_no_copy(
+    _old: MPI_Comm,
+    _keyval: c_int,
+    _extra: *mut c_void,
+    _value_in: *mut c_void,
+    _value_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: MPI passes a valid `int *`.
+        unsafe { *flag = 0 };
+    }
+    SUCCESS
+}
+
+/// MPI is freeing a communicator that has a context of ours (through any binding, the
+/// `mpi_f08` one and `MPI_Comm_disconnect` included): the context goes with it.
+pub(crate) unsafe extern "C" fn context_deleted(
+    _comm: MPI_Comm,
+    _keyval: c_int,
+    value: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    // As an entry point: MPI calls made while the context is torn down (rsmpi freeing its
+    // duplicates through `MPI_Comm_free`) go straight to MPI. Called from inside the
+    // library, it does nothing; a later lookup finds the entry stale.
+    entry(
+        None,
+        || {
+            crate::state::context_deleted(value as u64);
+            false
+        },
+        || SUCCESS,
+    )
+}
+
 /// Nothing to free: the library keeps its own state for the request.
 pub(crate) unsafe extern "C" fn grequest_free(_extra: *mut c_void) -> c_int {
     SUCCESS

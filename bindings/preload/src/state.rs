@@ -10,8 +10,16 @@
 //! keep the collectives of different communicators apart, as MPI requires: nonblocking
 //! collectives on two communicators may be started in different orders on different
 //! ranks. Everything is torn down in `MPI_Finalize`.
+//!
+//! A context is attached to its communicator with MPI's attribute caching, as PMPI tools
+//! do: a keyval whose delete callback drops the context when MPI frees the communicator,
+//! whichever binding frees it (the Fortran 2008 one, which the library does not
+//! intercept, or `MPI_Comm_disconnect`). The table is keyed by handle for speed, and an
+//! entry counts only while the communicator still carries its attribute, so a handle that
+//! MPI reuses for a new communicator never inherits an old context.
 
 use std::collections::HashMap;
+use std::ffi::c_void;
 use std::mem::ManuallyDrop;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,9 +61,20 @@ struct Pending {
     unpack: Option<Packed>,
 }
 
+/// A context and the attribute value that ties it to its communicator.
+struct Entry {
+    id: u64,
+    active: Active,
+}
+
 struct State {
-    /// Contexts by communicator handle.
-    contexts: HashMap<usize, Active>,
+    /// Contexts by communicator handle (valid only while the communicator carries the
+    /// entry's id under `keyval`).
+    contexts: HashMap<usize, Entry>,
+    /// The attribute key of contexts (`MPI_KEYVAL_INVALID` while the path is off).
+    keyval: c_int,
+    /// The id of the next context.
+    next_id: u64,
     /// Whether topo-run's path is on for this run (world has a hierarchical context).
     on: bool,
     /// The number of the next context this process creates (world's is 0).
@@ -124,6 +143,8 @@ impl State {
         let (rank, size) = abi::world_rank_size();
         let mut st = State {
             contexts: HashMap::new(),
+            keyval: ffi::MPI_KEYVAL_INVALID as c_int,
+            next_id: 1,
             on: false,
             next_instance: 1,
             pending: Vec::new(),
@@ -165,14 +186,71 @@ impl State {
                         );
                     }
                     st.quiet = Some(abi::quiet_self());
+                    st.keyval = abi::context_keyval();
                     st.on = true;
-                    st.contexts
-                        .insert(key(abi::world()), Active { topo, rank, size });
+                    st.attach(abi::world(), Active { topo, rank, size });
                 }
             }
             Err(e) => setup_failed(rank, &e),
         }
         st
+    }
+
+    /// Gives `comm` the context `active`, tied to it by an attribute.
+    fn attach(&mut self, comm: MPI_Comm, active: Active) {
+        let id = self.next_id;
+        self.next_id += 1;
+        // SAFETY: `comm` is live; the value is an integer stored in the attribute's
+        // pointer, never dereferenced.
+        unsafe { ffi::PMPI_Comm_set_attr(comm, self.keyval, id as usize as *mut c_void) };
+        self.contexts.insert(key(comm), Entry { id, active });
+    }
+
+    /// The context id `comm` carries, if any.
+    fn attribute(&self, comm: MPI_Comm) -> Option<u64> {
+        let mut value: *mut c_void = std::ptr::null_mut();
+        let mut flag: c_int = 0;
+        // SAFETY: `comm` is a handle the library attached a context to (so a valid
+        // communicator unless the application passes a freed one, which MPI forbids);
+        // MPI writes the stored pointer into `value`.
+        unsafe {
+            ffi::PMPI_Comm_get_attr(
+                comm,
+                self.keyval,
+                (&mut value as *mut *mut c_void).cast(),
+                &mut flag,
+            )
+        };
+        (flag != 0).then_some(value as usize as u64)
+    }
+
+    /// Drops the entry under `comm`'s handle unless the communicator's attribute confirms
+    /// it: a stale entry (its communicator was freed unseen, and MPI reused the handle).
+    fn confirm(&mut self, comm: MPI_Comm) {
+        if let Some(id) = self.contexts.get(&key(comm)).map(|e| e.id)
+            && self.attribute(comm) != Some(id)
+        {
+            self.drop_context(key(comm));
+        }
+    }
+
+    /// Drops the context under `handle` once its collectives in flight have completed.
+    fn drop_context(&mut self, handle: usize) {
+        let Some(p) = self
+            .contexts
+            .get(&handle)
+            .map(|e| e.active.topo.progress_handle())
+        else {
+            return;
+        };
+        let mut w = Waiter::new();
+        while !p.is_idle() {
+            self.progress(w.check());
+            w.pause();
+        }
+        // Complete the generalized requests of the collectives that just finished.
+        self.progress(false);
+        self.contexts.remove(&handle);
     }
 
     /// Handles to advance the contexts other than `comm`'s that have collectives in flight.
@@ -182,16 +260,16 @@ impl State {
         }
         self.contexts
             .iter()
-            .filter(|(k, a)| **k != key(comm) && !a.topo.progress_handle().is_idle())
-            .map(|(_, a)| a.topo.progress_handle())
+            .filter(|(k, e)| **k != key(comm) && !e.active.topo.progress_handle().is_idle())
+            .map(|(_, e)| e.active.topo.progress_handle())
             .collect()
     }
 
     /// Advances every context's collectives and completes the generalized requests of
     /// those that are done.
     fn progress(&mut self, check_peers: bool) {
-        for a in self.contexts.values() {
-            let p = a.topo.progress_handle();
+        for e in self.contexts.values() {
+            let p = e.active.topo.progress_handle();
             p.poll();
             if check_peers {
                 p.check_peers();
@@ -254,6 +332,12 @@ pub(crate) fn finalize() {
         abi::free_comm(quiet);
     }
     st.contexts.clear();
+    if st.keyval != ffi::MPI_KEYVAL_INVALID as c_int {
+        // MPI deletes the attributes still set (world's) at MPI_Finalize; their callbacks
+        // find no state then.
+        // SAFETY: the keyval this library created.
+        unsafe { ffi::PMPI_Comm_free_keyval(&mut st.keyval) };
+    }
     if st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref()) {
         let on = if st.node.is_empty() {
             String::new()
@@ -323,7 +407,9 @@ pub(crate) fn adopt(comm: MPI_Comm) {
     match Topo::from_env_instance(&borrowed(comm), instance) {
         Ok(topo) if topo.is_hierarchical() => {
             let (rank, size) = (st.rank, st.size);
-            st.contexts.insert(key(comm), Active { topo, rank, size });
+            // A stale entry under this handle (freed unseen) goes first.
+            st.drop_context(key(comm));
+            st.attach(comm, Active { topo, rank, size });
         }
         Ok(_) => {}
         Err(e) => setup_failed(st.rank, &e),
@@ -340,15 +426,29 @@ pub(crate) fn forget_comm(comm: MPI_Comm) {
     if key(comm) == key(abi::world()) || !st.contexts.contains_key(&key(comm)) {
         return;
     }
-    let p = st.contexts[&key(comm)].topo.progress_handle();
-    let mut w = Waiter::new();
-    while !p.is_idle() {
-        st.progress(w.check());
-        w.pause();
+    st.drop_context(key(comm));
+}
+
+/// The delete callback of context `id`'s attribute: MPI is freeing its communicator.
+pub(crate) fn context_deleted(id: u64) {
+    // From inside the library (which never frees an application's communicator) the lock
+    // may be held already: then the entry stays until a lookup finds it stale.
+    let mut g = match GLOBAL.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return,
+    };
+    let Some(st) = &mut g.0.state else {
+        return;
+    };
+    if let Some(handle) = st
+        .contexts
+        .iter()
+        .find(|(_, e)| e.id == id)
+        .map(|(&h, _)| h)
+    {
+        st.drop_context(handle);
     }
-    // Complete the generalized requests of the collectives that just finished.
-    st.progress(false);
-    st.contexts.remove(&key(comm));
 }
 
 /// The global state, set up if MPI was initialised without our `MPI_Init` (Fortran) and
@@ -376,8 +476,9 @@ pub(crate) fn run<T>(
     let r = if !st.on {
         Err(HandOff::Inactive)
     } else {
+        st.confirm(comm);
         let others = st.busy_others(comm);
-        match st.contexts.get_mut(&key(comm)) {
+        match st.contexts.get_mut(&key(comm)).map(|e| &mut e.active) {
             None => Err(HandOff::Communicator),
             Some(active) => {
                 let mut look = Lookup {
