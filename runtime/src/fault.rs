@@ -6,6 +6,7 @@
 //! | point | effect |
 //! |---|---|
 //! | `shm-unlink` | the node leader cannot remove its segment's name after setup |
+//! | `no-single-copy` | this rank cannot read its node peers' memory (as where Yama's `ptrace_scope` forbids `process_vm_readv`) |
 //! | `panic:CALL` | the PMPI library's `CALL` (for example `MPI_Reduce`) panics on entry |
 
 use std::sync::OnceLock;

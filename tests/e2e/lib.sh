@@ -24,8 +24,16 @@ run() {
   RC=$?
 }
 
-# The number of topo-run segments in /dev/shm.
-shm_leftovers() { ls /dev/shm 2>/dev/null | grep -c '^topo-run\.' ; }
+# Segments of this test run only: topo-run names in /dev/shm owned by this user that were
+# not there when the script started (other users' jobs on the machine, and this user's
+# other runs, are not ours to count or remove).
+SHM_BASELINE=$(find /dev/shm -maxdepth 1 -name 'topo-run.*' -printf '%f\n' 2>/dev/null | sort)
+shm_leftover_names() {
+  find /dev/shm -maxdepth 1 -name 'topo-run.*' -user "$(id -u)" -printf '%f\n' 2>/dev/null | sort \
+    | comm -23 - <(printf '%s\n' "$SHM_BASELINE")
+}
+# The number of this run's segments left in /dev/shm.
+shm_leftovers() { shm_leftover_names | grep -c . ; }
 
 # start_cluster N: (re)starts the private cluster with N emulated nodes, or gives up.
 start_cluster() {

@@ -178,6 +178,13 @@ impl ShmTransport {
     /// (by reading the segment's magic through each peer's mapping). Call after every
     /// local rank has attached.
     pub fn probe_single_copy(&self) -> std::result::Result<(), String> {
+        if crate::fault::hit("no-single-copy") {
+            return Err(format!(
+                "rank {} cannot read its peers' memory (simulated: {}=no-single-copy)",
+                self.peers[self.me],
+                crate::fault::FAULT_ENV
+            ));
+        }
         let mut word = [0u8; 8];
         for j in (0..self.peers.len()).filter(|&j| j != self.me) {
             let addr = self.seg.base_of(j) + layout::header::MAGIC as u64;
