@@ -40,7 +40,7 @@ if ! mpif90 -O2 -o "$IEPROG" "$ROOT/examples/fortran/internal-error.f90" 2>"$WOR
   cat "$WORK/fc.log"; give_up "mpif90 examples/fortran/internal-error.f90"
 fi
 F08PROG="$WORK/comm-f08"
-if ! mpif90 -O2 -o "$F08PROG" "$ROOT/examples/fortran/comm-f08.f90" 2>"$WORK/fc.log"; then
+if ! mpif90 -O2 -J "$WORK" -o "$F08PROG" "$ROOT/examples/fortran/comm-f08.f90" 2>"$WORK/fc.log"; then
   cat "$WORK/fc.log"; give_up "mpif90 examples/fortran/comm-f08.f90"
 fi
 CASES="$WORK/preload-cases"
