@@ -525,17 +525,19 @@ static void back_to_back(int die) {
     result(ok, "16 collectives in flight, one Waitall");
 }
 
-/* --die-in-recv RANK: that rank kills itself while a 1 MiB Ibcast from rank 0 is in
- * flight, and rank 0 blocks in MPI_Recv from it: the Ibcast, advanced by MPI's progress
- * engine inside MPI_Recv, must notice the dead rank. */
+/* --die-in-recv RANK: that rank kills itself instead of joining a 1 MiB Ibcast from rank
+ * 0, which stays in flight, while rank 0 blocks in MPI_Recv from it: the Ibcast, advanced
+ * by MPI's progress engine inside MPI_Recv, must notice the dead rank. (Were the rank to
+ * join first, it could take the whole message at once, by single copy, and complete
+ * rank 0's Ibcast before dying.) */
 static void die_in_recv(int die) {
     enum { N = 1 << 18 };
     int *buf = calloc(N, sizeof(int)), got = 0;
     for (int i = 0; i < 500; i++) MPI_Allreduce(MPI_IN_PLACE, buf, 1, MPI_INT, MPI_SUM,
                                                 MPI_COMM_WORLD);
     MPI_Request r;
-    MPI_Ibcast(buf, N, MPI_INT, 0, MPI_COMM_WORLD, &r);
     if (rank == die) raise(SIGKILL);
+    MPI_Ibcast(buf, N, MPI_INT, 0, MPI_COMM_WORLD, &r);
     if (rank == 0) MPI_Recv(&got, 1, MPI_INT, die, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
     free(buf);

@@ -78,4 +78,7 @@ pub struct Transfer {
     pub(crate) requests: Vec<::mpi::ffi::MPI_Request>,
     /// Where an MPI receive that is combined on arrival lands.
     pub(crate) tmp: Vec<u8>,
+    /// The queue slot of a single-copy descriptor whose readers may still read the
+    /// sender's buffer.
+    pub(crate) slot: Option<usize>,
 }

@@ -490,10 +490,23 @@ impl Transport for ShmTransport {
         self.take(from, acc, |frag, acc| combine_in(op, frag, acc, tmp))
     }
 
+    /// A message of at least the single-copy threshold goes as one descriptor of `data`,
+    /// as in [`Transport::send`]: the transfer completes once every reader has copied it
+    /// out (the caller keeps `data` in place until then). Anything smaller goes through the
+    /// queues, a fragment per free slot.
     fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
-        // Always through the queues: a single-copy descriptor would tie the slot to our
-        // buffer until every reader has come by, which a nonblocking caller cannot wait for.
         self.set_readers(to)?;
+        if self.direct(data.len()) {
+            if x.slot.is_none() {
+                if !self.try_send(data, true)? {
+                    return Ok(false);
+                }
+                let k = self.pending.take().expect("a descriptor was just written");
+                x.slot = Some(k);
+            }
+            let k = x.slot.expect("set above");
+            return Ok(self.drained(k));
+        }
         let n = self.units(data.len(), false);
         while x.done < n {
             if !self.try_send(&data[self.unit_range(x.done, data.len(), false)], false)? {
