@@ -17,6 +17,7 @@ mod error;
 pub mod fault;
 pub mod links;
 pub mod marker;
+pub mod mpi_hook;
 pub mod nonblocking;
 mod plain;
 pub mod reduce;

@@ -9,9 +9,9 @@
 //! request's buffers.
 //!
 //! Every wait or test advances every collective in flight (topo-run's schedules and the
-//! MPI requests of calls handed to MPI), so requests may be completed in any order.
-//! Progress happens only inside topo-run calls: while the application is in its own MPI
-//! calls or computing, the schedules stand still.
+//! MPI requests of calls handed to MPI), so requests may be completed in any order. Under
+//! Open MPI they also advance while the application is inside its own MPI calls
+//! ([`crate::mpi_hook`]); while it computes, they stand still.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -84,6 +84,20 @@ impl Core {
             flag == 0
         });
         Ok(())
+    }
+
+    /// One turn of MPI's progress engine (`crate::mpi_hook`): advances what is in flight,
+    /// and with `check` also checks the peers waited on; a failure aborts the job.
+    pub(crate) fn advance_from_mpi(&mut self, check: bool) {
+        if self.engine.is_idle() && self.native.is_empty() {
+            return;
+        }
+        let r = self
+            .progress()
+            .and_then(|()| if check { self.check_peers() } else { Ok(()) });
+        if let Err(e) = r {
+            self.fail(e);
+        }
     }
 
     fn is_complete(&self, id: u64) -> bool {

@@ -254,10 +254,14 @@ impl Topo {
         node: String,
         local: Option<(u32, u32)>,
     ) -> Topo {
-        let core = Core::new(hier, world.rank(), node.clone());
+        let hierarchical = hier.is_some();
+        let core = Rc::new(RefCell::new(Core::new(hier, world.rank(), node.clone())));
+        if hierarchical {
+            crate::mpi_hook::track(&core);
+        }
         Topo {
             world,
-            core: Rc::new(RefCell::new(core)),
+            core,
             fallback,
             node,
             local,

@@ -136,6 +136,15 @@ if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "2 passed, 0 failed" ]]; then
   ok "coll-cases wait-any-contexts mpi-progress: $(tail -1 "$WORK/out")"
 else bad "coll-cases wait-any-contexts mpi-progress" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
+# Rank 0 blocked in MPI's own MPI_Recv while its broadcast still has to be pushed through
+# the queues (single copy off): it completes only if topo-run's collectives advance inside
+# MPI's calls (Open MPI's progress engine).
+T=60 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --single-copy 0 -- \
+  "$BIN/coll-cases" --require-topo progress-in-mpi
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "1 passed, 0 failed" ]]; then
+  ok "coll-cases progress-in-mpi (Rust requests advance inside MPI_Recv): $(tail -1 "$WORK/out")"
+else bad "coll-cases progress-in-mpi" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+
 echo "== mpirun with a plan from topo-run"
 t0=$SECONDS
 timeout "$T" mpirun.openmpi --allow-run-as-root -n 2 --bind-to core "$TOPO_RUN" -- "$CHECK" --require-topo >"$WORK/out" 2>"$WORK/err"; RC=$?

@@ -389,36 +389,16 @@ pub(crate) fn op_kind(op: MPI_Op) -> Option<OpKind> {
     known.iter().position(|&k| k == op).map(|i| OpKind::ALL[i])
 }
 
-/// A callback of Open MPI's progress engine: returns how many events it completed.
-type ProgressCallback = unsafe extern "C" fn() -> c_int;
-
-/// Open MPI's `opal_progress_register` or `opal_progress_unregister`, if the process has
-/// them (libopen-pal, loaded with libmpi).
-fn opal_progress_fn(name: &CStr) -> Option<unsafe extern "C" fn(ProgressCallback) -> c_int> {
-    // SAFETY: `name` is NUL-terminated; RTLD_DEFAULT searches the loaded objects.
-    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    // SAFETY: both functions have the C type `int (*)(int (*)(void))` in every Open MPI
-    // release that defines them (opal/runtime/opal_progress.h).
-    (!sym.is_null()).then(|| unsafe {
-        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(ProgressCallback) -> c_int>(sym)
-    })
-}
-
 /// Asks Open MPI's progress engine to call `mpi_progress` in every turn, as it does its
 /// own nonblocking collectives: every MPI call that waits (`MPI_Recv`, `MPI_Probe`, a
 /// collective MPI runs, ...) then advances topo-run's too. Returns whether it could.
 pub(crate) fn register_progress() -> bool {
-    // SAFETY: registering a function with the type Open MPI expects, once, after init.
-    opal_progress_fn(c"opal_progress_register")
-        .is_some_and(|register| unsafe { register(mpi_progress) } == SUCCESS)
+    topo_runtime::mpi_hook::register(mpi_progress)
 }
 
 /// Undoes [`register_progress`] (before `MPI_Finalize`).
 pub(crate) fn unregister_progress() {
-    if let Some(unregister) = opal_progress_fn(c"opal_progress_unregister") {
-        // SAFETY: the function registered by `register_progress`; MPI is still running.
-        unsafe { unregister(mpi_progress) };
-    }
+    topo_runtime::mpi_hook::unregister(mpi_progress);
 }
 
 /// Called by Open MPI's progress engine, inside MPI calls: advances topo-run's

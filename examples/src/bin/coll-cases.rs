@@ -12,6 +12,10 @@
 //! - `mpi-progress`: rank 0 has one of MPI's own nonblocking allreduces in flight and
 //!   enters topo-run's barrier, while the other ranks first wait on that allreduce; it
 //!   completes only if topo-run's waits drive MPI's progress.
+//! - `progress-in-mpi`: rank 0 starts a 1 MiB broadcast and blocks in MPI's own receive
+//!   from the last rank, which sends only once its part of the broadcast is done. Run with
+//!   `--single-copy 0`, the broadcast needs rank 0 to push it through the queues fragment
+//!   by fragment, which it does only if topo-run's collectives advance inside MPI's calls.
 //! - `basic`: a few allreduces, broadcasts from every root and barriers, checked against
 //!   values computed locally (a quick check that a run works, hierarchical or not).
 //! - `huge`: a 2.5 GiB broadcast and allreduce, larger than MPI's `int` count (run by hand:
@@ -29,6 +33,7 @@ use topo_runtime::request::wait_any;
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Case {
     Basic,
+    ProgressInMpi,
     WaitAnyContexts,
     MpiProgress,
     Huge,
@@ -97,6 +102,48 @@ fn basic(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
     }
     t.record(
         "allreduce, broadcast from every root and barrier at 1, 1000 and 100000 elements",
+        ok,
+    );
+    Ok(())
+}
+
+/// Rank 0 waits in MPI's own receive while its broadcast must still be pushed out.
+fn progress_in_mpi(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
+    use mpi::point_to_point::{Destination, Source};
+    let mut topo = Topo::from_env(world).context("context")?;
+    let last = world.size() - 1;
+    let n = 1 << 20;
+    let mut buf: Vec<u8> = (0..n)
+        .map(|i| {
+            if world.rank() == 0 {
+                (i % 253) as u8
+            } else {
+                0
+            }
+        })
+        .collect();
+    let mut token = 0i32;
+    // The others start late, so that rank 0's start fills its queue and returns, and
+    // rank 0 is in MPI_Recv before anyone reads.
+    if world.rank() != 0 {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    mpi::request::scope(|scope| {
+        let req = topo.immediate_broadcast_into(scope, 0, &mut buf[..]);
+        if world.rank() == 0 {
+            world.process_at_rank(last).receive_into(&mut token);
+            req.wait();
+        } else {
+            req.wait();
+            if world.rank() == last {
+                world.process_at_rank(0).send(&1i32);
+            }
+        }
+    });
+    let ok = buf.iter().enumerate().all(|(i, &b)| b == (i % 253) as u8)
+        && (world.rank() != 0 || token == 1);
+    t.record(
+        "rank 0 in MPI_Recv while its 1 MiB broadcast still has to be pushed out",
         ok,
     );
     Ok(())
@@ -213,6 +260,7 @@ fn main() -> anyhow::Result<()> {
     for case in &args.cases {
         match case {
             Case::Basic => basic(&world, &mut t)?,
+            Case::ProgressInMpi => progress_in_mpi(&world, &mut t)?,
             Case::WaitAnyContexts => wait_any_contexts(&world, &mut t)?,
             Case::MpiProgress => mpi_progress(&world, &mut t)?,
             Case::Huge => huge(&world, &mut t)?,

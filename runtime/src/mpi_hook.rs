@@ -1,0 +1,115 @@
+//! Progress inside MPI: Open MPI's progress engine (`opal_progress`) runs registered
+//! callbacks in every turn, inside every MPI call that waits or tests. Registering one
+//! makes topo-run's nonblocking collectives advance while the program sits in its own MPI
+//! calls (`MPI_Recv`, `MPI_Probe`, a collective MPI runs), as Open MPI's own nonblocking
+//! collectives do.
+//!
+//! Rust programs get this by themselves: every context with a hierarchy joins a per-thread
+//! list, and one callback, registered once, advances the contexts of the thread that is
+//! inside MPI. The PMPI library keeps its own callback (it also completes the generalized
+//! requests it hands out) and turns the automatic one off with [`manual`].
+//!
+//! Other MPI libraries have no such engine: there, the collectives advance inside
+//! topo-run's calls only.
+
+use std::cell::RefCell;
+use std::ffi::{CStr, c_void};
+use std::os::raw::c_int;
+use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::request::Core;
+
+/// A callback of Open MPI's progress engine: returns how many events it completed.
+pub type Callback = unsafe extern "C" fn() -> c_int;
+
+/// Open MPI's `opal_progress_register` or `opal_progress_unregister`, if the process has
+/// them (libopen-pal, loaded with libmpi).
+fn opal_fn(name: &CStr) -> Option<unsafe extern "C" fn(Callback) -> c_int> {
+    // SAFETY: `name` is NUL-terminated; RTLD_DEFAULT searches the loaded objects.
+    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    // SAFETY: both functions have the C type `int (*)(int (*)(void))` in every Open MPI
+    // release that defines them (opal/runtime/opal_progress.h).
+    (!sym.is_null()).then(|| unsafe {
+        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Callback) -> c_int>(sym)
+    })
+}
+
+/// Asks Open MPI's progress engine to call `cb` in every turn. Returns whether it could
+/// (false under other MPI libraries).
+pub fn register(cb: Callback) -> bool {
+    // SAFETY: registering a function of the type Open MPI expects, with MPI initialised.
+    opal_fn(c"opal_progress_register").is_some_and(|register| unsafe { register(cb) } == 0)
+}
+
+/// Undoes [`register`].
+pub fn unregister(cb: Callback) {
+    if let Some(unregister) = opal_fn(c"opal_progress_unregister") {
+        // SAFETY: a function registered by `register`; MPI is still running.
+        unsafe { unregister(cb) };
+    }
+}
+
+/// Set by [`manual`]: the contexts do not register the automatic callback.
+static MANUAL: AtomicBool = AtomicBool::new(false);
+/// Whether the automatic callback is registered.
+static REGISTERED: AtomicBool = AtomicBool::new(false);
+
+/// Turns the automatic callback off for this process (the PMPI library's own callback
+/// does the work). Call it before the first context is set up.
+pub fn manual() {
+    MANUAL.store(true, Ordering::Relaxed);
+}
+
+/// How often the callback checks that the local peers waited on are alive.
+const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
+
+thread_local! {
+    /// The contexts of this thread that the callback advances.
+    static CONTEXTS: RefCell<Vec<Weak<RefCell<Core>>>> = const { RefCell::new(Vec::new()) };
+    /// When the callback last checked the peers.
+    static LAST_CHECK: RefCell<Option<Instant>> = const { RefCell::new(None) };
+}
+
+/// Adds a context of this thread to the callback's list, registering the callback first
+/// if it is not yet.
+pub(crate) fn track(core: &Rc<RefCell<Core>>) {
+    if MANUAL.load(Ordering::Relaxed) {
+        return;
+    }
+    CONTEXTS.with(|c| {
+        let mut list = c.borrow_mut();
+        list.retain(|w| w.strong_count() > 0);
+        list.push(Rc::downgrade(core));
+    });
+    if !REGISTERED.swap(true, Ordering::AcqRel) && !register(advance) {
+        // Not Open MPI: nothing to register with.
+        REGISTERED.store(false, Ordering::Release);
+    }
+}
+
+/// The automatic callback: advances this thread's contexts that have collectives in
+/// flight. A context that is itself running a call (this turn comes from inside it) is
+/// left alone. A dead peer aborts the job, naming it.
+unsafe extern "C" fn advance() -> c_int {
+    let check = LAST_CHECK.with(|t| {
+        let mut t = t.borrow_mut();
+        let due = t.is_none_or(|last| last.elapsed() >= LIVENESS_PERIOD);
+        if due {
+            *t = Some(Instant::now());
+        }
+        due
+    });
+    CONTEXTS.with(|c| {
+        let Ok(list) = c.try_borrow() else {
+            return 0;
+        };
+        for core in list.iter().filter_map(Weak::upgrade) {
+            if let Ok(mut core) = core.try_borrow_mut() {
+                core.advance_from_mpi(check);
+            }
+        }
+        0
+    })
+}
