@@ -120,7 +120,14 @@ static GLOBAL: Mutex<Shared> = Mutex::new(Shared(Global {
 
 fn lock() -> MutexGuard<'static, Shared> {
     // A panic while the lock was held was already reported; the counters stay usable.
-    GLOBAL.lock().unwrap_or_else(|p| p.into_inner())
+    let mut g = GLOBAL.lock().unwrap_or_else(|p| p.into_inner());
+    if ANY_DELETED.swap(false, Ordering::Acquire) {
+        let ids = std::mem::take(&mut *DELETED.lock().unwrap_or_else(|p| p.into_inner()));
+        for id in ids {
+            forget_id(&mut g, id);
+        }
+    }
+    g
 }
 
 /// Sets topo-run's context up (collective over world). Called with MPI initialised.
@@ -206,34 +213,6 @@ impl State {
         // pointer, never dereferenced.
         unsafe { ffi::PMPI_Comm_set_attr(comm, self.keyval, id as usize as *mut c_void) };
         self.contexts.insert(key(comm), Entry { id, active });
-    }
-
-    /// The context id `comm` carries, if any.
-    fn attribute(&self, comm: MPI_Comm) -> Option<u64> {
-        let mut value: *mut c_void = std::ptr::null_mut();
-        let mut flag: c_int = 0;
-        // SAFETY: `comm` is a handle the library attached a context to (so a valid
-        // communicator unless the application passes a freed one, which MPI forbids);
-        // MPI writes the stored pointer into `value`.
-        unsafe {
-            ffi::PMPI_Comm_get_attr(
-                comm,
-                self.keyval,
-                (&mut value as *mut *mut c_void).cast(),
-                &mut flag,
-            )
-        };
-        (flag != 0).then_some(value as usize as u64)
-    }
-
-    /// Drops the entry under `comm`'s handle unless the communicator's attribute confirms
-    /// it: a stale entry (its communicator was freed unseen, and MPI reused the handle).
-    fn confirm(&mut self, comm: MPI_Comm) {
-        if let Some(id) = self.contexts.get(&key(comm)).map(|e| e.id)
-            && self.attribute(comm) != Some(id)
-        {
-            self.drop_context(key(comm));
-        }
     }
 
     /// Drops the context under `handle` once its collectives in flight have completed.
@@ -433,13 +412,25 @@ pub(crate) fn forget_comm(comm: MPI_Comm) {
 
 /// The delete callback of context `id`'s attribute: MPI is freeing its communicator.
 pub(crate) fn context_deleted(id: u64) {
-    // From inside the library (which never frees an application's communicator) the lock
-    // may be held already: then the entry stays until a lookup finds it stale.
-    let mut g = match GLOBAL.try_lock() {
-        Ok(g) => g,
-        Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(TryLockError::WouldBlock) => return,
-    };
+    match GLOBAL.try_lock() {
+        Ok(mut g) => forget_id(&mut g, id),
+        Err(TryLockError::Poisoned(p)) => forget_id(&mut p.into_inner(), id),
+        // Freed while the library holds its state (never from inside the library itself,
+        // which frees no application communicator): dropped at the next lock.
+        Err(TryLockError::WouldBlock) => {
+            DELETED.lock().unwrap_or_else(|p| p.into_inner()).push(id);
+            ANY_DELETED.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Ids of contexts whose communicators were freed while the state was locked.
+static DELETED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+/// Whether `DELETED` may hold ids.
+static ANY_DELETED: AtomicBool = AtomicBool::new(false);
+
+/// Drops context `id` (its communicator is being freed), if it is still there.
+fn forget_id(g: &mut Shared, id: u64) {
     let Some(st) = &mut g.0.state else {
         return;
     };
@@ -478,7 +469,6 @@ pub(crate) fn run<T>(
     let r = if !st.on {
         Err(HandOff::Inactive)
     } else {
-        st.confirm(comm);
         let others = st.busy_others(comm);
         match st.contexts.get_mut(&key(comm)).map(|e| &mut e.active) {
             None => Err(HandOff::Communicator),
