@@ -309,6 +309,21 @@ fn local_localities(
                     ),
                     n_local,
                 )
+            } else if n_local == 1 {
+                // Alone on its node, bound by something other than Slurm (a wrapper that
+                // pins it with taskset or numactl, under --cpu-bind=none): its own CPUs are
+                // the whole story.
+                let loc = topology.locality(&own).ok_or_else(|| {
+                    DiscoveryError::SlurmEnv(format!(
+                        "rank {rank} on node {node} runs on CPUs {own}, none of which this \
+                         node has ({})",
+                        topology.all_cpus()
+                    ))
+                })?;
+                v.say(format!(
+                    "alone on the node, bound outside Slurm to CPUs {own}: {loc}"
+                ));
+                Ok(vec![Some(loc)])
             } else if allow_unbound {
                 warn_once(
                     placement,
@@ -327,6 +342,17 @@ fn local_localities(
         }
         SlurmBinding::Masks(_) => {
             let expected = binding.mask_of(local).cloned().unwrap_or_default();
+            if expected != own && n_local == 1 && !topology.is_unbound(&own) {
+                // Alone on its node and re-pinned by a wrapper (taskset, numactl): no
+                // neighbour's plan depends on its CPUs, so its own are the ones to use.
+                if let Some(loc) = topology.locality(&own) {
+                    v.say(format!(
+                        "alone on the node, bound outside Slurm to CPUs {own} (Slurm says \
+                         {expected}): {loc}"
+                    ));
+                    return Ok(vec![Some(loc)]);
+                }
+            }
             if expected != own {
                 let err = MaskMismatch {
                     rank,

@@ -139,6 +139,34 @@ fn unknown_peer_binding_is_an_error_unless_allowed() {
 }
 
 #[test]
+fn a_task_alone_on_its_node_may_be_bound_outside_slurm() {
+    // --cpu-bind=none, and a wrapper pinned the only task of node1 to CPU 0 (taskset):
+    // nobody else's binding matters.
+    let alone = [
+        ("SLURM_CPU_BIND_TYPE", "none"),
+        ("SLURM_NTASKS", "2"),
+        ("SLURM_STEP_TASKS_PER_NODE", "1(x2)"),
+        ("SLURM_CPU_BIND_LIST", ""),
+    ];
+    let out = fake_task(0, 0, TWO_SOCKETS, &alone, &["-v", "--", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("alone on the node, bound outside Slurm to CPUs 0"),
+        "{}",
+        stderr(&out)
+    );
+    // Slurm gave it CPU 1 (its node's only CPU as Slurm sees it), the wrapper CPU 0.
+    let repinned = [
+        ("SLURM_NTASKS", "2"),
+        ("SLURM_STEP_TASKS_PER_NODE", "1(x2)"),
+        ("SLURM_CPU_BIND_LIST", "0x2"),
+    ];
+    let out = fake_task(0, 0, TWO_SOCKETS, &repinned, &["-v", "--", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("(Slurm says 1)"), "{}", stderr(&out));
+}
+
+#[test]
 fn bad_slurm_environments_are_named() {
     for (extra, needle) in [
         (("SLURM_CPU_BIND_LIST", "0xZZ"), "0xZZ"),
