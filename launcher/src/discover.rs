@@ -119,6 +119,19 @@ pub fn pmix_available(env: &dyn Env) -> bool {
     env.var("PMIX_RANK").is_some() && env.var("PMIX_NAMESPACE").is_some()
 }
 
+/// Whether this task is a task of a plain `srun --mpi=pmix` step, whose placement Slurm's
+/// environment describes as PMIx would: Slurm's PMIx namespace, the same rank in both, and
+/// not a heterogeneous step. (Under `mpirun` inside an allocation, the processes inherit
+/// the Slurm variables of the daemon that started them, which describe other tasks.)
+pub fn slurm_step_of_pmix(env: &dyn Env) -> bool {
+    let ns = env.var("PMIX_NAMESPACE").unwrap_or_default();
+    ns.starts_with("slurm.pmix.")
+        && env.var("PMIX_RANK").is_some()
+        && env.var("PMIX_RANK") == env.var("SLURM_PROCID")
+        && env.var("SLURM_HET_SIZE").is_none()
+        && env.var("SLURM_PACK_SIZE").is_none()
+}
+
 /// Discovers the placement through PMIx. The client is returned so that the caller
 /// decides when to finalize (before exec).
 pub fn from_pmix() -> Result<(Placement, pmix::Client), DiscoveryError> {
@@ -229,13 +242,11 @@ pub fn from_slurm_env(env: &dyn Env) -> Result<Placement, DiscoveryError> {
     let dist = env.var("SLURM_DISTRIBUTION");
     let plane = env.var("SLURM_DIST_PLANESIZE");
     let rank_node = distribute(&counts, dist.as_deref(), plane.as_deref())?;
-    let placement = Placement {
-        source: Source::SlurmEnv,
-        rank,
-        nodes,
-        rank_node,
-        local_localities: None,
-        launch_id: format!(
+    // Under srun --mpi=pmix the PMIx namespace names the step, as on the PMIx path, so
+    // both paths name the segment alike.
+    let launch_id = match env.var("PMIX_NAMESPACE") {
+        Some(ns) if slurm_step_of_pmix(env) => ns,
+        _ => format!(
             "{}.{}",
             slurm_var(env, "SLURM_JOB_ID")?,
             env.var("SLURM_STEP_ID")
@@ -246,6 +257,14 @@ pub fn from_slurm_env(env: &dyn Env) -> Result<Placement, DiscoveryError> {
                         .into()
                 ))?
         ),
+    };
+    let placement = Placement {
+        source: Source::SlurmEnv,
+        rank,
+        nodes,
+        rank_node,
+        local_localities: None,
+        launch_id,
     };
     // Cross-check what we derived with what Slurm told this task.
     let local_pos = placement.local_ranks().iter().position(|&r| r == rank);
@@ -388,6 +407,45 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn only_a_plain_srun_pmix_task_counts_as_described_by_slurm() {
+        let base = [
+            ("PMIX_NAMESPACE", "slurm.pmix.7.0"),
+            ("PMIX_RANK", "3"),
+            ("SLURM_PROCID", "3"),
+        ];
+        assert!(slurm_step_of_pmix(&env(&base)));
+        // mpirun inside an allocation: the process inherits its daemon's Slurm rank.
+        let mpirun = [
+            ("PMIX_NAMESPACE", "1649410049"),
+            ("PMIX_RANK", "3"),
+            ("SLURM_PROCID", "0"),
+        ];
+        assert!(!slurm_step_of_pmix(&env(&mpirun)));
+        let mut other = base.to_vec();
+        other[2] = ("SLURM_PROCID", "0");
+        assert!(!slurm_step_of_pmix(&env(&other)));
+        let mut het = base.to_vec();
+        het.push(("SLURM_HET_SIZE", "2"));
+        assert!(!slurm_step_of_pmix(&env(&het)));
+        // The namespace names the segment on both paths.
+        let mut full = env(&base);
+        for (k, v) in [
+            ("SLURMD_NODENAME", "n1"),
+            ("SLURM_STEP_NODELIST", "n[1-2]"),
+            ("SLURM_STEP_TASKS_PER_NODE", "2(x2)"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_LOCALID", "1"),
+            ("SLURM_JOB_ID", "7"),
+            ("SLURM_STEP_ID", "0"),
+        ] {
+            full.insert(k.into(), v.into());
+        }
+        full.insert("SLURM_PROCID".into(), "1".into());
+        full.insert("PMIX_RANK".into(), "1".into());
+        assert_eq!(from_slurm_env(&full).unwrap().launch_id, "slurm.pmix.7.0");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use topo_hierarchy::{Digest, Job, LevelFilter, LevelName, LocalityString, PLAN_ENV};
 
-use crate::cli::{LaunchArgs, RuntimeArgs};
+use crate::cli::{Discovery, LaunchArgs, RuntimeArgs};
 use crate::cpus::{self, CpuMask, NodeTopology, SlurmBinding};
 use crate::discover::{self, DiscoveryError, Env, Placement, ProcessEnv};
 use crate::plan_cmd;
@@ -117,12 +117,33 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         None => LevelFilter::all(),
     };
 
-    // 1. Where every rank runs.
-    let (placement, pmix_client) = if discover::pmix_available(&env) {
-        let (p, c) = discover::from_pmix()?;
-        (p, Some(c))
-    } else {
-        (discover::from_slurm_env(&env)?, None)
+    // 1. Where every rank runs. With `node` switched off the tasks exchange localities
+    // through PMIx, so they need the client.
+    let pmix = discover::pmix_available(&env);
+    let fast = match args.discovery {
+        Discovery::Pmix => None,
+        Discovery::Slurm => Some(discover::from_slurm_env(&env)),
+        Discovery::Auto if !pmix => None,
+        Discovery::Auto if !filter.keeps(LevelName::Node) => None,
+        Discovery::Auto => {
+            discover::slurm_step_of_pmix(&env).then(|| discover::from_slurm_env(&env))
+        }
+    };
+    let (placement, pmix_client) = match fast {
+        Some(Ok(p)) => (p, None),
+        Some(Err(e)) if args.discovery == Discovery::Slurm || !pmix => return Err(e.into()),
+        Some(Err(e)) => {
+            v.say(format!(
+                "Slurm's environment is not exact ({e}); asking PMIx"
+            ));
+            let (p, c) = discover::from_pmix()?;
+            (p, Some(c))
+        }
+        None if pmix => {
+            let (p, c) = discover::from_pmix()?;
+            (p, Some(c))
+        }
+        None => (discover::from_slurm_env(&env)?, None),
     };
     v.rank = Some(placement.rank);
     let local_ranks = placement.local_ranks();
