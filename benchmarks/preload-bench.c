@@ -1,5 +1,6 @@
 /* preload-bench: what an unmodified C program gains from the PMPI library. In one job it
- * times MPI_Bcast, MPI_Reduce and MPI_Allreduce, and MPI_Ibcast (of MPI_BYTE),
+ * times MPI_Bcast, MPI_Reduce, MPI_Allreduce and MPI_Barrier (ten back to back), and
+ * MPI_Ibcast (of MPI_BYTE),
  * MPI_Iallreduce and MPI_Ibarrier each followed at once by MPI_Wait (the pure nonblocking
  * time, nothing to overlap), as the program calls them (through
  * libtopo_preload.so when topo-run preloads it) and the same calls made to MPI's own
@@ -53,11 +54,18 @@ static double timed(int op, int native, double *s, double *r, int count) {
         else MPI_Iallreduce(s, r, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
         break;
     }
-    default: {
+    case 5: {
         MPI_Request q;
         if (native) PMPI_Ibarrier(MPI_COMM_WORLD, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
         else MPI_Ibarrier(MPI_COMM_WORLD, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
     }
+    default:
+        /* Ten back to back: one barrier is too short to time alone. */
+        for (int k = 0; k < 10; k++) {
+            if (native) PMPI_Barrier(MPI_COMM_WORLD);
+            else MPI_Barrier(MPI_COMM_WORLD);
+        }
     }
     t = (MPI_Wtime() - t) * 1e6;
     double worst;
@@ -72,15 +80,16 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int iters = argc > 1 ? atoi(argv[1]) : 200;
     if (iters < 1) iters = 1;
-    const char *names[6] = {"bcast", "reduce", "allreduce", "ibcast", "iallreduce", "ibarrier"};
+    const char *names[7] = {"bcast",      "reduce",   "allreduce",  "ibcast",
+                            "iallreduce", "ibarrier", "barrier x10"};
     const int max = 1 << 21; /* doubles: 16 MiB */
     double *s = malloc(max * sizeof(double)), *r = malloc(max * sizeof(double));
     double *a = malloc(iters * sizeof(double)), *b = malloc(iters * sizeof(double));
     for (int i = 0; i < max; i++) s[i] = rank + i % 7, r[i] = 0;
     if (rank == 0) printf("op,bytes,ranks,topo_us,native_us,ratio\n");
-    for (int op = 0; op < 6; op++) {
+    for (int op = 0; op < 7; op++) {
         /* A barrier has no size: one row. */
-        for (long bytes = 8; bytes <= (op == 5 ? 8 : 8L * max); bytes *= 8) {
+        for (long bytes = 8; bytes <= (op >= 5 ? 8 : 8L * max); bytes *= 8) {
             int count = (int)(bytes / 8);
             int n = bytes >= (1 << 20) ? (iters + 9) / 10 : iters;
             for (int w = 0; w < 5; w++) timed(op, 0, s, r, count), timed(op, 1, s, r, count);

@@ -93,3 +93,37 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn nobody_completes_an_ibarrier_before_everyone_has_started_it() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let s = topo_hierarchy::Settings::default();
+    for (nodes, per_node, levels) in [
+        (1, 5, "node,world"),
+        (2, 4, "numa,node,world"),
+        (3, 3, "node,world"),
+        (3, 4, "numa,node,world"),
+    ] {
+        let plans = plans(nodes, per_node, 2, levels, false);
+        let n = plans.len();
+        let started = AtomicUsize::new(0);
+        let (out, _) = run(&plans, |view, fabric| {
+            // The last rank starts late.
+            if view.rank as usize == n - 1 {
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            started.fetch_add(1, Ordering::SeqCst);
+            let mut engine = Engine::default();
+            let sched = schedule("MPI_Ibarrier", ibarrier::build(view, &s), None, None, 0, 0);
+            engine.start(1, sched, fabric).unwrap();
+            finish(&mut engine, fabric);
+            vec![started.load(Ordering::SeqCst) as i64]
+        });
+        for (rank, seen) in out.iter().enumerate() {
+            assert_eq!(
+                seen[0], n as i64,
+                "{nodes}x{per_node} {levels}: rank {rank}"
+            );
+        }
+    }
+}

@@ -228,3 +228,45 @@ fn hierarchical_allreduce_crosses_nodes_less_than_flat_recursive_doubling() {
     assert_eq!(flat.bytes, 64 * len as u64 * 8);
     assert_eq!(hier.bytes, 8 * len as u64 * 8);
 }
+
+#[test]
+fn nobody_leaves_a_barrier_before_everyone_has_entered() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let s = Settings::default();
+    // One node, several nodes with a top group of 2, 3 (not a power of two) and 4.
+    for (nodes, per_node, levels) in [
+        (1, 5, "node,world"),
+        (2, 4, "numa,node,world"),
+        (3, 3, "node,world"),
+        (4, 2, "world"),
+        (3, 4, "numa,node,world"),
+    ] {
+        let plans = plans(nodes, per_node, 2, levels, false);
+        let n = plans.len();
+        let arrived = AtomicUsize::new(0);
+        let (out, _) = run(&plans, |view, fabric| {
+            let mut seen = Vec::new();
+            for round in 0..3 {
+                // Late arrivals, a different rank each round.
+                if view.rank as usize % n == round % n {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                arrived.fetch_add(1, Ordering::SeqCst);
+                barrier::barrier(view, fabric, &s).unwrap();
+                seen.push(arrived.load(Ordering::SeqCst) as i64);
+                barrier::barrier(view, fabric, &s).unwrap();
+            }
+            seen
+        });
+        for (rank, seen) in out.iter().enumerate() {
+            for (round, &v) in seen.iter().enumerate() {
+                assert!(
+                    v >= ((round + 1) * n) as i64,
+                    "{nodes}x{per_node} {levels}: rank {rank} left round {round}'s barrier \
+                     having seen {v} of {} arrivals",
+                    (round + 1) * n
+                );
+            }
+        }
+    }
+}

@@ -1,9 +1,10 @@
-//! Ibarrier: empty messages up the hierarchy to rank 0, then down again, as one schedule
-//! (run with an operation that combines nothing).
+//! Ibarrier: empty messages up the hierarchy, a dissemination barrier among the top group
+//! (as the blocking barrier), then down again, as one schedule (run with an operation that
+//! combines nothing).
 
 use topo_hierarchy::Settings;
 
-use super::{Buf, Builder, Region, ibcast, ireduce};
+use super::{Action, Buf, Builder, Link, Region, ibcast, ireduce};
 use crate::view::View;
 
 /// The steps of this rank's part in a barrier. A rank belongs to the groups above its
@@ -12,7 +13,26 @@ pub fn build(view: &View, s: &Settings) -> Builder {
     let mut b = Builder::default();
     let nothing = Region::whole(Buf::Acc, 0);
     let n = view.levels.len();
-    ireduce::up(&mut b, view, s, 0, 0, n, nothing);
-    ibcast::down(&mut b, view, s, 0, 0, n, nothing);
+    if n == 0 || !view.is_top(n - 1) {
+        ireduce::up(&mut b, view, s, 0, 0, n, nothing);
+        ibcast::down(&mut b, view, s, 0, 0, n, nothing);
+        return b;
+    }
+    // A member of the top group leads every group below it.
+    let top = n - 1;
+    ireduce::up(&mut b, view, s, 0, 0, top, nothing);
+    let l = &view.levels[top];
+    let m = l.members.len();
+    let mut d = 1;
+    while d < m {
+        let to = vec![l.members[(l.me + d) % m]];
+        let from = l.members[(l.me + m - d) % m];
+        b.round([
+            (Link::Level(top), Action::Send { to, src: nothing }),
+            (Link::Level(top), Action::Recv { from, dst: nothing }),
+        ]);
+        d *= 2;
+    }
+    ibcast::down(&mut b, view, s, 0, 0, top, nothing);
     b
 }
