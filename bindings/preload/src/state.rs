@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::ManuallyDrop;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,6 +62,31 @@ struct Pending {
     unpack: Option<Packed>,
 }
 
+/// Hashes a handle (an address, or a small integer under other ABIs) with one
+/// multiplication: the tables below are looked up on every intercepted call, and SipHash,
+/// the default, costs tens of nanoseconds there. Handles are not chosen by an adversary.
+#[derive(Default)]
+struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        // The table indexes by the low bits: fold the well-mixed high ones onto them.
+        self.0 ^ (self.0 >> 32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Fibonacci hashing: the product's high bits mix every bit of the handle.
+        self.0 = (n as u64 ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A table keyed by MPI handles.
+type ByHandle<V> = HashMap<usize, V, BuildHasherDefault<HandleHasher>>;
+
 /// A context and the attribute value that ties it to its communicator.
 struct Entry {
     id: u64,
@@ -70,7 +96,7 @@ struct Entry {
 struct State {
     /// Contexts by communicator handle (valid only while the communicator carries the
     /// entry's id under `keyval`).
-    contexts: HashMap<usize, Entry>,
+    contexts: ByHandle<Entry>,
     /// The attribute key of contexts (`MPI_KEYVAL_INVALID` while the path is off).
     keyval: c_int,
     /// The id of the next context.
@@ -82,7 +108,7 @@ struct State {
     /// Nonblocking collectives whose generalized requests are not complete yet.
     pending: Vec<Pending>,
     /// Predefined datatype handle -> what it is (predefined handles live until finalize).
-    types: HashMap<usize, TypeInfo>,
+    types: ByHandle<TypeInfo>,
     stats: Stats,
     rank: i32,
     size: i32,
@@ -121,7 +147,7 @@ static GLOBAL: Mutex<Shared> = Mutex::new(Shared(Global {
 fn lock() -> MutexGuard<'static, Shared> {
     // A panic while the lock was held was already reported; the counters stay usable.
     let mut g = GLOBAL.lock().unwrap_or_else(|p| p.into_inner());
-    if ANY_DELETED.swap(false, Ordering::Acquire) {
+    if ANY_DELETED.load(Ordering::Relaxed) && ANY_DELETED.swap(false, Ordering::Acquire) {
         let ids = std::mem::take(&mut *DELETED.lock().unwrap_or_else(|p| p.into_inner()));
         for id in ids {
             forget_id(&mut g, id);
@@ -149,13 +175,13 @@ impl State {
     fn new() -> State {
         let (rank, size) = abi::world_rank_size();
         let mut st = State {
-            contexts: HashMap::new(),
+            contexts: ByHandle::default(),
             keyval: ffi::MPI_KEYVAL_INVALID as c_int,
             next_id: 1,
             on: false,
             next_instance: 1,
             pending: Vec::new(),
-            types: HashMap::new(),
+            types: ByHandle::default(),
             stats: Stats::default(),
             rank,
             size,
@@ -626,7 +652,7 @@ impl Waiter {
 
 /// Cached datatype lookups, for the closure of [`run`].
 pub(crate) struct Lookup<'a> {
-    types: &'a mut HashMap<usize, TypeInfo>,
+    types: &'a mut ByHandle<TypeInfo>,
     quiet: Option<MPI_Comm>,
 }
 
