@@ -22,8 +22,17 @@ pub fn group_bcast(
     match alg {
         BcastAlg::Flat => {
             if me == root {
-                let others: Vec<u32> = (0..n).filter(|&i| i != root).map(|i| members[i]).collect();
-                t.send(&others, buf)
+                // The others are a slice of `members` when the root is first or last (a
+                // group's leader is first): no list to build on every call.
+                match root {
+                    0 => t.send(&members[1..], buf),
+                    r if r + 1 == n => t.send(&members[..r], buf),
+                    _ => {
+                        let others: Vec<u32> =
+                            (0..n).filter(|&i| i != root).map(|i| members[i]).collect();
+                        t.send(&others, buf)
+                    }
+                }
             } else {
                 t.recv(members[root], buf)
             }
