@@ -93,23 +93,33 @@ pub(crate) fn track(core: &Rc<RefCell<Core>>) {
 /// flight. A context that is itself running a call (this turn comes from inside it) is
 /// left alone. A dead peer aborts the job, naming it.
 unsafe extern "C" fn advance() -> c_int {
-    let check = LAST_CHECK.with(|t| {
+    CONTEXTS.with(|c| {
+        let Ok(list) = c.try_borrow() else {
+            return 0;
+        };
+        // Nothing in flight (the common case inside the program's own MPI calls): no
+        // clock reading, nothing else.
+        let mut check = None;
+        for core in list.iter().filter_map(Weak::upgrade) {
+            if let Ok(mut core) = core.try_borrow_mut()
+                && !core.is_idle()
+            {
+                let check = *check.get_or_insert_with(liveness_due);
+                core.advance_from_mpi(check);
+            }
+        }
+        0
+    })
+}
+
+/// Whether the peers are due for a liveness check (every [`LIVENESS_PERIOD`]).
+fn liveness_due() -> bool {
+    LAST_CHECK.with(|t| {
         let mut t = t.borrow_mut();
         let due = t.is_none_or(|last| last.elapsed() >= LIVENESS_PERIOD);
         if due {
             *t = Some(Instant::now());
         }
         due
-    });
-    CONTEXTS.with(|c| {
-        let Ok(list) = c.try_borrow() else {
-            return 0;
-        };
-        for core in list.iter().filter_map(Weak::upgrade) {
-            if let Ok(mut core) = core.try_borrow_mut() {
-                core.advance_from_mpi(check);
-            }
-        }
-        0
     })
 }

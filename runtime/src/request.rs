@@ -89,7 +89,7 @@ impl Core {
     /// One turn of MPI's progress engine (`crate::mpi_hook`): advances what is in flight,
     /// and with `check` also checks the peers waited on; a failure aborts the job.
     pub(crate) fn advance_from_mpi(&mut self, check: bool) {
-        if self.engine.is_idle() && self.native.is_empty() {
+        if self.is_idle() {
             return;
         }
         let r = self
@@ -98,6 +98,11 @@ impl Core {
         if let Err(e) = r {
             self.fail(e);
         }
+    }
+
+    /// Whether nothing is in flight.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.engine.is_idle() && self.native.is_empty()
     }
 
     fn is_complete(&self, id: u64) -> bool {
