@@ -90,6 +90,14 @@ pub enum Error {
         theirs: u64,
     },
 
+    /// A peer sent what the collective cannot have produced: the ranks called different
+    /// collectives or counts.
+    #[error("{reason}")]
+    Mismatch {
+        /// What arrived.
+        reason: String,
+    },
+
     /// The segment found is not the one this job step expects.
     #[error("shared-memory segment {path}: {reason}")]
     ShmLayout {

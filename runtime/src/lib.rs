@@ -7,6 +7,7 @@
 //! level with its own algorithm (after coll/tcl). The algorithms are written once over
 //! the [`transport::Transport`] trait; [`transport::sim`] runs them on threads for tests.
 
+pub mod allgather;
 pub mod allreduce;
 mod backoff;
 pub use backoff::with_progress_hook;

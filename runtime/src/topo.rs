@@ -21,7 +21,7 @@ use crate::request::Core;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
-use crate::{allreduce, barrier, bcast, reduce};
+use crate::{allgather, allreduce, barrier, bcast, reduce};
 
 /// Where the node segments live (`TOPO_RUN_SHM_DIR`, default `/dev/shm`).
 pub const SHM_DIR_ENV: &str = "TOPO_RUN_SHM_DIR";
@@ -451,6 +451,20 @@ impl Topo {
         abort(self.world.rank(), &self.node, op, e)
     }
 
+    /// Gathers every rank's `send` into `recv` on every rank, rank r's at
+    /// `recv[r * send.len()..]` (rsmpi: `CommunicatorCollectives::all_gather_into`).
+    /// `recv` holds `size * send.len()` elements.
+    pub fn all_gather_into<T: Equivalence + Copy + 'static>(&mut self, send: &[T], recv: &mut [T]) {
+        if plain::is_plain::<T>()
+            && recv.len() == send.len() * self.world.size() as usize
+            && self.raw_all_gather(Some(plain::bytes(send)), plain::bytes_mut(recv))
+        {
+            return;
+        }
+        drop(self.quiesced());
+        self.world.all_gather_into(send, recv)
+    }
+
     /// Broadcasts `buf` from `root` (rsmpi: `Root::broadcast_into`).
     pub fn broadcast_into<T: Equivalence + Copy + 'static>(&mut self, root: i32, buf: &mut [T]) {
         if plain::is_plain::<T>() && self.raw_broadcast(root, plain::bytes_mut(buf)) {
@@ -590,6 +604,23 @@ impl Topo {
     // caller then hands the call to MPI. A failure (a dead peer) aborts the job, as in
     // the typed methods. Ranks are world ranks; every rank must make the same calls in
     // the same order, as MPI requires of collectives.
+
+    /// Gathers every rank's block into `recv` (rank r's at `r * len`, `len =
+    /// recv.len() / size`); `send` is `None` when this rank's block is in place already.
+    pub fn raw_all_gather(&mut self, send: Option<&[u8]>, recv: &mut [u8]) -> bool {
+        let size = self.world.size() as usize;
+        if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len()) {
+            return false;
+        }
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        if let Err(e) = allgather::allgather(&h.view, &mut h.links, &h.settings, send, recv) {
+            self.abort("MPI_Allgather", e);
+        }
+        true
+    }
 
     /// Broadcasts the bytes of `buf` from `root`.
     pub fn raw_broadcast(&mut self, root: i32, buf: &mut [u8]) -> bool {

@@ -131,10 +131,10 @@ else bad "dropped request" "exit $RC" "$(head -6 "$WORK/err")"; fi
 # nonblocking allreduce in flight on one rank while it waits in topo-run's barrier (MPI
 # must progress inside topo-run's waits). A hang fails through the short timeout.
 T=60 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- \
-  "$BIN/coll-cases" --require-topo wait-any-contexts mpi-progress
-if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "2 passed, 0 failed" ]]; then
-  ok "coll-cases wait-any-contexts mpi-progress: $(tail -1 "$WORK/out")"
-else bad "coll-cases wait-any-contexts mpi-progress" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+  "$BIN/coll-cases" --require-topo wait-any-contexts mpi-progress allgather
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "6 passed, 0 failed" ]]; then
+  ok "coll-cases wait-any-contexts mpi-progress allgather: $(tail -1 "$WORK/out")"
+else bad "coll-cases wait-any-contexts mpi-progress allgather" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
 # Rank 0 blocked in MPI's own MPI_Recv while its broadcast still has to be pushed through
 # the queues (single copy off): it completes only if topo-run's collectives advance inside
@@ -182,6 +182,14 @@ run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --ex
 if [[ $RC -eq 0 ]] && grep -q "same solution in both modes: yes" "$WORK/out"; then
   ok "wave2d on 2 nodes x 2 ranks: blocking and nonblocking norms give the same solution ($(grep -o 'speedup [0-9.]*' "$WORK/out"))"
 else bad "wave2d on 2 nodes x 2 ranks" "exit $RC" "$(tail -4 "$WORK/out"; head -4 "$WORK/err")"; fi
+
+# Allgather across nodes, ranks dealt cyclically (blocks must land by rank, whichever
+# node and leader they travel through).
+T=120 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive -m cyclic \
+  --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$BIN/coll-cases" --require-topo allgather basic
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "5 passed, 0 failed" ]]; then
+  ok "2 nodes x 2 ranks, cyclic: coll-cases allgather basic: $(tail -1 "$WORK/out")"
+else bad "2 nodes x 2 cyclic: coll-cases allgather basic" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
 echo "== 4 emulated nodes"
 start_cluster 4

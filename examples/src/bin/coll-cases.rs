@@ -16,6 +16,7 @@
 //!   from the last rank, which sends only once its part of the broadcast is done. Run with
 //!   `--single-copy 0`, the broadcast needs rank 0 to push it through the queues fragment
 //!   by fragment, which it does only if topo-run's collectives advance inside MPI's calls.
+//! - `allgather`: `all_gather_into` of 1 to 100,000 `i64` per rank against MPI's own.
 //! - `basic`: a few allreduces, broadcasts from every root and barriers, checked against
 //!   values computed locally (a quick check that a run works, hierarchical or not).
 //! - `huge`: a 2.5 GiB broadcast and allreduce, larger than MPI's `int` count (run by hand:
@@ -32,6 +33,7 @@ use topo_runtime::request::wait_any;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Case {
+    Allgather,
     Basic,
     ProgressInMpi,
     WaitAnyContexts,
@@ -71,6 +73,27 @@ impl Tally<'_> {
             println!("{} {what}", if all == 0 { "ok" } else { "FAILED" });
         }
     }
+}
+
+/// Allgather against MPI's own, several sizes, twice each (back to back).
+fn allgather(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
+    let mut topo = Topo::from_env(world).context("context")?;
+    let size = world.size() as usize;
+    for n in [1usize, 7, 1000, 100_000] {
+        let mut ok = true;
+        for round in 0..2i64 {
+            let mine: Vec<i64> = (0..n as i64)
+                .map(|i| i * 1000 + i64::from(world.rank()) + round)
+                .collect();
+            let mut ours = vec![0i64; n * size];
+            let mut theirs = vec![0i64; n * size];
+            topo.all_gather_into(&mine[..], &mut ours[..]);
+            world.all_gather_into(&mine[..], &mut theirs[..]);
+            ok &= ours == theirs;
+        }
+        t.record(&format!("allgather of {n} i64 per rank equals MPI's"), ok);
+    }
+    Ok(())
 }
 
 /// Allreduce, broadcast from every root, reduce and barrier, checked locally.
@@ -259,6 +282,7 @@ fn main() -> anyhow::Result<()> {
     };
     for case in &args.cases {
         match case {
+            Case::Allgather => allgather(&world, &mut t)?,
             Case::Basic => basic(&world, &mut t)?,
             Case::ProgressInMpi => progress_in_mpi(&world, &mut t)?,
             Case::WaitAnyContexts => wait_any_contexts(&world, &mut t)?,
