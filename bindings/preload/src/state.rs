@@ -14,9 +14,9 @@
 //! A context is attached to its communicator with MPI's attribute caching, as PMPI tools
 //! do: a keyval whose delete callback drops the context when MPI frees the communicator,
 //! whichever binding frees it (the Fortran 2008 one, which the library does not
-//! intercept, or `MPI_Comm_disconnect`). The table is keyed by handle for speed, and an
-//! entry counts only while the communicator still carries its attribute, so a handle that
-//! MPI reuses for a new communicator never inherits an old context.
+//! intercept, or `MPI_Comm_disconnect`), so a handle that MPI reuses for a new
+//! communicator never inherits an old context. The table is keyed by handle, so that a
+//! call finds its context without asking MPI.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -94,8 +94,8 @@ struct Entry {
 }
 
 struct State {
-    /// Contexts by communicator handle (valid only while the communicator carries the
-    /// entry's id under `keyval`).
+    /// Contexts by communicator handle; the delete callback of `keyval` removes an entry
+    /// when MPI frees its communicator.
     contexts: ByHandle<Entry>,
     /// The attribute key of contexts (`MPI_KEYVAL_INVALID` while the path is off).
     keyval: c_int,
