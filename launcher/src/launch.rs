@@ -131,19 +131,17 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     };
     let (placement, pmix_client) = match fast {
         Some(Ok(p)) => (p, None),
-        Some(Err(e)) if args.discovery == Discovery::Slurm || !pmix => return Err(e.into()),
-        Some(Err(e)) => {
-            v.say(format!(
-                "Slurm's environment is not exact ({e}); asking PMIx"
-            ));
+        Some(Err(e)) if args.discovery == Discovery::Slurm => return Err(e.into()),
+        fast if pmix => {
+            if let Some(Err(e)) = fast {
+                v.say(format!(
+                    "Slurm's environment is not exact ({e}); asking PMIx"
+                ));
+            }
             let (p, c) = discover::from_pmix()?;
             (p, Some(c))
         }
-        None if pmix => {
-            let (p, c) = discover::from_pmix()?;
-            (p, Some(c))
-        }
-        None => (discover::from_slurm_env(&env)?, None),
+        _ => (discover::from_slurm_env(&env)?, None),
     };
     v.rank = Some(placement.rank);
     let local_ranks = placement.local_ranks();
@@ -317,6 +315,23 @@ fn local_localities(
         }
         Err(e) => return Err(DiscoveryError::SlurmEnv(e.to_string()).into()),
     };
+    // A task alone on its node that something other than Slurm bound (a wrapper calling
+    // taskset or numactl, with or without --cpu-bind): no neighbour plans from its CPUs,
+    // so its own give its locality, whatever Slurm says.
+    let slurm = binding.mask_of(local);
+    if n_local == 1
+        && slurm != Some(&own)
+        && !topology.is_unbound(&own)
+        && let Some(loc) = topology.locality(&own)
+    {
+        let says = slurm
+            .map(|m| format!(" (Slurm says {m})"))
+            .unwrap_or_default();
+        v.say(format!(
+            "alone on the node, bound outside Slurm to CPUs {own}{says}: {loc}"
+        ));
+        return Ok(vec![Some(loc)]);
+    }
     match binding {
         SlurmBinding::None => {
             if topology.is_unbound(&own) {
@@ -330,21 +345,6 @@ fn local_localities(
                     ),
                     n_local,
                 )
-            } else if n_local == 1 {
-                // Alone on its node, bound by something other than Slurm (a wrapper that
-                // pins it with taskset or numactl, under --cpu-bind=none): its own CPUs are
-                // the whole story.
-                let loc = topology.locality(&own).ok_or_else(|| {
-                    DiscoveryError::SlurmEnv(format!(
-                        "rank {rank} on node {node} runs on CPUs {own}, none of which this \
-                         node has ({})",
-                        topology.all_cpus()
-                    ))
-                })?;
-                v.say(format!(
-                    "alone on the node, bound outside Slurm to CPUs {own}: {loc}"
-                ));
-                Ok(vec![Some(loc)])
             } else if allow_unbound {
                 warn_once(
                     placement,
@@ -363,17 +363,6 @@ fn local_localities(
         }
         SlurmBinding::Masks(_) => {
             let expected = binding.mask_of(local).cloned().unwrap_or_default();
-            if expected != own && n_local == 1 && !topology.is_unbound(&own) {
-                // Alone on its node and re-pinned by a wrapper (taskset, numactl): no
-                // neighbour's plan depends on its CPUs, so its own are the ones to use.
-                if let Some(loc) = topology.locality(&own) {
-                    v.say(format!(
-                        "alone on the node, bound outside Slurm to CPUs {own} (Slurm says \
-                         {expected}): {loc}"
-                    ));
-                    return Ok(vec![Some(loc)]);
-                }
-            }
             if expected != own {
                 let err = MaskMismatch {
                     rank,

@@ -110,7 +110,7 @@ pub(crate) fn run_hook() {
 }
 
 /// How often a waiting rank checks that its peers are alive.
-const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
+pub(crate) const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
 
 /// Spin, then yield; says when it is time to check on the peer.
 pub(crate) struct Backoff {

@@ -17,8 +17,9 @@ use std::ffi::{CStr, c_void};
 use std::os::raw::c_int;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use crate::backoff::LIVENESS_PERIOD;
 use crate::request::Core;
 
 /// A callback of Open MPI's progress engine: returns how many events it completed.
@@ -61,9 +62,6 @@ static REGISTERED: AtomicBool = AtomicBool::new(false);
 pub fn manual() {
     MANUAL.store(true, Ordering::Relaxed);
 }
-
-/// How often the callback checks that the local peers waited on are alive.
-const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
 
 thread_local! {
     /// The contexts of this thread that the callback advances.
@@ -112,7 +110,7 @@ unsafe extern "C" fn advance() -> c_int {
     })
 }
 
-/// Whether the peers are due for a liveness check (every [`LIVENESS_PERIOD`]).
+/// Whether the peers are due for a liveness check (as often as a waiting rank checks).
 fn liveness_due() -> bool {
     LAST_CHECK.with(|t| {
         let mut t = t.borrow_mut();

@@ -139,11 +139,11 @@ impl Core {
 
     /// Completes everything in flight.
     pub(crate) fn quiesce(&mut self) -> Result<()> {
-        if self.engine.is_idle() && self.native.is_empty() {
+        if self.is_idle() {
             self.check_poison();
             return Ok(());
         }
-        self.wait_until(|c| c.engine.is_idle() && c.native.is_empty())
+        self.wait_until(Core::is_idle)
     }
 
     pub(crate) fn fail(&self, e: crate::Error) -> ! {
@@ -347,9 +347,7 @@ impl Progress {
 
     /// Whether no nonblocking collective is in flight.
     pub fn is_idle(&self) -> bool {
-        self.0
-            .try_borrow()
-            .is_ok_and(|c| c.engine.is_idle() && c.native.is_empty())
+        self.0.try_borrow().is_ok_and(|c| c.is_idle())
     }
 
     /// Whether both handles advance the same context.

@@ -243,14 +243,18 @@ pub(crate) unsafe extern "C" fn context_deleted(
 ) -> c_int {
     // As an entry point: MPI calls made while the context is torn down (rsmpi freeing its
     // duplicates through `MPI_Comm_free`) go straight to MPI. Called from inside the
-    // library, it does nothing; a later lookup finds the entry stale.
+    // library, the context is dropped at the library's next call instead.
+    let id = value as u64;
     entry(
         None,
         || {
-            crate::state::context_deleted(value as u64);
-            false
+            crate::state::context_deleted(id);
+            true
         },
-        || SUCCESS,
+        || {
+            crate::state::defer_deleted(id);
+            SUCCESS
+        },
     )
 }
 

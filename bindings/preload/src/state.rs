@@ -441,16 +441,20 @@ pub(crate) fn context_deleted(id: u64) {
     match GLOBAL.try_lock() {
         Ok(mut g) => forget_id(&mut g, id),
         Err(TryLockError::Poisoned(p)) => forget_id(&mut p.into_inner(), id),
-        // Freed while the library holds its state (never from inside the library itself,
-        // which frees no application communicator): dropped at the next lock.
-        Err(TryLockError::WouldBlock) => {
-            DELETED.lock().unwrap_or_else(|p| p.into_inner()).push(id);
-            ANY_DELETED.store(true, Ordering::Release);
-        }
+        // Freed while the library holds its state (it frees no application communicator
+        // itself, so another thread's doing): dropped at the next lock.
+        Err(TryLockError::WouldBlock) => defer_deleted(id),
     }
 }
 
-/// Ids of contexts whose communicators were freed while the state was locked.
+/// Queues context `id` to be dropped at the next lock: its communicator was freed where
+/// the state could not be touched.
+pub(crate) fn defer_deleted(id: u64) {
+    DELETED.lock().unwrap_or_else(|p| p.into_inner()).push(id);
+    ANY_DELETED.store(true, Ordering::Release);
+}
+
+/// Ids of contexts whose communicators were freed while the state could not be touched.
 static DELETED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 /// Whether `DELETED` may hold ids.
 static ANY_DELETED: AtomicBool = AtomicBool::new(false);
