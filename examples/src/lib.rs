@@ -1,6 +1,41 @@
 //! Shared helpers of the example programs.
 
+use anyhow::Context;
 use mpi::datatype::Equivalence;
+use mpi::environment::Universe;
+
+/// Initialises MPI. With `multiple` it asks for `MPI_THREAD_MULTIPLE`, which lets
+/// topo-run's progress thread (`topo-run --progress-thread`) run the network steps too,
+/// and fails if MPI cannot provide it.
+pub fn init_mpi(multiple: bool) -> anyhow::Result<Universe> {
+    if !multiple {
+        return mpi::initialize().context("MPI_Init failed");
+    }
+    let (universe, level) = mpi::initialize_with_threading(mpi::Threading::Multiple)
+        .context("MPI_Init_thread failed")?;
+    anyhow::ensure!(
+        level == mpi::Threading::Multiple,
+        "--thread-multiple: MPI provides only {level:?}"
+    );
+    Ok(universe)
+}
+
+/// How a program's collectives run, for its first line of output: the path, and the
+/// progress thread if it runs.
+pub fn describe(topo: &topo_runtime::Topo) -> String {
+    let path = match topo.fallback() {
+        None => match topo.single_copy() {
+            Some(t) => format!("hierarchical collectives, single copy from {t} bytes"),
+            None => "hierarchical collectives, single copy off".to_string(),
+        },
+        Some(f) => format!("MPI's collectives ({f:?})"),
+    };
+    if topo_runtime::progress_thread::running() {
+        format!("{path}, progress thread")
+    } else {
+        path
+    }
+}
 
 /// An element type the examples test, built from small integers so that every reduction
 /// is exact, whatever the order of operations.

@@ -65,6 +65,13 @@ pub const KEYS: &[(&str, &str, &str)] = &[
          (process_vm_readv), instead of through the queues; 0 turns that off (default 16K)",
     ),
     (
+        "progress",
+        "TOPO_RUN_PROGRESS",
+        "what advances nonblocking collectives while the program computes: none (its own \
+         MPI calls, tests and waits; the default) or thread (also a progress thread per \
+         process; worth it with a free core or hardware thread per rank)",
+    ),
+    (
         "bcast",
         "TOPO_RUN_BCAST",
         "broadcast rules, e.g. numa=knomial:4,node=flat (algorithms: flat, binomial, knomial:K, \
@@ -316,6 +323,8 @@ pub struct Settings {
     pub spin: u32,
     /// Single-copy threshold in bytes (0: never).
     pub single_copy: u32,
+    /// Whether a progress thread advances nonblocking collectives.
+    pub progress_thread: bool,
     /// User broadcast rules (before the defaults).
     pub bcast: Vec<Rule<BcastAlg>>,
     /// User reduce rules.
@@ -332,6 +341,7 @@ impl Default for Settings {
             chunk: DEFAULT_CHUNK,
             spin: DEFAULT_SPIN,
             single_copy: DEFAULT_SINGLE_COPY,
+            progress_thread: false,
             bcast: Vec::new(),
             reduce: Vec::new(),
             allreduce: Vec::new(),
@@ -417,6 +427,13 @@ impl Settings {
                         .map_err(|_| bad("must be a number of rounds".into()))?;
                 }
                 "single-copy" => s.single_copy = bytes(0, 1 << 30)?,
+                "progress" => {
+                    s.progress_thread = match value {
+                        "none" => false,
+                        "thread" => true,
+                        _ => return Err(bad("must be none or thread".into())),
+                    };
+                }
                 "bcast" => s.bcast = parse_rules(value).map_err(bad)?,
                 "reduce" => s.reduce = parse_rules(value).map_err(bad)?,
                 "allreduce" => s.allreduce = parse_rules(value).map_err(bad)?,
@@ -478,6 +495,7 @@ mod tests {
             ReduceAlg::ReduceScatterGather
         );
         assert_eq!(s.single_copy, 0);
+        assert!(!s.progress_thread);
         let e = Settings::from_pairs(&[("reduce", "scatter-allgather")]).unwrap_err();
         assert!(e.to_string().contains("reduce-scatter-gather"), "{e}");
         assert!(Settings::from_pairs(&[("bcast", "reduce-scatter-gather")]).is_err());

@@ -219,24 +219,37 @@ pub struct RuntimeArgs {
     /// (`process_vm_readv`), instead of through the queues; 0 turns that off (default 16K).
     #[arg(long, value_name = "BYTES", env = "TOPO_RUN_SINGLE_COPY")]
     pub single_copy: Option<String>,
+
+    /// What advances nonblocking collectives while the program computes: `none` (its own
+    /// MPI calls, tests and waits) or `thread` (also a progress thread per process).
+    #[arg(long, value_name = "MODE", env = "TOPO_RUN_PROGRESS")]
+    pub progress: Option<String>,
+
+    /// Short for `--progress thread`: a thread per process advances nonblocking
+    /// collectives while the program computes. Worth it with a free core (or hardware
+    /// thread) per rank; see docs/runtime.md.
+    #[arg(long, conflicts_with = "progress")]
+    pub progress_thread: bool,
 }
 
 impl RuntimeArgs {
     /// The settings given on the command line or in the environment, validated, as the
     /// `key:value` pairs stored in the plan.
     pub fn settings(&self) -> Result<Vec<(String, String)>, topo_hierarchy::Error> {
+        let thread = self.progress_thread.then(|| "thread".to_string());
         let pairs: Vec<(String, String)> = [
-            ("slots", &self.slots),
-            ("fragment", &self.fragment),
-            ("chunk", &self.chunk),
-            ("spin", &self.spin),
-            ("single-copy", &self.single_copy),
-            ("bcast", &self.bcast),
-            ("reduce", &self.reduce),
-            ("allreduce", &self.allreduce),
+            ("progress", self.progress.as_ref().or(thread.as_ref())),
+            ("slots", self.slots.as_ref()),
+            ("fragment", self.fragment.as_ref()),
+            ("chunk", self.chunk.as_ref()),
+            ("spin", self.spin.as_ref()),
+            ("single-copy", self.single_copy.as_ref()),
+            ("bcast", self.bcast.as_ref()),
+            ("reduce", self.reduce.as_ref()),
+            ("allreduce", self.allreduce.as_ref()),
         ]
         .into_iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| (k.to_string(), v.clone())))
+        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.clone())))
         .collect();
         topo_hierarchy::Settings::from_pairs(&pairs)?;
         Ok(pairs)

@@ -10,6 +10,11 @@ pub trait Combine {
     fn elem_size(&self) -> usize;
     /// `acc[i] = acc[i] op incoming[i]` for every element.
     fn combine(&self, acc: &mut [u8], incoming: &[u8]);
+    /// Whether [`Combine::combine`] calls MPI (then only threads that MPI allows may
+    /// call it).
+    fn calls_mpi(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Combine`] from a closure over byte slices, for tests and the sim transport.

@@ -15,12 +15,12 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, c_void};
 use std::os::raw::c_int;
-use std::rc::{Rc, Weak};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use crate::backoff::LIVENESS_PERIOD;
-use crate::request::Core;
+use crate::context::{Core, Shared, try_lock};
 
 /// A callback of Open MPI's progress engine: returns how many events it completed.
 pub type Callback = unsafe extern "C" fn() -> c_int;
@@ -65,21 +65,21 @@ pub fn manual() {
 
 thread_local! {
     /// The contexts of this thread that the callback advances.
-    static CONTEXTS: RefCell<Vec<Weak<RefCell<Core>>>> = const { RefCell::new(Vec::new()) };
+    static CONTEXTS: RefCell<Vec<Weak<Mutex<Core>>>> = const { RefCell::new(Vec::new()) };
     /// When the callback last checked the peers.
     static LAST_CHECK: RefCell<Option<Instant>> = const { RefCell::new(None) };
 }
 
 /// Adds a context of this thread to the callback's list, registering the callback first
 /// if it is not yet.
-pub(crate) fn track(core: &Rc<RefCell<Core>>) {
+pub(crate) fn track(core: &Shared) {
     if MANUAL.load(Ordering::Relaxed) {
         return;
     }
     CONTEXTS.with(|c| {
         let mut list = c.borrow_mut();
         list.retain(|w| w.strong_count() > 0);
-        list.push(Rc::downgrade(core));
+        list.push(Arc::downgrade(core));
     });
     if !REGISTERED.swap(true, Ordering::AcqRel) && !register(advance) {
         // Not Open MPI: nothing to register with.
@@ -99,7 +99,7 @@ unsafe extern "C" fn advance() -> c_int {
         // clock reading, nothing else.
         let mut check = None;
         for core in list.iter().filter_map(Weak::upgrade) {
-            if let Ok(mut core) = core.try_borrow_mut()
+            if let Some(mut core) = try_lock(&core)
                 && !core.is_idle()
             {
                 let check = *check.get_or_insert_with(liveness_due);

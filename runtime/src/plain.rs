@@ -50,23 +50,134 @@ pub fn bytes_mut<T: 'static>(s: &mut [T]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), std::mem::size_of_val(s)) }
 }
 
-/// An MPI reduction applied locally with `PMPI_Reduce_local`: every predefined operation
-/// on its predefined types, and user operations. (The profiling entry point, so that a
-/// PMPI library that loads this crate never re-enters itself.)
+/// An MPI reduction applied locally: the common predefined operations on fixed-size
+/// integers and floats in Rust ([`kernel`]), everything else (other predefined pairs, user
+/// operations) with `PMPI_Reduce_local`. (The profiling entry point, so that a PMPI
+/// library that loads this crate never re-enters itself.)
 #[derive(Debug)]
 pub struct MpiCombine {
     datatype: mpi::ffi::MPI_Datatype,
     op: mpi::ffi::MPI_Op,
     elem: usize,
+    kernel: Option<Kernel>,
+}
+
+/// `acc[i] = acc[i] op incoming[i]` over whole elements, in Rust.
+type Kernel = fn(&mut [u8], &[u8]);
+
+/// A Rust kernel for `op` over `T`, elementwise on native-endian bytes.
+macro_rules! kernel {
+    ($t:ty, $f:expr) => {{
+        fn k(acc: &mut [u8], x: &[u8]) {
+            const N: usize = std::mem::size_of::<$t>();
+            let f: fn($t, $t) -> $t = $f;
+            for (a, b) in acc.chunks_exact_mut(N).zip(x.chunks_exact(N)) {
+                let p = <$t>::from_ne_bytes(a.try_into().unwrap_or_default());
+                let q = <$t>::from_ne_bytes(b.try_into().unwrap_or_default());
+                a.copy_from_slice(&f(p, q).to_ne_bytes());
+            }
+        }
+        Some((k as Kernel, std::mem::size_of::<$t>()))
+    }};
+}
+
+/// The kernels of one integer type: every arithmetic, logical and bitwise operation MPI
+/// predefines for it, with MPI's results (wrapping arithmetic, 0 or 1 for the logical
+/// ones).
+macro_rules! int_kernel {
+    ($t:ty, $op:expr) => {{
+        use mpi::ffi::*;
+        let op = $op;
+        // SAFETY: reading constant MPI handles.
+        unsafe {
+            if op == RSMPI_SUM {
+                kernel!($t, |a, b| a.wrapping_add(b))
+            } else if op == RSMPI_PROD {
+                kernel!($t, |a, b| a.wrapping_mul(b))
+            } else if op == RSMPI_MIN {
+                kernel!($t, |a, b| a.min(b))
+            } else if op == RSMPI_MAX {
+                kernel!($t, |a, b| a.max(b))
+            } else if op == RSMPI_BAND {
+                kernel!($t, |a, b| a & b)
+            } else if op == RSMPI_BOR {
+                kernel!($t, |a, b| a | b)
+            } else if op == RSMPI_BXOR {
+                kernel!($t, |a, b| a ^ b)
+            } else if op == RSMPI_LAND {
+                kernel!($t, |a, b| <$t>::from(a != 0 && b != 0))
+            } else if op == RSMPI_LOR {
+                kernel!($t, |a, b| <$t>::from(a != 0 || b != 0))
+            } else if op == RSMPI_LXOR {
+                kernel!($t, |a, b| <$t>::from((a != 0) != (b != 0)))
+            } else {
+                None
+            }
+        }
+    }};
+}
+
+/// The kernels of one float type: sum and product, which give the same bits as MPI's
+/// (one IEEE operation per element). Minimum and maximum stay with MPI, whose handling of
+/// NaN they would have to copy.
+macro_rules! float_kernel {
+    ($t:ty, $op:expr) => {{
+        use mpi::ffi::*;
+        let op = $op;
+        // SAFETY: reading constant MPI handles.
+        unsafe {
+            if op == RSMPI_SUM {
+                kernel!($t, |a, b| a + b)
+            } else if op == RSMPI_PROD {
+                kernel!($t, |a, b| a * b)
+            } else {
+                None
+            }
+        }
+    }};
+}
+
+/// The Rust kernel for `op` on `datatype`, if there is one, and its element size.
+fn kernel(datatype: mpi::ffi::MPI_Datatype, op: mpi::ffi::MPI_Op) -> Option<(Kernel, usize)> {
+    use mpi::ffi::*;
+    // SAFETY: reading constant MPI handles.
+    let types = unsafe {
+        [
+            RSMPI_INT8_T,
+            RSMPI_INT16_T,
+            RSMPI_INT32_T,
+            RSMPI_INT64_T,
+            RSMPI_UINT8_T,
+            RSMPI_UINT16_T,
+            RSMPI_UINT32_T,
+            RSMPI_UINT64_T,
+            RSMPI_FLOAT,
+            RSMPI_DOUBLE,
+        ]
+    };
+    match types.iter().position(|&t| t == datatype)? {
+        0 => int_kernel!(i8, op),
+        1 => int_kernel!(i16, op),
+        2 => int_kernel!(i32, op),
+        3 => int_kernel!(i64, op),
+        4 => int_kernel!(u8, op),
+        5 => int_kernel!(u16, op),
+        6 => int_kernel!(u32, op),
+        7 => int_kernel!(u64, op),
+        8 => float_kernel!(f32, op),
+        _ => float_kernel!(f64, op),
+    }
 }
 
 impl MpiCombine {
     /// The reduction `op` over elements of `T`.
     pub fn new<T: Equivalence + 'static, O: Operation>(op: &O) -> Self {
+        let (datatype, op) = (T::equivalent_datatype().as_raw(), op.as_raw());
         MpiCombine {
-            datatype: T::equivalent_datatype().as_raw(),
-            op: op.as_raw(),
+            datatype,
+            op,
             elem: std::mem::size_of::<T>(),
+            kernel: kernel(datatype, op).map(|(k, _)| k),
         }
     }
 
@@ -83,7 +194,12 @@ impl MpiCombine {
         op: mpi::ffi::MPI_Op,
         elem: usize,
     ) -> Self {
-        MpiCombine { datatype, op, elem }
+        MpiCombine {
+            datatype,
+            op,
+            elem,
+            kernel: kernel(datatype, op).and_then(|(k, n)| (n == elem).then_some(k)),
+        }
     }
 }
 
@@ -92,8 +208,15 @@ impl Combine for MpiCombine {
         self.elem
     }
 
+    fn calls_mpi(&self) -> bool {
+        self.kernel.is_none()
+    }
+
     fn combine(&self, acc: &mut [u8], incoming: &[u8]) {
         debug_assert_eq!(acc.len(), incoming.len());
+        if let Some(k) = self.kernel {
+            return k(acc, incoming);
+        }
         // MPI counts are `int`: larger buffers are combined in pieces of whole elements.
         let piece = (MAX_COUNT / self.elem).max(1) * self.elem;
         for (acc, incoming) in acc.chunks_mut(piece).zip(incoming.chunks(piece)) {
@@ -114,5 +237,71 @@ impl Combine for MpiCombine {
     }
 }
 
+impl MpiCombine {
+    /// Whether the operation runs in Rust, without calling MPI.
+    pub fn is_native(&self) -> bool {
+        self.kernel.is_some()
+    }
+}
+
 /// The largest element count passed to one MPI call (`INT_MAX`).
 pub(crate) const MAX_COUNT: usize = i32::MAX as usize;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpi::collective::SystemOperation;
+
+    fn run<T: Equivalence + 'static>(op: SystemOperation, acc: &mut [T], x: &[T]) -> bool {
+        let c = MpiCombine::new::<T, _>(&op);
+        if !c.is_native() {
+            return false;
+        }
+        let x = bytes(x).to_vec();
+        c.combine(bytes_mut(acc), &x);
+        true
+    }
+
+    #[test]
+    fn rust_kernels_give_mpis_results() {
+        let mut a = [i32::MAX, -5, 7, 0];
+        assert!(run(SystemOperation::sum(), &mut a, &[1, 2, -7, 0]));
+        assert_eq!(a, [i32::MIN, -3, 0, 0]);
+        let mut a = [3u8, 0, 250];
+        assert!(run(SystemOperation::product(), &mut a, &[5, 9, 2]));
+        assert_eq!(a, [15, 0, 244]);
+        let mut a = [-3i64, 9];
+        assert!(run(SystemOperation::min(), &mut a, &[4, -9]));
+        assert_eq!(a, [-3, -9]);
+        let mut a = [1u16, 9];
+        assert!(run(SystemOperation::max(), &mut a, &[4, 2]));
+        assert_eq!(a, [4, 9]);
+        let mut a = [0b1100u32, 0b1100, 0b1100];
+        assert!(run(SystemOperation::bitwise_and(), &mut a[..1], &[0b1010]));
+        assert!(run(SystemOperation::bitwise_or(), &mut a[1..2], &[0b1010]));
+        assert!(run(SystemOperation::bitwise_xor(), &mut a[2..], &[0b1010]));
+        assert_eq!(a, [0b1000, 0b1110, 0b0110]);
+        let mut a = [0i8, 3, 3, 0];
+        assert!(run(SystemOperation::logical_and(), &mut a[..2], &[5, 5]));
+        assert!(run(SystemOperation::logical_or(), &mut a[2..], &[0, 0]));
+        assert_eq!(a, [0, 1, 1, 0]);
+        let mut a = [0u64, 7];
+        assert!(run(SystemOperation::logical_xor(), &mut a, &[2, 2]));
+        assert_eq!(a, [1, 0]);
+        let mut f = [0.1f64, 1e308, -0.0];
+        assert!(run(SystemOperation::sum(), &mut f, &[0.2, 1e308, 0.0]));
+        assert_eq!(f[0].to_bits(), (0.1f64 + 0.2).to_bits());
+        assert!(f[1].is_infinite() && f[2] == 0.0 && f[2].is_sign_positive());
+        let mut g = [1.5f32, 2.0];
+        assert!(run(SystemOperation::product(), &mut g, &[2.0, 0.25]));
+        assert_eq!(g, [3.0, 0.5]);
+        // Float minimum and maximum, and bool, stay with MPI.
+        assert!(!run(SystemOperation::min(), &mut [1.0f64], &[0.0]));
+        assert!(!run(SystemOperation::max(), &mut [1.0f32], &[0.0]));
+        assert!(!run(SystemOperation::logical_and(), &mut [true], &[false]));
+        // A raw handle whose element size does not match the type gets no kernel.
+        // SAFETY: the combine is never applied.
+        let odd = unsafe { MpiCombine::from_raw(mpi::ffi::RSMPI_INT32_T, mpi::ffi::RSMPI_SUM, 8) };
+        assert!(!odd.is_native() && odd.calls_mpi());
+    }
+}

@@ -11,13 +11,17 @@
 //! Every wait or test advances every collective in flight (topo-run's schedules and the
 //! MPI requests of calls handed to MPI), so requests may be completed in any order. Under
 //! Open MPI they also advance while the application is inside its own MPI calls
-//! ([`crate::mpi_hook`]); while it computes, they stand still.
+//! ([`crate::mpi_hook`]). While it computes, they stand still, unless the progress thread
+//! runs ([`crate::progress_thread`]).
+//!
+//! The typed methods are thin wrappers: a plain type becomes bytes and goes to the same
+//! schedule starters as the byte-level entry points of the PMPI library (`raw_*`);
+//! anything else is handed to MPI's own nonblocking collective.
 
-use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::os::raw::c_int;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use mpi::collective::Operation;
 use mpi::datatype::Equivalence;
@@ -27,135 +31,11 @@ use mpi::request::{Scope, StaticScope};
 use mpi::topology::Communicator;
 
 use crate::backoff::Backoff;
-use crate::error::Result;
-use crate::nonblocking::{Builder, Engine, Schedule, iallreduce, ibarrier, ibcast, ireduce};
+use crate::combine::Combine;
+use crate::context::{self, Hier, Shared};
+use crate::nonblocking::{Builder, Schedule, iallreduce, ibarrier, ibcast, ireduce};
 use crate::plain::{self, MpiCombine};
-use crate::topo::{Hier, Topo, abort};
-
-/// State shared by a [`Topo`] and its requests.
-pub(crate) struct Core {
-    pub(crate) hier: Option<Box<Hier>>,
-    engine: Engine,
-    /// Collectives handed to MPI, by request id.
-    native: BTreeMap<u64, ffi::MPI_Request>,
-    next_id: u64,
-    /// A request was dropped before it completed.
-    poisoned: bool,
-    rank: i32,
-    node: String,
-}
-
-impl Core {
-    pub(crate) fn new(hier: Option<Box<Hier>>, rank: i32, node: String) -> Self {
-        Core {
-            hier,
-            engine: Engine::default(),
-            native: BTreeMap::new(),
-            next_id: 0,
-            poisoned: false,
-            rank,
-            node,
-        }
-    }
-
-    fn check_poison(&self) {
-        if self.poisoned {
-            eprintln!(
-                "topo-run: rank {} on {}: a nonblocking collective's request was dropped \
-                 before it completed, so its buffers may be gone; aborting the job (complete \
-                 every request with wait or test)",
-                self.rank, self.node
-            );
-            mpi::topology::SimpleCommunicator::world().abort(crate::ABORT_CODE);
-        }
-    }
-
-    /// Advances everything in flight without waiting.
-    fn progress(&mut self) -> Result<()> {
-        self.check_poison();
-        if let Some(h) = &mut self.hier {
-            self.engine.progress(&mut h.links)?;
-        }
-        self.native.retain(|_, req| {
-            let mut flag: c_int = 0;
-            // SAFETY: `req` is an active request started by this module; MPI_Test frees
-            // it (and sets it to null) once it completes, and then we forget it.
-            unsafe { ffi::MPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
-            flag == 0
-        });
-        Ok(())
-    }
-
-    /// One turn of MPI's progress engine (`crate::mpi_hook`): advances what is in flight,
-    /// and with `check` also checks the peers waited on; a failure aborts the job.
-    pub(crate) fn advance_from_mpi(&mut self, check: bool) {
-        if self.is_idle() {
-            return;
-        }
-        let r = self
-            .progress()
-            .and_then(|()| if check { self.check_peers() } else { Ok(()) });
-        if let Err(e) = r {
-            self.fail(e);
-        }
-    }
-
-    /// Whether nothing is in flight.
-    pub(crate) fn is_idle(&self) -> bool {
-        self.engine.is_idle() && self.native.is_empty()
-    }
-
-    fn is_complete(&self, id: u64) -> bool {
-        self.engine.is_done(id) && !self.native.contains_key(&id)
-    }
-
-    /// The spin setting of waits on this context.
-    fn spin(&self) -> u32 {
-        self.hier.as_ref().map_or(0, |h| h.settings.spin)
-    }
-
-    /// Fails if a local peer that the oldest collective in flight waits on has died.
-    fn check_peers(&mut self) -> Result<()> {
-        match &mut self.hier {
-            Some(h) => self.engine.check_peers(&mut h.links),
-            None => Ok(()),
-        }
-    }
-
-    /// Advances everything in flight until `done` holds: spins, then yields the core,
-    /// checking now and then that the local peers waited on are alive.
-    fn wait_until(&mut self, mut done: impl FnMut(&Core) -> bool) -> Result<()> {
-        let mut backoff = Backoff::new(self.spin());
-        loop {
-            self.progress()?;
-            if done(self) {
-                return Ok(());
-            }
-            if backoff.pause() {
-                self.check_peers()?;
-            }
-        }
-    }
-
-    /// Completes everything in flight.
-    pub(crate) fn quiesce(&mut self) -> Result<()> {
-        if self.is_idle() {
-            self.check_poison();
-            return Ok(());
-        }
-        self.wait_until(Core::is_idle)
-    }
-
-    pub(crate) fn fail(&self, e: crate::Error) -> ! {
-        let op = self.engine.current().unwrap_or("a nonblocking collective");
-        abort(self.rank, &self.node, op, e)
-    }
-
-    fn take_id(&mut self) -> u64 {
-        self.next_id += 1;
-        self.next_id
-    }
-}
+use crate::topo::Topo;
 
 /// Something a request keeps alive until it completes (its operation).
 trait Keep {}
@@ -164,12 +44,14 @@ impl<T: ?Sized> Keep for T {}
 /// A nonblocking collective in flight, borrowing its buffers for `'a`.
 #[must_use = "a request must be completed with wait or test"]
 pub struct Request<'a, S: Scope<'a> = StaticScope> {
-    core: Rc<RefCell<Core>>,
+    core: Shared,
     id: u64,
     scope: S,
     done: bool,
     _keep: Option<Box<dyn Keep + 'a>>,
     _borrow: PhantomData<Cell<&'a ()>>,
+    /// Completed on the thread that started it, which is the thread that calls MPI.
+    _not_send: PhantomData<*const ()>,
 }
 
 impl<'a, S: Scope<'a>> std::fmt::Debug for Request<'a, S> {
@@ -179,15 +61,16 @@ impl<'a, S: Scope<'a>> std::fmt::Debug for Request<'a, S> {
 }
 
 impl<'a, S: Scope<'a>> Request<'a, S> {
-    fn new(core: &Rc<RefCell<Core>>, id: u64, scope: S, keep: Option<Box<dyn Keep + 'a>>) -> Self {
+    fn new(core: &Shared, id: u64, scope: S, keep: Option<Box<dyn Keep + 'a>>) -> Self {
         scope.register();
         Request {
-            core: Rc::clone(core),
+            core: Arc::clone(core),
             id,
             scope,
             done: false,
             _keep: keep,
             _borrow: PhantomData,
+            _not_send: PhantomData,
         }
     }
 
@@ -199,7 +82,7 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
 
     /// Whether the collective has completed, advancing everything in flight first.
     fn poll(&self) -> bool {
-        let mut core = self.core.borrow_mut();
+        let mut core = context::lock(&self.core);
         if let Err(e) = core.progress() {
             core.fail(e);
         }
@@ -209,7 +92,7 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
     /// Waits for the collective to complete (rsmpi: `Request::wait`).
     pub fn wait(mut self) {
         {
-            let mut core = self.core.borrow_mut();
+            let mut core = context::lock(&self.core);
             let id = self.id;
             if let Err(e) = core.wait_until(|c| c.is_complete(id)) {
                 core.fail(e);
@@ -233,9 +116,7 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
 impl<'a, S: Scope<'a>> Drop for Request<'a, S> {
     fn drop(&mut self) {
         if !self.done {
-            if let Ok(mut core) = self.core.try_borrow_mut() {
-                core.poisoned = true;
-            }
+            context::lock(&self.core).poisoned = true;
             panic!("topo-run: a nonblocking collective's request was dropped before it completed");
         }
     }
@@ -253,30 +134,30 @@ pub fn wait_all<'a, S: Scope<'a>>(requests: Vec<Request<'a, S>>) {
 /// ([`Topo::from_env_instance`]): each is looked up in its own, and every context involved
 /// advances while it waits.
 pub fn wait_any<'a, S: Scope<'a>>(requests: &mut Vec<Request<'a, S>>) -> Option<usize> {
-    let mut cores: Vec<Rc<RefCell<Core>>> = Vec::new();
+    let mut cores: Vec<Shared> = Vec::new();
     for r in requests.iter() {
-        if !cores.iter().any(|c| Rc::ptr_eq(c, &r.core)) {
-            cores.push(Rc::clone(&r.core));
+        if !cores.iter().any(|c| Arc::ptr_eq(c, &r.core)) {
+            cores.push(Arc::clone(&r.core));
         }
     }
-    let spin = cores.first()?.borrow().spin();
+    let spin = context::lock(cores.first()?).spin();
     let mut backoff = Backoff::new(spin);
     let i = loop {
         for c in &cores {
-            let mut core = c.borrow_mut();
+            let mut core = context::lock(c);
             if let Err(e) = core.progress() {
                 core.fail(e);
             }
         }
         if let Some(i) = requests
             .iter()
-            .position(|r| r.core.borrow().is_complete(r.id))
+            .position(|r| context::lock(&r.core).is_complete(r.id))
         {
             break i;
         }
         if backoff.pause() {
             for c in &cores {
-                let mut core = c.borrow_mut();
+                let mut core = context::lock(c);
                 if let Err(e) = core.check_peers() {
                     core.fail(e);
                 }
@@ -298,7 +179,7 @@ impl RawRequest {
     /// Whether the collective has completed (without advancing anything; see
     /// [`Progress::poll`]).
     pub fn is_complete(&self) -> bool {
-        self.0.core.borrow().is_complete(self.0.id)
+        context::lock(&self.0.core).is_complete(self.0.id)
     }
 
     /// Releases a completed request; gives it back if it has not completed.
@@ -315,7 +196,7 @@ impl RawRequest {
 /// A handle that advances a context's nonblocking collectives from outside it (from a
 /// progress hook, while another context waits).
 #[derive(Clone)]
-pub struct Progress(Rc<RefCell<Core>>);
+pub struct Progress(Shared, PhantomData<*const ()>);
 
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -325,10 +206,10 @@ impl std::fmt::Debug for Progress {
 
 impl Progress {
     /// Advances everything in flight without waiting. Does nothing while the context is
-    /// itself running a call (that call makes the progress). A failure (a dead peer) aborts
-    /// the job, naming the collective.
+    /// itself running a call (that call makes the progress) or the progress thread holds
+    /// it. A failure (a dead peer) aborts the job, naming the collective.
     pub fn poll(&self) {
-        if let Ok(mut core) = self.0.try_borrow_mut()
+        if let Some(mut core) = context::try_lock(&self.0)
             && let Err(e) = core.progress()
         {
             core.fail(e);
@@ -338,21 +219,21 @@ impl Progress {
     /// Fails (aborting the job, naming the collective) if a local peer that the oldest
     /// collective in flight waits on has died.
     pub fn check_peers(&self) {
-        if let Ok(mut core) = self.0.try_borrow_mut()
+        if let Some(mut core) = context::try_lock(&self.0)
             && let Err(e) = core.check_peers()
         {
             core.fail(e);
         }
     }
 
-    /// Whether no nonblocking collective is in flight.
+    /// Whether no nonblocking collective is in flight (false while the context is busy).
     pub fn is_idle(&self) -> bool {
-        self.0.try_borrow().is_ok_and(|c| c.is_idle())
+        context::try_lock(&self.0).is_some_and(|c| c.is_idle())
     }
 
     /// Whether both handles advance the same context.
     pub fn same(&self, other: &Progress) -> bool {
-        Rc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -378,26 +259,31 @@ unsafe fn forever_mut<T: ?Sized>(r: &mut T) -> &'static mut T {
 /// A raw MPI call that starts a request on a communicator.
 type Post<'b> = Box<dyn FnOnce(ffi::MPI_Comm, &mut ffi::MPI_Request) -> c_int + 'b>;
 
+/// What a schedule runs on: the caller's buffers and the operation.
+struct Args<'a> {
+    name: &'static str,
+    send: Option<&'a [u8]>,
+    recv: Option<&'a mut [u8]>,
+    op: Option<Box<dyn Combine>>,
+}
+
+// The schedule starters, shared by the typed and the byte-level entry points.
 impl Topo {
-    /// Starts a schedule built from this rank's view and settings.
-    #[allow(clippy::too_many_arguments)]
+    /// Starts a schedule built from this rank's view and settings; `build` returns the
+    /// rounds and the sizes of the accumulator and the scratch.
     fn start<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
-        name: &'static str,
-        send: Option<&'a [u8]>,
-        recv: Option<&'a mut [u8]>,
-        op: Option<Box<dyn crate::combine::Combine>>,
+        args: Args<'a>,
         keep: Option<Box<dyn Keep + 'a>>,
         build: impl FnOnce(&Hier) -> (Builder, usize, usize),
     ) -> Request<'a, S> {
-        let mut core = self.core.borrow_mut();
+        let mut core = context::lock(&self.core);
         core.check_poison();
         let id = core.take_id();
-        let c = &mut *core;
-        let h = c
+        let h = core
             .hier
-            .as_mut()
+            .as_ref()
             .expect("schedules run on the hierarchical path");
         let (b, acc, tmp) = build(h);
         // SAFETY: `send` and `recv` are borrowed for `'a`. The request registered with
@@ -405,11 +291,13 @@ impl Topo {
         // with a request left aborts the process; a dropped request poisons the engine,
         // which then aborts instead of running the schedule), and the engine drops the
         // schedule when it completes.
-        let sched = unsafe { Schedule::new(name, b, send, recv, acc, tmp, op) };
-        if let Err(e) = c.engine.start(id, sched, &mut h.links) {
-            c.fail(e);
-        }
+        let sched = unsafe { Schedule::new(args.name, b, args.send, args.recv, acc, tmp, args.op) };
+        core.start(id, sched);
+        let in_flight = core.has_schedules();
         drop(core);
+        if in_flight {
+            crate::progress_thread::kick();
+        }
         Request::new(&self.core, id, scope, keep)
     }
 
@@ -420,22 +308,99 @@ impl Topo {
         keep: Option<Box<dyn Keep + 'a>>,
         post: Post<'_>,
     ) -> Request<'a, S> {
-        let mut core = self.core.borrow_mut();
+        let mut core = context::lock(&self.core);
         core.check_poison();
         let id = core.take_id();
         // SAFETY: reading a constant MPI handle.
         let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
         post(self.world.as_raw(), &mut req);
-        core.native.insert(id, req);
+        core.start_native(id, req);
         drop(core);
         Request::new(&self.core, id, scope, keep)
+    }
+
+    fn sched_bcast<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        root: i32,
+        buf: &'a mut [u8],
+    ) -> Request<'a, S> {
+        let len = buf.len();
+        let args = Args {
+            name: "MPI_Ibcast",
+            send: None,
+            recv: Some(buf),
+            op: None,
+        };
+        self.start(scope, args, None, |h| {
+            (ibcast::build(&h.view, &h.settings, root as u32, len), 0, 0)
+        })
+    }
+
+    fn sched_reduce<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        root: i32,
+        send: Option<&'a [u8]>,
+        recv: Option<&'a mut [u8]>,
+        op: Box<dyn Combine>,
+        keep: Option<Box<dyn Keep + 'a>>,
+    ) -> Request<'a, S> {
+        let has_send = send.is_some();
+        let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
+        let args = Args {
+            name: "MPI_Ireduce",
+            send,
+            recv,
+            op: Some(op),
+        };
+        self.start(scope, args, keep, |h| {
+            let (b, acc) = ireduce::build(&h.view, &h.settings, root as u32, has_send, len);
+            (b, acc, 0)
+        })
+    }
+
+    fn sched_all_reduce<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [u8]>,
+        recv: &'a mut [u8],
+        op: Box<dyn Combine>,
+        keep: Option<Box<dyn Keep + 'a>>,
+    ) -> Request<'a, S> {
+        let has_send = send.is_some();
+        let len = recv.len();
+        let args = Args {
+            name: "MPI_Iallreduce",
+            send,
+            recv: Some(recv),
+            op: Some(op),
+        };
+        self.start(scope, args, keep, |h| {
+            let (b, tmp) = iallreduce::build(&h.view, &h.settings, has_send, len);
+            (b, 0, tmp)
+        })
+    }
+
+    fn sched_barrier(&mut self) -> Request<'static> {
+        let args = Args {
+            name: "MPI_Ibarrier",
+            send: None,
+            recv: None,
+            op: None,
+        };
+        self.start(StaticScope, args, None, |h| {
+            (ibarrier::build(&h.view, &h.settings), 0, 0)
+        })
     }
 
     /// Whether a reduction over `T` with `op` takes the hierarchical path.
     fn ours<T: 'static, O: Operation>(&self, op: &O) -> bool {
         self.is_hierarchical() && plain::is_plain::<T>() && op.is_commutative()
     }
+}
 
+impl Topo {
     /// Starts a broadcast of `buf` from `root` (rsmpi: `Root::immediate_broadcast_into`).
     pub fn immediate_broadcast_into<'a, T, S>(
         &mut self,
@@ -448,11 +413,7 @@ impl Topo {
         S: Scope<'a>,
     {
         if self.is_hierarchical() && plain::is_plain::<T>() {
-            let bytes = plain::bytes_mut(buf);
-            let len = bytes.len();
-            return self.start(scope, "MPI_Ibcast", None, Some(bytes), None, None, |h| {
-                (ibcast::build(&h.view, &h.settings, root as u32, len), 0, 0)
-            });
+            return self.sched_bcast(scope, root, plain::bytes_mut(buf));
         }
         let (count, dt) = (count(buf.len()), T::equivalent_datatype().as_raw());
         let ptr = buf.as_mut_ptr();
@@ -542,22 +503,8 @@ impl Topo {
     {
         if self.ours::<T, O>(&op) {
             let combine = Box::new(MpiCombine::new::<T, O>(&op));
-            let has_send = send.is_some();
-            let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[T]>::len);
-            let len = len * std::mem::size_of::<T>();
             let (send, recv) = (send.map(plain::bytes), recv.map(plain::bytes_mut));
-            return self.start(
-                scope,
-                "MPI_Ireduce",
-                send,
-                recv,
-                Some(combine),
-                Some(Box::new(op)),
-                |h| {
-                    let (b, acc) = ireduce::build(&h.view, &h.settings, root as u32, has_send, len);
-                    (b, acc, 0)
-                },
-            );
+            return self.sched_reduce(scope, root, send, recv, combine, Some(Box::new(op)));
         }
         let n = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[T]>::len);
         let (count, dt, raw_op) = (count(n), T::equivalent_datatype().as_raw(), op.as_raw());
@@ -633,21 +580,8 @@ impl Topo {
     {
         if self.ours::<T, O>(&op) {
             let combine = Box::new(MpiCombine::new::<T, O>(&op));
-            let has_send = send.is_some();
             let (send, recv) = (send.map(plain::bytes), plain::bytes_mut(recv));
-            let len = recv.len();
-            return self.start(
-                scope,
-                "MPI_Iallreduce",
-                send,
-                Some(recv),
-                Some(combine),
-                Some(Box::new(op)),
-                |h| {
-                    let (b, tmp) = iallreduce::build(&h.view, &h.settings, has_send, len);
-                    (b, 0, tmp)
-                },
-            );
+            return self.sched_all_reduce(scope, send, recv, combine, Some(Box::new(op)));
         }
         let (count, dt, raw_op) = (
             count(recv.len()),
@@ -674,9 +608,7 @@ impl Topo {
     /// Starts a barrier (rsmpi: `Communicator::immediate_barrier`).
     pub fn immediate_barrier(&mut self) -> Request<'static> {
         if self.is_hierarchical() {
-            return self.start(StaticScope, "MPI_Ibarrier", None, None, None, None, |h| {
-                (ibarrier::build(&h.view, &h.settings), 0, 0)
-            });
+            return self.sched_barrier();
         }
         self.start_native(
             StaticScope,
@@ -694,7 +626,7 @@ impl Topo {
 impl Topo {
     /// A handle that advances this context's nonblocking collectives from a progress hook.
     pub fn progress_handle(&self) -> Progress {
-        Progress(Rc::clone(&self.core))
+        Progress(Arc::clone(&self.core), PhantomData)
     }
 
     /// Starts a broadcast of `buf` from `root`.
@@ -709,19 +641,9 @@ impl Topo {
         if !self.is_hierarchical() {
             return None;
         }
-        let len = buf.len();
         // SAFETY: per the contract.
         let buf = unsafe { forever_mut(buf) };
-        let r = self.start(
-            StaticScope,
-            "MPI_Ibcast",
-            None,
-            Some(buf),
-            None,
-            None,
-            |h| (ibcast::build(&h.view, &h.settings, root as u32, len), 0, 0),
-        );
-        Some(RawRequest(r))
+        Some(RawRequest(self.sched_bcast(StaticScope, root, buf)))
     }
 
     /// Starts a reduction with `op` into `recv` at `root`. `send` is `None` in place (the
@@ -740,22 +662,9 @@ impl Topo {
         if !self.is_hierarchical() {
             return None;
         }
-        let has_send = send.is_some();
-        let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
         // SAFETY: per the contract.
         let (send, recv) = unsafe { (send.map(|s| forever(s)), recv.map(|r| forever_mut(r))) };
-        let r = self.start(
-            StaticScope,
-            "MPI_Ireduce",
-            send,
-            recv,
-            Some(Box::new(op)),
-            None,
-            |h| {
-                let (b, acc) = ireduce::build(&h.view, &h.settings, root as u32, has_send, len);
-                (b, acc, 0)
-            },
-        );
+        let r = self.sched_reduce(StaticScope, root, send, recv, Box::new(op), None);
         Some(RawRequest(r))
     }
 
@@ -772,29 +681,16 @@ impl Topo {
         if !self.is_hierarchical() {
             return None;
         }
-        let has_send = send.is_some();
-        let len = recv.len();
         // SAFETY: per the contract.
         let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
-        let r = self.start(
-            StaticScope,
-            "MPI_Iallreduce",
-            send,
-            Some(recv),
-            Some(Box::new(op)),
-            None,
-            |h| {
-                let (b, tmp) = iallreduce::build(&h.view, &h.settings, has_send, len);
-                (b, 0, tmp)
-            },
-        );
+        let r = self.sched_all_reduce(StaticScope, send, recv, Box::new(op), None);
         Some(RawRequest(r))
     }
 
     /// Starts a barrier.
     pub fn raw_immediate_barrier(&mut self) -> Option<RawRequest> {
         self.is_hierarchical()
-            .then(|| RawRequest(self.immediate_barrier()))
+            .then(|| RawRequest(self.sched_barrier()))
     }
 }
 

@@ -9,15 +9,15 @@ use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use topo_hierarchy::{PLAN_ENV, RankPlan, Settings};
 
-use std::cell::{RefCell, RefMut};
 use std::os::raw::c_int;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
+pub use crate::context::ABORT_CODE;
+use crate::context::{self, Core, Hier, Shared, abort};
 use crate::error::{Error, Result};
 use crate::links::Links;
 use crate::plain::{self, MpiCombine};
 use crate::reduce::Scratch;
-use crate::request::Core;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
@@ -25,8 +25,6 @@ use crate::{allgather, allreduce, barrier, bcast, reduce};
 
 /// Where the node segments live (`TOPO_RUN_SHM_DIR`, default `/dev/shm`).
 pub const SHM_DIR_ENV: &str = "TOPO_RUN_SHM_DIR";
-/// Exit code of a job aborted by the runtime (a peer died, or a collective failed).
-pub const ABORT_CODE: i32 = 20;
 
 /// Why the collectives go to MPI's own implementation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,20 +35,13 @@ pub enum Fallback {
     NoSharedMemory,
 }
 
-pub(crate) struct Hier {
-    pub(crate) view: View,
-    pub(crate) settings: Settings,
-    pub(crate) links: Links<MpiTransport>,
-    scratch: Scratch,
-}
-
 /// topo-run's collectives for one MPI job (the world communicator).
 ///
 /// Drop it before MPI is finalized (before the `Universe`). Dropping it completes every
 /// nonblocking collective still in flight.
 pub struct Topo {
     pub(crate) world: SimpleCommunicator,
-    pub(crate) core: Rc<RefCell<Core>>,
+    pub(crate) core: Shared,
     fallback: Option<Fallback>,
     node: String,
     local: Option<(u32, u32)>,
@@ -254,10 +245,13 @@ impl Topo {
         node: String,
         local: Option<(u32, u32)>,
     ) -> Topo {
-        let hierarchical = hier.is_some();
-        let core = Rc::new(RefCell::new(Core::new(hier, world.rank(), node.clone())));
-        if hierarchical {
+        let thread = hier.as_ref().map(|h| h.settings.progress_thread);
+        let core = Arc::new(Mutex::new(Core::new(hier, world.rank(), node.clone())));
+        if let Some(thread) = thread {
             crate::mpi_hook::track(&core);
+            if thread {
+                crate::progress_thread::track(&core);
+            }
         }
         Topo {
             world,
@@ -270,8 +264,8 @@ impl Topo {
 
     /// The shared state, after every nonblocking collective in flight has completed (a
     /// blocking call must not overtake them).
-    fn quiesced(&self) -> RefMut<'_, Core> {
-        let mut core = self.core.borrow_mut();
+    fn quiesced(&self) -> MutexGuard<'_, Core> {
+        let mut core = context::lock(&self.core);
         if let Err(e) = core.quiesce() {
             // Named after the nonblocking collective that failed.
             core.fail(e);
@@ -433,13 +427,13 @@ impl Topo {
     /// The size from which node-local messages are copied once, straight from the
     /// sender's buffer (`None`: every message goes through the shared-memory queues).
     pub fn single_copy(&self) -> Option<usize> {
-        let core = self.core.borrow();
+        let core = context::lock(&self.core);
         core.hier.as_ref()?.links.shm.as_ref()?.single_copy()
     }
 
     /// Whether the hierarchical path is active.
     pub fn is_hierarchical(&self) -> bool {
-        self.core.borrow().hier.is_some()
+        context::lock(&self.core).hier.is_some()
     }
 
     /// The world communicator topo-run works on (a duplicate of the application's).
@@ -705,13 +699,6 @@ impl Topo {
     pub fn local(&self) -> Option<(u32, u32)> {
         self.local
     }
-}
-
-/// Reports a failed collective and aborts the job with [`ABORT_CODE`].
-pub(crate) fn abort(rank: i32, node: &str, op: &'static str, e: Error) -> ! {
-    let e = e.during(op);
-    eprintln!("topo-run: rank {rank} on {node}: {op} failed: {e}; aborting the job");
-    SimpleCommunicator::world().abort(ABORT_CODE)
 }
 
 fn hostname() -> String {

@@ -145,6 +145,37 @@ if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "1 passed, 0 failed" ]]; then
   ok "coll-cases progress-in-mpi (Rust requests advance inside MPI_Recv): $(tail -1 "$WORK/out")"
 else bad "coll-cases progress-in-mpi" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
+# The progress thread (--progress-thread): coll-check's requests in flight mixed with
+# blocking calls, with MPI initialised below and at MPI_THREAD_MULTIPLE.
+coll_check "1 node x 2 ranks, progress thread" "$HIER, single copy from 16384 bytes, progress thread" \
+  srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --progress-thread -- "$CHECK" --require-topo --quick
+coll_check "1 node x 2 ranks, progress thread, MPI_THREAD_MULTIPLE" "$HIER.*, progress thread" \
+  srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --progress-thread -- "$CHECK" --require-topo --quick --thread-multiple
+
+# An allreduce across a second of computation without MPI calls (through the queues,
+# fragment by fragment): the progress thread
+# completes it meanwhile (the wait after it is short); without the thread, the same case
+# fails, so it cannot pass by accident.
+T=60 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --single-copy 0 --progress-thread -- \
+  "$BIN/coll-cases" --require-topo thread-progress
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "1 passed, 0 failed" ]]; then
+  ok "coll-cases thread-progress with the thread: $(grep -o 'allreduce alone.*' "$WORK/out")"
+else bad "coll-cases thread-progress with the thread" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+T=60 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --single-copy 0 -- \
+  "$BIN/coll-cases" --require-topo thread-progress
+if [[ $RC -ne 0 && $(tail -1 "$WORK/out") == "0 passed, 1 failed" ]]; then
+  ok "coll-cases thread-progress without the thread fails as it must: $(grep -o 'allreduce alone.*' "$WORK/out")"
+else bad "coll-cases thread-progress without the thread" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+
+# A rank killed during a nonblocking collective with the progress thread on: the same
+# message, exit code and clean /dev/shm as without it.
+t0=$SECONDS
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --progress-thread -- "$CHECK" --quick --die-nonblocking 1
+if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_I(allreduce|bcast|barrier) failed: rank 1 on node .* died during MPI_I" "$WORK/err" \
+   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
+  ok "progress thread on, rank 1 killed during a nonblocking collective: rank 0 names it ($((SECONDS - t0)) s, exit $RC)"
+else bad "progress thread on, rank killed during a nonblocking collective" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+
 echo "== mpirun with a plan from topo-run"
 t0=$SECONDS
 timeout "$T" mpirun.openmpi --allow-run-as-root -n 2 --bind-to core "$TOPO_RUN" -- "$CHECK" --require-topo >"$WORK/out" 2>"$WORK/err"; RC=$?
@@ -182,6 +213,11 @@ run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --ex
 if [[ $RC -eq 0 ]] && grep -q "same solution in both modes: yes" "$WORK/out"; then
   ok "wave2d on 2 nodes x 2 ranks: blocking and nonblocking norms give the same solution ($(grep -o 'speedup [0-9.]*' "$WORK/out"))"
 else bad "wave2d on 2 nodes x 2 ranks" "exit $RC" "$(tail -4 "$WORK/out"; head -4 "$WORK/err")"; fi
+
+# The progress thread across nodes, at MPI_THREAD_MULTIPLE (it runs the network steps).
+coll_check "2 nodes x 2 ranks, progress thread, MPI_THREAD_MULTIPLE" "$HIER.*, progress thread" \
+  env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --spin 0 --progress-thread -- "$CHECK" --require-topo --quick --thread-multiple
 
 # Allgather across nodes, ranks dealt cyclically (blocks must land by rank, whichever
 # node and leader they travel through).

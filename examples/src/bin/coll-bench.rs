@@ -24,6 +24,10 @@ use topo_runtime::Topo;
 #[derive(Parser, Debug)]
 #[command(about = "Compare topo-run's collectives with MPI's own, per message size")]
 struct Args {
+    /// Initialise MPI with MPI_THREAD_MULTIPLE, so that topo-run's progress thread
+    /// (`topo-run --progress-thread`) may also run the network steps.
+    #[arg(long)]
+    thread_multiple: bool,
     /// Collectives to measure, comma-separated: bcast, reduce, allreduce.
     #[arg(long, default_value = "bcast,reduce,allreduce", value_delimiter = ',')]
     ops: Vec<String>,
@@ -488,11 +492,18 @@ fn main() -> anyhow::Result<()> {
         args.min >= 4 && args.min <= args.max,
         "--min must be at least 4 and at most --max"
     );
-    let universe = mpi::initialize().context("MPI_Init failed")?;
+    let universe = topo_examples::init_mpi(args.thread_multiple)?;
     let world = universe.world();
     let mut topo = Topo::from_env(&world).context("topo-run could not set up its collectives")?;
     let rank = world.rank();
     let size = world.size();
+    if rank == 0 {
+        eprintln!(
+            "coll-bench: {} ranks, {}",
+            size,
+            topo_examples::describe(&topo)
+        );
+    }
     if rank == 0 && !topo.is_hierarchical() {
         eprintln!(
             "coll-bench: warning: topo-run is not active ({:?}); both columns are MPI",

@@ -17,6 +17,10 @@ use topo_runtime::Topo;
 #[derive(Parser, Debug)]
 #[command(about = "Check topo-run's collectives against MPI's own")]
 struct Args {
+    /// Initialise MPI with MPI_THREAD_MULTIPLE, so that topo-run's progress thread
+    /// (`topo-run --progress-thread`) may also run the network steps.
+    #[arg(long)]
+    thread_multiple: bool,
     /// Fewer sizes and repetitions (for oversubscribed runs).
     #[arg(long)]
     quick: bool,
@@ -322,7 +326,7 @@ impl Checker<'_> {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let universe = mpi::initialize().context("MPI_Init failed")?;
+    let universe = topo_examples::init_mpi(args.thread_multiple)?;
     let world = universe.world();
     let topo = Topo::from_env(&world).context("topo-run could not set up its collectives")?;
     let rank = world.rank();
@@ -330,13 +334,7 @@ fn main() -> anyhow::Result<()> {
         eprintln!(
             "coll-check: {} ranks, {}",
             world.size(),
-            match topo.fallback() {
-                None => match topo.single_copy() {
-                    Some(t) => format!("hierarchical collectives, single copy from {t} bytes"),
-                    None => "hierarchical collectives, single copy off".to_string(),
-                },
-                Some(f) => format!("MPI's collectives ({f:?})"),
-            }
+            topo_examples::describe(&topo)
         );
     }
     if args.require_topo && !topo.is_hierarchical() {

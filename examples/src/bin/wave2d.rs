@@ -25,6 +25,10 @@ use topo_runtime::Topo;
 #[derive(Parser, Debug)]
 #[command(about = "Explicit 2D wave equation: blocking vs nonblocking norm Allreduce")]
 struct Args {
+    /// Initialise MPI with MPI_THREAD_MULTIPLE, so that topo-run's progress thread
+    /// (`topo-run --progress-thread`) may also run the network steps.
+    #[arg(long)]
+    thread_multiple: bool,
     /// Grid points per side.
     #[arg(long, default_value_t = 500)]
     n: usize,
@@ -214,10 +218,13 @@ fn solve(
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     anyhow::ensure!(args.n >= 3, "--n must be at least 3");
-    let universe = mpi::initialize().context("MPI_Init failed")?;
+    let universe = topo_examples::init_mpi(args.thread_multiple)?;
     let world = universe.world();
     let mut topo = Topo::from_env(&world).context("topo-run could not set up its collectives")?;
     let rank = world.rank();
+    if rank == 0 {
+        eprintln!("wave2d: {}", topo_examples::describe(&topo));
+    }
     let modes: Vec<bool> = match args.mode.as_str() {
         "blocking" => vec![false],
         "nonblocking" => vec![true],

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 
 use topo_hierarchy::settings::{BcastAlg, ReduceAlg};
 
-pub use schedule::{Action, Buf, Builder, Link, Region, Schedule};
+pub use schedule::{Action, Buf, Builder, Link, Reach, Region, Schedule};
 
 use crate::error::Result;
 use crate::tree;
@@ -31,19 +31,22 @@ use crate::view::Fabric;
 #[derive(Debug, Default)]
 pub struct Engine {
     queue: VecDeque<(u64, Schedule)>,
+    /// Steps completed or moved so far (see [`Engine::moves`]).
+    moves: u64,
 }
 
 impl Engine {
     /// Queues schedule `id` (ids grow with every call) and starts it if nothing is ahead.
     pub fn start(&mut self, id: u64, s: Schedule, fabric: &mut dyn Fabric) -> Result<()> {
         self.queue.push_back((id, s));
-        self.progress(fabric)
+        self.progress(fabric, Reach::All)
     }
 
-    /// Advances the schedules as far as they go without waiting.
-    pub fn progress(&mut self, fabric: &mut dyn Fabric) -> Result<()> {
+    /// Advances the schedules as far as they go without waiting, running the steps within
+    /// `reach`.
+    pub fn progress(&mut self, fabric: &mut dyn Fabric, reach: Reach) -> Result<()> {
         while let Some((_, s)) = self.queue.front_mut() {
-            if !s.poll(fabric)? {
+            if !s.poll(fabric, reach, &mut self.moves)? {
                 return Ok(());
             }
             self.queue.pop_front();
@@ -54,6 +57,12 @@ impl Engine {
     /// Whether nothing with this `id` is in flight (schedule `id` has completed).
     pub fn is_done(&self, id: u64) -> bool {
         !self.queue.iter().any(|(i, _)| *i == id)
+    }
+
+    /// How many steps have completed or moved data so far: a poll that leaves it
+    /// unchanged made no progress.
+    pub fn moves(&self) -> u64 {
+        self.moves
     }
 
     /// Whether no schedule is in flight.

@@ -228,8 +228,10 @@ impl Schedule {
         self.name
     }
 
-    /// Makes what progress it can without waiting; returns whether the schedule is done.
-    pub fn poll(&mut self, fabric: &mut dyn Fabric) -> Result<bool> {
+    /// Makes what progress it can without waiting, on the steps within `reach`; returns
+    /// whether the schedule is done. Adds to `moves` every step that completed or moved
+    /// data.
+    pub fn poll(&mut self, fabric: &mut dyn Fabric, reach: Reach, moves: &mut u64) -> Result<bool> {
         let mem = Memory {
             send: self.send,
             recv: self.recv,
@@ -240,7 +242,15 @@ impl Schedule {
         while let Some(round) = self.rounds.get_mut(self.round) {
             let mut all = true;
             for step in round.iter_mut().filter(|s| !s.done) {
+                if reach == Reach::WithoutMpi && calls_mpi(fabric, step, op) {
+                    all = false;
+                    continue;
+                }
+                let before = step.x.done;
                 step.done = run(fabric, step, &mem, op).map_err(|e| e.during(self.name))?;
+                if step.done || step.x.done != before {
+                    *moves += 1;
+                }
                 all &= step.done;
             }
             if !all {
@@ -264,6 +274,27 @@ impl Schedule {
         }
         Ok(())
     }
+}
+
+/// Which steps a poll may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Every step.
+    All,
+    /// Only steps that make no MPI call (for a thread that may not call MPI): transfers
+    /// over transports that do not use MPI, and combines that do not call it.
+    WithoutMpi,
+}
+
+/// Whether running `step` may call MPI.
+fn calls_mpi(fabric: &mut dyn Fabric, step: &Step, op: Option<&dyn Combine>) -> bool {
+    let combines = match &step.action {
+        Action::RecvReduce { acc, .. } => acc.len > 0,
+        Action::Combine { .. } => true,
+        _ => false,
+    };
+    (combines && op.is_some_and(|op| op.calls_mpi()))
+        || (step.link != Link::Local && link(fabric, step.link).calls_mpi())
 }
 
 fn link(fabric: &mut dyn Fabric, l: Link) -> &mut dyn Transport {
@@ -423,7 +454,7 @@ mod tests {
             // SAFETY: `data` outlives the schedule.
             let mut s = unsafe { Schedule::new("MPI_Ibcast", b, Some(&data), None, 0, 0, None) };
             let mut fabric = Stuck { dead };
-            assert!(!s.poll(&mut fabric).unwrap());
+            assert!(!s.poll(&mut fabric, Reach::All, &mut 0).unwrap());
             let e = s.check_peers(&mut fabric).unwrap_err();
             assert!(e.to_string().contains("MPI_Ibcast"), "{e}");
         }
@@ -438,7 +469,7 @@ mod tests {
         );
         // SAFETY: no buffer is referred to.
         let mut s = unsafe { Schedule::new("MPI_Ibcast", b, Some(&[]), None, 0, 0, None) };
-        assert!(!s.poll(&mut fabric).unwrap());
+        assert!(!s.poll(&mut fabric, Reach::All, &mut 0).unwrap());
         s.check_peers(&mut fabric).unwrap();
     }
 }

@@ -60,6 +60,11 @@ pub trait Transport {
         op: Option<&dyn Combine>,
     ) -> Result<bool>;
 
+    /// Whether its transfers call MPI (then only threads that MPI allows may poll them).
+    fn calls_mpi(&self) -> bool {
+        false
+    }
+
     /// Fails if `peer`, which a nonblocking transfer waits on, is known to have died.
     fn check_peer(&mut self, _peer: u32) -> Result<()> {
         Ok(())

@@ -162,6 +162,10 @@ impl MpiTransport {
 }
 
 impl Transport for MpiTransport {
+    fn calls_mpi(&self) -> bool {
+        true
+    }
+
     fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
         if !x.started {
             // SAFETY: the caller polls with the same `data` until this returns true.

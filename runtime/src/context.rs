@@ -1,0 +1,263 @@
+//! A context's shared state ([`Core`]): the hierarchy, the nonblocking schedules in flight
+//! and the collectives handed to MPI. A [`crate::Topo`] owns it with its requests, and
+//! two things advance it from outside the caller's own calls: Open MPI's progress engine
+//! ([`crate::mpi_hook`]) and the optional progress thread ([`crate::progress_thread`]).
+//! It lives behind a mutex ([`Shared`]); every holder only ever tries the lock except
+//! the caller's own calls, so nobody waits for the progress thread.
+
+use std::collections::BTreeMap;
+use std::os::raw::c_int;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use mpi::ffi;
+use mpi::topology::Communicator;
+use topo_hierarchy::Settings;
+
+use crate::backoff::Backoff;
+use crate::error::{Error, Result};
+use crate::links::Links;
+use crate::nonblocking::{Engine, Reach, Schedule};
+use crate::reduce::Scratch;
+use crate::transport::mpi::MpiTransport;
+use crate::view::View;
+
+/// Exit code of a job aborted by the runtime (a peer died, or a collective failed).
+pub const ABORT_CODE: i32 = 20;
+
+/// What the hierarchical path needs: the rank's view, its settings and its transports.
+pub(crate) struct Hier {
+    pub(crate) view: View,
+    pub(crate) settings: Settings,
+    pub(crate) links: Links<MpiTransport>,
+    pub(crate) scratch: Scratch,
+}
+
+/// A context's state, shared with its requests and the progress hooks.
+pub(crate) type Shared = Arc<Mutex<Core>>;
+
+/// Locks `shared`, waiting for it. A panic while it was held (a request dropped before it
+/// completed panics) leaves the state consistent: every change to it is made whole
+/// before anything can panic, and poisoning is reported by [`Core::check_poison`].
+pub(crate) fn lock(shared: &Shared) -> MutexGuard<'_, Core> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Locks `shared` if nobody holds it.
+pub(crate) fn try_lock(shared: &Shared) -> Option<MutexGuard<'_, Core>> {
+    match shared.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
+/// State shared by a [`crate::Topo`] and its requests.
+pub(crate) struct Core {
+    pub(crate) hier: Option<Box<Hier>>,
+    engine: Engine,
+    /// Collectives handed to MPI, by request id.
+    native: BTreeMap<u64, ffi::MPI_Request>,
+    next_id: u64,
+    /// A request was dropped before it completed.
+    pub(crate) poisoned: bool,
+    /// MPI was initialised with `MPI_THREAD_MULTIPLE`: the progress thread may call it.
+    thread_multiple: bool,
+    /// A failure met by the progress thread, reported by the caller's next call.
+    deferred: Option<Error>,
+    rank: i32,
+    node: String,
+}
+
+// SAFETY: `Core` holds raw pointers of three kinds, each safe to use from the thread that
+// holds the mutex: the caller's buffers in schedules (kept valid until the schedule
+// completes by `Schedule::new`'s contract, whichever thread polls it), the mapping of the
+// node's segment (process-wide memory), and MPI handles. MPI is called through the state
+// only by the thread that called MPI's initialisation, or by the progress thread when
+// `thread_multiple` says MPI allows every thread to call it; otherwise that thread polls
+// only the steps that make no MPI call (`Reach::WithoutMpi`).
+unsafe impl Send for Core {}
+
+impl Core {
+    pub(crate) fn new(hier: Option<Box<Hier>>, rank: i32, node: String) -> Self {
+        Core {
+            hier,
+            engine: Engine::default(),
+            native: BTreeMap::new(),
+            next_id: 0,
+            poisoned: false,
+            thread_multiple: mpi_thread_multiple(),
+            deferred: None,
+            rank,
+            node,
+        }
+    }
+
+    pub(crate) fn check_poison(&self) {
+        if self.poisoned {
+            eprintln!(
+                "topo-run: rank {} on {}: a nonblocking collective's request was dropped \
+                 before it completed, so its buffers may be gone; aborting the job (complete \
+                 every request with wait or test)",
+                self.rank, self.node
+            );
+            mpi::topology::SimpleCommunicator::world().abort(ABORT_CODE);
+        }
+    }
+
+    /// Advances everything in flight without waiting.
+    pub(crate) fn progress(&mut self) -> Result<()> {
+        self.check_poison();
+        if let Some(e) = self.deferred.take() {
+            return Err(e);
+        }
+        if let Some(h) = &mut self.hier {
+            self.engine.progress(&mut h.links, Reach::All)?;
+        }
+        self.native.retain(|_, req| {
+            let mut flag: c_int = 0;
+            // SAFETY: `req` is an active request started by this module; MPI_Test frees
+            // it (and sets it to null) once it completes, and then we forget it.
+            unsafe { ffi::MPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+            flag == 0
+        });
+        Ok(())
+    }
+
+    /// One turn of MPI's progress engine (`crate::mpi_hook`): advances what is in flight,
+    /// and with `check` also checks the peers waited on; a failure aborts the job.
+    pub(crate) fn advance_from_mpi(&mut self, check: bool) {
+        if self.is_idle() {
+            return;
+        }
+        let r = self
+            .progress()
+            .and_then(|()| if check { self.check_peers() } else { Ok(()) });
+        if let Err(e) = r {
+            self.fail(e);
+        }
+    }
+
+    /// One turn of the progress thread: advances the schedules as far as that thread may
+    /// (every step under `MPI_THREAD_MULTIPLE`, else the steps that make no MPI call).
+    /// Returns how many moves the schedules have made so far, to tell whether this turn
+    /// made any. A failure is kept for the caller's next call, which reports it.
+    pub(crate) fn advance_from_thread(&mut self) -> u64 {
+        let reach = if self.thread_multiple {
+            Reach::All
+        } else {
+            Reach::WithoutMpi
+        };
+        if self.deferred.is_none()
+            && !self.poisoned
+            && let Some(h) = &mut self.hier
+            && let Err(e) = self.engine.progress(&mut h.links, reach)
+        {
+            self.deferred = Some(e);
+        }
+        self.engine.moves()
+    }
+
+    /// Whether a schedule of topo-run's is in flight.
+    pub(crate) fn has_schedules(&self) -> bool {
+        !self.engine.is_idle()
+    }
+
+    /// Whether nothing is in flight.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.engine.is_idle() && self.native.is_empty()
+    }
+
+    pub(crate) fn is_complete(&self, id: u64) -> bool {
+        self.engine.is_done(id) && !self.native.contains_key(&id)
+    }
+
+    /// The spin setting of waits on this context.
+    pub(crate) fn spin(&self) -> u32 {
+        self.hier.as_ref().map_or(0, |h| h.settings.spin)
+    }
+
+    /// Fails if a local peer that the oldest collective in flight waits on has died.
+    pub(crate) fn check_peers(&mut self) -> Result<()> {
+        match &mut self.hier {
+            Some(h) => self.engine.check_peers(&mut h.links),
+            None => Ok(()),
+        }
+    }
+
+    /// Advances everything in flight until `done` holds: spins, then yields the core,
+    /// checking now and then that the local peers waited on are alive.
+    pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&Core) -> bool) -> Result<()> {
+        let mut backoff = Backoff::new(self.spin());
+        loop {
+            self.progress()?;
+            if done(self) {
+                return Ok(());
+            }
+            if backoff.pause() {
+                self.check_peers()?;
+            }
+        }
+    }
+
+    /// Completes everything in flight.
+    pub(crate) fn quiesce(&mut self) -> Result<()> {
+        if self.is_idle() {
+            self.check_poison();
+            return match self.deferred.take() {
+                Some(e) => Err(e),
+                None => Ok(()),
+            };
+        }
+        self.wait_until(Core::is_idle)
+    }
+
+    pub(crate) fn fail(&self, e: Error) -> ! {
+        let op = self.engine.current().unwrap_or("a nonblocking collective");
+        abort(self.rank, &self.node, op, e)
+    }
+
+    /// Starts schedule `sched` as request `id`; a failure aborts the job.
+    pub(crate) fn start(&mut self, id: u64, sched: Schedule) {
+        let h = self
+            .hier
+            .as_mut()
+            .expect("schedules run on the hierarchical path");
+        if let Err(e) = self.engine.start(id, sched, &mut h.links) {
+            self.fail(e);
+        }
+    }
+
+    /// Records an MPI request as request `id`.
+    pub(crate) fn start_native(&mut self, id: u64, req: ffi::MPI_Request) {
+        self.native.insert(id, req);
+    }
+
+    pub(crate) fn take_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+}
+
+/// Whether MPI was initialised with `MPI_THREAD_MULTIPLE` (false before it is).
+fn mpi_thread_multiple() -> bool {
+    let mut init: c_int = 0;
+    let mut level: c_int = 0;
+    // SAFETY: MPI_Initialized may be called at any time; MPI_Query_thread once MPI is
+    // initialised. Both write one int.
+    unsafe {
+        ffi::PMPI_Initialized(&mut init);
+        if init == 0 {
+            return false;
+        }
+        ffi::PMPI_Query_thread(&mut level);
+    }
+    // SAFETY: reading a constant.
+    level == unsafe { ffi::RSMPI_THREAD_MULTIPLE }
+}
+
+/// Reports a failed collective and aborts the job with [`ABORT_CODE`].
+pub(crate) fn abort(rank: i32, node: &str, op: &'static str, e: Error) -> ! {
+    let e = e.during(op);
+    eprintln!("topo-run: rank {rank} on {node}: {op} failed: {e}; aborting the job");
+    mpi::topology::SimpleCommunicator::world().abort(ABORT_CODE)
+}
