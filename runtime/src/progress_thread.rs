@@ -9,27 +9,39 @@
 //!   the steps that make no MPI call (shared-memory transfers and the combines that
 //!   topo-run computes itself); the network steps wait for the application's next MPI
 //!   call (MPI's progress engine, [`crate::mpi_hook`]) or its test or wait.
-//! - With nothing in flight it sleeps (parked) until a nonblocking collective starts.
-//!   While something is in flight and nothing moves, it spins briefly, then yields its
-//!   core, then polls every [`SLEEP`]: a rank that computes on the same core loses little.
+//! - While something is in flight and nothing moves, it spins briefly, then polls every
+//!   [`SLEEP`]. With nothing in flight it naps ([`NAP`] at a time) while the program
+//!   has used nonblocking collectives lately ([`ACTIVE`]), else it blocks until one
+//!   starts. A collective of at least [`KICK_BYTES`] wakes it at once; a smaller one
+//!   wakes it only from the block, so that back-to-back small collectives, which the
+//!   program's own calls complete in microseconds, pay for no wake-up (a thread that
+//!   shares the program's core cannot start sooner than the scheduler lets it anyway).
 //! - A failure it meets (a dead peer) is kept and reported, with the usual message and
 //!   exit code, by the application's next call into the context.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::context::{Core, Shared, try_lock};
 
-/// Turns without progress that spin before the thread yields its core.
-const SPIN: u32 = 256;
-/// Turns without progress that yield before the thread sleeps between turns.
-const YIELD: u32 = 1024;
+/// Turns without progress that spin before the thread sleeps between turns.
+const SPIN: u32 = 64;
 /// The pause between turns once nothing has moved for a while.
 pub const SLEEP: Duration = Duration::from_micros(20);
+/// How long the thread naps between looks while nothing is in flight.
+pub const NAP: Duration = Duration::from_millis(1);
+/// How long after the last collective in flight the thread keeps napping rather than
+/// blocking.
+pub const ACTIVE: Duration = Duration::from_millis(100);
+/// Collectives of at least this many bytes wake the thread when they start.
+pub const KICK_BYTES: usize = 64 << 10;
 
 struct Helper {
     contexts: Mutex<Vec<Weak<Mutex<Core>>>>,
     thread: std::thread::Thread,
+    /// The thread is blocked until a collective starts (not napping).
+    blocked: AtomicBool,
 }
 
 static HELPER: OnceLock<Helper> = OnceLock::new();
@@ -44,6 +56,7 @@ pub(crate) fn track(core: &Shared) {
         Helper {
             contexts: Mutex::new(Vec::new()),
             thread: handle.thread().clone(),
+            blocked: AtomicBool::new(false),
         }
     });
     let mut list = helper
@@ -64,10 +77,12 @@ fn wait_for_helper() -> &'static Helper {
     }
 }
 
-/// Wakes the thread: a nonblocking collective has started. Cheap when the thread is
-/// running or absent.
-pub(crate) fn kick() {
-    if let Some(h) = HELPER.get() {
+/// A nonblocking collective of `bytes` has started and is in flight: wakes the thread if
+/// it is blocked, or if the collective is large. Nothing when the thread is absent.
+pub(crate) fn kick(bytes: usize) {
+    if let Some(h) = HELPER.get()
+        && (bytes >= KICK_BYTES || h.blocked.load(Ordering::SeqCst))
+    {
         h.thread.unpark();
     }
 }
@@ -78,8 +93,13 @@ pub fn running() -> bool {
 }
 
 fn run(helper: &'static Helper) -> ! {
+    // Sleep as long as asked, not up to the default 50 us longer: the thread's short naps
+    // are what lets it share a core with the computation.
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes one integer and affects this thread only.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     let mut quiet = 0u32;
     let mut last = 0u64;
+    let mut last_busy = Instant::now();
     loop {
         let contexts: Vec<Shared> = helper
             .contexts
@@ -105,9 +125,20 @@ fn run(helper: &'static Helper) -> ! {
         drop(contexts);
         if !busy {
             quiet = 0;
-            std::thread::park();
+            if last_busy.elapsed() < ACTIVE {
+                std::thread::park_timeout(NAP);
+            } else {
+                // Announce the block, then look once more: a collective that started
+                // before the announcement is seen now, one after it unparks us.
+                helper.blocked.store(true, Ordering::SeqCst);
+                if !any_schedules(helper) {
+                    std::thread::park();
+                }
+                helper.blocked.store(false, Ordering::SeqCst);
+            }
             continue;
         }
+        last_busy = Instant::now();
         if moves != last {
             last = moves;
             quiet = 0;
@@ -116,10 +147,23 @@ fn run(helper: &'static Helper) -> ! {
         quiet = quiet.saturating_add(1);
         if quiet < SPIN {
             std::hint::spin_loop();
-        } else if quiet < SPIN + YIELD {
-            std::thread::yield_now();
         } else {
             std::thread::sleep(SLEEP);
         }
     }
+}
+
+/// Whether any context that nobody holds has a schedule in flight. (A holder that starts
+/// a collective kicks the thread after it lets go, and sees it blocked.)
+fn any_schedules(helper: &Helper) -> bool {
+    let contexts: Vec<Shared> = helper
+        .contexts
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+    contexts
+        .iter()
+        .any(|c| try_lock(c).is_some_and(|core| core.has_schedules()))
 }

@@ -291,12 +291,13 @@ impl Topo {
         // with a request left aborts the process; a dropped request poisons the engine,
         // which then aborts instead of running the schedule), and the engine drops the
         // schedule when it completes.
+        let bytes = args.send.map_or(0, <[u8]>::len) + args.recv.as_ref().map_or(0, |r| r.len());
         let sched = unsafe { Schedule::new(args.name, b, args.send, args.recv, acc, tmp, args.op) };
         core.start(id, sched);
         let in_flight = core.has_schedules();
         drop(core);
         if in_flight {
-            crate::progress_thread::kick();
+            crate::progress_thread::kick(bytes);
         }
         Request::new(&self.core, id, scope, keep)
     }

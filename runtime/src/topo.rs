@@ -245,7 +245,19 @@ impl Topo {
         node: String,
         local: Option<(u32, u32)>,
     ) -> Topo {
-        let thread = hier.as_ref().map(|h| h.settings.progress_thread);
+        let thread = hier.as_ref().map(|h| {
+            let s = &h.settings;
+            // `--spin 0` says ranks outnumber cores: a progress thread would only compete
+            // with them, and there it stalls collectives for tens of milliseconds (the
+            // lock holder starves behind yielding waiters; docs/runtime.md).
+            if s.progress_thread && s.spin == 0 && world.rank() == 0 {
+                eprintln!(
+                    "topo-run: warning: --progress-thread is ignored with --spin 0 (ranks \
+                     outnumber cores, so the thread would only compete with them)"
+                );
+            }
+            s.progress_thread && s.spin > 0
+        });
         let core = Arc::new(Mutex::new(Core::new(hier, world.rank(), node.clone())));
         if let Some(thread) = thread {
             crate::mpi_hook::track(&core);

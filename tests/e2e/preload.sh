@@ -130,6 +130,8 @@ start_cluster 1
 ONE=(-N1 -n2 --mpi=pmix --cpu-bind=cores)
 check_c "C, 1 node x 2 ranks" "${ONE[@]}"
 check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
+# The same with the progress thread (TOPO_RUN_PROGRESS=thread, as --progress-thread sets).
+check_nb "C nonblocking, 1 node x 2 ranks, progress thread" "${ONE[@]}" --export=ALL,TOPO_RUN_PROGRESS=thread
 check_f "Fortran, 1 node x 2 ranks" "${ONE[@]}"
 
 # Legal programs that once went wrong: rank 0 in MPI_Barrier with a user-op MPI_Iallreduce

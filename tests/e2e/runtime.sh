@@ -217,7 +217,12 @@ else bad "wave2d on 2 nodes x 2 ranks" "exit $RC" "$(tail -4 "$WORK/out"; head -
 # The progress thread across nodes, at MPI_THREAD_MULTIPLE (it runs the network steps).
 coll_check "2 nodes x 2 ranks, progress thread, MPI_THREAD_MULTIPLE" "$HIER.*, progress thread" \
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
-  "$TOPO_RUN" --spin 0 --progress-thread -- "$CHECK" --require-topo --quick --thread-multiple
+  "$TOPO_RUN" --progress-thread -- "$CHECK" --require-topo --quick --thread-multiple
+# With --spin 0 (ranks outnumber cores) the thread is not started, with a warning.
+coll_check "2 nodes x 2 ranks, --spin 0 --progress-thread: the thread stays off" \
+  "progress-thread is ignored with --spin 0" \
+  env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --spin 0 --progress-thread -- "$CHECK" --require-topo --quick
 
 # Allgather across nodes, ranks dealt cyclically (blocks must land by rank, whichever
 # node and leader they travel through).

@@ -66,6 +66,16 @@ struct Args {
     /// start + compute + wait and the overlap percentage, ours against MPI's `MPI_I*`.
     #[arg(long)]
     overlap: bool,
+    /// With --overlap: compute this many times as long as the slower side's pure
+    /// collective (default 1, as OSU does). Longer computations give a progress thread
+    /// that shares the core with the computation some scheduler slices to work in.
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    compute_factor: f64,
+    /// With --overlap: the computation sleeps instead of keeping the core busy, as a rank
+    /// does while a GPU or the file system works for it. It leaves the core free, which
+    /// shows what a progress thread does with a core of its own.
+    #[arg(long)]
+    compute_sleeps: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -97,7 +107,7 @@ fn slowest_median(world: &SimpleCommunicator, mine: &[f64]) -> f64 {
 
 fn iterations(args: &Args, bytes: usize) -> usize {
     // Keep every size to a similar amount of data moved.
-    (args.iters * (64 << 10) / bytes.max(64 << 10)).clamp(10, args.iters)
+    (args.iters * (64 << 10) / bytes.max(64 << 10)).clamp(args.iters.min(10), args.iters)
 }
 
 fn measure(
@@ -184,13 +194,22 @@ impl<'a, D: ?Sized, S: mpi::request::Scope<'a>> Pending for mpi::request::Reques
     }
 }
 
-/// Busy computation for `us` microseconds, calling `poll` `tests` times along the way.
-fn compute(us: f64, tests: u32, mut poll: impl FnMut()) {
+/// Computation for `us` microseconds, calling `poll` `tests` times along the way: busy,
+/// or asleep when `sleeps`.
+fn compute(us: f64, tests: u32, sleeps: bool, mut poll: impl FnMut()) {
     let t0 = Instant::now();
     let slice = us / f64::from(tests + 1);
     let mut x = 1.0f64;
     for k in 0..=tests {
-        while t0.elapsed().as_secs_f64() * 1e6 < slice * f64::from(k + 1) {
+        loop {
+            let left = slice * f64::from(k + 1) - t0.elapsed().as_secs_f64() * 1e6;
+            if left <= 0.0 {
+                break;
+            }
+            if sleeps {
+                std::thread::sleep(std::time::Duration::from_secs_f64(left * 1e-6));
+                continue;
+            }
             for _ in 0..64 {
                 x = std::hint::black_box(x * 1.000_000_1 + 1e-9);
             }
@@ -203,11 +222,16 @@ fn compute(us: f64, tests: u32, mut poll: impl FnMut()) {
 
 /// One nonblocking collective: start, compute `compute_us` (with `tests` test calls),
 /// wait. Returns the elapsed microseconds.
-fn overlapped<P: Pending>(start: impl FnOnce() -> P, compute_us: f64, tests: u32) -> f64 {
+fn overlapped<P: Pending>(
+    start: impl FnOnce() -> P,
+    compute_us: f64,
+    tests: u32,
+    sleeps: bool,
+) -> f64 {
     let t0 = Instant::now();
     let mut req = Some(start());
     if compute_us > 0.0 {
-        compute(compute_us, tests, || {
+        compute(compute_us, tests, sleeps, || {
             if let Some(r) = req.take() {
                 req = r.test().err();
             }
@@ -254,6 +278,7 @@ fn measure_overlap(
                 || topo.immediate_broadcast_into(sc, root, &mut recv[..]),
                 compute_us,
                 tests,
+                args.compute_sleeps,
             ),
             ("ibcast", _) => overlapped(
                 || {
@@ -263,16 +288,19 @@ fn measure_overlap(
                 },
                 compute_us,
                 tests,
+                args.compute_sleeps,
             ),
             ("ireduce", 0) if rank == root => overlapped(
                 || topo.immediate_reduce_into_root(sc, &send[..], &mut recv[..], sum),
                 compute_us,
                 tests,
+                args.compute_sleeps,
             ),
             ("ireduce", 0) => overlapped(
                 || topo.immediate_reduce_into(sc, root, &send[..], sum),
                 compute_us,
                 tests,
+                args.compute_sleeps,
             ),
             ("ireduce", _) if rank == root => overlapped(
                 || {
@@ -285,6 +313,7 @@ fn measure_overlap(
                 },
                 compute_us,
                 tests,
+                args.compute_sleeps,
             ),
             ("ireduce", _) => overlapped(
                 || {
@@ -294,19 +323,32 @@ fn measure_overlap(
                 },
                 compute_us,
                 tests,
+                args.compute_sleeps,
             ),
             ("iallreduce", 0) => overlapped(
                 || topo.immediate_all_reduce_into(sc, &send[..], &mut recv[..], sum),
                 compute_us,
                 tests,
+                args.compute_sleeps,
             ),
             ("iallreduce", _) => overlapped(
                 || world.immediate_all_reduce_into(sc, &send[..], &mut recv[..], sum),
                 compute_us,
                 tests,
+                args.compute_sleeps,
             ),
-            (_, 0) => overlapped(|| topo.immediate_barrier(), compute_us, tests),
-            (_, _) => overlapped(|| world.immediate_barrier(), compute_us, tests),
+            (_, 0) => overlapped(
+                || topo.immediate_barrier(),
+                compute_us,
+                tests,
+                args.compute_sleeps,
+            ),
+            (_, _) => overlapped(
+                || world.immediate_barrier(),
+                compute_us,
+                tests,
+                args.compute_sleeps,
+            ),
         })
     };
     let mut pure = [0.0; 2];
@@ -321,7 +363,7 @@ fn measure_overlap(
     let mut percent = [[0.0; 2]; 2];
     // Compute as long as the slower side's pure collective takes, so both sides get the
     // same computation; OSU calls test along the way, IMB does not.
-    let compute_us = pure[0].max(pure[1]);
+    let compute_us = pure[0].max(pure[1]) * args.compute_factor;
     for (style, tests) in [10u32, 0].into_iter().enumerate() {
         for side in 0..2 {
             let t: Vec<f64> = (0..iters).map(|_| one(side, compute_us, tests)).collect();
@@ -515,6 +557,10 @@ fn main() -> anyhow::Result<()> {
     while b <= args.max {
         sizes.push(b);
         b *= 2;
+    }
+    if args.compute_sleeps {
+        // Sleep as long as asked, not up to 50 us longer (the default timer slack).
+        nix::sys::prctl::set_timerslack(1000).context("prctl(PR_SET_TIMERSLACK)")?;
     }
     if args.overlap {
         run_overlap(&args, &mut topo, &world, &sizes)?;

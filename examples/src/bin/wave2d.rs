@@ -8,6 +8,8 @@
 //! no halo) while testing the request, and only then checks the stop condition; the
 //! interior rows are kept if the solver goes on. Both modes do the same arithmetic, so
 //! `--mode both` checks that they give bit-identical solutions and prints the speedup.
+//! The blocking run also prints its communication share: the slowest rank's time in the
+//! halo exchange and the norm's Allreduce over its whole time.
 //!
 //! ```text
 //! srun --mpi=pmix -n 4 topo-run -- wave2d --n 1000 --mode both
@@ -134,13 +136,14 @@ impl Block {
     }
 }
 
-/// Runs the solver; returns the final block, the iterations and the seconds taken.
+/// Runs the solver; returns the final block, the iterations, the seconds taken and the
+/// seconds spent communicating (halo exchange and the blocking norm; 0 when nonblocking).
 fn solve(
     args: &Args,
     topo: &mut Topo,
     world: &SimpleCommunicator,
     nonblocking: bool,
-) -> (Block, usize, f64) {
+) -> (Block, usize, f64, f64) {
     let mut b = Block::new(args.n, world.rank() as usize, world.size() as usize);
     let rows = b.rows;
     world.barrier();
@@ -149,8 +152,13 @@ fn solve(
     // Nonblocking: the interior of iteration k + 1 is already in `next` when k ends.
     let mut interior_done = 0.0;
     let mut have_interior = false;
+    let mut comm = 0.0f64;
     loop {
+        let tc = Instant::now();
         b.halo(world);
+        if !nonblocking {
+            comm += tc.elapsed().as_secs_f64();
+        }
         let local = if have_interior {
             // Only the boundary rows are left; they needed the halo.
             let mut sq = interior_done;
@@ -198,11 +206,13 @@ fn solve(
             }
             have_interior = !stop;
         } else {
+            let tc = Instant::now();
             topo.all_reduce_into(
                 std::slice::from_ref(&local),
                 std::slice::from_mut(&mut global),
                 SystemOperation::sum(),
             );
+            comm += tc.elapsed().as_secs_f64();
             stop = global.sqrt() < args.eps || iters >= args.max_iters;
             if !stop {
                 b.rotate();
@@ -212,7 +222,7 @@ fn solve(
             break;
         }
     }
-    (b, iters, t0.elapsed().as_secs_f64())
+    (b, iters, t0.elapsed().as_secs_f64(), comm)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -232,18 +242,25 @@ fn main() -> anyhow::Result<()> {
     };
     let mut results = Vec::new();
     for &nb in &modes {
-        let (b, iters, secs) = solve(&args, &mut topo, &world, nb);
+        let (b, iters, secs, comm) = solve(&args, &mut topo, &world, nb);
         let mut t = 0.0f64;
         world.all_reduce_into(&secs, &mut t, SystemOperation::max());
+        let mut share = 0.0f64;
+        world.all_reduce_into(&(comm / secs), &mut share, SystemOperation::max());
         let mut sum = 0.0f64;
         let local: f64 = b.next[b.n..(b.rows + 1) * b.n].iter().sum();
         world.all_reduce_into(&local, &mut sum, SystemOperation::sum());
         if rank == 0 {
             println!(
-                "wave2d: {} n={} ranks={} iterations={iters} time={t:.4} s checksum={sum:.12e}",
+                "wave2d: {} n={} ranks={} iterations={iters} time={t:.4} s checksum={sum:.12e}{}",
                 if nb { "nonblocking" } else { "blocking" },
                 args.n,
-                world.size()
+                world.size(),
+                if nb {
+                    String::new()
+                } else {
+                    format!(" communication={:.0}%", share * 100.0)
+                }
             );
         }
         results.push((b, iters, t));
