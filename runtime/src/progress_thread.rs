@@ -101,18 +101,12 @@ fn run(helper: &'static Helper) -> ! {
     let mut last = 0u64;
     let mut last_busy = Instant::now();
     loop {
-        let contexts: Vec<Shared> = helper
-            .contexts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
+        let contexts = live(helper);
         let mut busy = false;
         let mut moves = 0u64;
         for c in &contexts {
-            // A context held by its caller is making progress by itself; if the caller
-            // started a collective meanwhile, its kick unparks us below.
+            // A context held by its caller is making progress by itself; a collective it
+            // starts meanwhile is seen at the next turn (or, if we block, by its kick).
             if let Some(mut core) = try_lock(c)
                 && core.has_schedules()
             {
@@ -156,14 +150,18 @@ fn run(helper: &'static Helper) -> ! {
 /// Whether any context that nobody holds has a schedule in flight. (A holder that starts
 /// a collective kicks the thread after it lets go, and sees it blocked.)
 fn any_schedules(helper: &Helper) -> bool {
-    let contexts: Vec<Shared> = helper
+    live(helper)
+        .iter()
+        .any(|c| try_lock(c).is_some_and(|core| core.has_schedules()))
+}
+
+/// The contexts still alive.
+fn live(helper: &Helper) -> Vec<Shared> {
+    helper
         .contexts
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
         .filter_map(Weak::upgrade)
-        .collect();
-    contexts
-        .iter()
-        .any(|c| try_lock(c).is_some_and(|core| core.has_schedules()))
+        .collect()
 }
