@@ -31,8 +31,13 @@ pub fn build(view: &View, s: &Settings, send: bool, len: usize) -> (Builder, usi
     let mut tmp = 0;
     if holds && until < n {
         let l = &view.levels[n - 1];
-        recursive_doubling(&mut b, n - 1, &l.members, l.me, acc);
-        tmp = len;
+        // Nothing was combined below the top group: the contribution itself can go out of
+        // the send buffer, and the partner's be combined straight into `acc`.
+        let own = (send && view.levels[..until].iter().all(|l| l.members.len() == 1))
+            .then(|| Region::whole(Buf::Send, len));
+        if recursive_doubling(&mut b, n - 1, &l.members, l.me, acc, own) {
+            tmp = len;
+        }
     }
     ibcast::down(&mut b, view, s, 0, len, until, acc);
     (b, tmp)
@@ -40,7 +45,21 @@ pub fn build(view: &View, s: &Settings, send: bool, len: usize) -> (Builder, usi
 
 /// Recursive doubling among `members` on level `level`; every member ends with the full
 /// reduction in `acc`. Non-powers of two fold the first `2 * rem` members pairwise first.
-fn recursive_doubling(b: &mut Builder, level: usize, members: &[u32], me: usize, acc: Region) {
+///
+/// Each exchange sends `acc` and receives the partner's into scratch, then combines, since
+/// `acc` may not change while the partner reads it. When `own` (a region that holds what
+/// `acc` holds and stays put) is given, the first exchange sends it instead and combines
+/// the partner's data straight into `acc` as it arrives: that exchange then completes
+/// without waiting for the partner before combining. Returns whether the steps use
+/// [`Buf::Tmp`] (`acc.len` bytes).
+fn recursive_doubling(
+    b: &mut Builder,
+    level: usize,
+    members: &[u32],
+    me: usize,
+    acc: Region,
+    own: Option<Region>,
+) -> bool {
     let link = Link::Level(level);
     let tmp = Region {
         buf: Buf::Tmp,
@@ -50,6 +69,7 @@ fn recursive_doubling(b: &mut Builder, level: usize, members: &[u32], me: usize,
     let pof2 = 1usize << (usize::BITS - 1 - n.leading_zeros());
     let rem = n - pof2;
     let folded_out = me < 2 * rem && me.is_multiple_of(2);
+    let mut uses_tmp = false;
     if me < 2 * rem {
         if folded_out {
             b.step(
@@ -71,10 +91,27 @@ fn recursive_doubling(b: &mut Builder, level: usize, members: &[u32], me: usize,
     }
     if !folded_out {
         let nr = if me < 2 * rem { me / 2 } else { me - rem };
+        // A member that combined a folded partner's data no longer holds only its own.
+        let mut own = own.filter(|_| me >= 2 * rem);
         let mut mask = 1;
+        uses_tmp = pof2 > 2 || own.is_none();
         while mask < pof2 {
             let peer = nr ^ mask;
             let peer = members[if peer < rem { peer * 2 + 1 } else { peer + rem }];
+            mask <<= 1;
+            if let Some(src) = own.take() {
+                b.round([
+                    (
+                        link,
+                        Action::Send {
+                            to: vec![peer],
+                            src,
+                        },
+                    ),
+                    (link, Action::RecvReduce { from: peer, acc }),
+                ]);
+                continue;
+            }
             b.round([
                 (
                     link,
@@ -92,7 +129,6 @@ fn recursive_doubling(b: &mut Builder, level: usize, members: &[u32], me: usize,
                 ),
             ]);
             b.step(Link::Local, Action::Combine { acc, src: tmp });
-            mask <<= 1;
         }
     }
     if me < 2 * rem {
@@ -114,4 +150,5 @@ fn recursive_doubling(b: &mut Builder, level: usize, members: &[u32], me: usize,
             );
         }
     }
+    uses_tmp
 }
