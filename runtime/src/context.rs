@@ -227,6 +227,12 @@ impl Core {
         }
     }
 
+    /// A buffer of `len` bytes for a schedule's accumulator or scratch (see
+    /// [`Engine::buffer`]).
+    pub(crate) fn buffer(&mut self, len: usize) -> Vec<u8> {
+        self.engine.buffer(len)
+    }
+
     /// Records an MPI request as request `id`.
     pub(crate) fn start_native(&mut self, id: u64, req: ffi::MPI_Request) {
         self.native.insert(id, req);

@@ -286,13 +286,16 @@ impl Topo {
             .as_ref()
             .expect("schedules run on the hierarchical path");
         let (b, acc, tmp) = build(h);
+        let bytes = args.send.map_or(0, <[u8]>::len) + args.recv.as_ref().map_or(0, |r| r.len());
+        let (acc, tmp) = (core.buffer(acc), core.buffer(tmp));
         // SAFETY: `send` and `recv` are borrowed for `'a`. The request registered with
         // `scope` below lives no longer than `'a` and completes before it ends (a scope
         // with a request left aborts the process; a dropped request poisons the engine,
         // which then aborts instead of running the schedule), and the engine drops the
         // schedule when it completes.
-        let bytes = args.send.map_or(0, <[u8]>::len) + args.recv.as_ref().map_or(0, |r| r.len());
-        let sched = unsafe { Schedule::new(args.name, b, args.send, args.recv, acc, tmp, args.op) };
+        let sched = unsafe {
+            Schedule::with_buffers(args.name, b, args.send, args.recv, acc, tmp, args.op)
+        };
         core.start(id, sched);
         let in_flight = core.has_schedules();
         drop(core);

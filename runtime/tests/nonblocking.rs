@@ -37,9 +37,13 @@ fn schedule(
     acc: usize,
     tmp: usize,
 ) -> Schedule {
+    // The engine reuses the buffers of completed schedules as they are: start from
+    // garbage, so that a builder that reads its accumulator or scratch before writing it
+    // fails here.
+    let (acc, tmp) = (vec![0xa5; acc], vec![0x5a; tmp]);
     // SAFETY: every buffer outlives the engine drain in `finish`, and nothing touches them
     // until then.
-    unsafe { Schedule::new(name, b, send, recv, acc, tmp, Some(Box::new(MpiLikeSum))) }
+    unsafe { Schedule::with_buffers(name, b, send, recv, acc, tmp, Some(Box::new(MpiLikeSum))) }
 }
 
 /// Polls until every schedule has completed, failing after 30 s. Three polls in four

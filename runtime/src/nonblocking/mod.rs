@@ -33,7 +33,14 @@ pub struct Engine {
     queue: VecDeque<(u64, Schedule)>,
     /// Steps completed or moved so far (see [`Engine::moves`]).
     moves: u64,
+    /// Accumulators and scratch of completed schedules, for the next ones: a fresh large
+    /// allocation costs page faults on every call.
+    pool: Vec<Vec<u8>>,
 }
+
+/// Buffers kept for reuse, and the largest one kept.
+const POOL_BUFFERS: usize = 4;
+const POOL_MAX_BYTES: usize = 64 << 20;
 
 impl Engine {
     /// Queues schedule `id` (ids grow with every call) and starts it if nothing is ahead.
@@ -49,7 +56,17 @@ impl Engine {
             if !s.poll(fabric, reach, &mut self.moves)? {
                 return Ok(());
             }
-            self.queue.pop_front();
+            if let Some((_, s)) = self.queue.pop_front() {
+                let (acc, tmp) = s.into_buffers();
+                for v in [acc, tmp] {
+                    if v.capacity() > 0
+                        && v.capacity() <= POOL_MAX_BYTES
+                        && self.pool.len() < POOL_BUFFERS
+                    {
+                        self.pool.push(v);
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -57,6 +74,27 @@ impl Engine {
     /// Whether nothing with this `id` is in flight (schedule `id` has completed).
     pub fn is_done(&self, id: u64) -> bool {
         !self.queue.iter().any(|(i, _)| *i == id)
+    }
+
+    /// A buffer of `len` bytes for a new schedule's accumulator or scratch, reused from a
+    /// completed schedule when one is large enough (its old contents stay: initialised
+    /// bytes that the new schedule overwrites before it reads them).
+    pub fn buffer(&mut self, len: usize) -> Vec<u8> {
+        if len == 0 {
+            return Vec::new();
+        }
+        match self.pool.iter().position(|v| v.capacity() >= len) {
+            Some(i) => {
+                let mut v = self.pool.swap_remove(i);
+                if v.len() >= len {
+                    v.truncate(len);
+                } else {
+                    v.resize(len, 0);
+                }
+                v
+            }
+            None => vec![0; len],
+        }
     }
 
     /// How many steps have completed or moved data so far: a poll that leaves it

@@ -175,7 +175,7 @@ pub struct Schedule {
     acc: Base,
     tmp: Base,
     /// Owns the memory `acc` and `tmp` point into.
-    _owned: (Vec<u8>, Vec<u8>),
+    owned: (Vec<u8>, Vec<u8>),
     op: Option<Box<dyn Combine>>,
 }
 
@@ -208,7 +208,25 @@ impl Schedule {
         tmp: usize,
         op: Option<Box<dyn Combine>>,
     ) -> Self {
-        let mut owned = (vec![0u8; acc], vec![0u8; tmp]);
+        // SAFETY: the caller's contract is this function's.
+        unsafe { Self::with_buffers(name, b, send, recv, vec![0; acc], vec![0; tmp], op) }
+    }
+
+    /// Like [`Schedule::new`], with the accumulator and scratch given (their lengths are
+    /// the sizes; their contents do not matter, the builders write before they read).
+    ///
+    /// # Safety
+    ///
+    /// As [`Schedule::new`].
+    pub unsafe fn with_buffers(
+        name: &'static str,
+        b: Builder,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        mut acc: Vec<u8>,
+        mut tmp: Vec<u8>,
+        op: Option<Box<dyn Combine>>,
+    ) -> Self {
         let base = |ptr: *mut u8, len| Base { ptr, len };
         Schedule {
             name,
@@ -216,11 +234,16 @@ impl Schedule {
             round: 0,
             send: send.map_or(Base::NONE, |s| base(s.as_ptr().cast_mut(), s.len())),
             recv: recv.map_or(Base::NONE, |r| base(r.as_mut_ptr(), r.len())),
-            acc: base(owned.0.as_mut_ptr(), acc),
-            tmp: base(owned.1.as_mut_ptr(), tmp),
-            _owned: owned,
+            acc: base(acc.as_mut_ptr(), acc.len()),
+            tmp: base(tmp.as_mut_ptr(), tmp.len()),
+            owned: (acc, tmp),
             op,
         }
+    }
+
+    /// The accumulator and scratch, for reuse by a later schedule.
+    pub(crate) fn into_buffers(self) -> (Vec<u8>, Vec<u8>) {
+        self.owned
     }
 
     /// The collective's name.
