@@ -250,7 +250,13 @@ impl Topo {
             // `--spin 0` says ranks outnumber cores: a progress thread would only compete
             // with them, and there it stalls collectives for tens of milliseconds (the
             // lock holder starves behind yielding waiters; docs/runtime.md).
-            if s.progress_thread && s.spin == 0 && world.rank() == 0 {
+            static WARNED: std::sync::atomic::AtomicBool =
+                std::sync::atomic::AtomicBool::new(false);
+            if s.progress_thread
+                && s.spin == 0
+                && world.rank() == 0
+                && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
                 eprintln!(
                     "topo-run: warning: --progress-thread is ignored with --spin 0 (ranks \
                      outnumber cores, so the thread would only compete with them)"
