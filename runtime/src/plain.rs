@@ -194,12 +194,64 @@ impl MpiCombine {
         op: mpi::ffi::MPI_Op,
         elem: usize,
     ) -> Self {
+        // SAFETY: the caller's contract is this function's.
+        unsafe { Self::from_raw_numeric(datatype, op, elem, None) }
+    }
+
+    /// Like [`MpiCombine::from_raw`], for a datatype known to hold `numeric` numbers of
+    /// `elem` bytes (say `MPI_INT` or `MPI_UNSIGNED_LONG`, which are not the fixed-size
+    /// handles the Rust kernels are found by): it gets the kernel of the fixed-size type
+    /// of that kind and size.
+    ///
+    /// # Safety
+    ///
+    /// As [`MpiCombine::from_raw`], and `datatype` must hold `numeric` numbers: two's
+    /// complement integers, unsigned integers or IEEE floats of `elem` bytes.
+    pub unsafe fn from_raw_numeric(
+        datatype: mpi::ffi::MPI_Datatype,
+        op: mpi::ffi::MPI_Op,
+        elem: usize,
+        numeric: Option<Numeric>,
+    ) -> Self {
+        let like = numeric.and_then(|n| fixed(n, elem)).unwrap_or(datatype);
         MpiCombine {
             datatype,
             op,
             elem,
-            kernel: kernel(datatype, op).and_then(|(k, n)| (n == elem).then_some(k)),
+            kernel: kernel(like, op).and_then(|(k, n)| (n == elem).then_some(k)),
         }
+    }
+}
+
+/// What a predefined datatype holds, as far as the Rust kernels care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Numeric {
+    /// Two's complement integers.
+    Signed,
+    /// Unsigned integers.
+    Unsigned,
+    /// IEEE floating point.
+    Float,
+}
+
+/// The fixed-size datatype of `n` numbers of `elem` bytes, if there is one.
+fn fixed(n: Numeric, elem: usize) -> Option<mpi::ffi::MPI_Datatype> {
+    use mpi::ffi::*;
+    // SAFETY: reading constant MPI handles.
+    unsafe {
+        Some(match (n, elem) {
+            (Numeric::Signed, 1) => RSMPI_INT8_T,
+            (Numeric::Signed, 2) => RSMPI_INT16_T,
+            (Numeric::Signed, 4) => RSMPI_INT32_T,
+            (Numeric::Signed, 8) => RSMPI_INT64_T,
+            (Numeric::Unsigned, 1) => RSMPI_UINT8_T,
+            (Numeric::Unsigned, 2) => RSMPI_UINT16_T,
+            (Numeric::Unsigned, 4) => RSMPI_UINT32_T,
+            (Numeric::Unsigned, 8) => RSMPI_UINT64_T,
+            (Numeric::Float, 4) => RSMPI_FLOAT,
+            (Numeric::Float, 8) => RSMPI_DOUBLE,
+            _ => return None,
+        })
     }
 }
 
@@ -303,5 +355,30 @@ mod tests {
         // SAFETY: the combine is never applied.
         let odd = unsafe { MpiCombine::from_raw(mpi::ffi::RSMPI_INT32_T, mpi::ffi::RSMPI_SUM, 8) };
         assert!(!odd.is_native() && odd.calls_mpi());
+        // A handle known only by what it holds (as the PMPI library knows MPI_INT) gets
+        // the kernel of the fixed-size type of its kind and size; sizes without one do not.
+        // SAFETY: the handles are predefined; the combine is applied to bytes only.
+        let like = unsafe {
+            MpiCombine::from_raw_numeric(
+                mpi::ffi::RSMPI_C_BOOL,
+                mpi::ffi::RSMPI_SUM,
+                1,
+                Some(Numeric::Unsigned),
+            )
+        };
+        assert!(like.is_native());
+        let mut acc = [250u8, 1];
+        like.combine(&mut acc, &[10, 2]);
+        assert_eq!(acc, [4, 3]);
+        // SAFETY: never applied.
+        let wide = unsafe {
+            MpiCombine::from_raw_numeric(
+                mpi::ffi::RSMPI_DOUBLE,
+                mpi::ffi::RSMPI_SUM,
+                16,
+                Some(Numeric::Float),
+            )
+        };
+        assert!(!wide.is_native());
     }
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use mpi::ffi;
 
-use crate::classify::{OpKind, TypeClass, type_class};
+use crate::classify::{Numeric, OpKind, TypeClass, numeric, type_class};
 
 pub(crate) use ffi::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status};
 
@@ -321,8 +321,12 @@ pub(crate) fn congruent_to_world(comm: MPI_Comm) -> bool {
 /// What the library needs to know of a datatype.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TypeInfo {
-    /// A predefined type without gaps: its size in bytes and its class.
-    Plain { size: usize, class: TypeClass },
+    /// A predefined type without gaps: its size in bytes, its class and what it holds.
+    Plain {
+        size: usize,
+        class: TypeClass,
+        numeric: Option<Numeric>,
+    },
     /// A derived type, or a predefined one whose extent differs from its size.
     Derived,
     /// `MPI_DATATYPE_NULL` or a handle MPI rejects.
@@ -364,11 +368,16 @@ pub(crate) fn type_info(dt: MPI_Datatype) -> TypeInfo {
         size <= 0 || lb != 0 || tlb != 0 || extent != size as ffi::MPI_Aint || textent != extent;
     match class {
         // Value-index pairs go to MPI whatever their layout; the size is not used.
-        TypeClass::Pair => TypeInfo::Plain { size: 0, class },
+        TypeClass::Pair => TypeInfo::Plain {
+            size: 0,
+            class,
+            numeric: None,
+        },
         _ if gaps => TypeInfo::Derived,
         _ => TypeInfo::Plain {
             size: size as usize,
             class,
+            numeric: numeric(&name),
         },
     }
 }

@@ -9,29 +9,41 @@ use std::os::raw::c_int;
 use topo_runtime::{MpiCombine, RawRequest};
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, SUCCESS, TypeInfo};
-use crate::classify::{Call, HandOff, TypeClass, overlaps};
+use crate::classify::{Call, HandOff, Numeric, TypeClass, overlaps};
 use crate::packed::Packed;
 use crate::state::{self, Active, Lookup};
 
-/// The element size of `count` elements of `dt` in a call topo-run can take.
-fn elements(
-    look: &mut Lookup<'_>,
-    count: c_int,
-    dt: MPI_Datatype,
-) -> Result<(usize, TypeClass), HandOff> {
-    let (size, class) = match look.datatype(dt) {
+/// What a call needs of its datatype: the element size, the class and what it holds.
+#[derive(Debug, Clone, Copy)]
+struct Element {
+    size: usize,
+    class: TypeClass,
+    numeric: Option<Numeric>,
+}
+
+/// The elements of `count` elements of `dt` in a call topo-run can take.
+fn elements(look: &mut Lookup<'_>, count: c_int, dt: MPI_Datatype) -> Result<Element, HandOff> {
+    let e = match look.datatype(dt) {
         TypeInfo::Invalid => return Err(HandOff::Arguments),
         TypeInfo::Derived => return Err(HandOff::DerivedDatatype),
         TypeInfo::Plain {
             class: TypeClass::Pair,
             ..
         } => return Err(HandOff::PairDatatype),
-        TypeInfo::Plain { size, class } => (size, class),
+        TypeInfo::Plain {
+            size,
+            class,
+            numeric,
+        } => Element {
+            size,
+            class,
+            numeric,
+        },
     };
     match count {
         ..0 => Err(HandOff::Arguments),
         0 => Err(HandOff::ZeroCount),
-        _ => Ok((size, class)),
+        _ => Ok(e),
     }
 }
 
@@ -49,19 +61,15 @@ fn check_root(a: &Active, root: c_int) -> Result<(), HandOff> {
 }
 
 /// The reduction for `op` on `dt`, if topo-run handles it.
-fn reduction(
-    op: MPI_Op,
-    dt: MPI_Datatype,
-    size: usize,
-    class: TypeClass,
-) -> Result<MpiCombine, HandOff> {
+fn reduction(op: MPI_Op, dt: MPI_Datatype, e: Element) -> Result<MpiCombine, HandOff> {
     let kind = abi::op_kind(op).ok_or(HandOff::Operation)?;
-    if !kind.defined_on(class) {
+    if !kind.defined_on(e.class) {
         return Err(HandOff::OpOnDatatype);
     }
     // SAFETY: `op` is a predefined operation defined on the predefined, gap-free `dt`, whose
-    // size is `size`; both handles live until MPI_Finalize.
-    Ok(unsafe { MpiCombine::from_raw(dt, op, size) })
+    // size is `e.size` and which holds `e.numeric` numbers (by its name); both handles live
+    // until MPI_Finalize.
+    Ok(unsafe { MpiCombine::from_raw_numeric(dt, op, e.size, e.numeric) })
 }
 
 /// The send buffer (`None` for `MPI_IN_PLACE`) and receive buffer of `n` bytes each of a
@@ -120,7 +128,7 @@ unsafe fn bcast_args<'b>(
     keep_type: bool,
 ) -> Result<BcastBuf<'b>, HandOff> {
     let size = match elements(look, count, dt) {
-        Ok((size, _)) => size,
+        Ok(e) => e.size,
         // Derived and pair types: the decision rests on the packed size alone, the same
         // at every rank whatever datatype each passes.
         Err(HandOff::DerivedDatatype | HandOff::PairDatatype) => {
@@ -164,8 +172,8 @@ unsafe fn reduce_args<'b>(
     op: MPI_Op,
     root: c_int,
 ) -> Result<ReduceArgs<'b>, HandOff> {
-    let (size, class) = elements(look, count, dt)?;
-    let combine = reduction(op, dt, size, class)?;
+    let e = elements(look, count, dt)?;
+    let (size, combine) = (e.size, reduction(op, dt, e)?);
     check_root(a, root)?;
     let n = count as usize * size;
     if root != a.rank {
@@ -197,8 +205,8 @@ unsafe fn allreduce_args<'b>(
     dt: MPI_Datatype,
     op: MPI_Op,
 ) -> Result<AllreduceArgs<'b>, HandOff> {
-    let (size, class) = elements(look, count, dt)?;
-    let combine = reduction(op, dt, size, class)?;
+    let e = elements(look, count, dt)?;
+    let (size, combine) = (e.size, reduction(op, dt, e)?);
     let n = count as usize * size;
     // SAFETY: both buffers hold `count` elements of `size` bytes (`n` bytes).
     let (send, recv) = unsafe { send_recv(send, recv, n) }?;

@@ -1,6 +1,8 @@
 //! Which calls take topo-run's path: the predefined datatypes and operations it handles,
 //! and the reasons a call is handed to MPI. Pure code, no MPI calls.
 
+pub use topo_runtime::Numeric;
+
 /// The MPI standard's groups of predefined datatypes (MPI-4.0 §6.9.2), which say which
 /// predefined operations are defined on them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +89,35 @@ pub fn type_class(name: &str) -> TypeClass {
         | "MPI_2DOUBLE_COMPLEX" => Pair,
         _ => Other,
     }
+}
+
+/// What the predefined datatype named `name` holds, for the runtime's Rust reduction
+/// kernels (`None`: MPI reduces it, with `PMPI_Reduce_local`). The kernel is chosen by
+/// this and the type's size, so `MPI_LONG_DOUBLE` or `MPI_REAL16` (16 bytes) get none.
+pub fn numeric(name: &str) -> Option<Numeric> {
+    Some(match name {
+        "MPI_INT" | "MPI_LONG" | "MPI_SHORT" | "MPI_LONG_LONG_INT" | "MPI_LONG_LONG"
+        | "MPI_SIGNED_CHAR" | "MPI_INT8_T" | "MPI_INT16_T" | "MPI_INT32_T" | "MPI_INT64_T"
+        | "MPI_INTEGER" | "MPI_INTEGER1" | "MPI_INTEGER2" | "MPI_INTEGER4" | "MPI_INTEGER8"
+        | "MPI_AINT" | "MPI_OFFSET" | "MPI_COUNT" => Numeric::Signed,
+        "MPI_UNSIGNED_SHORT"
+        | "MPI_UNSIGNED"
+        | "MPI_UNSIGNED_INT"
+        | "MPI_UNSIGNED_LONG"
+        | "MPI_UNSIGNED_LONG_LONG"
+        | "MPI_UNSIGNED_CHAR"
+        | "MPI_UINT8_T"
+        | "MPI_UINT16_T"
+        | "MPI_UINT32_T"
+        | "MPI_UINT64_T" => Numeric::Unsigned,
+        "MPI_FLOAT"
+        | "MPI_DOUBLE"
+        | "MPI_REAL"
+        | "MPI_DOUBLE_PRECISION"
+        | "MPI_REAL4"
+        | "MPI_REAL8" => Numeric::Float,
+        _ => return None,
+    })
 }
 
 /// The predefined operations topo-run reduces with (all commutative). `MPI_MINLOC`,
@@ -246,6 +277,34 @@ pub fn overlaps(a: usize, b: usize, n: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_integers_or_floats_of_their_class() {
+        for (name, want) in [
+            ("MPI_INT", Some(Numeric::Signed)),
+            ("MPI_LONG_LONG", Some(Numeric::Signed)),
+            ("MPI_INTEGER8", Some(Numeric::Signed)),
+            ("MPI_UNSIGNED_LONG", Some(Numeric::Unsigned)),
+            ("MPI_UNSIGNED_CHAR", Some(Numeric::Unsigned)),
+            ("MPI_DOUBLE_PRECISION", Some(Numeric::Float)),
+            ("MPI_FLOAT", Some(Numeric::Float)),
+            ("MPI_LONG_DOUBLE", None),
+            ("MPI_C_BOOL", None),
+            ("MPI_CHAR", None),
+            ("MPI_2INT", None),
+        ] {
+            assert_eq!(numeric(name), want, "{name}");
+            let class = type_class(name);
+            match want {
+                Some(Numeric::Float) => assert_eq!(class, TypeClass::Floating, "{name}"),
+                Some(_) => assert!(
+                    matches!(class, TypeClass::CInteger | TypeClass::FortranInteger),
+                    "{name}"
+                ),
+                None => {}
+            }
+        }
+    }
 
     #[test]
     fn standard_table() {
