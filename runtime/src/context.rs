@@ -164,7 +164,7 @@ impl Core {
 
     /// Whether nothing is in flight.
     pub(crate) fn is_idle(&self) -> bool {
-        self.engine.is_idle() && self.native.is_empty()
+        !self.has_schedules() && self.native.is_empty()
     }
 
     pub(crate) fn is_complete(&self, id: u64) -> bool {

@@ -77,7 +77,7 @@ macro_rules! kernel {
                 a.copy_from_slice(&f(p, q).to_ne_bytes());
             }
         }
-        Some((k as Kernel, std::mem::size_of::<$t>()))
+        Some(k as Kernel)
     }};
 }
 
@@ -137,35 +137,46 @@ macro_rules! float_kernel {
     }};
 }
 
-/// The Rust kernel for `op` on `datatype`, if there is one, and its element size.
-fn kernel(datatype: mpi::ffi::MPI_Datatype, op: mpi::ffi::MPI_Op) -> Option<(Kernel, usize)> {
+/// What the fixed-size predefined `datatype` holds and its size, if it is one that has
+/// Rust kernels.
+fn numeric_of(datatype: mpi::ffi::MPI_Datatype) -> Option<(Numeric, usize)> {
+    use Numeric::*;
     use mpi::ffi::*;
     // SAFETY: reading constant MPI handles.
-    let types = unsafe {
+    let table = unsafe {
         [
-            RSMPI_INT8_T,
-            RSMPI_INT16_T,
-            RSMPI_INT32_T,
-            RSMPI_INT64_T,
-            RSMPI_UINT8_T,
-            RSMPI_UINT16_T,
-            RSMPI_UINT32_T,
-            RSMPI_UINT64_T,
-            RSMPI_FLOAT,
-            RSMPI_DOUBLE,
+            (RSMPI_INT8_T, Signed, 1),
+            (RSMPI_INT16_T, Signed, 2),
+            (RSMPI_INT32_T, Signed, 4),
+            (RSMPI_INT64_T, Signed, 8),
+            (RSMPI_UINT8_T, Unsigned, 1),
+            (RSMPI_UINT16_T, Unsigned, 2),
+            (RSMPI_UINT32_T, Unsigned, 4),
+            (RSMPI_UINT64_T, Unsigned, 8),
+            (RSMPI_FLOAT, Float, 4),
+            (RSMPI_DOUBLE, Float, 8),
         ]
     };
-    match types.iter().position(|&t| t == datatype)? {
-        0 => int_kernel!(i8, op),
-        1 => int_kernel!(i16, op),
-        2 => int_kernel!(i32, op),
-        3 => int_kernel!(i64, op),
-        4 => int_kernel!(u8, op),
-        5 => int_kernel!(u16, op),
-        6 => int_kernel!(u32, op),
-        7 => int_kernel!(u64, op),
-        8 => float_kernel!(f32, op),
-        _ => float_kernel!(f64, op),
+    table
+        .iter()
+        .find(|(t, ..)| *t == datatype)
+        .map(|&(_, n, size)| (n, size))
+}
+
+/// The Rust kernel for `op` on `numeric` numbers of `size` bytes, if there is one.
+fn kernel(numeric: Numeric, size: usize, op: mpi::ffi::MPI_Op) -> Option<Kernel> {
+    match (numeric, size) {
+        (Numeric::Signed, 1) => int_kernel!(i8, op),
+        (Numeric::Signed, 2) => int_kernel!(i16, op),
+        (Numeric::Signed, 4) => int_kernel!(i32, op),
+        (Numeric::Signed, 8) => int_kernel!(i64, op),
+        (Numeric::Unsigned, 1) => int_kernel!(u8, op),
+        (Numeric::Unsigned, 2) => int_kernel!(u16, op),
+        (Numeric::Unsigned, 4) => int_kernel!(u32, op),
+        (Numeric::Unsigned, 8) => int_kernel!(u64, op),
+        (Numeric::Float, 4) => float_kernel!(f32, op),
+        (Numeric::Float, 8) => float_kernel!(f64, op),
+        _ => None,
     }
 }
 
@@ -177,7 +188,7 @@ impl MpiCombine {
             datatype,
             op,
             elem: std::mem::size_of::<T>(),
-            kernel: kernel(datatype, op).map(|(k, _)| k),
+            kernel: numeric_of(datatype).and_then(|(n, size)| kernel(n, size, op)),
         }
     }
 
@@ -213,12 +224,15 @@ impl MpiCombine {
         elem: usize,
         numeric: Option<Numeric>,
     ) -> Self {
-        let like = numeric.and_then(|n| fixed(n, elem)).unwrap_or(datatype);
+        let kind = numeric
+            .map(|n| (n, elem))
+            .or_else(|| numeric_of(datatype))
+            .filter(|&(_, size)| size == elem);
         MpiCombine {
             datatype,
             op,
             elem,
-            kernel: kernel(like, op).and_then(|(k, n)| (n == elem).then_some(k)),
+            kernel: kind.and_then(|(n, size)| kernel(n, size, op)),
         }
     }
 }
@@ -232,27 +246,6 @@ pub enum Numeric {
     Unsigned,
     /// IEEE floating point.
     Float,
-}
-
-/// The fixed-size datatype of `n` numbers of `elem` bytes, if there is one.
-fn fixed(n: Numeric, elem: usize) -> Option<mpi::ffi::MPI_Datatype> {
-    use mpi::ffi::*;
-    // SAFETY: reading constant MPI handles.
-    unsafe {
-        Some(match (n, elem) {
-            (Numeric::Signed, 1) => RSMPI_INT8_T,
-            (Numeric::Signed, 2) => RSMPI_INT16_T,
-            (Numeric::Signed, 4) => RSMPI_INT32_T,
-            (Numeric::Signed, 8) => RSMPI_INT64_T,
-            (Numeric::Unsigned, 1) => RSMPI_UINT8_T,
-            (Numeric::Unsigned, 2) => RSMPI_UINT16_T,
-            (Numeric::Unsigned, 4) => RSMPI_UINT32_T,
-            (Numeric::Unsigned, 8) => RSMPI_UINT64_T,
-            (Numeric::Float, 4) => RSMPI_FLOAT,
-            (Numeric::Float, 8) => RSMPI_DOUBLE,
-            _ => return None,
-        })
-    }
 }
 
 impl Combine for MpiCombine {

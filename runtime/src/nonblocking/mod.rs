@@ -86,11 +86,8 @@ impl Engine {
         match self.pool.iter().position(|v| v.capacity() >= len) {
             Some(i) => {
                 let mut v = self.pool.swap_remove(i);
-                if v.len() >= len {
-                    v.truncate(len);
-                } else {
-                    v.resize(len, 0);
-                }
+                // Shrinking keeps the bytes; only growth is filled.
+                v.resize(len, 0);
                 v
             }
             None => vec![0; len],
