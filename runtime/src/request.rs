@@ -286,7 +286,10 @@ impl Topo {
             .as_ref()
             .expect("schedules run on the hierarchical path");
         let (b, acc, tmp) = build(h);
-        let bytes = args.send.map_or(0, <[u8]>::len) + args.recv.as_ref().map_or(0, |r| r.len());
+        let bytes = args
+            .send
+            .map_or(0, <[u8]>::len)
+            .max(args.recv.as_ref().map_or(0, |r| r.len()));
         let (acc, tmp) = (core.buffer(acc), core.buffer(tmp));
         // SAFETY: `send` and `recv` are borrowed for `'a`. The request registered with
         // `scope` below lives no longer than `'a` and completes before it ends (a scope
