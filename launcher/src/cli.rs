@@ -225,10 +225,11 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "MODE", env = "TOPO_RUN_PROGRESS")]
     pub progress: Option<String>,
 
-    /// Short for `--progress thread`: a thread per process advances nonblocking
-    /// collectives while the program computes. Worth it with a free core (or hardware
-    /// thread) per rank; see docs/runtime.md.
-    #[arg(long, conflicts_with = "progress")]
+    /// Short for `--progress thread` (and it wins over `--progress` and
+    /// `TOPO_RUN_PROGRESS`): a thread per process advances nonblocking collectives while
+    /// the program computes. Worth it with a free core (or hardware thread) per rank; see
+    /// docs/runtime.md.
+    #[arg(long)]
     pub progress_thread: bool,
 }
 
@@ -238,7 +239,7 @@ impl RuntimeArgs {
     pub fn settings(&self) -> Result<Vec<(String, String)>, topo_hierarchy::Error> {
         let thread = self.progress_thread.then(|| "thread".to_string());
         let pairs: Vec<(String, String)> = [
-            ("progress", self.progress.as_ref().or(thread.as_ref())),
+            ("progress", thread.as_ref().or(self.progress.as_ref())),
             ("slots", self.slots.as_ref()),
             ("fragment", self.fragment.as_ref()),
             ("chunk", self.chunk.as_ref()),

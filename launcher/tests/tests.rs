@@ -365,6 +365,28 @@ fn plan_takes_the_runtime_settings_into_the_plan_and_digest() {
 }
 
 #[test]
+fn the_progress_thread_flag_wins_over_the_environment() {
+    let base = ["plan", "--job", "examples/jobs/paper.yaml", "--rank", "0"];
+    let plan = |args: &[&str], env: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_topo-run"));
+        c.args(base).args(["--format", "env"]).args(args);
+        c.current_dir(root()).env_remove("TOPO_RUN_NETWORK_MAP");
+        c.env_remove("TOPO_RUN_LEVELS")
+            .env_remove("TOPO_RUN_PROGRESS");
+        if let Some(v) = env {
+            c.env("TOPO_RUN_PROGRESS", v);
+        }
+        let o = c.output().expect("run topo-run");
+        assert!(o.status.success(), "{args:?} {env:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    assert!(plan(&["--progress-thread"], Some("none")).contains("settings=progress:thread"));
+    assert!(plan(&[], Some("thread")).contains("settings=progress:thread"));
+    assert!(plan(&["--progress", "none"], None).contains("settings=progress:none"));
+    assert!(!plan(&[], None).contains("progress:"));
+}
+
+#[test]
 fn bad_runtime_settings_stop_the_launch_with_exit_13() {
     for (args, needle) in [
         (
@@ -374,6 +396,7 @@ fn bad_runtime_settings_stop_the_launch_with_exit_13() {
         (["--fragment", "100"], "multiple of 64"),
         (["--slots", "1"], "2 to 1024"),
         (["--allreduce", "fast"], "rb, rab:rd or rab:ring"),
+        (["--progress", "threads"], "must be none or thread"),
     ] {
         let mut all: Vec<&str> = args.to_vec();
         all.extend(["--", "sh", "-c", "echo APP-RAN"]);
