@@ -69,7 +69,8 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "TOPO_RUN_PROGRESS",
         "what advances nonblocking collectives while the program computes: none (its own \
          MPI calls, tests and waits; the default) or thread (also a progress thread per \
-         process; worth it with a free core or hardware thread per rank)",
+         process; worth it with a free core or hardware thread per rank, never when ranks \
+         outnumber cores)",
     ),
     (
         "bcast",

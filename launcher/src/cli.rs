@@ -227,8 +227,8 @@ pub struct RuntimeArgs {
 
     /// Short for `--progress thread` (and it wins over `--progress` and
     /// `TOPO_RUN_PROGRESS`): a thread per process advances nonblocking collectives while
-    /// the program computes. Worth it with a free core (or hardware thread) per rank; see
-    /// docs/runtime.md.
+    /// the program computes. Worth it with a free core (or hardware thread) per rank; do
+    /// not use it when ranks outnumber cores (collectives stall); see docs/runtime.md.
     #[arg(long)]
     pub progress_thread: bool,
 }
