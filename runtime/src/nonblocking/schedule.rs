@@ -4,6 +4,12 @@
 //! [`Transport::poll_recv`]: shared-memory queue steps complete by polling, network steps
 //! are `MPI_Isend`/`MPI_Irecv` that are tested.
 //!
+//! Network steps are also *posted ahead* of their round ([`Transport::posts_ahead`]): a
+//! receive as soon as no earlier step still uses its buffer (a receive that is combined
+//! lands in memory of its own, so at once), a send as soon as no earlier step still writes
+//! its data. Messages between two ranks keep their order: a transfer is not posted ahead of
+//! an earlier one to or from the same rank that is still unposted.
+//!
 //! Builders keep one rule: within a round, no step writes a region that another step of
 //! the round reads or writes, except receive-and-combine steps into the same accumulator
 //! (each combine happens inside one poll call, so they never overlap in time).
@@ -100,7 +106,66 @@ pub enum Action {
     },
 }
 
+impl Region {
+    /// Whether the two share a byte.
+    fn overlaps(&self, other: &Region) -> bool {
+        self.buf == other.buf
+            && self.len > 0
+            && other.len > 0
+            && self.off < other.off + other.len
+            && other.off < self.off + self.len
+    }
+}
+
+/// How a step uses a region until it completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Reads,
+    Writes,
+}
+
+/// The direction of a transfer, for keeping the order of messages to or from one rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    To,
+    From,
+}
+
 impl Action {
+    /// The regions this step uses until it completes, and how.
+    fn uses(&self) -> impl Iterator<Item = (Region, Use)> {
+        let (a, b) = match *self {
+            Action::Send { src, .. } => ((src, Use::Reads), None),
+            Action::Recv { dst, .. } => ((dst, Use::Writes), None),
+            Action::RecvReduce { acc, .. } => ((acc, Use::Writes), None),
+            Action::Copy { src, dst } => ((dst, Use::Writes), Some((src, Use::Reads))),
+            Action::Combine { acc, src } => ((acc, Use::Writes), Some((src, Use::Reads))),
+        };
+        std::iter::once(a).chain(b)
+    }
+
+    /// Whether the step may be posted while the earlier steps that use `pending` have not
+    /// completed (see the module's documentation).
+    fn may_post_before(&self, pending: &[(Region, Use)]) -> bool {
+        match self {
+            Action::Send { src, .. } => !pending
+                .iter()
+                .any(|(r, u)| *u == Use::Writes && r.overlaps(src)),
+            Action::Recv { dst, .. } => !pending.iter().any(|(r, _)| r.overlaps(dst)),
+            Action::RecvReduce { .. } => true,
+            Action::Copy { .. } | Action::Combine { .. } => false,
+        }
+    }
+
+    /// The direction of a transfer, if it is one.
+    fn dir(&self) -> Option<Dir> {
+        match self {
+            Action::Send { .. } => Some(Dir::To),
+            Action::Recv { .. } | Action::RecvReduce { .. } => Some(Dir::From),
+            Action::Copy { .. } | Action::Combine { .. } => None,
+        }
+    }
+
     /// The ranks this step waits on: every receiver of a send (a shared-memory slot is
     /// free again only once all of them have read it), the sender of a receive.
     fn peers(&self) -> &[u32] {
@@ -252,8 +317,8 @@ impl Schedule {
     }
 
     /// Makes what progress it can without waiting, on the steps within `reach`; returns
-    /// whether the schedule is done. Adds to `moves` every step that completed or moved
-    /// data.
+    /// whether the schedule is done. Adds to `moves` every step that completed, started or
+    /// moved data.
     pub fn poll(&mut self, fabric: &mut dyn Fabric, reach: Reach, moves: &mut u64) -> Result<bool> {
         let mem = Memory {
             send: self.send,
@@ -269,14 +334,18 @@ impl Schedule {
                     all = false;
                     continue;
                 }
-                let before = step.x.done;
+                let before = (step.x.started, step.x.done);
                 step.done = run(fabric, step, &mem, op).map_err(|e| e.during(self.name))?;
-                if step.done || step.x.done != before {
+                if step.done || (step.x.started, step.x.done) != before {
                     *moves += 1;
                 }
                 all &= step.done;
             }
             if !all {
+                if reach == Reach::All {
+                    let later = &mut self.rounds[self.round..];
+                    post_ahead(later, fabric, &mem, op, moves).map_err(|e| e.during(self.name))?;
+                }
                 return Ok(false);
             }
             self.round += 1;
@@ -297,6 +366,48 @@ impl Schedule {
         }
         Ok(())
     }
+}
+
+/// Posts the network transfers of the rounds after the current one (`rounds[0]`) whose
+/// buffers allow it (see the module's documentation).
+fn post_ahead(
+    rounds: &mut [Vec<Step>],
+    fabric: &mut dyn Fabric,
+    mem: &Memory,
+    op: Option<&dyn Combine>,
+    moves: &mut u64,
+) -> Result<()> {
+    let Some((current, later)) = rounds.split_first_mut() else {
+        return Ok(());
+    };
+    // Regions that steps not yet completed still use.
+    let mut pending: Vec<(Region, Use)> = current
+        .iter()
+        .filter(|s| !s.done)
+        .flat_map(|s| s.action.uses())
+        .collect();
+    // Ranks (with the direction) that an earlier unposted transfer keeps waiting.
+    let mut held: Vec<(u32, Dir)> = Vec::new();
+    for step in later.iter_mut().flatten() {
+        if step.done {
+            continue;
+        }
+        let posts = step.link != Link::Local && link(fabric, step.link).posts_ahead();
+        if posts && !step.x.started {
+            let dir = step.action.dir().expect("a transfer has a direction");
+            let peers = step.action.peers();
+            let free = !peers.iter().any(|p| held.contains(&(*p, dir)));
+            if free && step.action.may_post_before(&pending) {
+                let done = run(fabric, step, mem, op)?;
+                debug_assert!(!done, "posting a transfer ahead completed it");
+                *moves += 1;
+            } else {
+                held.extend(peers.iter().map(|p| (*p, dir)));
+            }
+        }
+        pending.extend(step.action.uses());
+    }
+    Ok(())
 }
 
 /// Which steps a poll may run.
@@ -458,6 +569,230 @@ mod tests {
         fn direct(&mut self, _: u32) -> &mut dyn Transport {
             self
         }
+    }
+
+    /// A network-like transport: the first poll of a transfer posts it (recorded), and no
+    /// transfer completes until `open`.
+    #[derive(Default)]
+    struct Posting {
+        posted: Vec<(&'static str, u32, usize)>,
+        open: bool,
+    }
+
+    impl Transport for Posting {
+        fn send(&mut self, _: &[u32], _: &[u8]) -> Result<()> {
+            unreachable!()
+        }
+        fn recv(&mut self, _: u32, _: &mut [u8]) -> Result<()> {
+            unreachable!()
+        }
+        fn sendrecv(&mut self, _: u32, _: &[u8], _: u32, _: &mut [u8]) -> Result<()> {
+            unreachable!()
+        }
+        fn posts_ahead(&self) -> bool {
+            true
+        }
+        fn calls_mpi(&self) -> bool {
+            true
+        }
+        fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+            if !x.started {
+                x.started = true;
+                self.posted.push(("send", to[0], data.len()));
+                return Ok(false);
+            }
+            Ok(self.open)
+        }
+        fn poll_recv(
+            &mut self,
+            x: &mut Transfer,
+            from: u32,
+            buf: &mut [u8],
+            _: Option<&dyn Combine>,
+        ) -> Result<bool> {
+            if !x.started {
+                x.started = true;
+                self.posted.push(("recv", from, buf.len()));
+                return Ok(false);
+            }
+            Ok(self.open)
+        }
+    }
+
+    impl Fabric for Posting {
+        fn level(&mut self, _: usize) -> &mut dyn Transport {
+            self
+        }
+        fn direct(&mut self, _: u32) -> &mut dyn Transport {
+            self
+        }
+    }
+
+    struct Sum;
+    impl Combine for Sum {
+        fn elem_size(&self) -> usize {
+            1
+        }
+        fn combine(&self, acc: &mut [u8], src: &[u8]) {
+            for (a, s) in acc.iter_mut().zip(src) {
+                *a = a.wrapping_add(*s);
+            }
+        }
+    }
+
+    #[test]
+    fn transfers_are_posted_ahead_as_far_as_their_buffers_and_order_allow() {
+        let l = Link::Level(0);
+        let r = |buf, off| Region { buf, off, len: 8 };
+        let mut b = Builder::default();
+        // As recursive doubling: exchange, then exchange into scratch and combine, twice.
+        b.round([
+            (
+                l,
+                Action::Send {
+                    to: vec![1],
+                    src: r(Buf::Send, 0),
+                },
+            ),
+            (
+                l,
+                Action::RecvReduce {
+                    from: 1,
+                    acc: r(Buf::Recv, 0),
+                },
+            ),
+        ]);
+        b.round([
+            // Its data is still being combined into: not yet.
+            (
+                l,
+                Action::Send {
+                    to: vec![2],
+                    src: r(Buf::Recv, 0),
+                },
+            ),
+            // Scratch nobody uses yet: posted.
+            (
+                l,
+                Action::Recv {
+                    from: 2,
+                    dst: r(Buf::Tmp, 0),
+                },
+            ),
+        ]);
+        b.step(
+            Link::Local,
+            Action::Combine {
+                acc: r(Buf::Recv, 0),
+                src: r(Buf::Tmp, 0),
+            },
+        );
+        b.round([
+            (
+                l,
+                Action::Send {
+                    to: vec![3],
+                    src: r(Buf::Recv, 0),
+                },
+            ),
+            // The combine above still reads the scratch: not yet.
+            (
+                l,
+                Action::Recv {
+                    from: 3,
+                    dst: r(Buf::Tmp, 0),
+                },
+            ),
+        ]);
+        b.round([
+            // Free buffer, but an earlier receive from rank 3 is unposted: not yet.
+            (
+                l,
+                Action::Recv {
+                    from: 3,
+                    dst: r(Buf::Recv, 8),
+                },
+            ),
+            // Combined on arrival, from its own memory: posted.
+            (
+                l,
+                Action::RecvReduce {
+                    from: 5,
+                    acc: r(Buf::Recv, 0),
+                },
+            ),
+            // Data nobody writes, to a rank with nothing unposted: posted.
+            (
+                l,
+                Action::Send {
+                    to: vec![6],
+                    src: r(Buf::Send, 0),
+                },
+            ),
+            // An earlier send to rank 2 is unposted: not yet.
+            (
+                l,
+                Action::Send {
+                    to: vec![2],
+                    src: r(Buf::Send, 0),
+                },
+            ),
+        ]);
+        let data = [1u8; 8];
+        let mut out = [0u8; 16];
+        // SAFETY: `data` and `out` outlive the schedule.
+        let mut s = unsafe {
+            Schedule::new(
+                "MPI_Iallreduce",
+                b,
+                Some(&data),
+                Some(&mut out),
+                0,
+                8,
+                Some(Box::new(Sum)),
+            )
+        };
+        let mut net = Posting::default();
+        let mut moves = 0;
+        assert!(!s.poll(&mut net, Reach::All, &mut moves).unwrap());
+        assert_eq!(
+            net.posted,
+            [
+                ("send", 1, 8),
+                ("recv", 1, 8),
+                ("recv", 2, 8),
+                ("recv", 5, 8),
+                ("send", 6, 8)
+            ]
+        );
+        assert_eq!(moves, 5);
+        // A thread that may not call MPI posts nothing.
+        let mut net2 = Posting::default();
+        let mut b = Builder::default();
+        b.step(
+            l,
+            Action::Recv {
+                from: 1,
+                dst: r(Buf::Tmp, 0),
+            },
+        );
+        b.step(
+            l,
+            Action::Recv {
+                from: 2,
+                dst: r(Buf::Recv, 0),
+            },
+        );
+        // SAFETY: `out` outlives the schedule.
+        let mut t = unsafe { Schedule::new("MPI_Ibcast", b, None, Some(&mut out), 0, 8, None) };
+        assert!(!t.poll(&mut net2, Reach::WithoutMpi, &mut 0).unwrap());
+        assert!(net2.posted.is_empty());
+        // Once transfers complete, the rest is posted and tested; each transfer is posted
+        // exactly once (10 in all).
+        net.open = true;
+        let polls = (1..=10).find(|_| s.poll(&mut net, Reach::All, &mut moves).unwrap());
+        assert!(polls.is_some(), "the schedule never completed");
+        assert_eq!(net.posted.len(), 10, "{:?}", net.posted);
     }
 
     #[test]

@@ -65,6 +65,17 @@ pub trait Transport {
         false
     }
 
+    /// Whether its transfers may be posted ahead of their turn: the first
+    /// [`Transport::poll_send`] or [`Transport::poll_recv`] of a transfer only posts it and
+    /// returns false, after which the transfer moves on its own (the data of a send is read,
+    /// a receive's buffer written, at any time until it completes), and a receive to be
+    /// combined lands in the transfer's own memory, combining only when a later poll
+    /// completes it. Schedules then post such transfers as soon as their buffers allow
+    /// ([`crate::nonblocking::Schedule::poll`]).
+    fn posts_ahead(&self) -> bool {
+        false
+    }
+
     /// Fails if `peer`, which a nonblocking transfer waits on, is known to have died.
     fn check_peer(&mut self, _peer: u32) -> Result<()> {
         Ok(())

@@ -166,11 +166,19 @@ impl Transport for MpiTransport {
         true
     }
 
+    fn posts_ahead(&self) -> bool {
+        true
+    }
+
+    // The first poll of a transfer only posts it (`posts_ahead`): testing right away would
+    // drive MPI's progress engine once more (a system call on TCP) for a message that has
+    // only just left, and that cost falls on the call that starts the collective.
     fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
         if !x.started {
             // SAFETY: the caller polls with the same `data` until this returns true.
             unsafe { self.post_send(x, to, data, NONBLOCKING_TAG)? };
             x.started = true;
+            return Ok(false);
         }
         Ok(Self::test_all(x))
     }
@@ -194,6 +202,7 @@ impl Transport for MpiTransport {
             // untouched until this returns true.
             unsafe { self.post_recv(x, from, dst, buf.len(), NONBLOCKING_TAG)? };
             x.started = true;
+            return Ok(false);
         }
         if !Self::test_all(x) {
             return Ok(false);
