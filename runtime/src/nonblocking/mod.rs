@@ -43,10 +43,12 @@ const POOL_BUFFERS: usize = 4;
 const POOL_MAX_BYTES: usize = 64 << 20;
 
 impl Engine {
-    /// Queues schedule `id` (ids grow with every call) and starts it if nothing is ahead.
+    /// Queues schedule `id` (ids grow with every call) and starts it if nothing is ahead:
+    /// sends its data and posts its network transfers ([`Reach::Start`]); receiving and
+    /// combining wait for the next call.
     pub fn start(&mut self, id: u64, s: Schedule, fabric: &mut dyn Fabric) -> Result<()> {
         self.queue.push_back((id, s));
-        self.progress(fabric, Reach::All)
+        self.progress(fabric, Reach::Start)
     }
 
     /// Advances the schedules as far as they go without waiting, running the steps within

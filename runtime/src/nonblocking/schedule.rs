@@ -330,7 +330,12 @@ impl Schedule {
         while let Some(round) = self.rounds.get_mut(self.round) {
             let mut all = true;
             for step in round.iter_mut().filter(|s| !s.done) {
-                if reach == Reach::WithoutMpi && calls_mpi(fabric, step, op) {
+                let skip = match reach {
+                    Reach::All => false,
+                    Reach::WithoutMpi => calls_mpi(fabric, step, op),
+                    Reach::Start => !starts(fabric, step),
+                };
+                if skip {
                     all = false;
                     continue;
                 }
@@ -342,7 +347,7 @@ impl Schedule {
                 all &= step.done;
             }
             if !all {
-                if reach == Reach::All {
+                if reach != Reach::WithoutMpi {
                     let later = &mut self.rounds[self.round..];
                     post_ahead(later, fabric, &mem, op, moves).map_err(|e| e.during(self.name))?;
                 }
@@ -418,6 +423,22 @@ pub enum Reach {
     /// Only steps that make no MPI call (for a thread that may not call MPI): transfers
     /// over transports that do not use MPI, and combines that do not call it.
     WithoutMpi,
+    /// What the call that starts a collective does: it makes this rank's data available
+    /// (sends, local copies) and posts network transfers, but leaves receiving and
+    /// combining to the calls that follow (a test during the computation, the progress
+    /// thread, the wait), so that the start returns at once.
+    Start,
+}
+
+/// Whether the start of a collective runs `step` ([`Reach::Start`]).
+fn starts(fabric: &mut dyn Fabric, step: &Step) -> bool {
+    match step.action {
+        Action::Copy { .. } | Action::Send { .. } => true,
+        Action::Combine { .. } => false,
+        Action::Recv { .. } | Action::RecvReduce { .. } => {
+            !step.x.started && link(fabric, step.link).posts_ahead()
+        }
+    }
 }
 
 /// Whether running `step` may call MPI.
@@ -525,6 +546,8 @@ mod tests {
     /// A transport whose transfers never complete and on which one peer has died.
     struct Stuck {
         dead: u32,
+        /// The transfers polled, in order.
+        polls: Vec<&'static str>,
     }
 
     impl Transport for Stuck {
@@ -538,6 +561,7 @@ mod tests {
             unreachable!()
         }
         fn poll_send(&mut self, _: &mut Transfer, _: &[u32], _: &[u8]) -> Result<bool> {
+            self.polls.push("send");
             Ok(false)
         }
         fn poll_recv(
@@ -547,6 +571,7 @@ mod tests {
             _: &mut [u8],
             _: Option<&dyn Combine>,
         ) -> Result<bool> {
+            self.polls.push("recv");
             Ok(false)
         }
         fn check_peer(&mut self, peer: u32) -> Result<()> {
@@ -796,6 +821,71 @@ mod tests {
     }
 
     #[test]
+    fn a_start_sends_and_copies_but_leaves_receiving_and_combining_for_later() {
+        let r = |buf, off| Region { buf, off, len: 8 };
+        let mut b = Builder::default();
+        b.round([
+            (
+                Link::Local,
+                Action::Copy {
+                    src: r(Buf::Send, 0),
+                    dst: r(Buf::Recv, 0),
+                },
+            ),
+            (
+                Link::Local,
+                Action::Combine {
+                    acc: r(Buf::Recv, 8),
+                    src: r(Buf::Send, 0),
+                },
+            ),
+            (
+                Link::Level(0),
+                Action::Send {
+                    to: vec![1],
+                    src: r(Buf::Send, 0),
+                },
+            ),
+            // Over a transport that does not post ahead: not even polled.
+            (
+                Link::Level(0),
+                Action::Recv {
+                    from: 1,
+                    dst: r(Buf::Recv, 16),
+                },
+            ),
+        ]);
+        let data = [3u8; 8];
+        let mut out = [1u8; 24];
+        // SAFETY: `data` and `out` outlive the schedule.
+        let mut s = unsafe {
+            Schedule::new(
+                "MPI_Iallreduce",
+                b,
+                Some(&data),
+                Some(&mut out),
+                0,
+                0,
+                Some(Box::new(Sum)),
+            )
+        };
+        let mut net = Stuck {
+            dead: 9,
+            polls: Vec::new(),
+        };
+        let mut moves = 0;
+        assert!(!s.poll(&mut net, Reach::Start, &mut moves).unwrap());
+        assert_eq!(net.polls, ["send"]);
+        assert_eq!(moves, 1);
+        // The combine has not run yet, the copy has.
+        assert!(!s.poll(&mut net, Reach::All, &mut moves).unwrap());
+        assert_eq!(net.polls, ["send", "send", "recv"]);
+        drop(s);
+        assert_eq!(out[..8], [3; 8]);
+        assert_eq!(out[8..16], [4; 8]);
+    }
+
+    #[test]
     fn a_send_checks_every_receiver_for_death() {
         // A broadcast's writer waits for all of its readers; the one that died is not the
         // first of them.
@@ -811,12 +901,18 @@ mod tests {
             let data = [0u8; 8];
             // SAFETY: `data` outlives the schedule.
             let mut s = unsafe { Schedule::new("MPI_Ibcast", b, Some(&data), None, 0, 0, None) };
-            let mut fabric = Stuck { dead };
+            let mut fabric = Stuck {
+                dead,
+                polls: Vec::new(),
+            };
             assert!(!s.poll(&mut fabric, Reach::All, &mut 0).unwrap());
             let e = s.check_peers(&mut fabric).unwrap_err();
             assert!(e.to_string().contains("MPI_Ibcast"), "{e}");
         }
-        let mut fabric = Stuck { dead: 9 };
+        let mut fabric = Stuck {
+            dead: 9,
+            polls: Vec::new(),
+        };
         let mut b = Builder::default();
         b.step(
             Link::Level(0),
