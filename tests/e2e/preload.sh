@@ -63,6 +63,14 @@ check_prog() {
   local name=$1 prog=$2 calls=$3 handoffs=$4; shift 4
   local t0=$SECONDS
   run "$WORK/native.out" "$WORK/native.err" srun "$@" "$prog" --quick
+  # The reference run has no topo-run in it, but Open MPI 4.1.4 itself dies by a signal now
+  # and then on the emulated nodes (a SIGSEGV at address 0 in 1 of many CI runs): it is
+  # taken once more then, and the line says so.
+  local again=""
+  if (( RC > 128 )); then
+    again=", the run without topo-run taken twice (it died by signal $((RC - 128)) first)"
+    run "$WORK/native.out" "$WORK/native.err" srun "$@" "$prog" --quick
+  fi
   if [[ $RC -ne 0 ]] || ! passed_line "$WORK/native.out"; then
     bad "$name: without topo-run" "exit $RC: $(tail -1 "$WORK/native.out")" "$(head -4 "$WORK/native.err")"; return
   fi
@@ -87,7 +95,7 @@ check_prog() {
   elif (( $(shm_leftovers) > 0 )); then
     bad "$name: segments left in /dev/shm"
   else
-    ok "$name: $(tail -1 "$WORK/topo.out"), same $(digest "$WORK/topo.out") as without topo-run ($((SECONDS - t0)) s)"
+    ok "$name: $(tail -1 "$WORK/topo.out"), same $(digest "$WORK/topo.out") as without topo-run ($((SECONDS - t0)) s$again)"
   fi
 }
 
