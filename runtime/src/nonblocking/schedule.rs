@@ -117,51 +117,35 @@ impl Region {
     }
 }
 
-/// How a step uses a region until it completes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Use {
-    Reads,
-    Writes,
-}
-
-/// The direction of a transfer, for keeping the order of messages to or from one rank.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dir {
-    To,
-    From,
-}
-
 impl Action {
-    /// The regions this step uses until it completes, and how.
-    fn uses(&self) -> impl Iterator<Item = (Region, Use)> {
+    /// The regions this step reads or writes until it completes.
+    fn regions(&self) -> impl Iterator<Item = Region> {
         let (a, b) = match *self {
-            Action::Send { src, .. } => ((src, Use::Reads), None),
-            Action::Recv { dst, .. } => ((dst, Use::Writes), None),
-            Action::RecvReduce { acc, .. } => ((acc, Use::Writes), None),
-            Action::Copy { src, dst } => ((dst, Use::Writes), Some((src, Use::Reads))),
-            Action::Combine { acc, src } => ((acc, Use::Writes), Some((src, Use::Reads))),
+            Action::Send { src, .. } => (src, None),
+            Action::Recv { dst, .. } => (dst, None),
+            Action::RecvReduce { acc, .. } => (acc, None),
+            Action::Copy { src, dst } => (dst, Some(src)),
+            Action::Combine { acc, src } => (acc, Some(src)),
         };
         std::iter::once(a).chain(b)
     }
 
-    /// Whether the step may be posted while the earlier steps that use `pending` have not
-    /// completed (see the module's documentation). Only receives are: a send also tells
-    /// its receiver that this rank has got this far (a barrier's empty messages carry
-    /// nothing else), which its data alone does not show.
-    fn may_post_before(&self, pending: &[(Region, Use)]) -> bool {
-        match self {
-            Action::Recv { dst, .. } => !pending.iter().any(|(r, _)| r.overlaps(dst)),
-            Action::RecvReduce { .. } => true,
-            Action::Send { .. } | Action::Copy { .. } | Action::Combine { .. } => false,
+    /// The sender, if the step is a receive. Only receives are posted ahead: a send also
+    /// tells its receiver that this rank has got this far (a barrier's empty messages
+    /// carry nothing else), which its data alone does not show.
+    fn sender(&self) -> Option<u32> {
+        match *self {
+            Action::Recv { from, .. } | Action::RecvReduce { from, .. } => Some(from),
+            Action::Send { .. } | Action::Copy { .. } | Action::Combine { .. } => None,
         }
     }
 
-    /// The direction of a transfer, if it is one.
-    fn dir(&self) -> Option<Dir> {
+    /// Whether a receive may land while the earlier steps that use `pending` have not
+    /// completed: one that is combined lands in the transfer's own memory until its round.
+    fn lands_clear_of(&self, pending: &[Region]) -> bool {
         match self {
-            Action::Send { .. } => Some(Dir::To),
-            Action::Recv { .. } | Action::RecvReduce { .. } => Some(Dir::From),
-            Action::Copy { .. } | Action::Combine { .. } => None,
+            Action::Recv { dst, .. } => !pending.iter().any(|r| r.overlaps(dst)),
+            _ => true,
         }
     }
 
@@ -372,7 +356,7 @@ impl Schedule {
     }
 }
 
-/// Posts the network transfers of the rounds after the current one (`rounds[0]`) whose
+/// Posts the network receives of the rounds after the current one (`rounds[0]`) whose
 /// buffers allow it (see the module's documentation).
 fn post_ahead(
     rounds: &mut [Vec<Step>],
@@ -385,32 +369,29 @@ fn post_ahead(
         return Ok(());
     };
     // Regions that steps not yet completed still use.
-    let mut pending: Vec<(Region, Use)> = current
+    let mut pending: Vec<Region> = current
         .iter()
         .filter(|s| !s.done)
-        .flat_map(|s| s.action.uses())
+        .flat_map(|s| s.action.regions())
         .collect();
-    // Ranks (with the direction) that an earlier unposted transfer keeps waiting.
-    let mut held: Vec<(u32, Dir)> = Vec::new();
-    for step in later.iter_mut().flatten() {
-        if step.done {
-            continue;
-        }
-        let posts = step.link != Link::Local && link(fabric, step.link).posts_ahead();
-        if posts && !step.x.started {
-            let dir = step.action.dir().expect("a transfer has a direction");
-            let peers = step.action.peers();
-            let free = !peers.iter().any(|p| held.contains(&(*p, dir)));
-            if free && step.action.may_post_before(&pending) {
+    // Senders of earlier receives that are still unposted: MPI matches in posting order.
+    let mut held: Vec<u32> = Vec::new();
+    for step in later.iter_mut().flatten().filter(|s| !s.done) {
+        if let Some(from) = step.action.sender()
+            && !step.x.started
+            && step.link != Link::Local
+            && link(fabric, step.link).posts_ahead()
+        {
+            if !held.contains(&from) && step.action.lands_clear_of(&pending) {
                 // A transport that posts ahead only posts on the first poll; should one
                 // ever complete there, the step is done and is not polled again.
                 step.done = run(fabric, step, mem, op)?;
                 *moves += 1;
             } else {
-                held.extend(peers.iter().map(|p| (*p, dir)));
+                held.push(from);
             }
         }
-        pending.extend(step.action.uses());
+        pending.extend(step.action.regions());
     }
     Ok(())
 }

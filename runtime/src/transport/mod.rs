@@ -70,7 +70,7 @@ pub trait Transport {
     /// returns false, after which the transfer moves on its own (the data of a send is read,
     /// a receive's buffer written, at any time until it completes), and a receive to be
     /// combined lands in the transfer's own memory, combining only when a later poll
-    /// completes it. Schedules then post such transfers as soon as their buffers allow
+    /// completes it. Schedules then post such receives as soon as their buffers allow
     /// ([`crate::nonblocking::Schedule::poll`]).
     fn posts_ahead(&self) -> bool {
         false
