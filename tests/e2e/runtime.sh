@@ -211,8 +211,16 @@ coll_check "2 nodes x 2 ranks" "$HIER" \
 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix \
   --cpu-bind=cores "$TOPO_RUN" -- "$BIN/wave2d" --n 200 --eps 2e-2 --mode both
 if [[ $RC -eq 0 ]] && grep -q "same solution in both modes: yes" "$WORK/out"; then
-  ok "wave2d on 2 nodes x 2 ranks: blocking and nonblocking norms give the same solution ($(grep -o 'speedup [0-9.]*' "$WORK/out"))"
+  ok "wave2d on 2 nodes x 2 ranks: blocking, and nonblocking halo exchange and norm, give the same solution ($(grep -o 'speedup [0-9.]*' "$WORK/out"))"
 else bad "wave2d on 2 nodes x 2 ranks" "exit $RC" "$(tail -4 "$WORK/out"; head -4 "$WORK/err")"; fi
+# 11 rows over 4 ranks: one block of 2 rows has no interior to overlap, so every rank must
+# run blocking (a rank that overlapped would wait for a halo its neighbour never sends).
+run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix \
+  --cpu-bind=cores "$TOPO_RUN" -- "$BIN/wave2d" --n 11 --eps 0 --max-iters 50 --mode both
+if [[ $RC -eq 0 ]] && grep -q "same solution in both modes: yes" "$WORK/out" \
+  && grep -q "nothing to overlap, ran blocking" "$WORK/out"; then
+  ok "wave2d with a block too small to overlap runs blocking on every rank"
+else bad "wave2d with a block too small to overlap" "exit $RC" "$(tail -4 "$WORK/out"; head -4 "$WORK/err")"; fi
 
 # The progress thread across nodes, at MPI_THREAD_MULTIPLE (it runs the network steps),
 # one rank per emulated node, each on a core of its own: ranks do not outnumber cores, as
