@@ -624,19 +624,30 @@ pub(crate) fn is_pending(handle: MPI_Request) -> bool {
 /// now and then check that the peers are alive.
 pub(crate) struct Waiter {
     round: u32,
+    calls: u32,
     last_check: Instant,
 }
+
+/// Pauses that spin before a [`Waiter`] yields the core.
+const SPIN: u32 = 64;
 
 impl Waiter {
     pub(crate) fn new() -> Self {
         Waiter {
             round: 0,
+            calls: 0,
             last_check: Instant::now(),
         }
     }
 
-    /// Whether it is time to check on the peers.
+    /// Whether it is time to check on the peers (every 50 ms). While the waiter spins it
+    /// reads the clock only every 64th call: a clock read costs as much as a turn of a
+    /// short collective's wait.
     pub(crate) fn check(&mut self) -> bool {
+        self.calls = self.calls.wrapping_add(1);
+        if self.round < SPIN && !self.calls.is_multiple_of(64) {
+            return false;
+        }
         if self.last_check.elapsed() >= Duration::from_millis(50) {
             self.last_check = Instant::now();
             return true;
@@ -645,7 +656,7 @@ impl Waiter {
     }
 
     pub(crate) fn pause(&mut self) {
-        if self.round < 64 {
+        if self.round < SPIN {
             self.round += 1;
             std::hint::spin_loop();
         } else {
