@@ -112,6 +112,10 @@ pub enum Error {
         value: String,
         reason: String,
     },
+
+    /// A rules file (`--rules`) that cannot be used.
+    #[error("line {line}: {reason}")]
+    RulesFile { line: usize, reason: String },
 }
 
 impl Error {
@@ -131,7 +135,7 @@ impl Error {
             Error::Job { .. } => ErrorKind::Job,
             Error::Levels { .. } => ErrorKind::Levels,
             Error::Plan { .. } => ErrorKind::Plan,
-            Error::Settings { .. } => ErrorKind::Settings,
+            Error::Settings { .. } | Error::RulesFile { .. } => ErrorKind::Settings,
         }
     }
 

@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::exit_codes::HELP_TABLE;
@@ -184,6 +185,12 @@ pub struct LaunchArgs {
 #[derive(Debug, Default, clap::Args)]
 #[command(next_help_heading = "Runtime settings")]
 pub struct RuntimeArgs {
+    /// A rules file (a machine's tuned settings, `topo-run-rules 1`; see
+    /// docs/runtime.md, "Rules files"). Options and variables given here as well come
+    /// first: their values win, and their algorithm rules are tried before the file's.
+    #[arg(long, value_name = "FILE", env = "TOPO_RUN_RULES")]
+    pub rules: Option<std::path::PathBuf>,
+
     /// Broadcast algorithm rules for the runtime, e.g. `numa=knomial:4,node=flat`
     /// (`[SCOPE][<BYTES]=flat|binomial|knomial:K`; SCOPE is a level, intra, inter or *).
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_BCAST")]
@@ -234,9 +241,9 @@ pub struct RuntimeArgs {
 }
 
 impl RuntimeArgs {
-    /// The settings given on the command line or in the environment, validated, as the
-    /// `key:value` pairs stored in the plan.
-    pub fn settings(&self) -> Result<Vec<(String, String)>, topo_hierarchy::Error> {
+    /// The settings given on the command line, in the environment and in the rules file,
+    /// validated, as the `key:value` pairs stored in the plan.
+    pub fn settings(&self) -> anyhow::Result<Vec<(String, String)>> {
         let thread = self.progress_thread.then(|| "thread".to_string());
         let pairs: Vec<(String, String)> = [
             ("progress", thread.as_ref().or(self.progress.as_ref())),
@@ -253,7 +260,16 @@ impl RuntimeArgs {
         .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.clone())))
         .collect();
         topo_hierarchy::Settings::from_pairs(&pairs)?;
-        Ok(pairs)
+        let Some(path) = &self.rules else {
+            return Ok(pairs);
+        };
+        let text = crate::input::read_text(path, "rules file")?;
+        let file = topo_hierarchy::RulesFile::parse(&text)
+            .with_context(|| format!("rules file {}", path.display()))?;
+        let merged = topo_hierarchy::rules_file::merge(&pairs, &file.pairs());
+        topo_hierarchy::Settings::from_pairs(&merged)
+            .with_context(|| format!("rules file {} with the options", path.display()))?;
+        Ok(merged)
     }
 
     /// The settings as the digest covers them: `key:value,...`.

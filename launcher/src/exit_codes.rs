@@ -71,7 +71,7 @@ Exit codes:
  10  a task is not bound to CPUs (fix: srun --cpu-bind=cores, or --allow-unbound)
  11  discovery failed (not under srun/mpirun, PMIx error, bad Slurm environment)
  12  a task's CPU mask differs from what Slurm reports for it
- 13  invalid runtime setting (--bcast, --reduce, --allreduce, TOPO_RUN_SLOTS, ...)
+ 13  invalid runtime setting (--bcast, --reduce, --allreduce, TOPO_RUN_SLOTS, ...) or --rules file line
  14  --preload given but libtopo_preload.so not found (set TOPO_RUN_PRELOAD_LIB)
  15  the plan (or the environment) is too large to pass to the program
 126  the program cannot be executed

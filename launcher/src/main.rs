@@ -8,6 +8,7 @@ mod cpus;
 mod discover;
 mod elf;
 mod exit_codes;
+mod input;
 mod launch;
 mod plan_cmd;
 mod pmix;
@@ -38,10 +39,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
         }
         // Error types that map to one code each.
         let simple = [
-            (
-                cause.is::<plan_cmd::ReadError>(),
-                exit_codes::INPUT_UNREADABLE,
-            ),
+            (cause.is::<input::ReadError>(), exit_codes::INPUT_UNREADABLE),
             (cause.is::<plan_cmd::UsageError>(), exit_codes::USAGE),
             (cause.is::<preload::BadMode>(), exit_codes::USAGE),
             (

@@ -1,22 +1,14 @@
 //! `topo-run plan`: read a job description and a network map, build the hierarchy, print it.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap};
 
 use crate::cli::{Format, PlanArgs, RuntimeArgs};
+use crate::input::open;
 use crate::render;
-
-/// An input file that cannot be opened or read (exit code 3).
-#[derive(Debug)]
-pub struct ReadError {
-    pub path: PathBuf,
-    pub what: &'static str,
-    pub source: io::Error,
-}
 
 /// A command-line value that is valid syntax but out of range (exit code 2).
 #[derive(Debug)]
@@ -28,17 +20,6 @@ impl std::fmt::Display for UsageError {
     }
 }
 impl std::error::Error for UsageError {}
-
-fn open(path: &Path, what: &'static str) -> Result<File> {
-    File::open(path).map_err(|source| {
-        ReadError {
-            path: path.to_path_buf(),
-            what,
-            source,
-        }
-        .into()
-    })
-}
 
 /// Reads and parses a network map file.
 pub fn read_map(path: &Path) -> Result<NetworkMap> {
@@ -131,16 +112,3 @@ pub fn run(args: &PlanArgs) -> Result<()> {
     out.flush()?;
     Ok(())
 }
-
-impl std::fmt::Display for ReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "cannot read {} {}: {}",
-            self.what,
-            self.path.display(),
-            self.source
-        )
-    }
-}
-impl std::error::Error for ReadError {}

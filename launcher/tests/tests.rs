@@ -407,3 +407,68 @@ fn bad_runtime_settings_stop_the_launch_with_exit_13() {
         assert!(!stdout(&o).contains("APP-RAN"));
     }
 }
+
+#[test]
+fn a_rules_file_goes_into_the_plan_and_digest_after_the_options() {
+    let dir = std::env::temp_dir().join(format!("topo-run-rules-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let good = file(
+        "good.rules",
+        "topo-run-rules 1\nbcast inter<64K knomial:4\nfragment 16K\nsingle-copy 32K\n",
+    );
+    let job = "examples/jobs/paper.yaml";
+    let base = ["plan", "--job", job, "--rank", "0", "--format", "env"];
+    let with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        topo_run(&args)
+    };
+    let plain = with(&[]);
+    let o = with(&["--rules", &good]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = stdout(&o);
+    assert!(
+        line.contains("settings=fragment:16K,single-copy:32K,bcast:inter%3C64K%3Dknomial%3A4;"),
+        "{line}"
+    );
+    let digest = |s: &str| s.split(";digest=").nth(1).map(|d| d[..32].to_string());
+    assert_ne!(digest(&line), digest(&stdout(&plain)));
+    // The options come first: their value wins, their rules are tried first.
+    let o = with(&["--rules", &good, "--fragment", "4K", "--bcast", "numa=flat"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = stdout(&o);
+    assert!(
+        line.contains("fragment:4K,bcast:numa%3Dflat%2Cinter%3C64K%3Dknomial%3A4,single-copy:32K;"),
+        "{line}"
+    );
+    // A bad file: exit 13, the file and the line named; the program does not run.
+    let bad = file(
+        "bad.rules",
+        "topo-run-rules 1\n# fine so far\nfragment 100\n",
+    );
+    let mut args = vec!["--rules", bad.as_str(), "--", "sh", "-c", "echo APP-RAN"];
+    let o = topo_run(&args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(13), "{err}");
+    assert!(
+        err.contains("bad.rules: line 3: ") && err.contains("multiple of 64"),
+        "{err}"
+    );
+    assert!(!stdout(&o).contains("APP-RAN"));
+    // A missing file: exit 3.
+    let missing = dir.join("missing.rules");
+    args[1] = missing.to_str().unwrap();
+    let o = topo_run(&args);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot read rules file"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

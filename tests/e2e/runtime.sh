@@ -104,6 +104,22 @@ if [[ $RC -ne 0 ]] && grep -Eq "rank 1 on .* has plan digest [0-9a-f]{32} but ra
    && ! grep -q 'passed' "$WORK/out"; then
   ok "plans from different inputs: a clear error on every rank (exit $RC)"
 else bad "plans from different inputs" "exit $RC" "$(head -4 "$WORK/err")"; fi
+# The same with rules files: one rank reads a file that differs from the others'.
+printf 'topo-run-rules 1\nfragment 16K\n' > "$WORK/a.rules"
+printf 'topo-run-rules 1\nfragment 32K\n' > "$WORK/b.rules"
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
+  sh -c 'export TOPO_RUN_RULES="$2/a.rules"; if [ "$SLURM_PROCID" = 1 ]; then TOPO_RUN_RULES="$2/b.rules"; fi
+         exec "$0" -- "$1"' "$TOPO_RUN" "$CHECK" "$WORK"
+if [[ $RC -ne 0 ]] && grep -Eq "rank 1 on .* has plan digest [0-9a-f]{32} but rank 0 has [0-9a-f]{32}" "$WORK/err" \
+   && ! grep -q 'passed' "$WORK/out"; then
+  ok "rules files that differ between ranks: the digests catch it (exit $RC)"
+else bad "rules files that differ between ranks" "exit $RC" "$(head -4 "$WORK/err")"; fi
+# The same file on every rank: the collectives run with its settings.
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --rules "$ROOT/examples/rules/defaults.rules" --fragment 4K -- "$CHECK" --quick
+if [[ $RC -eq 0 ]] && grep -q " 0 failed" "$WORK/out"; then
+  ok "the shipped rules file with an option on top: $(tail -1 "$WORK/out")"
+else bad "the shipped rules file" "exit $RC" "$(tail -2 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 # A rank killed mid-collective: the others stop with a message naming it; nothing is left.
 t0=$SECONDS
 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --quick --die 1

@@ -1,0 +1,365 @@
+//! Rules files: a machine's tuned runtime settings in one versioned text file
+//! (`topo-run --rules FILE`, `TOPO_RUN_RULES`), so that a site can keep what it measured
+//! and every job can load it.
+//!
+//! ```text
+//! topo-run-rules 1
+//! # KEY        SELECTOR     ALGORITHM       (algorithm rules, first match wins)
+//! bcast        intra        flat
+//! bcast        inter<64K    knomial:4
+//! allreduce    <64K         rab:rd
+//! # KEY        VALUE                        (queue geometry and thresholds)
+//! fragment     8K
+//! single-copy  16K
+//! ```
+//!
+//! The first line that is not blank or a comment (`#` to the end of the line) is the
+//! header `topo-run-rules 1`. Every other line is either an algorithm rule, `bcast`,
+//! `reduce` or `allreduce` followed by a selector (`[SCOPE][<BYTES]`, or `*`) and an
+//! algorithm, in the order they are tried; or a setting, `slots`, `fragment`, `chunk`,
+//! `spin` or `single-copy` followed by its value, at most once each. Values are those of
+//! the options of the same names (docs/runtime.md, "Settings").
+//!
+//! A file becomes the `key:value` pairs of a plan's settings ([`RulesFile::pairs`]), so
+//! the plan digest covers it; [`merge`] puts the command line's settings first.
+
+use crate::error::{Error, Result};
+use crate::settings::Settings;
+
+/// The header line of version 1 of the format.
+pub const RULES_HEADER: &str = "topo-run-rules 1";
+
+/// The keys of algorithm rules, which may repeat.
+const RULE_KEYS: [&str; 3] = ["bcast", "reduce", "allreduce"];
+/// The keys of settings, at most once each.
+const VALUE_KEYS: [&str; 5] = ["slots", "fragment", "chunk", "spin", "single-copy"];
+
+/// A parsed rules file: its settings, in the form a plan stores them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RulesFile {
+    /// Algorithm rules per key, in file order, as `SELECTOR=ALGORITHM`.
+    rules: Vec<(&'static str, Vec<String>)>,
+    /// Settings in file order.
+    values: Vec<(&'static str, String)>,
+}
+
+impl RulesFile {
+    /// Parses and validates the text of a rules file. An error names the line (1-based).
+    pub fn parse(text: &str) -> Result<Self> {
+        let mut file = RulesFile::default();
+        let mut header = false;
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let bad = |reason: String| Error::RulesFile { line, reason };
+            let content = raw.split('#').next().unwrap_or("").trim();
+            if content.is_empty() {
+                continue;
+            }
+            let fields: Vec<&str> = content.split_whitespace().collect();
+            if !header {
+                if fields.join(" ") != RULES_HEADER {
+                    return Err(bad(format!(
+                        "expected the header {RULES_HEADER:?} before anything else, found \
+                         {content:?}"
+                    )));
+                }
+                header = true;
+                continue;
+            }
+            let key = fields[0];
+            if let Some(&k) = RULE_KEYS.iter().find(|&&k| k == key) {
+                let [_, selector, algorithm] = fields[..] else {
+                    return Err(bad(format!(
+                        "{key} takes a selector and an algorithm, like \
+                         `{key} inter<64K knomial:4`"
+                    )));
+                };
+                let rule = format!("{selector}={algorithm}");
+                if selector.contains('=') || selector.contains(',') {
+                    return Err(bad(format!(
+                        "{selector:?} is not a selector ([SCOPE][<BYTES] or *)"
+                    )));
+                }
+                Settings::from_pairs(&[(k, rule.as_str())]).map_err(|e| bad(reason_of(e)))?;
+                file.rule_list(k).push(rule);
+            } else if let Some(&k) = VALUE_KEYS.iter().find(|&&k| k == key) {
+                let [_, value] = fields[..] else {
+                    return Err(bad(format!(
+                        "{key} takes one value, like `{key} {}`",
+                        example(k)
+                    )));
+                };
+                if file.values.iter().any(|(seen, _)| *seen == k) {
+                    return Err(bad(format!("{key} is set twice")));
+                }
+                Settings::from_pairs(&[(k, value)]).map_err(|e| bad(reason_of(e)))?;
+                file.values.push((k, value.to_string()));
+            } else if key == "progress" {
+                return Err(bad(
+                    "progress is chosen per run (--progress), not in a rules file".to_string(),
+                ));
+            } else {
+                return Err(bad(format!(
+                    "unknown key {key:?}; known: {}, {}",
+                    RULE_KEYS.join(", "),
+                    VALUE_KEYS.join(", ")
+                )));
+            }
+        }
+        if !header {
+            return Err(Error::RulesFile {
+                line: text.lines().count().max(1),
+                reason: format!("empty: no header {RULES_HEADER:?}"),
+            });
+        }
+        Ok(file)
+    }
+
+    fn rule_list(&mut self, key: &'static str) -> &mut Vec<String> {
+        if let Some(i) = self.rules.iter().position(|(k, _)| *k == key) {
+            return &mut self.rules[i].1;
+        }
+        self.rules.push((key, Vec::new()));
+        &mut self.rules.last_mut().expect("just pushed").1
+    }
+
+    /// The file's settings as plan pairs: one pair per setting, one per rule key with its
+    /// rules joined by commas.
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        let values = self.values.iter().map(|(k, v)| (k.to_string(), v.clone()));
+        let rules = self
+            .rules
+            .iter()
+            .map(|(k, list)| (k.to_string(), list.join(",")));
+        values.chain(rules).collect()
+    }
+
+    /// The file in its canonical form, which parses back to the same file.
+    pub fn to_text(&self) -> String {
+        let mut out = format!("{RULES_HEADER}\n");
+        for (k, list) in &self.rules {
+            for rule in list {
+                let (selector, algorithm) = rule.split_once('=').expect("rules hold an =");
+                out.push_str(&format!("{k:<12} {selector:<12} {algorithm}\n"));
+            }
+        }
+        for (k, v) in &self.values {
+            out.push_str(&format!("{k:<12} {v}\n"));
+        }
+        out
+    }
+}
+
+/// Settings from the command line or the environment (`first`) over those of a rules
+/// file: a setting given in both takes `first`'s value; algorithm rules of `first` are
+/// tried before the file's.
+pub fn merge(first: &[(String, String)], file: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = first.to_vec();
+    for (k, v) in file {
+        match out.iter_mut().find(|(key, _)| key == k) {
+            Some((_, mine)) if RULE_KEYS.contains(&k.as_str()) => *mine = format!("{mine},{v}"),
+            Some(_) => {}
+            None => out.push((k.clone(), v.clone())),
+        }
+    }
+    out
+}
+
+fn reason_of(e: Error) -> String {
+    match e {
+        Error::Settings { reason, .. } => reason,
+        other => other.to_string(),
+    }
+}
+
+fn example(key: &str) -> &'static str {
+    match key {
+        "slots" => "8",
+        "spin" => "1024",
+        "chunk" => "256K",
+        "single-copy" => "16K",
+        _ => "8K",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::level::LevelName;
+    use crate::settings::BcastAlg;
+    use proptest::prelude::*;
+
+    const GOOD: &str = "# tuned on the dev cluster\n\
+        topo-run-rules 1\n\
+        \n\
+        bcast   intra      flat     # shared memory\n\
+        bcast   inter<64K  knomial:4\n\
+        reduce  *          binomial\n\
+        fragment 16K\n\
+        bcast   *          binomial\n\
+        single-copy 32K\n";
+
+    #[test]
+    fn a_file_becomes_plan_pairs_in_order() {
+        let f = RulesFile::parse(GOOD).unwrap();
+        assert_eq!(
+            f.pairs(),
+            [
+                ("fragment", "16K"),
+                ("single-copy", "32K"),
+                ("bcast", "intra=flat,inter<64K=knomial:4,*=binomial"),
+                ("reduce", "*=binomial"),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+        );
+        let s = Settings::from_pairs(&f.pairs()).unwrap();
+        let world: LevelName = "world".parse().unwrap();
+        assert_eq!(s.bcast_for(world, false, 100), BcastAlg::Knomial(4));
+        assert_eq!(s.bcast_for(world, false, 1 << 20), BcastAlg::Knomial(2));
+        assert_eq!(s.fragment, 16 << 10);
+        assert_eq!(RulesFile::parse(&f.to_text()).unwrap(), f);
+    }
+
+    #[test]
+    fn the_shipped_defaults_file_is_the_built_in_defaults() {
+        let text = include_str!("../../examples/rules/defaults.rules");
+        let s = Settings::from_pairs(&RulesFile::parse(text).unwrap().pairs()).unwrap();
+        let d = Settings::default();
+        assert_eq!(
+            (s.slots, s.fragment, s.chunk, s.spin, s.single_copy),
+            (d.slots, d.fragment, d.chunk, d.spin, d.single_copy)
+        );
+        for level in [
+            "core", "l3", "numa", "socket", "node", "switch1", "switch2", "world",
+        ] {
+            let level: LevelName = level.parse().unwrap();
+            for intra in [true, false] {
+                for bytes in [0, 8, 4095, 65535, 65536, 1 << 20, 1 << 30] {
+                    assert_eq!(
+                        s.bcast_for(level, intra, bytes),
+                        d.bcast_for(level, intra, bytes)
+                    );
+                    assert_eq!(
+                        s.reduce_for(level, intra, bytes),
+                        d.reduce_for(level, intra, bytes)
+                    );
+                    assert_eq!(s.allreduce_for(bytes), d.allreduce_for(bytes));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_files_name_the_line_and_the_problem() {
+        let cases = [
+            ("bcast * flat\n", 1, "header"),
+            ("\n# nothing\n", 2, "empty"),
+            ("", 1, "empty"),
+            ("topo-run-rules 2\n", 1, "header"),
+            (
+                "topo-run-rules 1\nbcast flat\n",
+                2,
+                "selector and an algorithm",
+            ),
+            ("topo-run-rules 1\nbcast * ring\n", 2, "ring"),
+            ("topo-run-rules 1\nbcast numa=x flat\n", 2, "not a selector"),
+            ("topo-run-rules 1\nbcast bogus flat\n", 2, "bogus"),
+            ("topo-run-rules 1\nfragment 100\n", 2, "multiple of 64"),
+            ("topo-run-rules 1\nslots 8\n\nslots 4\n", 4, "twice"),
+            ("topo-run-rules 1\nslots\n", 2, "one value"),
+            ("topo-run-rules 1\nprogress thread\n", 2, "per run"),
+            ("topo-run-rules 1\nfrobnicate 3\n", 2, "unknown key"),
+        ];
+        for (text, line, needle) in cases {
+            let e = RulesFile::parse(text).unwrap_err();
+            let Error::RulesFile { line: l, .. } = &e else {
+                panic!("{text:?}: {e:?}");
+            };
+            assert_eq!(*l, line, "{text:?}: {e}");
+            assert!(e.to_string().contains(needle), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_command_line_comes_first() {
+        let cli = [("bcast", "numa=flat"), ("fragment", "4K")]
+            .map(|(k, v)| (k.to_string(), v.to_string()));
+        let file = RulesFile::parse(GOOD).unwrap().pairs();
+        let m = merge(&cli, &file);
+        let get = |k: &str| m.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("fragment"), Some("4K"));
+        assert_eq!(get("single-copy"), Some("32K"));
+        assert_eq!(
+            get("bcast"),
+            Some("numa=flat,intra=flat,inter<64K=knomial:4,*=binomial")
+        );
+        assert_eq!(get("reduce"), Some("*=binomial"));
+        Settings::from_pairs(&m).unwrap();
+    }
+
+    fn line() -> impl Strategy<Value = String> {
+        let scope = prop::sample::select(vec!["*", "intra", "inter", "numa", "node", "switch1"]);
+        let below = prop::option::of(prop::sample::select(vec!["64", "4K", "64K", "1M"]));
+        let selector = (scope, below).prop_map(|(s, b)| match b {
+            Some(b) => format!("{s}<{b}"),
+            None => s.to_string(),
+        });
+        prop_oneof![
+            (
+                selector.clone(),
+                prop::sample::select(vec!["flat", "binomial", "knomial:3"])
+            )
+                .prop_map(|(s, a)| format!("bcast {s} {a}")),
+            (
+                selector.clone(),
+                prop::sample::select(vec!["flat", "knomial:4"])
+            )
+                .prop_map(|(s, a)| format!("reduce {s} {a}")),
+            (
+                selector,
+                prop::sample::select(vec!["rb", "rab:rd", "rab:ring"])
+            )
+                .prop_map(|(s, a)| format!("allreduce {s} {a}")),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn files_round_trip_through_their_canonical_text(
+            lines in prop::collection::vec(line(), 0..12),
+            fragment in prop::option::of(1u32..256),
+            comment in any::<bool>(),
+        ) {
+            let mut text = String::new();
+            if comment {
+                text.push_str("# made by a test\n\n");
+            }
+            text.push_str(RULES_HEADER);
+            text.push('\n');
+            for l in &lines {
+                text.push_str(l);
+                text.push('\n');
+            }
+            if let Some(f) = fragment {
+                text.push_str(&format!("fragment {}\n", f * 64));
+            }
+            let f = RulesFile::parse(&text).unwrap();
+            prop_assert_eq!(RulesFile::parse(&f.to_text()).unwrap(), f.clone());
+            Settings::from_pairs(&f.pairs()).unwrap();
+            let rules: usize = f.pairs().iter()
+                .filter(|(k, _)| RULE_KEYS.contains(&k.as_str()))
+                .map(|(_, v)| v.split(',').count())
+                .sum();
+            prop_assert_eq!(rules, lines.len());
+        }
+
+        #[test]
+        fn any_text_parses_or_names_a_line(text in ".{0,200}") {
+            match RulesFile::parse(&text) {
+                Ok(f) => { Settings::from_pairs(&f.pairs()).unwrap(); }
+                Err(Error::RulesFile { line, .. }) => prop_assert!(line >= 1),
+                Err(e) => prop_assert!(false, "unexpected error {e:?}"),
+            }
+        }
+    }
+}
