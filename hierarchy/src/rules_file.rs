@@ -66,45 +66,7 @@ impl RulesFile {
                 header = true;
                 continue;
             }
-            let key = fields[0];
-            if let Some(&k) = RULE_KEYS.iter().find(|&&k| k == key) {
-                let [_, selector, algorithm] = fields[..] else {
-                    return Err(bad(format!(
-                        "{key} takes a selector and an algorithm, like \
-                         `{key} inter<64K knomial:4`"
-                    )));
-                };
-                let rule = format!("{selector}={algorithm}");
-                if selector.contains('=') || selector.contains(',') {
-                    return Err(bad(format!(
-                        "{selector:?} is not a selector ([SCOPE][<BYTES] or *)"
-                    )));
-                }
-                Settings::from_pairs(&[(k, rule.as_str())]).map_err(|e| bad(reason_of(e)))?;
-                file.rule_list(k).push(rule);
-            } else if let Some(&k) = VALUE_KEYS.iter().find(|&&k| k == key) {
-                let [_, value] = fields[..] else {
-                    return Err(bad(format!(
-                        "{key} takes one value, like `{key} {}`",
-                        example(k)
-                    )));
-                };
-                if file.values.iter().any(|(seen, _)| *seen == k) {
-                    return Err(bad(format!("{key} is set twice")));
-                }
-                Settings::from_pairs(&[(k, value)]).map_err(|e| bad(reason_of(e)))?;
-                file.values.push((k, value.to_string()));
-            } else if key == "progress" {
-                return Err(bad(
-                    "progress is chosen per run (--progress), not in a rules file".to_string(),
-                ));
-            } else {
-                return Err(bad(format!(
-                    "unknown key {key:?}; known: {}, {}",
-                    RULE_KEYS.join(", "),
-                    VALUE_KEYS.join(", ")
-                )));
-            }
+            file.add(&fields).map_err(bad)?;
         }
         if !header {
             return Err(Error::RulesFile {
@@ -113,6 +75,58 @@ impl RulesFile {
             });
         }
         Ok(file)
+    }
+
+    /// Adds one line (without comment), validated as [`RulesFile::parse`] would: an
+    /// algorithm rule (`bcast node<8K flat`) after the rules of its key, or a setting
+    /// (`fragment 16K`) not set yet. For programs that write rules files.
+    pub fn add_line(&mut self, line: &str) -> std::result::Result<(), String> {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.is_empty() {
+            return Err("an empty line is not a rule".to_string());
+        }
+        self.add(&fields)
+    }
+
+    /// Adds the line split into `fields` (at least one).
+    fn add(&mut self, fields: &[&str]) -> std::result::Result<(), String> {
+        let key = fields[0];
+        if let Some(&k) = RULE_KEYS.iter().find(|&&k| k == key) {
+            let [_, selector, algorithm] = fields[..] else {
+                return Err(format!(
+                    "{key} takes a selector and an algorithm, like `{key} inter<64K knomial:4`"
+                ));
+            };
+            let rule = format!("{selector}={algorithm}");
+            if selector.contains('=') || selector.contains(',') {
+                return Err(format!(
+                    "{selector:?} is not a selector ([SCOPE][<BYTES] or *)"
+                ));
+            }
+            Settings::from_pairs(&[(k, rule.as_str())]).map_err(reason_of)?;
+            self.rule_list(k).push(rule);
+        } else if let Some(&k) = VALUE_KEYS.iter().find(|&&k| k == key) {
+            let [_, value] = fields[..] else {
+                return Err(format!(
+                    "{key} takes one value, like `{key} {}`",
+                    example(k)
+                ));
+            };
+            if self.values.iter().any(|(seen, _)| *seen == k) {
+                return Err(format!("{key} is set twice"));
+            }
+            Settings::from_pairs(&[(k, value)]).map_err(reason_of)?;
+            self.values.push((k, value.to_string()));
+        } else if key == "progress" {
+            return Err("progress is chosen per run (--progress), not in a rules file".to_string());
+        } else {
+            return Err(format!(
+                "unknown key {key:?}; known: {}, {}",
+                RULE_KEYS.join(", "),
+                VALUE_KEYS.join(", ")
+            ));
+        }
+        Ok(())
     }
 
     fn rule_list(&mut self, key: &'static str) -> &mut Vec<String> {
@@ -278,6 +292,27 @@ mod tests {
             assert_eq!(*l, line, "{text:?}: {e}");
             assert!(e.to_string().contains(needle), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn a_program_builds_a_file_line_by_line() {
+        let mut f = RulesFile::default();
+        f.add_line("bcast node<8K flat").unwrap();
+        f.add_line("fragment 16K").unwrap();
+        f.add_line("bcast node knomial:4").unwrap();
+        assert!(f.add_line("fragment 4K").unwrap_err().contains("twice"));
+        assert!(
+            f.add_line("bcast node<8K ring")
+                .unwrap_err()
+                .contains("ring")
+        );
+        assert!(f.add_line("  ").is_err());
+        assert_eq!(
+            f.to_text(),
+            "topo-run-rules 1\nbcast        node<8K      flat\n\
+             bcast        node         knomial:4\nfragment     16K\n"
+        );
+        assert_eq!(RulesFile::parse(&f.to_text()).unwrap(), f);
     }
 
     #[test]

@@ -272,6 +272,17 @@ pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is too large"))
 }
 
+/// Writes a byte count as [`parse_bytes`] reads it, with the largest suffix that divides
+/// it exactly: `4096` → `4K`, `1536` → `1536`, `16777216` → `16M`.
+pub fn format_bytes(n: u64) -> String {
+    for (shift, suffix) in [(30, 'G'), (20, 'M'), (10, 'K')] {
+        if n != 0 && n.is_multiple_of(1 << shift) {
+            return format!("{}{suffix}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
 fn parse_rules<A: FromStr<Err = String>>(text: &str) -> std::result::Result<Vec<Rule<A>>, String> {
     let mut rules = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -474,6 +485,23 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_counts_print_as_they_parse() {
+        for (n, text) in [
+            (0, "0"),
+            (64, "64"),
+            (1536, "1536"),
+            (4096, "4K"),
+            (16 << 20, "16M"),
+        ] {
+            assert_eq!(format_bytes(n), text);
+            assert_eq!(parse_bytes(text), Ok(n));
+        }
+        for n in [1u64, 63, 1 << 10, 3 << 20, (1 << 30) + 1024, 5 << 30] {
+            assert_eq!(parse_bytes(&format_bytes(n)), Ok(n));
+        }
+    }
 
     fn lvl(s: &str) -> LevelName {
         s.parse().unwrap()

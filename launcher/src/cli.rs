@@ -70,7 +70,8 @@ Environment:
     about = ABOUT,
     override_usage = "srun --mpi=pmix topo-run [OPTIONS] [--] PROGRAM [ARGS]...\n       \
                       topo-run plan --job FILE [OPTIONS]\n       \
-                      topo-run show [--format text|json]",
+                      topo-run show [--format text|json]\n       \
+                      srun --mpi=pmix topo-run tune [--budget SECONDS] [-o FILE] [OPTIONS]",
     after_help = format!("{LAUNCH_EXAMPLES}\n\n{HELP_TABLE}"),
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
@@ -98,6 +99,68 @@ pub enum Command {
     /// Run it as the program: `srun --mpi=pmix topo-run -- topo-run show --format json`.
     #[command(after_help = SHOW_HELP)]
     Show(ShowArgs),
+
+    /// Measure the runtime's algorithms and settings on this machine and write a rules
+    /// file for `topo-run --rules`.
+    ///
+    /// Run it inside an allocation, as a job step like any program: every rank gets its
+    /// plan, then runs topo-run-tune (installed beside topo-run). Starting from the
+    /// settings given here (the defaults, options, or a rules file with --rules), it tries,
+    /// one at a time and against the current choice in the same job: the single-copy
+    /// threshold, the fragment size, the slots per queue and the pipeline chunk (one value
+    /// each, kept only if it pays overall and hurts at no size), then per level and
+    /// message size the broadcast and reduce algorithms, then the allreduce variant. It
+    /// ends by timing the settings it started from against the tuned ones at every size,
+    /// prints that table and keeps it in the file's comments. Rank 0 writes the file.
+    #[command(after_help = TUNE_HELP)]
+    Tune(Box<TuneArgs>),
+}
+
+const TUNE_HELP: &str = "\
+Examples:
+  # Ten minutes on one node, bound as the applications will be
+  srun --mpi=pmix -N1 --ntasks-per-node=64 --cpu-bind=cores topo-run tune --budget 600 -o site.rules
+
+  # Then, in every job script (or TOPO_RUN_RULES=site.rules in a module file)
+  srun --mpi=pmix topo-run --rules site.rules -- ./app
+
+  # Start from a rules file, tune only the broadcast, up to 1 MiB
+  srun --mpi=pmix topo-run tune --rules site.rules --ops bcast --max 1M -o site2.rules
+
+Tune where the jobs run: the same node type, ranks per node and binding, and several
+nodes if jobs span switches (each level present is tuned). With more ranks than cores
+pass --spin 0, as the jobs would. The budget bounds the whole run; what it cannot reach
+keeps its current setting. Output: progress lines on stderr, the comparison table on
+stdout, the file from rank 0 (docs/runtime.md, \"Tuning\").
+
+Exit codes: as for a launch (see topo-run --help); 1 if the tuner fails (its message
+says why), 127 if topo-run-tune is not installed beside topo-run.";
+
+/// Options of `topo-run tune`.
+#[derive(Debug, clap::Args)]
+pub struct TuneArgs {
+    /// Seconds the whole run may take; measurements are spread over it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub budget: u64,
+
+    /// The rules file to write (by rank 0; replaced if it exists).
+    #[arg(long, short, value_name = "FILE", default_value = "topo-run.rules")]
+    pub output: PathBuf,
+
+    /// Collectives to tune, comma-separated: bcast, reduce, allreduce.
+    #[arg(long, value_name = "LIST", default_value = "bcast,reduce,allreduce")]
+    pub ops: String,
+
+    /// Smallest message measured, in bytes (K, M suffixes).
+    #[arg(long, value_name = "BYTES", default_value = "4")]
+    pub min: String,
+
+    /// Largest message measured, in bytes (sizes go up by factors of 4 from 4 bytes).
+    #[arg(long, value_name = "BYTES", default_value = "16M")]
+    pub max: String,
+
+    #[command(flatten)]
+    pub job: JobArgs,
 }
 
 const SHOW_HELP: &str = "\
@@ -109,20 +172,6 @@ Exit codes: 0 success, 9 TOPO_RUN_PLAN missing or corrupted.";
 /// Options of the launcher (`topo-run [OPTIONS] -- PROGRAM`).
 #[derive(Debug, clap::Args)]
 pub struct LaunchArgs {
-    /// Keep only these levels, comma-separated: core, l1, l2, l3, numa, socket, node,
-    /// switch1..switchN (`switch` for all), world. `world` is always kept.
-    #[arg(long, value_name = "LIST", env = "TOPO_RUN_LEVELS")]
-    pub levels: Option<String>,
-
-    /// Network map: topo-run YAML, Slurm topology.conf or topology.yaml. Default: Slurm's
-    /// topology.conf beside $SLURM_CONF if it exists, else no switch levels.
-    #[arg(long, value_name = "FILE", env = "TOPO_RUN_NETWORK_MAP")]
-    pub network_map: Option<PathBuf>,
-
-    /// Run even if tasks are not bound to CPUs, without intra-node levels (one warning).
-    #[arg(long, env = "TOPO_RUN_ALLOW_UNBOUND", value_parser = clap::builder::FalseyValueParser::new())]
-    pub allow_unbound: bool,
-
     /// Each rank prints its plan to stderr, one line, before the program starts.
     #[arg(
         long,
@@ -134,9 +183,6 @@ pub struct LaunchArgs {
         default_missing_value = "text"
     )]
     pub show: Option<ShowFormat>,
-
-    #[command(flatten)]
-    pub runtime: RuntimeArgs,
 
     /// Always preload topo-run's PMPI library (libtopo_preload.so), so that the
     /// program's MPI_Bcast, MPI_Reduce, MPI_Allreduce and MPI_Barrier take topo-run's path.
@@ -150,6 +196,39 @@ pub struct LaunchArgs {
     /// (TOPO_RUN_PRELOAD=0).
     #[arg(long, overrides_with = "preload")]
     pub no_preload: bool,
+
+    // Last among the options: its runtime settings have their own help heading.
+    #[command(flatten)]
+    pub job: JobArgs,
+
+    /// The program to run and its arguments, passed through untouched (no shell).
+    #[arg(
+        value_name = "PROGRAM",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        num_args = 1..
+    )]
+    pub program: Vec<OsString>,
+}
+
+/// What every launch needs, a program's or the tuner's: where the ranks' placement comes
+/// from, the levels, the network map and the runtime settings.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JobArgs {
+    /// Keep only these levels, comma-separated: core, l1, l2, l3, numa, socket, node,
+    /// switch1..switchN (`switch` for all), world. `world` is always kept.
+    #[arg(long, value_name = "LIST", env = "TOPO_RUN_LEVELS")]
+    pub levels: Option<String>,
+
+    /// Network map: topo-run YAML, Slurm topology.conf or topology.yaml. Default: Slurm's
+    /// topology.conf beside $SLURM_CONF if it exists, else no switch levels.
+    #[arg(long, value_name = "FILE", env = "TOPO_RUN_NETWORK_MAP")]
+    pub network_map: Option<PathBuf>,
+
+    /// Run even if tasks are not bound to CPUs, without intra-node levels (one warning).
+    #[arg(long, env = "TOPO_RUN_ALLOW_UNBOUND", value_parser = clap::builder::FalseyValueParser::new())]
+    pub allow_unbound: bool,
 
     /// Where the placement of ranks comes from. `auto` (default): from Slurm's task
     /// environment when it determines the placement exactly (a plain srun step with a
@@ -169,20 +248,13 @@ pub struct LaunchArgs {
     #[arg(short, long, env = "TOPO_RUN_VERBOSE", value_parser = clap::builder::FalseyValueParser::new())]
     pub verbose: bool,
 
-    /// The program to run and its arguments, passed through untouched (no shell).
-    #[arg(
-        value_name = "PROGRAM",
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        required = true,
-        num_args = 1..
-    )]
-    pub program: Vec<OsString>,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
 }
 
 /// The runtime settings (`topo-run` and `topo-run plan`): algorithms, queue geometry,
 /// pipelining and the wait policy. They go into every rank's plan and its digest.
-#[derive(Debug, Default, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = "Runtime settings")]
 pub struct RuntimeArgs {
     /// A rules file (a machine's tuned settings, `topo-run-rules 1`; see

@@ -107,12 +107,12 @@ impl Verbose {
 pub fn run(args: &LaunchArgs) -> Result<()> {
     let env = ProcessEnv;
     let mut v = Verbose {
-        on: args.verbose,
+        on: args.job.verbose,
         rank: None,
         start: Instant::now(),
     };
-    let settings = args.runtime.settings()?;
-    let filter = match &args.levels {
+    let settings = args.job.runtime.settings()?;
+    let filter = match &args.job.levels {
         Some(list) => LevelFilter::parse(list)?,
         None => LevelFilter::all(),
     };
@@ -120,7 +120,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     // 1. Where every rank runs. With `node` switched off the tasks exchange localities
     // through PMIx, so they need the client.
     let pmix = discover::pmix_available(&env);
-    let fast = match args.discovery {
+    let fast = match args.job.discovery {
         Discovery::Pmix => None,
         Discovery::Slurm => Some(discover::from_slurm_env(&env)),
         Discovery::Auto if !pmix => None,
@@ -131,7 +131,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     };
     let (placement, pmix_client) = match fast {
         Some(Ok(p)) => (p, None),
-        Some(Err(e)) if args.discovery == Discovery::Slurm => return Err(e.into()),
+        Some(Err(e)) if args.job.discovery == Discovery::Slurm => return Err(e.into()),
         fast if pmix => {
             if let Some(Err(e)) = fast {
                 v.say(format!(
@@ -163,13 +163,13 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
         &placement,
         local_ranks.len(),
         local,
-        args.allow_unbound,
+        args.job.allow_unbound,
         &env,
         &v,
     )?;
 
     // 3. The network map and the levels.
-    let map_path = network_map_path(args.network_map.as_deref(), &env);
+    let map_path = network_map_path(args.job.network_map.as_deref(), &env);
     let map = match &map_path {
         None => None,
         Some(path) => Some(plan_cmd::read_map(path)?),
@@ -187,7 +187,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
                 "--levels {:?} switches off `node` in a job on {} nodes; the groups above \
                  the node then need every node's CPU binding, which topo-run exchanges \
                  through PMIx. Run with srun --mpi=pmix, or keep `node` in the list",
-                args.levels.as_deref().unwrap_or(""),
+                args.job.levels.as_deref().unwrap_or(""),
                 placement.nodes.len()
             ))
             .into());

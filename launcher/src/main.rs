@@ -15,6 +15,7 @@ mod pmix;
 mod preload;
 mod render;
 mod show_cmd;
+mod tune_cmd;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -27,6 +28,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
         Some(Command::Plan(args)) => plan_cmd::run(args),
         Some(Command::Show(args)) => show_cmd::run(args.format),
+        Some(Command::Tune(args)) => tune_cmd::run(args),
         None => launch::run(&cli.launch),
     }
 }
@@ -47,6 +49,10 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 exit_codes::PRELOAD_MISSING,
             ),
             (cause.is::<show_cmd::PlanMissing>(), exit_codes::BAD_PLAN),
+            (
+                cause.is::<tune_cmd::TunerMissing>(),
+                exit_codes::PROGRAM_NOT_FOUND,
+            ),
             (
                 cause.is::<launch::LevelsUnsupported>(),
                 exit_codes::BAD_LEVELS,

@@ -472,3 +472,34 @@ fn a_rules_file_goes_into_the_plan_and_digest_after_the_options() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn tune_checks_its_options_before_launching() {
+    for (args, needle) in [
+        (
+            &["tune", "--ops", "bcast,frob"][..],
+            "unknown collective \"frob\"",
+        ),
+        (&["tune", "--max", "12Q"][..], "--max"),
+        (&["tune", "--min", "x"][..], "--min"),
+        (&["tune", "--fragment", "100"][..], "multiple of 64"),
+    ] {
+        let o = topo_run(args);
+        let err = stderr(&o);
+        let code = if needle == "multiple of 64" { 13 } else { 2 };
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let o = topo_run(&["tune", "--help"]);
+    let help = stdout(&o);
+    for needle in [
+        "--budget",
+        "--output",
+        "Examples:",
+        "Exit codes:",
+        "--rules",
+    ] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
+}

@@ -145,6 +145,16 @@ pub enum Error {
         message: String,
     },
 
+    /// Ranks passed different settings to [`crate::Topo::from_env_with_settings`].
+    #[error(
+        "rank {rank} passed other settings than rank 0 to Topo::from_env_with_settings; \
+         every rank must pass the same"
+    )]
+    SettingsDiffer {
+        /// The first rank whose settings differ from rank 0's.
+        rank: u32,
+    },
+
     /// A rank the plan puts on this node is not among the node's ranks (a plan bug).
     #[error("rank {rank} is not on node {node}, yet a node-local level lists it")]
     NotLocal {

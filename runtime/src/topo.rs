@@ -136,6 +136,27 @@ impl Topo {
     /// communicator keeps their collectives apart. Contexts that live at the same time
     /// need different numbers, the same on every rank of a node; 0 is [`Topo::from_env`]'s.
     pub fn from_env_instance(world: &SimpleCommunicator, instance: u32) -> Result<Topo> {
+        Self::init(world, instance, None)
+    }
+
+    /// Like [`Topo::from_env_instance`], with `settings` (the `key:value` pairs a plan
+    /// stores, as `topo-run --rules` would write them) in place of the plan's own: for
+    /// measuring several settings in one job, as `topo-run tune` does. Every rank must pass
+    /// the same pairs; a rank that does not gets [`Error::SettingsDiffer`], on every rank.
+    /// Without a plan this is [`Topo::from_env_instance`] (MPI's collectives).
+    pub fn from_env_with_settings(
+        world: &SimpleCommunicator,
+        instance: u32,
+        settings: &[(String, String)],
+    ) -> Result<Topo> {
+        Self::init(world, instance, Some(settings))
+    }
+
+    fn init(
+        world: &SimpleCommunicator,
+        instance: u32,
+        settings_override: Option<&[(String, String)]>,
+    ) -> Result<Topo> {
         crate::marker::keep();
         crate::backoff::enable_mpi_progress();
         let world = world.duplicate();
@@ -179,7 +200,7 @@ impl Topo {
                 _ => Error::Remote { rank, message },
             });
         }
-        let Some(Ok((plan, settings))) = local else {
+        let Some(Ok((plan, mut settings))) = local else {
             if world.rank() == 0 {
                 eprintln!(
                     "topo-run: warning: {PLAN_ENV} is not set, so the program was not started \
@@ -194,6 +215,11 @@ impl Topo {
                 None,
             ));
         };
+        if let Some(pairs) = settings_override {
+            // Every rank has a plan here; the same pairs everywhere give the same outcome.
+            Self::agree_on_settings(&world, pairs)?;
+            settings = Settings::from_pairs(pairs).map_err(Error::Settings)?;
+        }
         let mut view = View::from_plan(&plan);
         // Pipelining is a job-wide choice: on if any rank has more than one level.
         view.pipeline = pmpi_allreduce_i32(
@@ -289,6 +315,22 @@ impl Topo {
             core.fail(e);
         }
         core
+    }
+
+    /// Checks that every rank passed the same settings pairs: a hash of rank 0's against
+    /// everyone's.
+    fn agree_on_settings(world: &SimpleCommunicator, pairs: &[(String, String)]) -> Result<()> {
+        use std::hash::{Hash, Hasher};
+        // `DefaultHasher::new` has fixed keys: the same text hashes alike in every process.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        pairs.hash(&mut h);
+        let mine = h.finish().to_le_bytes();
+        let mut first = mine;
+        pmpi_bcast(world, 0, &mut first);
+        match first_failing(world, mine != first) {
+            None => Ok(()),
+            Some(rank) => Err(Error::SettingsDiffer { rank }),
+        }
     }
 
     fn read_plan(world: &SimpleCommunicator, text: &str) -> Result<(RankPlan, Settings)> {

@@ -19,8 +19,8 @@ T=240  # seconds allowed for any single srun/mpirun
 # shellcheck source=tests/e2e/lib.sh
 source "$ROOT/tests/e2e/lib.sh"
 
-for b in "$TOPO_RUN" "$CHECK" "$BIN/coll-cases"; do
-  [[ -x $b ]] || { echo "runtime.sh: $b is not built (cargo build --release -p topo-run -p topo-examples)" >&2; exit 2; }
+for b in "$TOPO_RUN" "$CHECK" "$BIN/coll-cases" "$BIN/topo-run-tune"; do
+  [[ -x $b ]] || { echo "runtime.sh: $b is not built (cargo build --release -p topo-run -p topo-tune -p topo-examples)" >&2; exit 2; }
 done
 
 cleanup() {
@@ -120,6 +120,26 @@ run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
 if [[ $RC -eq 0 ]] && grep -q " 0 failed" "$WORK/out"; then
   ok "the shipped rules file with an option on top: $(tail -1 "$WORK/out")"
 else bad "the shipped rules file" "exit $RC" "$(tail -2 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+# topo-run tune with a small budget: it measures, prints the comparison, writes a rules
+# file that loads, and leaves no segment behind.
+t0=$SECONDS
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" tune --budget 8 --max 64K -o "$WORK/tuned.rules"
+rows=$(grep -cE '^(bcast|reduce|allreduce) +[0-9]+K? ' "$WORK/out")
+if [[ $RC -eq 0 && $rows -eq 24 ]] && grep -q '^topo-run-rules 1$' "$WORK/tuned.rules" \
+   && grep -q 'topo-run tune: .*wrote' "$WORK/err" && (( $(shm_leftovers) == 0 )); then
+  ok "topo-run tune --budget 8: $rows sizes compared, $(grep -cvE '^(#|topo-run-rules)' "$WORK/tuned.rules") rules written ($((SECONDS - t0)) s)"
+else bad "topo-run tune" "exit $RC, $rows rows" "$(tail -3 "$WORK/out")" "$(grep -v '%]' "$WORK/err" | head -4)"; fi
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --rules "$WORK/tuned.rules" -- "$CHECK" --quick
+if [[ $RC -eq 0 ]] && grep -q " 0 failed" "$WORK/out"; then
+  ok "the tuned rules file loads and passes coll-check: $(tail -1 "$WORK/out")"
+else bad "the tuned rules file" "exit $RC" "$(tail -2 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+# The tuner started without topo-run: every rank says how to start it, none hangs.
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$BIN/topo-run-tune" --budget 5
+if [[ $RC -ne 0 ]] && grep -q "start the tuner with .srun --mpi=pmix topo-run tune" "$WORK/err"; then
+  ok "topo-run-tune without topo-run: a clear error (exit $RC)"
+else bad "topo-run-tune without topo-run" "exit $RC" "$(head -4 "$WORK/err")"; fi
 # A rank killed mid-collective: the others stop with a message naming it; nothing is left.
 t0=$SECONDS
 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --quick --die 1

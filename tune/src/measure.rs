@@ -1,0 +1,160 @@
+//! Timing candidates against each other: one topo-run context per candidate setting, all
+//! alive at once, taking turns, so that the machine's drift and the history of earlier
+//! calls fall on all of them alike.
+
+use std::time::Instant;
+
+use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use topo_runtime::Topo;
+
+use crate::space::Op;
+
+/// Calls of each candidate before any is timed.
+const WARMUP_CALLS: usize = 3;
+/// Untimed calls at the start of each block.
+const REWARM_CALLS: usize = 2;
+/// A block's timed calls take about this long (microseconds), and number at least and at
+/// most these.
+const BLOCK_US: f64 = 1000.0;
+const MIN_BLOCK: usize = 3;
+const MAX_BLOCK: usize = 1000;
+/// Blocks per candidate, at least and at most.
+const MIN_BLOCKS: usize = 3;
+const MAX_BLOCKS: usize = 1000;
+
+/// Topo-run contexts for candidate settings, numbered apart from the application's.
+pub struct Contexts<'w> {
+    world: &'w SimpleCommunicator,
+    next_instance: u32,
+}
+
+impl std::fmt::Debug for Contexts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Contexts")
+            .field("next_instance", &self.next_instance)
+            .finish()
+    }
+}
+
+impl<'w> Contexts<'w> {
+    pub fn new(world: &'w SimpleCommunicator) -> Self {
+        // Instance 0 is `Topo::from_env`'s.
+        Contexts {
+            world,
+            next_instance: 1,
+        }
+    }
+
+    /// A context with exactly these settings (collective). `None` when it fell back to
+    /// MPI's collectives (its shared memory could not be set up, say): such a candidate is
+    /// not one topo-run could run.
+    pub fn open(&mut self, settings: &[(String, String)]) -> anyhow::Result<Option<Topo>> {
+        let instance = self.next_instance;
+        self.next_instance += 1;
+        let topo = Topo::from_env_with_settings(self.world, instance, settings)?;
+        Ok(topo.fallback().is_none().then_some(topo))
+    }
+}
+
+/// Runs `op` of `bytes` (as `f32`, root 0, sum) on `topo`.
+fn call(topo: &mut Topo, op: Op, rank: i32, a: &mut [f32], b: &mut [f32]) {
+    let sum = SystemOperation::sum();
+    match op {
+        Op::Bcast => topo.broadcast_into(0, a),
+        Op::Reduce if rank == 0 => topo.reduce_into_root(a, b, sum),
+        Op::Reduce => topo.reduce_into(0, a, sum),
+        Op::Allreduce => topo.all_reduce_into(a, b, sum),
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => f64::INFINITY,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The time of `op` on `bytes` for each candidate (`None`: not runnable, infinite time):
+/// the median over calls of the slowest rank's time, in microseconds.
+///
+/// Candidates take turns in blocks of about a millisecond of calls, in a rotating order,
+/// the first calls of each block untimed: each candidate runs with its own memory warm, as
+/// in an application that uses one setting, while the machine's drift falls on all alike.
+/// (Alternating call by call would charge every candidate for the cache misses the
+/// others cause, and favour those with small queues.) The blocks fill about `seconds`
+/// per candidate. Counts are agreed over ranks, so every rank makes the same calls.
+pub fn compare(
+    world: &SimpleCommunicator,
+    cands: &mut [Option<Topo>],
+    op: Op,
+    bytes: usize,
+    seconds: f64,
+) -> Vec<f64> {
+    let rank = world.rank();
+    let n = (bytes / 4).max(1);
+    let mut a = vec![rank as f32 + 1.0; n];
+    let mut b = vec![0f32; n];
+    let mut calls = |topo: &mut Topo, count: usize, times: Option<&mut Vec<f64>>| {
+        let mut times = times;
+        for _ in 0..count {
+            world.barrier();
+            let t0 = Instant::now();
+            call(topo, op, rank, &mut a, &mut b);
+            let dt = t0.elapsed().as_secs_f64() * 1e6;
+            if let Some(t) = times.as_deref_mut() {
+                t.push(dt);
+            }
+        }
+    };
+    // Warm-up, which also tells how long a call takes.
+    let mut per_call = vec![0.0f64; cands.len()];
+    for (c, topo) in cands.iter_mut().enumerate() {
+        if let Some(topo) = topo {
+            let mut t = Vec::new();
+            calls(topo, WARMUP_CALLS, Some(&mut t));
+            per_call[c] = median(&mut t);
+        }
+    }
+    let mut agreed = vec![0.0f64; cands.len()];
+    world.all_reduce_into(&per_call[..], &mut agreed[..], SystemOperation::max());
+    let live: Vec<usize> = (0..cands.len()).filter(|&c| cands[c].is_some()).collect();
+    // Timed calls per block: about BLOCK_US of them.
+    let per_block: Vec<usize> = agreed
+        .iter()
+        .map(|&t| ((BLOCK_US / t.max(0.01)) as usize).clamp(MIN_BLOCK, MAX_BLOCK))
+        .collect();
+    let block_us: f64 = live.iter().map(|&c| per_block[c] as f64 * agreed[c]).sum();
+    let wanted = seconds * 1e6 * live.len() as f64 / block_us.max(1.0);
+    let blocks = (wanted as usize).clamp(MIN_BLOCKS, MAX_BLOCKS);
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); cands.len()];
+    for r in 0..blocks {
+        for j in 0..live.len() {
+            let c = live[(j + r) % live.len()];
+            let topo = cands[c].as_mut().expect("live candidates are open");
+            calls(topo, REWARM_CALLS, None);
+            calls(topo, per_block[c], Some(&mut times[c]));
+        }
+    }
+    times
+        .into_iter()
+        .map(|mine| {
+            if mine.is_empty() {
+                return f64::INFINITY;
+            }
+            let mut slowest = vec![0.0; mine.len()];
+            world.all_reduce_into(&mine[..], &mut slowest[..], SystemOperation::max());
+            median(&mut slowest)
+        })
+        .collect()
+}
+
+/// Rank 0's seconds since `start`, the same on every rank.
+pub fn agreed_elapsed(world: &SimpleCommunicator, start: Instant) -> f64 {
+    let mut e = start.elapsed().as_secs_f64();
+    world.process_at_rank(0).broadcast_into(&mut e);
+    e
+}

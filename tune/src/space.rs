@@ -1,0 +1,339 @@
+//! What the tuner measures and how it decides: the message sizes, the candidates of each
+//! phase, the choice between measured candidates and the rules a choice becomes. Pure
+//! code, without MPI, so that it is tested on its own.
+
+use topo_hierarchy::settings::format_bytes;
+
+/// A collective the tuner measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Bcast,
+    Reduce,
+    Allreduce,
+}
+
+impl Op {
+    /// Every op, in the order the tuner measures them.
+    pub const ALL: [Op; 3] = [Op::Bcast, Op::Reduce, Op::Allreduce];
+
+    /// Its name on the command line, in the settings and in rules files.
+    pub fn key(self) -> &'static str {
+        match self {
+            Op::Bcast => "bcast",
+            Op::Reduce => "reduce",
+            Op::Allreduce => "allreduce",
+        }
+    }
+
+    /// Parses a name of [`Op::key`].
+    pub fn parse(s: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|op| op.key() == s)
+    }
+}
+
+/// Message sizes from `min` to `max` bytes: powers of 4 (4, 16, 64, ... 1M, 4M) and
+/// `max` itself. `min` is at least 4 (one `f32`).
+pub fn sizes(min: usize, max: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut s = 4usize;
+    while s <= max {
+        if s >= min {
+            out.push(s);
+        }
+        s = match s.checked_mul(4) {
+            Some(next) => next,
+            None => break,
+        };
+    }
+    if max >= min.max(4) && out.last() != Some(&max) {
+        out.push(max);
+    }
+    out
+}
+
+/// The algorithms worth measuring for `op` at a level whose largest group has `members`
+/// ranks, plus `current` (what the settings pick now) if it is not among them. Radixes at
+/// least the group size are left out: such a tree is the flat one.
+pub fn algorithms(op: Op, members: u32, current: &str) -> Vec<String> {
+    let trees = |extra: &str| {
+        let mut v = vec!["flat".to_string(), "binomial".to_string()];
+        for k in [4, 8] {
+            if members > k {
+                v.push(format!("knomial:{k}"));
+            }
+        }
+        v.push(extra.to_string());
+        v
+    };
+    let mut out = match op {
+        Op::Bcast => trees("scatter-allgather"),
+        Op::Reduce => trees("reduce-scatter-gather"),
+        Op::Allreduce => vec!["rb".into(), "rab:rd".into(), "rab:ring".into()],
+    };
+    if !out.iter().any(|a| a == current) {
+        out.push(current.to_string());
+    }
+    out
+}
+
+/// Algorithms by the names rules files use (`binomial` for a radix-2 tree).
+pub fn canonical(alg: String) -> String {
+    if alg == "knomial:2" {
+        "binomial".to_string()
+    } else {
+        alg
+    }
+}
+
+/// A setting the tuner varies: its key, the values it tries and the message sizes where
+/// it can make a difference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Knob {
+    /// The settings key (`fragment`, `slots`, `single-copy`, `chunk`).
+    pub key: &'static str,
+    /// Values to try, in the form the settings take.
+    pub values: Vec<String>,
+    /// Messages of at least this many bytes feel it.
+    pub from: usize,
+    /// ... and at most this many (`usize::MAX`: no bound).
+    pub to: usize,
+}
+
+/// The knobs, in the order they are tuned. `current` gives the current value of a key;
+/// `pipelined`: some rank has more than one level (else the chunk plays no part);
+/// `single_copy`: the node's ranks can read each other's memory.
+pub fn knobs(current: impl Fn(&str) -> String, pipelined: bool, single_copy: bool) -> Vec<Knob> {
+    let with_current = |key: &'static str, values: &[&str]| {
+        let mut v: Vec<String> = values.iter().map(|s| s.to_string()).collect();
+        let now = current(key);
+        if !v.contains(&now) {
+            v.push(now);
+        }
+        v
+    };
+    let mut out = Vec::new();
+    if single_copy {
+        out.push(Knob {
+            key: "single-copy",
+            values: with_current(
+                "single-copy",
+                &["0", "4K", "8K", "16K", "32K", "64K", "128K"],
+            ),
+            from: 2 << 10,
+            to: 256 << 10,
+        });
+    }
+    out.push(Knob {
+        key: "fragment",
+        values: with_current("fragment", &["2K", "4K", "8K", "16K", "32K", "64K"]),
+        from: 1 << 10,
+        to: usize::MAX,
+    });
+    out.push(Knob {
+        key: "slots",
+        values: with_current("slots", &["4", "8", "16", "32"]),
+        from: 4 << 10,
+        to: usize::MAX,
+    });
+    if pipelined {
+        out.push(Knob {
+            key: "chunk",
+            values: with_current("chunk", &["64K", "128K", "256K", "512K", "1M", "4M"]),
+            from: 64 << 10,
+            to: usize::MAX,
+        });
+    }
+    out
+}
+
+/// A candidate must be this much faster than the current choice to replace it
+/// (measurements on a busy machine wobble by a few per cent).
+pub const MARGIN: f64 = 0.03;
+
+/// Which of the measured `times` to keep at one size: the fastest, if it beats the
+/// current choice (`times[current]`) by [`MARGIN`]; else the current one.
+pub fn choose(times: &[f64], current: usize) -> usize {
+    let best = (0..times.len())
+        .min_by(|&a, &b| times[a].total_cmp(&times[b]))
+        .unwrap_or(current);
+    if times[best] < times[current] * (1.0 - MARGIN) {
+        best
+    } else {
+        current
+    }
+}
+
+/// A knob's value applies to every size, so it must pay overall and hurt nowhere: the
+/// candidate with the smallest geometric mean of its time ratios to the current value
+/// (`ratios[candidate][size]`), if that mean is below `1 - MARGIN` and no ratio exceeds
+/// `1 + 3 * MARGIN`; else `current`.
+pub fn choose_overall(ratios: &[Vec<f64>], current: usize) -> usize {
+    let geomean = |r: &[f64]| {
+        if r.is_empty() {
+            1.0
+        } else {
+            (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp()
+        }
+    };
+    let best = (0..ratios.len())
+        .filter(|&c| ratios[c].iter().all(|&r| r <= 1.0 + 3.0 * MARGIN))
+        .min_by(|&a, &b| geomean(&ratios[a]).total_cmp(&geomean(&ratios[b])));
+    match best {
+        Some(b) if geomean(&ratios[b]) < 1.0 - MARGIN => b,
+        _ => current,
+    }
+}
+
+/// The rules that give `picks[i]` to messages of `sizes[i]` bytes at `scope` (a level
+/// name, or `*`), as `SELECTOR ALGORITHM` pairs in the order they must be tried. Runs of
+/// one algorithm become one rule; the boundary between two sizes is the power of two
+/// halfway between them (in a log scale), and the last rule has no bound.
+pub fn rules(scope: &str, sizes: &[usize], picks: &[String]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for i in 0..picks.len() {
+        let last = i + 1 == picks.len();
+        if !last && picks[i + 1] == picks[i] {
+            continue;
+        }
+        let selector = if last {
+            scope.to_string()
+        } else {
+            let mid = ((sizes[i] as f64) * (sizes[i + 1] as f64)).sqrt();
+            let bound = (mid as u64).next_power_of_two().max(sizes[i] as u64 + 1);
+            let prefix = if scope == "*" { "" } else { scope };
+            format!("{prefix}<{}", format_bytes(bound))
+        };
+        out.push((selector, picks[i].clone()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topo_hierarchy::{LevelName, Settings};
+
+    #[test]
+    fn sizes_are_powers_of_four_and_the_largest() {
+        assert_eq!(sizes(4, 256), [4, 16, 64, 256]);
+        assert_eq!(sizes(4, 1000), [4, 16, 64, 256, 1000]);
+        assert_eq!(sizes(64, 64 << 10), [64, 256, 1024, 4096, 16384, 65536]);
+        assert_eq!(sizes(1, 8), [4, 8]);
+        assert!(sizes(16, 8).is_empty());
+    }
+
+    #[test]
+    fn candidates_skip_radixes_as_large_as_the_group_and_keep_the_current_choice() {
+        assert_eq!(
+            algorithms(Op::Bcast, 2, "flat"),
+            ["flat", "binomial", "scatter-allgather"]
+        );
+        assert_eq!(
+            algorithms(Op::Reduce, 16, "knomial:3"),
+            [
+                "flat",
+                "binomial",
+                "knomial:4",
+                "knomial:8",
+                "reduce-scatter-gather",
+                "knomial:3"
+            ]
+        );
+        assert_eq!(algorithms(Op::Allreduce, 64, "rab:rd").len(), 3);
+    }
+
+    #[test]
+    fn knobs_follow_what_the_job_can_use() {
+        let current = |k: &str| {
+            if k == "slots" {
+                "12".into()
+            } else {
+                "8K".into()
+            }
+        };
+        let all = knobs(current, true, true);
+        let keys: Vec<_> = all.iter().map(|k| k.key).collect();
+        assert_eq!(keys, ["single-copy", "fragment", "slots", "chunk"]);
+        assert!(all[2].values.contains(&"12".to_string()));
+        let keys: Vec<_> = knobs(current, false, false).iter().map(|k| k.key).collect();
+        assert_eq!(keys, ["fragment", "slots"]);
+        // Every value tried is one the settings accept.
+        for k in &all {
+            for v in &k.values {
+                Settings::from_pairs(&[(k.key, v.as_str())]).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_candidate_must_beat_the_current_choice_by_the_margin() {
+        assert_eq!(choose(&[10.0, 9.0, 9.9], 0), 1);
+        assert_eq!(choose(&[10.0, 9.8, 9.9], 0), 0);
+        assert_eq!(choose(&[5.0, 10.0], 1), 0);
+        // A knob must pay overall and not hurt anywhere.
+        let ratios = vec![
+            vec![1.0, 1.0, 1.0],
+            vec![0.5, 0.6, 1.2],
+            vec![0.9, 0.95, 1.0],
+        ];
+        assert_eq!(choose_overall(&ratios, 0), 2);
+        assert_eq!(choose_overall(&[vec![1.0], vec![0.99]], 0), 0);
+    }
+
+    #[test]
+    fn runs_of_one_algorithm_become_one_rule_with_a_bound_between_sizes() {
+        let s = sizes(4, 1 << 20);
+        let picks: Vec<String> = s
+            .iter()
+            .map(|&b| {
+                if b < 4096 {
+                    "flat"
+                } else if b < 262144 {
+                    "binomial"
+                } else {
+                    "flat"
+                }
+            })
+            .map(String::from)
+            .collect();
+        let r = rules("node", &s, &picks);
+        let r: Vec<(&str, &str)> = r.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        assert_eq!(
+            r,
+            [
+                ("node<2K", "flat"),
+                ("node<128K", "binomial"),
+                ("node", "flat")
+            ]
+        );
+        assert_eq!(
+            rules("*", &[4, 1000], &["rb".into(), "rab:rd".into()]),
+            [
+                ("<64".to_string(), "rb".to_string()),
+                ("*".into(), "rab:rd".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn the_rules_pick_what_was_measured_at_every_size() {
+        let s = sizes(4, 16 << 20);
+        let algs = ["flat", "binomial", "knomial:4"];
+        // Every pattern of three algorithms over the sizes, with a fixed stride.
+        for seed in 0..200u64 {
+            let picks: Vec<String> = (0..s.len())
+                .map(|i| algs[((seed >> (i % 20)) as usize + i / 5) % 3].to_string())
+                .collect();
+            let text: Vec<String> = rules("numa", &s, &picks)
+                .iter()
+                .map(|(sel, alg)| format!("{sel}={alg}"))
+                .collect();
+            let settings = Settings::from_pairs(&[("bcast", text.join(","))]).unwrap();
+            let numa: LevelName = "numa".parse().unwrap();
+            for (i, &b) in s.iter().enumerate() {
+                let got = canonical(settings.bcast_for(numa, true, b).to_string());
+                assert_eq!(got, picks[i], "seed {seed}, {b} bytes");
+            }
+        }
+    }
+}
