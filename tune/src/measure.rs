@@ -10,8 +10,9 @@ use topo_runtime::Topo;
 
 use crate::space::Op;
 
-/// Calls of each candidate before any is timed.
+/// Calls of each candidate before any is timed, and then calls timed to size the blocks.
 const WARMUP_CALLS: usize = 3;
+const PROBE_CALLS: usize = 8;
 /// Untimed calls at the start of each block.
 const REWARM_CALLS: usize = 2;
 /// A block's timed calls take about this long (microseconds), and number at least and at
@@ -21,7 +22,7 @@ const MIN_BLOCK: usize = 3;
 const MAX_BLOCK: usize = 1000;
 /// Blocks per candidate, at least and at most.
 const MIN_BLOCKS: usize = 3;
-const MAX_BLOCKS: usize = 1000;
+const MAX_BLOCKS: usize = 200;
 
 /// Topo-run contexts for candidate settings, numbered apart from the application's.
 pub struct Contexts<'w> {
@@ -110,25 +111,31 @@ pub fn compare(
             }
         }
     };
-    // Warm-up, which also tells how long a call takes.
-    let mut per_call = vec![0.0f64; cands.len()];
+    // Warm-up, which also tells how long a call takes, alone and with its barrier.
+    let mut cost = vec![0.0f64; 2 * cands.len()];
     for (c, topo) in cands.iter_mut().enumerate() {
         if let Some(topo) = topo {
+            calls(topo, WARMUP_CALLS, None);
             let mut t = Vec::new();
-            calls(topo, WARMUP_CALLS, Some(&mut t));
-            per_call[c] = median(&mut t);
+            let t0 = Instant::now();
+            calls(topo, PROBE_CALLS, Some(&mut t));
+            cost[2 * c] = median(&mut t);
+            cost[2 * c + 1] = t0.elapsed().as_secs_f64() * 1e6 / PROBE_CALLS as f64;
         }
     }
-    let mut agreed = vec![0.0f64; cands.len()];
-    world.all_reduce_into(&per_call[..], &mut agreed[..], SystemOperation::max());
+    let mut agreed = vec![0.0f64; cost.len()];
+    world.all_reduce_into(&cost[..], &mut agreed[..], SystemOperation::max());
     let live: Vec<usize> = (0..cands.len()).filter(|&c| cands[c].is_some()).collect();
     // Timed calls per block: about BLOCK_US of them.
-    let per_block: Vec<usize> = agreed
-        .iter()
-        .map(|&t| ((BLOCK_US / t.max(0.01)) as usize).clamp(MIN_BLOCK, MAX_BLOCK))
+    let per_block: Vec<usize> = (0..cands.len())
+        .map(|c| ((BLOCK_US / agreed[2 * c].max(0.01)) as usize).clamp(MIN_BLOCK, MAX_BLOCK))
         .collect();
-    let block_us: f64 = live.iter().map(|&c| per_block[c] as f64 * agreed[c]).sum();
-    let wanted = seconds * 1e6 * live.len() as f64 / block_us.max(1.0);
+    // What a round of blocks really takes, barriers and untimed calls included.
+    let round_us: f64 = live
+        .iter()
+        .map(|&c| (per_block[c] + REWARM_CALLS) as f64 * agreed[2 * c + 1])
+        .sum();
+    let wanted = seconds * 1e6 * live.len() as f64 / round_us.max(1.0);
     let blocks = (wanted as usize).clamp(MIN_BLOCKS, MAX_BLOCKS);
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); cands.len()];
     for r in 0..blocks {
