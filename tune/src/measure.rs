@@ -10,6 +10,14 @@ use topo_runtime::Topo;
 
 use crate::space::Op;
 
+/// Where the buffers start in their page. Copies run up to 4 times slower when source and
+/// destination agree in the low bits of their addresses but sit in different pages (4K
+/// aliasing; docs/runtime.md). An application's buffers may start anywhere: 16 bytes in
+/// is where glibc puts every block it maps on its own, 2064 the middle of a page. Each
+/// candidate is timed at both, alternately, and judged by the mean of the two medians.
+const OFFSETS: [usize; 2] = [16, 2064];
+const PAGE: usize = 4096;
+
 /// Calls of each candidate before any is timed, and then calls timed to size the blocks.
 const WARMUP_CALLS: usize = 3;
 const PROBE_CALLS: usize = 8;
@@ -21,7 +29,7 @@ const BLOCK_US: f64 = 1000.0;
 const MIN_BLOCK: usize = 3;
 const MAX_BLOCK: usize = 1000;
 /// Blocks per candidate, at least and at most.
-const MIN_BLOCKS: usize = 3;
+const MIN_BLOCKS: usize = 4;
 const MAX_BLOCKS: usize = 200;
 
 /// Topo-run contexts for candidate settings, numbered apart from the application's.
@@ -97,14 +105,20 @@ pub fn compare(
 ) -> Vec<f64> {
     let rank = world.rank();
     let n = (bytes / 4).max(1);
-    let mut a = vec![rank as f32 + 1.0; n];
-    let mut b = vec![0f32; n];
-    let mut calls = |topo: &mut Topo, count: usize, times: Option<&mut Vec<f64>>| {
+    // The buffers, at each offset of OFFSETS from a page boundary in turn.
+    let page = PAGE / 4;
+    let mut a0 = vec![rank as f32 + 1.0; n + 2 * page];
+    let mut b0 = vec![0f32; n + 2 * page];
+    let start = |v: &[f32]| (page - (v.as_ptr() as usize % PAGE) / 4) % page;
+    let (sa, sb) = (start(&a0), start(&b0));
+    let mut calls = |topo: &mut Topo, at: usize, count: usize, times: Option<&mut Vec<f64>>| {
         let mut times = times;
+        let (oa, ob) = (sa + OFFSETS[at] / 4, sb + OFFSETS[at] / 4);
+        let (a, b) = (&mut a0[oa..oa + n], &mut b0[ob..ob + n]);
         for _ in 0..count {
             world.barrier();
             let t0 = Instant::now();
-            call(topo, op, rank, &mut a, &mut b);
+            call(topo, op, rank, a, b);
             let dt = t0.elapsed().as_secs_f64() * 1e6;
             if let Some(t) = times.as_deref_mut() {
                 t.push(dt);
@@ -115,10 +129,10 @@ pub fn compare(
     let mut cost = vec![0.0f64; 2 * cands.len()];
     for (c, topo) in cands.iter_mut().enumerate() {
         if let Some(topo) = topo {
-            calls(topo, WARMUP_CALLS, None);
+            calls(topo, 0, WARMUP_CALLS, None);
             let mut t = Vec::new();
             let t0 = Instant::now();
-            calls(topo, PROBE_CALLS, Some(&mut t));
+            calls(topo, 0, PROBE_CALLS, Some(&mut t));
             cost[2 * c] = median(&mut t);
             cost[2 * c + 1] = t0.elapsed().as_secs_f64() * 1e6 / PROBE_CALLS as f64;
         }
@@ -137,26 +151,31 @@ pub fn compare(
         .sum();
     let wanted = seconds * 1e6 * live.len() as f64 / round_us.max(1.0);
     let blocks = (wanted as usize).clamp(MIN_BLOCKS, MAX_BLOCKS);
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); cands.len()];
+    // times[offset][candidate]
+    let mut times: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); cands.len()]; OFFSETS.len()];
     for r in 0..blocks {
         for j in 0..live.len() {
             let c = live[(j + r) % live.len()];
             let topo = cands[c].as_mut().expect("live candidates are open");
-            calls(topo, REWARM_CALLS, None);
-            calls(topo, per_block[c], Some(&mut times[c]));
+            let o = r % OFFSETS.len();
+            calls(topo, o, REWARM_CALLS, None);
+            calls(topo, o, per_block[c], Some(&mut times[o][c]));
         }
     }
-    times
-        .into_iter()
-        .map(|mine| {
+    // The mean over offsets of the median of the slowest rank.
+    let mut out = vec![0.0; cands.len()];
+    for per_offset in times {
+        for (c, mine) in per_offset.into_iter().enumerate() {
             if mine.is_empty() {
-                return f64::INFINITY;
+                out[c] = f64::INFINITY;
+                continue;
             }
             let mut slowest = vec![0.0; mine.len()];
             world.all_reduce_into(&mine[..], &mut slowest[..], SystemOperation::max());
-            median(&mut slowest)
-        })
-        .collect()
+            out[c] += median(&mut slowest) / OFFSETS.len() as f64;
+        }
+    }
+    out
 }
 
 /// Rank 0's seconds since `start`, the same on every rank.
