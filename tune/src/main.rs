@@ -73,6 +73,14 @@ struct Job {
     node: String,
 }
 
+impl Job {
+    /// The levels, comma-separated.
+    fn level_names(&self) -> String {
+        let names: Vec<String> = self.levels.iter().map(|l| l.0.to_string()).collect();
+        names.join(",")
+    }
+}
+
 /// Every level name a plan can hold, in the order of the hierarchy.
 fn level_table() -> Vec<LevelName> {
     let mut t: Vec<LevelName> = topo_hierarchy::IntraLevel::ALL
@@ -502,11 +510,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     run.say(&format!(
         "{} ranks, levels {}, {} sizes from {} to {}, {} measurements in {} s",
         job.size,
-        job.levels
-            .iter()
-            .map(|l| l.0.to_string())
-            .collect::<Vec<_>>()
-            .join(","),
+        job.level_names(),
         sizes.len(),
         format_bytes(sizes[0] as u64),
         format_bytes(*sizes.last().expect("not empty") as u64),
@@ -542,14 +546,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
     if rank0 {
         let mut text = format!(
             "# Written by topo-run tune: {} ranks, levels {}, rank 0 on {}, in {:.0} s.\n\
-             # Median of the slowest rank per call (us): the settings tuning started from,\n\
-             # these, and their ratio.\n",
+             # Time per call (us; the slowest rank's median, the mean over two buffer offsets\n\
+             # in the page): the settings tuning started from, these, and their ratio.\n",
             job.size,
-            job.levels
-                .iter()
-                .map(|l| l.0.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
+            job.level_names(),
             job.node,
             run.start.elapsed().as_secs_f64()
         );

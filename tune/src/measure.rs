@@ -88,7 +88,8 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// The time of `op` on `bytes` for each candidate (`None`: not runnable, infinite time):
-/// the median over calls of the slowest rank's time, in microseconds.
+/// the median over calls of the slowest rank's time, in microseconds, averaged over the
+/// buffer offsets of [`OFFSETS`] (one per round of blocks, in turn).
 ///
 /// Candidates take turns in blocks of about a millisecond of calls, in a rotating order,
 /// the first calls of each block untimed: each candidate runs with its own memory warm, as
