@@ -10,11 +10,11 @@ use topo_runtime::Topo;
 
 use crate::space::Op;
 
-/// Where the buffers start in their page. Copies run up to 4 times slower when source and
-/// destination agree in the low bits of their addresses but sit in different pages (4K
-/// aliasing; docs/runtime.md). An application's buffers may start anywhere: 16 bytes in
-/// is where glibc puts every block it maps on its own, 2064 the middle of a page. Each
-/// candidate is timed at both, alternately, and judged by the mean of the two medians.
+/// Where the buffers start in their page. An application's buffers may start anywhere: 16
+/// bytes in is where glibc puts every block it maps on its own, 2064 the middle of a page.
+/// Each candidate is timed at both, alternately, and judged by the mean of the two
+/// medians, so that none wins on one alignment alone. (On the dev cluster the two
+/// offsets time within 3 % of each other; docs/runtime.md, "Measured".)
 const OFFSETS: [usize; 2] = [16, 2064];
 const PAGE: usize = 4096;
 

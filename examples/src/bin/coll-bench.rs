@@ -46,6 +46,19 @@ struct Args {
     /// Root of bcast and reduce.
     #[arg(long, default_value_t = 0)]
     root: i32,
+    /// Place both buffers this many bytes past a page boundary (a multiple of 4 below
+    /// 4096), to see whether alignment matters. glibc's `malloc` puts large blocks 16
+    /// bytes past one. Default: where the allocator puts them.
+    #[arg(long, value_name = "BYTES", value_parser = parse_offset)]
+    offset: Option<usize>,
+    /// In which order the (collective, size) cases run: `shuffle` (a random order, the
+    /// same on every rank, so that no result depends on what ran before it) or `sweep`
+    /// (each collective from the smallest size up). Rows are printed sorted either way.
+    #[arg(long, default_value = "shuffle", value_parser = ["shuffle", "sweep"])]
+    order: String,
+    /// Seed of the shuffled order (default: from the clock; printed on stderr).
+    #[arg(long)]
+    seed: Option<u64>,
     /// Change the data before every iteration, so caches do not flatter anyone.
     #[arg(long)]
     vary: bool,
@@ -105,6 +118,38 @@ fn slowest_median(world: &SimpleCommunicator, mine: &[f64]) -> f64 {
     median(&mut max)
 }
 
+const PAGE: usize = 4096;
+
+/// `cases` in a random order drawn from `seed` (Fisher-Yates over splitmix64).
+fn shuffle<T>(cases: &mut [T], mut seed: u64) {
+    let mut next = || {
+        seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    for i in (1..cases.len()).rev() {
+        cases.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+}
+
+fn parse_offset(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(o) if o < PAGE && o % 4 == 0 => Ok(o),
+        _ => Err(format!("{s:?} is not a multiple of 4 below {PAGE}")),
+    }
+}
+
+/// `n` elements starting `offset` bytes past a page boundary, inside `v` (which has room).
+fn at_offset(v: &mut [f32], n: usize, offset: Option<usize>) -> &mut [f32] {
+    let Some(offset) = offset else {
+        return &mut v[..n];
+    };
+    let skip = ((PAGE + offset - v.as_ptr() as usize % PAGE) % PAGE) / 4;
+    &mut v[skip..skip + n]
+}
+
 fn iterations(args: &Args, bytes: usize) -> usize {
     // Keep every size to a similar amount of data moved.
     (args.iters * (64 << 10) / bytes.max(64 << 10)).clamp(args.iters.min(10), args.iters)
@@ -119,8 +164,10 @@ fn measure(
 ) -> Row {
     let n = (bytes / 4).max(1);
     let rank = world.rank();
-    let mut send = vec![rank as f32; n];
-    let mut recv = vec![0f32; n];
+    let room = if args.offset.is_some() { PAGE / 4 } else { 0 };
+    let (mut send0, mut recv0) = (vec![rank as f32; n + room], vec![0f32; n + room]);
+    let send = at_offset(&mut send0, n, args.offset);
+    let recv = at_offset(&mut recv0, n, args.offset);
     let iters = iterations(args, bytes);
     let (mut t_topo, mut t_native) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
     let sum = SystemOperation::sum();
@@ -567,8 +614,7 @@ fn main() -> anyhow::Result<()> {
         drop(topo);
         return Ok(());
     }
-    let mut rows = Vec::new();
-    let mut copies = Vec::new();
+    let mut measured = Vec::new();
     if rank == 0 {
         if args.csv {
             println!("op,bytes,ranks,topo_us,native_us,ratio");
@@ -579,35 +625,51 @@ fn main() -> anyhow::Result<()> {
             );
         }
     }
-    for op in &args.ops {
+    let mut cases = Vec::new();
+    for (i, op) in args.ops.iter().enumerate() {
         anyhow::ensure!(
             ["bcast", "reduce", "allreduce"].contains(&op.as_str()),
             "unknown collective {op:?}; use bcast, reduce or allreduce"
         );
-        for &bytes in &sizes {
-            let row = measure(&args, &mut topo, &world, op, bytes);
-            let copy = memcpy_us(row.bytes);
-            if rank == 0 {
-                let ratio = row.topo_us / row.native_us;
-                if args.csv {
-                    println!(
-                        "{},{},{},{:.3},{:.3},{:.3}",
-                        row.op, row.bytes, size, row.topo_us, row.native_us, ratio
-                    );
-                } else {
-                    println!(
-                        "{:<10} {:>10} {:>6} {:>12.2} {:>12.2} {:>7.3} {:>11.2}",
-                        row.op, row.bytes, size, row.topo_us, row.native_us, ratio, copy
-                    );
-                }
-            }
-            copies.push((row.bytes, copy));
-            rows.push(row);
+        cases.extend(sizes.iter().map(|&bytes| (i, op.as_str(), bytes)));
+    }
+    if args.order == "shuffle" {
+        let mut seed = args.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+        world.process_at_rank(0).broadcast_into(&mut seed);
+        if rank == 0 {
+            eprintln!("coll-bench: cases in a shuffled order (--seed {seed})");
+        }
+        shuffle(&mut cases, seed);
+    }
+    for &(i, op, bytes) in &cases {
+        let row = measure(&args, &mut topo, &world, op, bytes);
+        let copy = memcpy_us(row.bytes);
+        measured.push((i, row, copy));
+    }
+    measured.sort_by_key(|(i, row, _)| (*i, row.bytes));
+    for (_, row, copy) in measured.iter().filter(|_| rank == 0) {
+        let ratio = row.topo_us / row.native_us;
+        if args.csv {
+            println!(
+                "{},{},{},{:.3},{:.3},{:.3}",
+                row.op, row.bytes, size, row.topo_us, row.native_us, ratio
+            );
+        } else {
+            println!(
+                "{:<10} {:>10} {:>6} {:>12.2} {:>12.2} {:>7.3} {:>11.2}",
+                row.op, row.bytes, size, row.topo_us, row.native_us, ratio, copy
+            );
         }
     }
     if rank == 0
         && let Some(path) = &args.svg
     {
+        let copies: Vec<_> = measured.iter().map(|(_, r, c)| (r.bytes, *c)).collect();
+        let rows: Vec<_> = measured.into_iter().map(|(_, r, _)| r).collect();
         plot(path, &rows, &copies, size)?;
         eprintln!("coll-bench: plot written to {}", path.display());
     }
