@@ -491,6 +491,41 @@ impl Topo {
         core.hier.as_ref()?.links.shm.as_ref()?.single_copy()
     }
 
+    /// Measures how long a cache line takes between this node's cores: the node's first
+    /// local rank bounces one with each other local rank in turn (`batches` batches of
+    /// `rounds` round trips) and gets, per peer, its world rank and the median one-way
+    /// time in nanoseconds (half a round trip). Every other rank gets an empty list, as do
+    /// all ranks when the collectives go to MPI's own. Collective: every rank of the world
+    /// calls it, with the same arguments. With ranks bound to cores of their own, this is
+    /// the floor under any handoff between two ranks, so under every tree edge of a small
+    /// message.
+    pub fn cache_line_transfer(&mut self, batches: usize, rounds: u32) -> Result<Vec<(u32, f64)>> {
+        let core = self.quiesced();
+        let shm = core.hier.as_ref().and_then(|h| h.links.shm.as_ref());
+        let (me, peers) = shm.map_or((0, &[][..]), |s| (s.local_index(), s.peers()));
+        let most = pmpi_allreduce_i32(
+            &self.world,
+            peers.len() as i32,
+            SystemOperation::max().as_raw(),
+        );
+        let mut out = Vec::new();
+        for j in 1..most.max(1) as usize {
+            // Pairs take turns, so that no other pair of the node disturbs the line.
+            // SAFETY: a live communicator; every rank makes the same calls.
+            unsafe { ffi::PMPI_Barrier(self.world.as_raw()) };
+            let Some(shm) = shm.filter(|_| j < peers.len() && (me == 0 || me == j)) else {
+                continue;
+            };
+            let peer = peers[if me == 0 { j } else { 0 }];
+            let mut t = shm.ping_pong(peer, batches.max(1), rounds.max(1))?;
+            if me == 0 {
+                t.sort_by(f64::total_cmp);
+                out.push((peer, t[t.len() / 2]));
+            }
+        }
+        Ok(out)
+    }
+
     /// Whether the hierarchical path is active.
     pub fn is_hierarchical(&self) -> bool {
         context::lock(&self.core).hier.is_some()

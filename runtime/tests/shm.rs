@@ -115,6 +115,22 @@ fn rank_main(me: usize) -> i32 {
             }
         };
     }
+    if scenario == "ok" {
+        // Local rank 0 bounces a cache line with each other rank in turn, twice (the second
+        // time over the lines the first left behind); the others only answer.
+        for _ in 0..2 {
+            if me == 0 {
+                for j in 1..RANKS {
+                    let t = links.shm.as_ref().unwrap().ping_pong(j, 3, 50).unwrap();
+                    assert_eq!(t.len(), 3);
+                    assert!(t.iter().all(|ns| ns.is_finite() && *ns > 0.0), "{t:?}");
+                }
+            } else {
+                let t = links.shm.as_ref().unwrap().ping_pong(0, 3, 50).unwrap();
+                assert!(t.is_empty());
+            }
+        }
+    }
     // Thousands of small back-to-back calls: any slot-reuse race shows up as a wrong sum.
     for i in 0..3000u32 {
         let root = i % RANKS;

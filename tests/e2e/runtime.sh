@@ -140,14 +140,16 @@ run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$BIN/topo-
 if [[ $RC -ne 0 ]] && grep -q "start the tuner with .srun --mpi=pmix topo-run tune" "$WORK/err"; then
   ok "topo-run-tune without topo-run: a clear error (exit $RC)"
 else bad "topo-run-tune without topo-run" "exit $RC" "$(head -4 "$WORK/err")"; fi
-# coll-bench, briefly: the cases run shuffled, the rows come out sorted, one per op and size.
+# coll-bench, briefly: it measures the cache-line floor, the cases run shuffled, the rows
+# come out sorted, one per op and size.
 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- \
   "$BIN/coll-bench" --csv --min 4 --max 64 --iters 5 --warmup 1 --offset 16 --seed 7
 expect=$(for op in bcast reduce allreduce; do for b in 4 8 16 32 64; do echo "$op,$b"; done; done)
 got=$(grep -E '^(bcast|reduce|allreduce),' "$WORK/out" | cut -d, -f1,2)
 if [[ $RC -eq 0 && $got == "$expect" ]] && grep -q 'shuffled order (--seed 7)' "$WORK/err" \
+   && grep -Eq 'a cache line takes [0-9]+ ns one way between ranks 0 and 1' "$WORK/err" \
    && (( $(shm_leftovers) == 0 )); then
-  ok "coll-bench --seed 7 --offset 16: 15 cases shuffled, rows sorted"
+  ok "coll-bench --seed 7 --offset 16: $(grep -o 'a cache line takes [0-9]* ns' "$WORK/err"); 15 cases shuffled, rows sorted"
 else bad "coll-bench" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 # A rank killed mid-collective: the others stop with a message naming it; nothing is left.
 t0=$SECONDS

@@ -593,6 +593,17 @@ fn main() -> anyhow::Result<()> {
             topo_examples::describe(&topo)
         );
     }
+    // The floor under small messages: one cache line from core to core.
+    for (peer, ns) in topo
+        .cache_line_transfer(9, 2000)
+        .context("measuring the cache-line transfer time")?
+    {
+        eprintln!(
+            "coll-bench: on {}, a cache line takes {ns:.0} ns one way between ranks {rank} \
+             and {peer} (median of 9 x 2000 round trips)",
+            topo.node()
+        );
+    }
     if rank == 0 && !topo.is_hierarchical() {
         eprintln!(
             "coll-bench: warning: topo-run is not active ({:?}); both columns are MPI",

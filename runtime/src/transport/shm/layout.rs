@@ -2,7 +2,8 @@
 //! here; the segment stores no pointers.
 //!
 //! ```text
-//! header   magic, sizes, each local rank's PID and mapping address (page-aligned)
+//! header   magic, sizes, each local rank's PID and mapping address, then one probe
+//!          line per local rank (page-aligned)
 //! queue 0  control words c[slot][reader], one cache line each  (page-aligned)
 //!          data slots q[slot], `fragment` bytes each           (page-aligned)
 //! queue 1  ...
@@ -14,8 +15,8 @@
 //! length of the writer's own buffer, which readers copy with `process_vm_readv`, and the
 //! writer waits until every reader has cleared its word before it reuses the buffer.
 
-/// Identifies a topo-run segment, version 3 of this layout.
-pub const MAGIC: u64 = 0x746f_706f_7275_6e33;
+/// Identifies a topo-run segment, version 4 of this layout.
+pub const MAGIC: u64 = 0x746f_706f_7275_6e34;
 /// The `len` bit of a control word that marks a single-copy descriptor.
 pub const SINGLE_COPY: u64 = 1 << 31;
 /// Bytes of a single-copy descriptor: the writer's buffer address and length (`u64` each).
@@ -61,9 +62,15 @@ pub mod header {
 }
 
 impl Layout {
-    /// Header bytes (fields and records).
+    /// Header bytes (fields, records and probe lines).
     pub fn header_len(&self) -> usize {
-        page_round(RECORDS_OFFSET + RECORD * self.ranks)
+        page_round(self.probe(0) + CONTROL_STRIDE * self.ranks)
+    }
+
+    /// Offset of local rank `r`'s probe line (a `u64` only `r` writes, alone in its cache
+    /// line), for measuring how long a cache line takes between two cores.
+    pub fn probe(&self, r: usize) -> usize {
+        (RECORDS_OFFSET + RECORD * self.ranks).next_multiple_of(CONTROL_STRIDE) + CONTROL_STRIDE * r
     }
 
     fn control_len(&self) -> usize {
@@ -121,6 +128,9 @@ mod tests {
             fragment: 8192,
         };
         assert_eq!(l.header_len() % PAGE, 0);
+        assert!(l.base(35) + 8 <= l.probe(0));
+        assert_eq!(l.probe(0) % CONTROL_STRIDE, 0);
+        assert!(l.probe(35) + CONTROL_STRIDE <= l.header_len());
         for r in 0..l.ranks {
             let q = l.queue(r);
             assert_eq!(q.start % PAGE, 0);

@@ -19,6 +19,7 @@ pub mod layout;
 pub mod segment;
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use std::io::IoSliceMut;
 
@@ -174,6 +175,16 @@ impl ShmTransport {
         self.single_copy
     }
 
+    /// The world ranks of the node, in local order.
+    pub fn peers(&self) -> &[u32] {
+        &self.peers
+    }
+
+    /// This rank's local index.
+    pub fn local_index(&self) -> usize {
+        self.me
+    }
+
     /// Checks that this rank may read every local peer's memory with `process_vm_readv`
     /// (by reading the segment's magic through each peer's mapping). Call after every
     /// local rank has attached.
@@ -202,6 +213,59 @@ impl ShmTransport {
             }
         }
         Ok(())
+    }
+
+    /// Bounces a cache line between this rank and local rank `peer`, `rounds` round trips
+    /// in each of `batches` batches; both call it with each other's index. The lower index
+    /// leads and returns each batch's one-way time in nanoseconds (half a round trip), the
+    /// other returns nothing. Each side writes only its own probe line and spins on the
+    /// other's, so a round trip is two transfers of a line between the two cores: the
+    /// floor under any handoff between them.
+    pub fn ping_pong(&self, peer: u32, batches: usize, rounds: u32) -> Result<Vec<f64>> {
+        let p = self.local(peer)?;
+        let l = self.seg.layout();
+        let mine = self.seg.atomic_u64(l.probe(self.me));
+        let theirs = self.seg.atomic_u64(l.probe(p));
+        let leads = self.me < p;
+        // A value names the follower and the round, so a line left from an earlier
+        // measurement (a higher round, or another follower) never passes for a new one.
+        let tag = (p.max(self.me) as u64) << 32;
+        // Spins; yields the core now and then (a round trip takes well under the first
+        // yield when both ranks have cores of their own) and checks the peer is alive.
+        let wait_for = |v: u64| -> Result<()> {
+            let mut spins = 0u32;
+            // SYNC: Acquire pairs with the other side's Release store of `v`.
+            while theirs.load(Ordering::Acquire) != v {
+                std::hint::spin_loop();
+                spins = spins.wrapping_add(1);
+                if spins.is_multiple_of(1 << 10) {
+                    std::thread::yield_now();
+                }
+                if spins.is_multiple_of(1 << 16) {
+                    self.check_alive(p)?;
+                }
+            }
+            Ok(())
+        };
+        let mut out = Vec::with_capacity(if leads { batches } else { 0 });
+        for b in 0..batches as u64 {
+            let t0 = Instant::now();
+            for k in 1..=u64::from(rounds) {
+                let v = tag | (b * u64::from(rounds) + k);
+                if leads {
+                    // SYNC: Release/Acquire order the rounds; no data rides on the line.
+                    mine.store(v, Ordering::Release);
+                    wait_for(v)?;
+                } else {
+                    wait_for(v)?;
+                    mine.store(v, Ordering::Release);
+                }
+            }
+            if leads {
+                out.push(t0.elapsed().as_secs_f64() * 1e9 / (2.0 * f64::from(rounds)));
+            }
+        }
+        Ok(out)
     }
 
     fn local(&self, rank: u32) -> Result<usize> {
