@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# topo-run against each of Open MPI's collective components, on the dev cluster.
+#
+#   benchmarks/components.sh [RUNS] [COLL_BENCH_OPTION...]     (default 5 runs; needs root)
+#
+# Runs `coll-bench --csv` under `srun --mpi=pmix -N1 -n2 --cpu-bind=cores topo-run` with
+# Open MPI's default selection (coll/tuned), with coll/sm preferred and with coll/han
+# preferred (their MCA priority variables raised above tuned's 30), the three in turn,
+# RUNS times. Each run times topo-run and the component side by side in the same job.
+# Prints one table: per op and size, the median over runs of topo-run's time (over every
+# run of the three) and of each component's; per component, the median over runs of
+# topo-run's time over the component's measured in the same job (runs can differ in
+# speed, the jobs' own ratios do not mix them); and the worst of the three, the ratio to
+# the best component. The cache-line floor of each run (coll-bench's first line) is
+# printed too: this machine changes speed between runs, and the floor says in which
+# state a run was.
+# Extra options go to coll-bench (for example --max 1048576 or --vary).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-5}
+shift || true
+cargo build --release --locked -p topo-run -p topo-examples >/dev/null 2>&1
+TR=$PWD/target/release/topo-run
+BENCH=$PWD/target/release/coll-bench
+slurm/dev-cluster start 1 >/dev/null
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/topo-run-components.XXXXXX")
+trap 'rm -rf "$OUT"' EXIT
+
+declare -A MCA=(
+  [tuned]=""
+  [sm]="OMPI_MCA_coll_sm_priority=100"
+  [han]="OMPI_MCA_coll_han_priority=100"
+)
+for run in $(seq "$RUNS"); do
+  for c in tuned sm han; do
+    # shellcheck disable=SC2086  # MCA[$c] is empty or one NAME=VALUE word
+    timeout 600 slurm/dev-cluster exec env ${MCA[$c]} srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
+      "$TR" -- "$BENCH" --csv "$@" >"$OUT/$c.$run.csv" 2>"$OUT/$c.$run.err" \
+      || { echo "components.sh: the $c run $run failed:" >&2; cat "$OUT/$c.$run.err" >&2; exit 1; }
+    floor=$(grep -o 'takes [0-9]* ns' "$OUT/$c.$run.err" | head -1 | tr -dc '0-9')
+    echo "run $run, $c: cache line ${floor:-?} ns one way" >&2
+  done
+done
+
+python3 - "$OUT" "$RUNS" <<'EOF'
+import csv, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+comps = ["tuned", "sm", "han"]
+topo, native, ratio = {}, {c: {} for c in comps}, {c: {} for c in comps}
+for c in comps:
+    for r in range(1, runs + 1):
+        for row in csv.DictReader(open(f"{out}/{c}.{r}.csv")):
+            key = (row["op"], int(row["bytes"]))
+            t, m = float(row["topo_us"]), float(row["native_us"])
+            topo.setdefault(key, []).append(t)
+            native[c].setdefault(key, []).append(m)
+            ratio[c].setdefault(key, []).append(t / m)
+order = {"bcast": 0, "reduce": 1, "allreduce": 2}
+med = statistics.median
+print(f"{'op':<10} {'bytes':>9} {'topo_us':>8} " + " ".join(f"{c + '_us':>8}" for c in comps)
+      + " " + " ".join(f"{'/' + c:>7}" for c in comps) + f" {'worst':>6}")
+worst = (0.0, None)
+for key in sorted(topo, key=lambda k: (order.get(k[0], 9), k[1])):
+    r = {c: med(ratio[c][key]) for c in comps}
+    w = max(r.values())
+    worst = max(worst, (w, key))
+    print(f"{key[0]:<10} {key[1]:>9} {med(topo[key]):>8.3f} "
+          + " ".join(f"{med(native[c][key]):>8.3f}" for c in comps) + " "
+          + " ".join(f"{r[c]:>7.2f}" for c in comps) + f" {w:>6.2f}")
+print(f"times: medians over the runs (topo-run's over all {3 * runs}); /tuned, /sm, /han: the "
+      f"median over {runs} runs of topo-run's time over the component's in the same job; "
+      f"worst: the highest of the three (the ratio to the best component). "
+      f"Highest: {worst[0]:.2f} ({worst[1][0]} {worst[1][1]} bytes)")
+EOF
