@@ -129,6 +129,8 @@ fn rank_main(me: usize) -> i32 {
                 let t = links.shm.as_ref().unwrap().ping_pong(0, 3, 50).unwrap();
                 assert!(t.is_empty());
             }
+            let alone = links.shm.as_ref().unwrap().ping_pong(me as u32, 3, 50);
+            assert!(alone.unwrap().is_empty(), "a rank naming itself");
         }
     }
     // Thousands of small back-to-back calls: any slot-reuse race shows up as a wrong sum.

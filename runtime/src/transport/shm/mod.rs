@@ -215,14 +215,18 @@ impl ShmTransport {
         Ok(())
     }
 
-    /// Bounces a cache line between this rank and local rank `peer`, `rounds` round trips
-    /// in each of `batches` batches; both call it with each other's index. The lower index
-    /// leads and returns each batch's one-way time in nanoseconds (half a round trip), the
-    /// other returns nothing. Each side writes only its own probe line and spins on the
+    /// Bounces a cache line between this rank and `peer` (a world rank on this node),
+    /// `rounds` round trips in each of `batches` batches; both call it, each naming the
+    /// other. The lower local index leads and returns each batch's one-way time in
+    /// nanoseconds (half a round trip), the other returns nothing (as does a rank that
+    /// names itself). Each side writes only its own probe line and spins on the
     /// other's, so a round trip is two transfers of a line between the two cores: the
     /// floor under any handoff between them.
     pub fn ping_pong(&self, peer: u32, batches: usize, rounds: u32) -> Result<Vec<f64>> {
         let p = self.local(peer)?;
+        if p == self.me {
+            return Ok(Vec::new());
+        }
         let l = self.seg.layout();
         let mine = self.seg.atomic_u64(l.probe(self.me));
         let theirs = self.seg.atomic_u64(l.probe(p));
