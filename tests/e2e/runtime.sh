@@ -151,6 +151,11 @@ if [[ $RC -eq 0 && $got == "$expect" ]] && grep -q 'shuffled order (--seed 7)' "
    && (( $(shm_leftovers) == 0 )); then
   ok "coll-bench --seed 7 --offset 16: $(grep -o 'a cache line takes [0-9]* ns' "$WORK/err"); 15 cases shuffled, rows sorted"
 else bad "coll-bench" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+# A bad --offset is refused before MPI starts, naming the rule.
+timeout 20 "$BIN/coll-bench" --offset 17 >"$WORK/out" 2>"$WORK/err"; RC=$?
+if [[ $RC -eq 2 ]] && grep -q '"17" is not a multiple of 4 below 4096' "$WORK/err"; then
+  ok "coll-bench --offset 17: refused (exit 2)"
+else bad "coll-bench --offset 17" "exit $RC" "$(head -3 "$WORK/err")"; fi
 # A rank killed mid-collective: the others stop with a message naming it; nothing is left.
 t0=$SECONDS
 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- "$CHECK" --quick --die 1
