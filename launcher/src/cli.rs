@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::exit_codes::HELP_TABLE;
+use crate::exit_codes::help_table;
 
 const ABOUT: &str = "Topology-aware MPI collectives on Slurm.";
 
@@ -71,8 +71,9 @@ Environment:
     override_usage = "srun --mpi=pmix topo-run [OPTIONS] [--] PROGRAM [ARGS]...\n       \
                       topo-run plan --job FILE [OPTIONS]\n       \
                       topo-run show [--format text|json]\n       \
-                      srun --mpi=pmix topo-run tune [--budget SECONDS] [-o FILE] [OPTIONS]",
-    after_help = format!("{LAUNCH_EXAMPLES}\n\n{HELP_TABLE}"),
+                      srun --mpi=pmix topo-run tune [--budget SECONDS] [-o FILE] [OPTIONS]\n       \
+                      topo-run generate man DIR | completion SHELL",
+    after_help = format!("{LAUNCH_EXAMPLES}\n\n{}", help_table()),
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
@@ -91,7 +92,7 @@ pub enum Command {
     /// The job file (YAML or JSON) lists every rank's node and PMIx locality string, or
     /// describes a regular layout (nodes, hardware shape, ranks per node, mapping). See
     /// docs/job-file.md.
-    #[command(after_help = format!("{PLAN_EXAMPLES}\n\n{HELP_TABLE}"))]
+    #[command(after_help = format!("{PLAN_EXAMPLES}\n\n{}", help_table()))]
     Plan(Box<PlanArgs>),
 
     /// Print the plan this process received from topo-run (TOPO_RUN_PLAN), one line.
@@ -114,6 +115,48 @@ pub enum Command {
     /// prints that table and keeps it in the file's comments. Rank 0 writes the file.
     #[command(after_help = TUNE_HELP)]
     Tune(Box<TuneArgs>),
+
+    /// Write the man pages or a shell completion script (for installers and packagers).
+    ///
+    /// The pages and scripts come from this program's own option definitions, so they
+    /// always match `--help`. scripts/install.sh runs this.
+    #[command(after_help = GENERATE_HELP)]
+    Generate(GenerateArgs),
+}
+
+const GENERATE_HELP: &str = "\
+Examples:
+  # topo-run.1, topo-run-plan.1, ... and topo-run.7 (environment, exit codes, files)
+  topo-run generate man /usr/local/share/man/man1
+
+  # Completions, for this shell session or an installed tree
+  source <(topo-run generate completion bash)
+  topo-run generate completion zsh > ~/.zfunc/_topo-run
+  topo-run generate completion fish > ~/.config/fish/completions/topo-run.fish";
+
+/// Options of `topo-run generate`.
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    #[command(subcommand)]
+    pub what: Generate,
+}
+
+/// What `topo-run generate` writes.
+#[derive(Debug, Subcommand)]
+pub enum Generate {
+    /// Man pages, into DIR (created if missing); prints the paths written. The section 7
+    /// page goes into DIR too: move it to man7/ when installing.
+    Man {
+        /// Directory to write the pages into.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// A completion script for SHELL, on stdout.
+    Completion {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
 }
 
 const TUNE_HELP: &str = "\

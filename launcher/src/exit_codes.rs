@@ -37,6 +37,8 @@ pub const BAD_SETTINGS: u8 = 13;
 pub const PRELOAD_MISSING: u8 = 14;
 /// The plan (or the whole environment) is too large to pass to the program through `exec`.
 pub const TOO_LARGE: u8 = 15;
+/// `topo-run doctor` found at least one problem that stops topo-run (a FAIL).
+pub const DOCTOR_FAILED: u8 = 16;
 /// The program exists but cannot be executed (as in a shell).
 pub const PROGRAM_NOT_EXECUTABLE: u8 = 126;
 /// The program was not found (as in a shell).
@@ -55,25 +57,83 @@ pub fn for_kind(kind: ErrorKind) -> u8 {
     }
 }
 
-/// The table printed in `--help` and kept in step with docs/exit-codes.md.
-pub const HELP_TABLE: &str = "\
-Exit codes:
-  0  success
-  1  unexpected internal failure
-  2  bad command line (also --rank out of range)
-  3  an input file cannot be read
-  4  invalid job description
-  5  invalid network map
-  6  a node of the job is missing from the network map
-  7  invalid --levels list
-  8  malformed locality string
-  9  missing or corrupted plan in the environment
- 10  a task is not bound to CPUs (fix: srun --cpu-bind=cores, or --allow-unbound)
- 11  discovery failed (not under srun/mpirun, PMIx error, bad Slurm environment)
- 12  a task's CPU mask differs from what Slurm reports for it
- 13  invalid runtime setting (--bcast, --reduce, --allreduce, TOPO_RUN_SLOTS, ...) or --rules file line
- 14  --preload given but libtopo_preload.so not found (set TOPO_RUN_PRELOAD_LIB)
- 15  the plan (or the environment) is too large to pass to the program
-126  the program cannot be executed
-127  the program was not found
-Otherwise the program's own exit status.";
+/// Every exit code with its meaning, as `--help`, `topo-run(7)` and docs/exit-codes.md give
+/// them (a test keeps the doc in step).
+pub const TABLE: &[(u8, &str)] = &[
+    (OK, "success"),
+    (INTERNAL, "unexpected internal failure"),
+    (USAGE, "bad command line (also --rank out of range)"),
+    (INPUT_UNREADABLE, "an input file cannot be read"),
+    (BAD_JOB, "invalid job description"),
+    (BAD_NETWORK_MAP, "invalid network map"),
+    (
+        NODE_NOT_IN_MAP,
+        "a node of the job is missing from the network map",
+    ),
+    (BAD_LEVELS, "invalid --levels list"),
+    (BAD_LOCALITY, "malformed locality string"),
+    (BAD_PLAN, "missing or corrupted plan in the environment"),
+    (
+        UNBOUND,
+        "a task is not bound to CPUs (fix: srun --cpu-bind=cores, or --allow-unbound)",
+    ),
+    (
+        DISCOVERY,
+        "discovery failed (not under srun/mpirun, PMIx error, bad Slurm environment)",
+    ),
+    (
+        MASK_MISMATCH,
+        "a task's CPU mask differs from what Slurm reports for it",
+    ),
+    (
+        BAD_SETTINGS,
+        "invalid runtime setting (--bcast, --reduce, --allreduce, TOPO_RUN_SLOTS, ...) or --rules file line",
+    ),
+    (
+        PRELOAD_MISSING,
+        "--preload given but libtopo_preload.so not found (set TOPO_RUN_PRELOAD_LIB)",
+    ),
+    (
+        TOO_LARGE,
+        "the plan (or the environment) is too large to pass to the program",
+    ),
+    (
+        DOCTOR_FAILED,
+        "topo-run doctor found a problem that stops topo-run (a FAIL line names it and the fix)",
+    ),
+    (PROGRAM_NOT_EXECUTABLE, "the program cannot be executed"),
+    (PROGRAM_NOT_FOUND, "the program was not found"),
+];
+
+/// The table printed in `--help`.
+pub fn help_table() -> String {
+    let mut text = String::from("Exit codes:\n");
+    for (code, meaning) in TABLE {
+        text.push_str(&format!("{code:>3}  {meaning}\n"));
+    }
+    text.push_str("Otherwise the program's own exit status.");
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_documented_once_in_the_docs() {
+        let doc = include_str!("../../docs/exit-codes.md");
+        for (code, _) in TABLE {
+            let row = format!("\n| {code} |");
+            assert_eq!(
+                doc.matches(&row).count(),
+                1,
+                "docs/exit-codes.md row {code}"
+            );
+        }
+        let codes: Vec<u8> = TABLE.iter().map(|(c, _)| *c).collect();
+        let mut sorted = codes.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(codes, sorted, "codes listed once, in order");
+    }
+}

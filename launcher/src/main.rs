@@ -8,6 +8,7 @@ mod cpus;
 mod discover;
 mod elf;
 mod exit_codes;
+mod generate_cmd;
 mod input;
 mod launch;
 mod plan_cmd;
@@ -29,6 +30,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Some(Command::Plan(args)) => plan_cmd::run(args),
         Some(Command::Show(args)) => show_cmd::run(args.format),
         Some(Command::Tune(args)) => tune_cmd::run(args),
+        Some(Command::Generate(args)) => generate_cmd::run(args),
         None => launch::run(&cli.launch),
     }
 }

@@ -503,3 +503,44 @@ fn tune_checks_its_options_before_launching() {
         assert!(help.contains(needle), "{needle}: {help}");
     }
 }
+
+#[test]
+fn generate_writes_man_pages_and_completions() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("generated-man");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = topo_run(&["generate", "man", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for page in [
+        "topo-run.1",
+        "topo-run-plan.1",
+        "topo-run-tune.1",
+        "topo-run.7",
+    ] {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        assert!(text.starts_with(".TH") || text.contains("\n.TH "), "{page}");
+        assert!(stdout(&o).contains(page), "{page} not listed");
+    }
+    // The launch page carries --help's examples; section 7 the exit codes and variables.
+    let one = std::fs::read_to_string(dir.join("topo-run.1")).unwrap();
+    assert!(one.contains("cpu\\-bind=cores"), "{one}");
+    let seven = std::fs::read_to_string(dir.join("topo-run.7")).unwrap();
+    assert!(seven.contains("TOPO_RUN_PRELOAD_LIB") && seven.contains("EXIT STATUS"));
+
+    for (shell, needle) in [
+        ("bash", "_topo__run()"),
+        ("zsh", "#compdef topo-run"),
+        ("fish", "complete -c topo-run"),
+    ] {
+        let o = topo_run(&["generate", "completion", shell]);
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        assert!(stdout(&o).contains(needle), "{shell}");
+        assert!(stdout(&o).contains("network-map"), "{shell}");
+    }
+    let o = topo_run(&["generate", "completion", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("invalid value 'tcsh'"),
+        "{}",
+        stderr(&o)
+    );
+}
