@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what topo-run needs to build, test and run on Debian 12: the C toolchain,
 # Slurm and munge (for the private dev cluster), Open MPI, PMIx and hwloc (with their
-# development files, and gfortran for the Fortran test program), MPICH (its PMI-2 client runs under srun --mpi=pmi2 in the tests;
-# Open MPI stays the default mpicc/mpirun), libclang (bindgen) and libudev (hwlocality links it). Idempotent;
-# apt-get runs only when a package is missing, and then needs root.
+# development files, and gfortran for the Fortran test program), MPICH (its PMI-2 client
+# runs under srun --mpi=pmi2 in the tests; Open MPI stays the default mpicc/mpirun),
+# libclang (bindgen) and libudev (hwlocality links it), and for the installation tests
+# Lmod, man-db, dpkg-dev and fakeroot (module files, man pages, the Debian package).
+# Idempotent; apt-get runs only when a package is missing, and then needs root.
 set -euo pipefail
 
 packages=(
@@ -13,6 +15,7 @@ packages=(
     mpich libmpich-dev
     libhwloc-dev hwloc
     libclang-dev clang libudev-dev
+    lmod dpkg-dev fakeroot man-db
 )
 
 missing=()

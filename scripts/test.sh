@@ -36,5 +36,8 @@ bash tests/e2e/runtime.sh target/release
 echo "== end-to-end: unmodified C and Fortran MPI programs through the PMPI library (1 and 2 nodes, faults)"
 bash tests/e2e/preload.sh target/release
 
+echo "== end-to-end: the site installation (install.sh, the installed tree without the build tree, modules, --uninstall, the Debian package)"
+bash tests/e2e/install.sh
+
 echo "== fuzz targets build (run them with: cargo fuzz run <target>, see fuzz/README.md)"
 cargo build --manifest-path fuzz/Cargo.toml --locked --bins
