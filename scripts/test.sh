@@ -36,6 +36,9 @@ bash tests/e2e/runtime.sh target/release
 echo "== end-to-end: unmodified C and Fortran MPI programs through the PMPI library (1 and 2 nodes, faults)"
 bash tests/e2e/preload.sh target/release
 
+echo "== end-to-end: topo-run doctor on the dev cluster (all OK, then each common mistake)"
+bash tests/e2e/doctor.sh target/release
+
 echo "== end-to-end: the site installation (install.sh, the installed tree without the build tree, modules, --uninstall, the Debian package)"
 bash tests/e2e/install.sh
 

@@ -401,6 +401,19 @@ const ALLREDUCE_DEFAULTS: [Rule<AllreduceAlg>; 2] = [
 ];
 
 impl Settings {
+    /// An upper bound on the bytes of one node's shared-memory segment for `ranks` local
+    /// ranks with these slots and fragment: a header of 64 bytes plus 80 per rank, and per
+    /// rank a queue of `slots` fragments with a 64-byte control word per slot and reader,
+    /// each part rounded up to 4 KiB pages. The runtime's layout tests check that its
+    /// segments never exceed it; `topo-run doctor` reserves this much to test `/dev/shm`.
+    pub fn segment_bound(&self, ranks: u64) -> u64 {
+        const PAGE: u64 = 4096;
+        let (slots, fragment) = (u64::from(self.slots), u64::from(self.fragment));
+        let header = 64 + 80 * ranks + 2 * PAGE;
+        let queue = slots * ranks * 64 + slots * fragment + 2 * PAGE;
+        header + ranks * queue
+    }
+
     /// Reads `key:value` pairs (as stored in a plan), rejecting unknown keys and bad values.
     pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<Self> {
         let mut s = Settings::default();

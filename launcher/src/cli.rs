@@ -55,7 +55,7 @@ Environment:
   TOPO_RUN_PRELOAD_LIB names the PMPI library (default: libtopo_preload.so beside
   topo-run, or in ../lib/topo-run/ or ../lib/ from it). TOPO_RUN_STATS=1 makes the
   library report its calls at MPI_Finalize. Without a network map, topo-run uses Slurm's
-  topology.conf beside $SLURM_CONF if there is one. The program receives TOPO_RUN_PLAN
+  topology.conf (else topology.yaml) beside $SLURM_CONF if there is one. The program receives TOPO_RUN_PLAN
   (see docs/plan-format.md) and PMIX_MCA_gds=hash.";
 
 /// topo-run: topology-aware MPI collectives on Slurm.
@@ -72,6 +72,7 @@ Environment:
                       topo-run plan --job FILE [OPTIONS]\n       \
                       topo-run show [--format text|json]\n       \
                       srun --mpi=pmix topo-run tune [--budget SECONDS] [-o FILE] [OPTIONS]\n       \
+                      topo-run doctor [OPTIONS]\n       \
                       topo-run generate man DIR | completion SHELL",
     after_help = format!("{LAUNCH_EXAMPLES}\n\n{}", help_table()),
     args_conflicts_with_subcommands = true,
@@ -116,6 +117,20 @@ pub enum Command {
     #[command(after_help = TUNE_HELP)]
     Tune(Box<TuneArgs>),
 
+    /// Check that this cluster is set up the way topo-run needs, and say how to fix what
+    /// is not.
+    ///
+    /// On a login node: Slurm's version and MPI plugins, its binding policy, the network
+    /// map (found, valid, naming every node), PMIx, the MPI libraries and the PMPI library
+    /// for each, shared memory and limits, single copy (process_vm_readv between sibling
+    /// processes, Yama's ptrace_scope) and hwloc's view of the node. As a job step
+    /// (`srun --mpi=pmix topo-run doctor`) also every task's binding, and rank 0 prints
+    /// one report of every task's and checks that they agree. Each line is OK, INFO,
+    /// WARN (works, but not as well as it could) or FAIL (topo-run stops or gives up its
+    /// own collectives); WARN and FAIL lines name the fix.
+    #[command(after_help = DOCTOR_HELP)]
+    Doctor(Box<DoctorArgs>),
+
     /// Write the man pages or a shell completion script (for installers and packagers).
     ///
     /// The pages and scripts come from this program's own option definitions, so they
@@ -133,6 +148,39 @@ Examples:
   source <(topo-run generate completion bash)
   topo-run generate completion zsh > ~/.zfunc/_topo-run
   topo-run generate completion fish > ~/.config/fish/completions/topo-run.fish";
+
+const DOCTOR_HELP: &str = "\
+Examples:
+  # On a login node
+  topo-run doctor
+
+  # In an allocation: every node and task, and whether they agree
+  srun --mpi=pmix -N4 --ntasks-per-node=2 topo-run doctor
+
+  # With the settings and map the jobs will use
+  topo-run doctor --slots 16 --network-map /etc/topo-run/net.yaml
+
+Exit codes: 0 when nothing failed (warnings allowed), 16 when a check failed.";
+
+/// Options of `topo-run doctor`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// The network map to check instead of Slurm's topology.conf or topology.yaml beside
+    /// $SLURM_CONF.
+    #[arg(long, value_name = "FILE", env = "TOPO_RUN_NETWORK_MAP")]
+    pub network_map: Option<PathBuf>,
+
+    /// (Internal) the first process of the single-copy probe.
+    #[arg(long, hide = true)]
+    pub probe_hold: bool,
+
+    /// (Internal) the second process of the single-copy probe.
+    #[arg(long, hide = true, num_args = 2, value_names = ["PID", "ADDRESS"])]
+    pub probe_read: Option<Vec<String>>,
+
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+}
 
 /// Options of `topo-run generate`.
 #[derive(Debug, clap::Args)]
@@ -265,7 +313,8 @@ pub struct JobArgs {
     pub levels: Option<String>,
 
     /// Network map: topo-run YAML, Slurm topology.conf or topology.yaml. Default: Slurm's
-    /// topology.conf beside $SLURM_CONF if it exists, else no switch levels.
+    /// topology.conf (else topology.yaml) beside $SLURM_CONF if one exists, else no switch
+    /// levels.
     #[arg(long, value_name = "FILE", env = "TOPO_RUN_NETWORK_MAP")]
     pub network_map: Option<PathBuf>,
 

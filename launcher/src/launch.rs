@@ -446,14 +446,22 @@ fn warn_once(placement: &Placement, msg: &str) {
     }
 }
 
-/// `--network-map`/`TOPO_RUN_NETWORK_MAP`, else Slurm's `topology.conf` beside `$SLURM_CONF`.
+/// `--network-map`/`TOPO_RUN_NETWORK_MAP`, else Slurm's map beside `$SLURM_CONF`.
 fn network_map_path(flag: Option<&Path>, env: &dyn Env) -> Option<PathBuf> {
     if let Some(p) = flag {
         return Some(p.to_path_buf());
     }
-    let conf = PathBuf::from(env.var("SLURM_CONF")?);
-    let topo = conf.parent()?.join("topology.conf");
-    topo.is_file().then_some(topo)
+    slurm_map_beside(Path::new(&env.var("SLURM_CONF")?))
+}
+
+/// Slurm's switch tree beside its `slurm.conf`: `topology.conf`, else `topology.yaml`
+/// (Slurm 23.11 and later).
+pub fn slurm_map_beside(slurm_conf: &Path) -> Option<PathBuf> {
+    let dir = slurm_conf.parent()?;
+    ["topology.conf", "topology.yaml"]
+        .map(|name| dir.join(name))
+        .into_iter()
+        .find(|p| p.is_file())
 }
 
 /// How long the locality exchange waits for the other tasks.

@@ -6,6 +6,7 @@
 mod cli;
 mod cpus;
 mod discover;
+mod doctor;
 mod elf;
 mod exit_codes;
 mod generate_cmd;
@@ -31,6 +32,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Some(Command::Show(args)) => show_cmd::run(args.format),
         Some(Command::Tune(args)) => tune_cmd::run(args),
         Some(Command::Generate(args)) => generate_cmd::run(args),
+        Some(Command::Doctor(args)) => doctor::run(args),
         None => launch::run(&cli.launch),
     }
 }
@@ -51,6 +53,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 exit_codes::PRELOAD_MISSING,
             ),
             (cause.is::<show_cmd::PlanMissing>(), exit_codes::BAD_PLAN),
+            (cause.is::<doctor::Failed>(), exit_codes::DOCTOR_FAILED),
             (
                 cause.is::<tune_cmd::TunerMissing>(),
                 exit_codes::PROGRAM_NOT_FOUND,
@@ -96,7 +99,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::from(exit_codes::OK),
         Err(err) => {
             let code = exit_code(&err);
-            if code != exit_codes::OK {
+            let quiet = err
+                .downcast_ref::<doctor::Failed>()
+                .is_some_and(|f| f.quiet);
+            if code != exit_codes::OK && !quiet {
                 let _ = writeln!(io::stderr(), "topo-run: error: {err:#}");
             }
             ExitCode::from(code)

@@ -10,6 +10,13 @@ use std::ptr;
 use nix::libc;
 use pmix_sys as sys;
 
+/// The PMIx library's version string (`PMIx_Get_version`), callable without `PMIx_Init`.
+pub fn library_version() -> String {
+    // SAFETY: PMIx_Get_version takes no arguments, may be called before PMIx_Init, and
+    // returns NULL or a static NUL-terminated string.
+    unsafe { copy_c_string(sys::PMIx_Get_version()) }.unwrap_or_else(|| "unknown".into())
+}
+
 /// A failed PMIx call.
 #[derive(Debug, thiserror::Error)]
 pub enum PmixError {

@@ -120,6 +120,15 @@ fn mpi_soname(info: &elf::ElfInfo) -> Option<String> {
     })
 }
 
+/// The MPI library that a PMPI library (or any ELF file) was built against, or `None` if
+/// it cannot be read or names none.
+pub fn built_against(lib: &Path) -> Option<String> {
+    std::fs::File::open(lib)
+        .ok()
+        .and_then(|mut f| elf::read(&mut f).ok())
+        .and_then(|i| mpi_soname(&i))
+}
+
 /// Decides for `program`; `lib_env`, `exe` and `path` are `$TOPO_RUN_PRELOAD_LIB`, this
 /// executable's path and `$PATH`.
 pub fn decide(
@@ -176,11 +185,7 @@ pub fn decide(
             true,
         );
     };
-    let built = std::fs::File::open(&lib)
-        .ok()
-        .and_then(|mut f| elf::read(&mut f).ok())
-        .and_then(|i| mpi_soname(&i));
-    match built {
+    match built_against(&lib) {
         Some(b) if b == needs => Ok(Decision::Preload {
             lib,
             why: format!("{name} needs {needs}"),

@@ -41,7 +41,7 @@ missing=()
 for f in bin/topo-run lib/topo-run/libtopo_preload.so libexec/topo-run/topo-run-tune \
   libexec/topo-run/examples/coll-check libexec/topo-run/examples/coll-bench \
   libexec/topo-run/examples/wave2d share/man/man1/topo-run.1 share/man/man1/topo-run-plan.1 \
-  share/man/man1/topo-run-tune.1 share/man/man7/topo-run.7 \
+  share/man/man1/topo-run-tune.1 share/man/man1/topo-run-doctor.1 share/man/man7/topo-run.7 \
   share/bash-completion/completions/topo-run share/zsh/site-functions/_topo-run \
   share/fish/vendor_completions.d/topo-run.fish share/doc/topo-run/README.md \
   share/doc/topo-run/docs/install.md share/topo-run/examples/slurm-maps/dev-cluster.yaml \
@@ -105,6 +105,13 @@ if [[ $RC -eq 0 ]] && grep -q '^topo-run-rules 1' "$WORK/site.rules" 2>/dev/null
   ok "installed: topo-run tune (libexec/topo-run/topo-run-tune) wrote a rules file"
 else
   bad "installed: topo-run tune" "exit $RC" "$(tail -4 "$WORK/err")"
+fi
+# doctor from the installed tree finds the installed PMPI library.
+run "$WORK/out" "$WORK/err" env -u TOPO_RUN_PRELOAD_LIB PATH="$IPATH" topo-run doctor
+if [[ $RC -eq 0 ]] && grep -Eq "^OK +pmpi library +$PREFIX/bin/../lib/topo-run/libtopo_preload.so serves Open MPI" "$WORK/out"; then
+  ok "installed: topo-run doctor finds lib/topo-run/libtopo_preload.so"
+else
+  bad "installed: topo-run doctor" "exit $RC" "$(grep -E '^(WARN|FAIL)' "$WORK/out" | head -4)"
 fi
 stop_cluster
 

@@ -142,4 +142,28 @@ mod tests {
         // coll/sharm's estimate p*s*(f + 4K) is the same order: 2.4 MB here.
         assert!(l.total() < 36 * 8 * (8192 + 4096) + 4096);
     }
+
+    #[test]
+    fn segments_stay_within_the_bound_that_doctor_reserves() {
+        for ranks in [1usize, 2, 3, 36, 128, 257] {
+            for slots in [1usize, 8, 64] {
+                for fragment in [64usize, 8192, 65536] {
+                    let l = Layout {
+                        ranks,
+                        slots,
+                        fragment,
+                    };
+                    let settings = topo_hierarchy::Settings {
+                        slots: slots as u32,
+                        fragment: fragment as u32,
+                        ..Default::default()
+                    };
+                    let bound = settings.segment_bound(ranks as u64) as usize;
+                    assert!(l.total() <= bound, "{ranks} {slots} {fragment}");
+                    // and not wildly above it: at most two pages per rank and header more.
+                    assert!(bound <= l.total() + (2 * ranks + 3) * PAGE + 80 * ranks + 64);
+                }
+            }
+        }
+    }
 }
