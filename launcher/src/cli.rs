@@ -160,6 +160,9 @@ Examples:
   # With the settings and map the jobs will use
   topo-run doctor --slots 16 --network-map /etc/topo-run/net.yaml
 
+  # For monitoring: one JSON object
+  topo-run doctor --format json
+
 Exit codes: 0 when nothing failed (warnings allowed), 16 when a check failed.";
 
 /// Options of `topo-run doctor`.
@@ -169,6 +172,11 @@ pub struct DoctorArgs {
     /// $SLURM_CONF.
     #[arg(long, value_name = "FILE", env = "TOPO_RUN_NETWORK_MAP")]
     pub network_map: Option<PathBuf>,
+
+    /// Output format: `text` (a line per finding, then `fix:` lines) or `json` (one
+    /// object: title, findings with check, scope, status, text and fix, and the counts).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
 
     /// (Internal) the first process of the single-copy probe.
     #[arg(long, hide = true)]
@@ -255,8 +263,8 @@ pub struct TuneArgs {
 }
 
 const SHOW_HELP: &str = "\
-JSON form, one line per rank:
-  {\"rank\":0,\"size\":4,\"node\":\"node1\",\"groups\":[{\"level\":\"node\",\"members\":[0,1]},..]}
+JSON form, one line per rank (groups shortened here):
+  {\"rank\":0,\"size\":4,\"node\":\"node1\",\"groups\":[{\"level\":\"node\",..},..]}
 
 Exit codes: 0 success, 9 TOPO_RUN_PLAN missing or corrupted.";
 
@@ -453,6 +461,15 @@ pub struct ShowArgs {
     pub format: ShowFormat,
 }
 
+/// How `topo-run doctor` prints its report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// One line per finding (OK, INFO, WARN, FAIL), a `fix:` line under each problem.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
 /// Where the launcher learns the placement of ranks (`--discovery`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Discovery {
@@ -468,7 +485,8 @@ pub enum Discovery {
 pub enum ShowFormat {
     /// `rank 0/4 on node1 (local 0/2): numa [0-1] | node [0,2]`
     Text,
-    /// `{"rank":0,"size":4,"node":"node1","groups":[{"level":..,"members":[..]},..]}`
+    /// One object per line, `{"rank":0,"size":4,"node":"node1","groups":[..]}`; a group
+    /// is `{"level":"node","members":[0,1]}`.
     Json,
 }
 
@@ -504,7 +522,8 @@ pub struct PlanArgs {
 pub enum Format {
     /// A readable picture: nodes, sockets, NUMA nodes, groups and their leaders.
     Text,
-    /// `{"version":1,"size":N,"levels":[..],"ranks":[{"rank":0,"node":..,"groups":[..]},..]}`.
+    /// `{"version":1,"size":N,"levels":[..],"ranks":[..]}`; a rank is
+    /// `{"rank":0,"node":..,"groups":[..]}`.
     Json,
     /// Graphviz; render with `dot -Tpng`.
     Dot,

@@ -79,6 +79,10 @@ const FILES: &[(&str, &str)] = &[
         "*.rules",
         "Rules files written by topo-run tune and read with --rules or TOPO_RUN_RULES.",
     ),
+    (
+        "PREFIX/share/modulefiles/topo-run/VERSION, PREFIX/share/lmod/topo-run/VERSION.lua",
+        "Module files (Tcl, and Lua for Lmod) written by scripts/install.sh for its prefix.",
+    ),
 ];
 
 pub fn run(args: &GenerateArgs) -> anyhow::Result<()> {

@@ -72,6 +72,21 @@ expect "srun -N2 -n4 topo-run doctor: every check OK, one report, tasks agree" 0
   '^OK +task binding +every task is bound' '^OK +agreement +all 4 tasks answered, and agree'
 if (( $(grep -c '^doctor:' "$WORK/out") == 1 )); then ok "one report for the whole step"
 else bad "one report for the whole step" "$(grep -c '^doctor:' "$WORK/out") summaries"; fi
+# The same as one JSON object.
+step -N2 -n4 --cpu-bind=cores -- --format json
+if [[ $RC -eq 0 ]] && python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["failures"] == 0 and doc["warnings"] == 0, doc
+checks = {f["check"] for f in doc["findings"]}
+for c in ("slurm", "binding", "network map", "shared memory", "single copy", "task binding", "agreement"):
+    assert c in checks, c
+assert all(f["status"] in ("OK", "INFO") for f in doc["findings"])
+' "$WORK/out" 2>"$WORK/py.err"; then
+  ok "--format json: one object, every finding OK or INFO"
+else
+  bad "--format json" "exit $RC" "$(head -3 "$WORK/py.err")" "$(head -c 300 "$WORK/out")"
+fi
 
 # A node missing from the map: the map names only node1.
 printf 'switches:\n  leaf1:\n    nodes: node1\n' >"$WORK/one-node.yaml"
@@ -79,6 +94,10 @@ doctor --network-map "$WORK/one-node.yaml"
 expect "a node missing from the map: FAIL, exit 16" 16 \
   '^FAIL +network map .*1 of the cluster.s 2 nodes are missing from it \(node2\): jobs on them stop \(exit 6\)' \
   'fix: add those nodes under their leaf switch'
+doctor --network-map "$WORK/one-node.yaml" --format json
+expect "the same in JSON: the FAIL and its fix, exit 16" 16 \
+  '"failures":1' '"check":"network map"[^}]*"status":"FAIL"|"status":"FAIL"[^}]*"check":"network map"' \
+  '"fix":"add those nodes under their leaf switch"'
 printf 'switches:\n  leaf1:\n    switches: nowhere\n' >"$WORK/broken.yaml"
 doctor --network-map "$WORK/broken.yaml"
 expect "a broken map: FAIL, exit 16" 16 '^FAIL +network map .*broken.yaml: ' 'fix: correct the file'

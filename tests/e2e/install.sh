@@ -153,14 +153,27 @@ else
   bad "Environment Modules" "apt-get download environment-modules failed"
 fi
 
-# Bash completion from the installed script.
-if PATH=$IPATH bash -c "source $PREFIX/share/bash-completion/completions/topo-run
-  COMP_WORDS=(topo-run --network-m); COMP_CWORD=1; _topo__run topo-run --network-m topo-run
-  printf '%s\n' \"\${COMPREPLY[@]}\"" >"$WORK/out" 2>&1 && grep -qx -- "--network-map" "$WORK/out"; then
-  ok "bash completion: topo-run --network-m<TAB> gives --network-map"
+# Bash completion from the installed script: valid bash, and it completes an option.
+COMPLETION="$PREFIX/share/bash-completion/completions/topo-run"
+if bash -n "$COMPLETION" 2>"$WORK/out" && PATH=$IPATH bash -c "source $COMPLETION
+  COMP_WORDS=(topo-run --lev); COMP_CWORD=1; _topo__run topo-run --lev topo-run
+  printf '%s\n' \"\${COMPREPLY[@]}\"" >"$WORK/out" 2>&1 && grep -qx -- "--levels" "$WORK/out"; then
+  ok "bash completion: bash -n accepts it; topo-run --lev<TAB> gives --levels"
 else
   bad "bash completion" "$(head -3 "$WORK/out")"
 fi
+
+# Every installed page renders with man -l, with nothing on stderr.
+unrendered=()
+for page in "$PREFIX"/share/man/man1/*.1 "$PREFIX"/share/man/man7/*.7; do
+  if ! MANWIDTH=80 man -l "$page" >"$WORK/page" 2>"$WORK/page.err" \
+    || [[ -s $WORK/page.err ]] || ! grep -q "NAME" "$WORK/page"; then
+    unrendered+=("$(basename "$page"): $(head -1 "$WORK/page.err")")
+  fi
+done
+pages=$(find "$PREFIX/share/man" -type f | wc -l)
+if (( ${#unrendered[@]} == 0 && pages >= 8 )); then ok "man -l renders all $pages pages, nothing on stderr"
+else bad "man -l" "${unrendered[@]}" "$pages pages"; fi
 cd "$ROOT" || exit 1
 restore_build
 

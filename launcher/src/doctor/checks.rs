@@ -569,6 +569,18 @@ pub fn single_copy() -> Finding {
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok());
     let (policy, allows) = ptrace_scope_meaning(scope);
+    let seccomp = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Seccomp:").map(|v| v.trim().to_string()))
+        });
+    let policy = match seccomp.as_deref() {
+        Some("0") => format!("{policy}, no seccomp filter"),
+        Some("1") => format!("{policy}, seccomp strict mode"),
+        Some("2") => format!("{policy}, a seccomp filter"),
+        _ => policy.to_string(),
+    };
     let probe = super::probe::siblings_can_read();
     let fix = "sysctl kernel.yama.ptrace_scope=0 on the nodes (1 forbids reads between \
                sibling ranks), and no seccomp filter that blocks process_vm_readv";

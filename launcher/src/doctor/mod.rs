@@ -21,12 +21,13 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 use topo_hierarchy::Settings;
 
-use crate::cli::DoctorArgs;
+use crate::cli::{DoctorArgs, ReportFormat};
 use crate::cpus::NodeTopology;
 use crate::discover::{Env, ProcessEnv, pmix_available};
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum Status {
     Ok,
     Info,
@@ -47,6 +48,7 @@ impl Status {
 
 /// Whether every task of a step must see the same (`Job`), or nodes may differ (`Node`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Scope {
     Job,
     Node,
@@ -129,19 +131,19 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<()> {
         _ => node_findings(args, task.is_some()),
     };
     let Some(task) = task else {
-        let mut out = format!(
+        let title = format!(
             "topo-run doctor on {node} (not in a job step; `srun --mpi=pmix topo-run doctor` \
-             also checks the tasks of a step)\n"
+             also checks the tasks of a step)"
         );
-        return finish(&mut out, &findings);
+        return finish(args.format, &title, &findings);
     };
     if pmix_available(&env) {
         match exchange(&node, &findings) {
             Ok(Some(all)) => {
                 let (merged, ranks, nodes) = merge(&all);
-                let mut out =
-                    format!("topo-run doctor in a job step: {ranks} task(s) on {nodes} node(s)\n");
-                return finish(&mut out, &merged);
+                let title =
+                    format!("topo-run doctor in a job step: {ranks} task(s) on {nodes} node(s)");
+                return finish(args.format, &title, &merged);
             }
             Ok(None) => return fail_quietly_if_any(&findings), // rank 0 reports
             Err(e) => {
@@ -156,8 +158,8 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<()> {
                         )
                         .fix("run doctor as srun --mpi=pmix topo-run doctor"),
                     );
-                    let mut out = format!("topo-run doctor, rank 0 on {node}\n");
-                    return finish(&mut out, &mine);
+                    let title = format!("topo-run doctor, rank 0 on {node}");
+                    return finish(args.format, &title, &mine);
                 }
                 return fail_quietly_if_any(&findings);
             }
@@ -175,8 +177,8 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<()> {
             )
             .fix("run doctor as srun --mpi=pmix topo-run doctor"),
         );
-        let mut out = format!("topo-run doctor, rank 0 on {node}\n");
-        return finish(&mut out, &mine);
+        let title = format!("topo-run doctor, rank 0 on {node}");
+        return finish(args.format, &title, &mine);
     }
     let bad: Vec<Finding> = findings
         .iter()
@@ -402,19 +404,38 @@ fn render(out: &mut String, f: &Finding, prefix: &str) {
 }
 
 /// Prints the report and its summary; an error (exit 16) if anything failed.
-fn finish(out: &mut String, findings: &[Finding]) -> anyhow::Result<()> {
-    for f in findings {
-        render(out, f, "");
-    }
+fn finish(format: ReportFormat, title: &str, findings: &[Finding]) -> anyhow::Result<()> {
     let count = |s| findings.iter().filter(|f| f.status == s).count();
-    let _ = writeln!(
-        out,
-        "doctor: {} OK, {} info, {} warning(s), {} failure(s)",
+    let (ok, info, warn, fail) = (
         count(Status::Ok),
         count(Status::Info),
         count(Status::Warn),
-        count(Status::Fail)
+        count(Status::Fail),
     );
+    let mut out = String::new();
+    match format {
+        ReportFormat::Text => {
+            let _ = writeln!(out, "{title}");
+            for f in findings {
+                render(&mut out, f, "");
+            }
+            let _ = writeln!(
+                out,
+                "doctor: {ok} OK, {info} info, {warn} warning(s), {fail} failure(s)"
+            );
+        }
+        ReportFormat::Json => {
+            let doc = serde_json::json!({
+                "title": title,
+                "findings": findings,
+                "ok": ok,
+                "info": info,
+                "warnings": warn,
+                "failures": fail,
+            });
+            let _ = writeln!(out, "{doc}");
+        }
+    }
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(out.as_bytes())?;
