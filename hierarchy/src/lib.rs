@@ -22,6 +22,7 @@ mod locality;
 mod netmap;
 mod plan;
 pub mod ranges;
+pub mod remap;
 pub mod rules_file;
 pub mod settings;
 mod shape;

@@ -9,8 +9,13 @@
 //! A member's message to its leader is its count of blocks (4 bytes), then the ranks
 //! (4 bytes each, little-endian) and the blocks, packed: the leader cannot know which ranks
 //! a member's subtree holds, since a rank's plan lists only its own groups.
+//!
+//! [`recursive_doubling`] is TopoMPI's second form: recursive doubling over the whole job
+//! with the ranks remapped (`topo_hierarchy::remap`) so that its heavy last steps stay
+//! inside nodes, each exchange over the link that reaches the partner directly.
 
 use topo_hierarchy::Settings;
+use topo_hierarchy::remap::RdPeers;
 
 use crate::bcast;
 use crate::error::{Error, Result};
@@ -78,6 +83,67 @@ pub fn allgather(
     let total = recv.len();
     for piece in recv.chunks_mut(view.chunk_bytes(s, 1)) {
         bcast::down(view, fabric, s, 0, total, from, piece)?;
+    }
+    Ok(())
+}
+
+/// Recursive doubling ("exch." form) over all `n = 2^L` ranks of the job, this rank being
+/// `rank` with its remapped `peers`: first this rank's block goes to the rank at position
+/// `rank` while the block of rank `peers.position` arrives; then at step `k` the partner
+/// and this rank swap the `2^k` blocks each holds, which lie side by side in `recv` at the
+/// aligned run of `2^k` positions around each one's position. `send` is this rank's
+/// block, or `None` when it is in place already.
+pub fn recursive_doubling(
+    fabric: &mut dyn Fabric,
+    rank: u32,
+    peers: &RdPeers,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+) -> Result<()> {
+    let n = 1usize << peers.partners.len();
+    let len = recv.len() / n;
+    let at = |q: usize| q * len..(q + 1) * len;
+    if let Some(b) = send {
+        recv[at(rank as usize)].copy_from_slice(b);
+    }
+    if len == 0 || n == 1 {
+        return Ok(());
+    }
+    let p = peers.position as usize;
+    if p != rank as usize {
+        // The first exchange is a permutation whose cycles may be long, and `to` and
+        // `from` may be reached by different links: a send and a receive, the send first
+        // where `rank < to`. Every cycle has a rank that receives first (its largest) and
+        // one that sends first (its smallest), so the sends complete one after another.
+        let own = recv[at(rank as usize)].to_vec();
+        let (to, from) = (peers.send_own_to, peers.start_from);
+        if rank < to {
+            fabric.direct(to).send(&[to], &own)?;
+            fabric.direct(from).recv(from, &mut recv[at(p)])?;
+        } else {
+            fabric.direct(from).recv(from, &mut recv[at(p)])?;
+            fabric.direct(to).send(&[to], &own)?;
+        }
+    }
+    for (k, &partner) in peers.partners.iter().enumerate() {
+        let width = 1usize << k;
+        let mine = p & !(width - 1);
+        let theirs = mine ^ width;
+        let (lo, hi) = recv.split_at_mut(mine.max(theirs) * len);
+        let (data, buf) = if mine < theirs {
+            (
+                &lo[mine * len..(mine + width) * len],
+                &mut hi[..width * len],
+            )
+        } else {
+            (
+                &hi[..width * len],
+                &mut lo[theirs * len..(theirs + width) * len],
+            )
+        };
+        fabric
+            .direct(partner)
+            .sendrecv(partner, data, partner, buf)?;
     }
     Ok(())
 }

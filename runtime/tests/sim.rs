@@ -304,9 +304,8 @@ proptest! {
 
 #[test]
 fn hierarchical_allgather_crosses_nodes_with_few_messages() {
-    // 4 nodes x 8 ranks placed cyclically (the case where recursive doubling sends almost
-    // everything between nodes): up, each node leader sends its node's 8 blocks to the top
-    // once; down, every other node receives the whole result once.
+    // 4 nodes x 8 ranks placed cyclically: up, each node leader sends its node's 8 blocks
+    // to the top once; down, every other node receives the whole result once.
     let len = 64;
     let plans = plans(4, 8, 1, "node,world", true);
     let (out, t) = run(&plans, |view, fabric| {
@@ -325,7 +324,160 @@ fn hierarchical_allgather_crosses_nodes_with_few_messages() {
     // Flat recursive doubling over these 32 ranks: the rounds at distance 1 and 2 cross
     // nodes for every rank (64 messages, 96 blocks), those at 4, 8 and 16 stay inside a
     // node. The hierarchy crosses nodes with 9 messages instead of 64, but with 120 blocks
-    // instead of 96: its way down carries the whole result to every node. (TopoMPI's
-    // remapped recursive doubling is the form that cuts the bytes too.)
+    // instead of 96: its way down carries the whole result to every node. (With cyclic
+    // placement plain recursive doubling sends the least between nodes; with block
+    // placement it sends the most, and the remapped form cuts it: see
+    // inter_node_volume_of_the_allgather_algorithms.)
     assert!(inter.messages < 64 && inter.bytes > 96 * block);
+}
+
+/// Every rank's plan for a layout of `nodes` x `rpn` ranks without a network map.
+fn plans_without_map(nodes: u32, rpn: u32, distribution: &str) -> Vec<RankPlan> {
+    let job = job_from_str(&format!(
+        "layout: {{nodes: 'n[1-{nodes}]', ranks_per_node: {rpn}, mapping: by-core, \
+         distribution: {distribution}, hardware: {{sockets: 1, numa_per_socket: 1, \
+         cores_per_numa: {rpn}, l3_per_socket: 1, threads_per_core: 1}}}}"
+    ))
+    .unwrap();
+    let filter = LevelFilter::parse("node,world").unwrap();
+    let h = build(&job, None, &filter).unwrap();
+    let digest = Digest::of_job(&job, None, &filter, "");
+    (0..h.size())
+        .map(|r| h.rank_plan(&job, r, "/sim", digest, vec![]))
+        .collect()
+}
+
+/// Each rank's node, numbered as `run` numbers them.
+fn node_of(plans: &[RankPlan]) -> Vec<u32> {
+    let mut ids: Vec<&str> = plans.iter().map(|p| p.node.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    plans
+        .iter()
+        .map(|p| ids.binary_search(&p.node.as_str()).unwrap() as u32)
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn recursive_doubling_matches_the_reference(
+        nodes in prop::sample::select(vec![1u32, 2, 4]),
+        rpn in prop::sample::select(vec![1u32, 2, 4, 8, 16]),
+        cyclic: bool, remapped: bool, in_place: bool,
+        len in prop::sample::select(vec![0usize, 1, 3, 257]),
+    ) {
+        let plans = plans(nodes, rpn, 2, "node,world", cyclic);
+        let size = plans.len() as u32;
+        let pos: Vec<u32> = if remapped {
+            topo_hierarchy::remap::positions(&node_of(&plans)).unwrap()
+        } else {
+            (0..size).collect()
+        };
+        let expect: Vec<i64> = (0..size).flat_map(|r| data(r, len)).collect();
+        let (out, _) = run(&plans, |view, fabric| {
+            let peers = topo_hierarchy::remap::peers(&pos, view.rank).unwrap();
+            let mine = bytes(&data(view.rank, len));
+            let mut all = vec![0u8; mine.len() * size as usize];
+            if in_place {
+                let at = view.rank as usize * mine.len();
+                all[at..at + mine.len()].copy_from_slice(&mine);
+                allgather::recursive_doubling(fabric, view.rank, &peers, None, &mut all).unwrap();
+            } else {
+                allgather::recursive_doubling(fabric, view.rank, &peers, Some(&mine), &mut all)
+                    .unwrap();
+            }
+            ints(&all)
+        });
+        for (rank, got) in out.iter().enumerate() {
+            prop_assert_eq!(got, &expect, "recursive doubling at rank {}", rank);
+        }
+    }
+}
+
+#[test]
+fn inter_node_volume_of_the_allgather_algorithms() {
+    // 8 nodes x 8 ranks, blocks of 64 i64; between nodes, as sim counts it, against what
+    // the exchange graph predicts (topo_hierarchy::remap::blocks_between_nodes).
+    use topo_hierarchy::remap;
+    let len = 64;
+    let block = (len * 8) as u64;
+    let mut table = String::from(
+        "| algorithm | placement | messages between nodes | bytes between nodes |\n|---|---|---|---|\n",
+    );
+    for distribution in ["block", "cyclic"] {
+        let plans = plans_without_map(8, 8, distribution);
+        let nodes = node_of(&plans);
+        let expect: Vec<i64> = (0..64).flat_map(|r| data(r, len)).collect();
+        let identity: Vec<u32> = (0..64).collect();
+        let remapped = remap::positions(&nodes).unwrap();
+        let chosen = remap::chosen(&nodes).unwrap();
+        let mut measured = Vec::new();
+        for (name, pos) in [
+            ("recursive doubling", Some(&identity)),
+            ("recursive doubling, remapped", Some(&remapped)),
+            ("recursive doubling, chosen (default)", Some(&chosen)),
+            ("hierarchical", None),
+        ] {
+            let (out, t) = run(&plans, |view, fabric| {
+                let mine = bytes(&data(view.rank, len));
+                let mut all = vec![0u8; mine.len() * 64];
+                match pos {
+                    Some(pos) => {
+                        let peers = remap::peers(pos, view.rank).unwrap();
+                        allgather::recursive_doubling(
+                            fabric,
+                            view.rank,
+                            &peers,
+                            Some(&mine),
+                            &mut all,
+                        )
+                    }
+                    None => allgather::allgather(
+                        view,
+                        fabric,
+                        &Settings::default(),
+                        Some(&mine),
+                        &mut all,
+                    ),
+                }
+                .unwrap();
+                ints(&all)
+            });
+            assert!(out.iter().all(|o| *o == expect), "{name}, {distribution}");
+            let inter = t.get(INTER_NODE).copied().unwrap_or_default();
+            if let Some(pos) = pos {
+                let predicted = remap::blocks_between_nodes(&nodes, Some(pos)) * block;
+                assert_eq!(inter.bytes, predicted, "{name}, {distribution}");
+            }
+            table.push_str(&format!(
+                "| {name} | {distribution} | {} | {} |\n",
+                inter.messages, inter.bytes
+            ));
+            measured.push(inter.bytes);
+        }
+        let [plain, remapped, chosen, hier] = measured[..] else {
+            unreachable!()
+        };
+        // The least any Allgather sends between nodes: each rank receives the 56 blocks of
+        // the other nodes, once per node: 8 nodes x 56 blocks.
+        let least = 8 * 56 * block;
+        assert!(chosen <= plain && chosen <= remapped.max(plain));
+        assert!(hier >= least && remapped >= least);
+        if distribution == "block" {
+            assert_eq!(
+                plain,
+                64 * 56 * block,
+                "block: every heavy step crosses nodes"
+            );
+            assert!(remapped < plain / 6 && hier < plain / 6);
+        } else {
+            assert_eq!(
+                plain, least,
+                "cyclic: plain recursive doubling already sends the least"
+            );
+        }
+    }
+    println!("{table}");
 }

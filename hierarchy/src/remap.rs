@@ -1,0 +1,247 @@
+//! TopoMPI's rank remapping for the recursive-doubling Allgather
+//! (`../shared/papers/topompi-allgather-slides.ru.txt`, "recursive doubling exch.").
+//!
+//! Recursive doubling over `n = 2^L` positions exchanges, at step `k`, the `2^k` blocks
+//! gathered so far between positions `p` and `p ^ 2^k`: the last steps carry the most. Its
+//! exchange graph for one-byte blocks has an edge of weight `2^k` between `p` and
+//! `p ^ 2^k`. TopoMPI partitions that graph into the job's nodes, minimising the weight of
+//! the edges between parts, and gives the ranks of each node the positions of one part
+//! (`π`). Here the partition is constructed rather than searched for: ranks in node-major
+//! order (nodes in the order of their first rank, each node's ranks in rank order) take
+//! the positions `bitrev(0), bitrev(1), ...`. A run of `2^j` consecutive bit-reversed
+//! indices starting at a multiple of `2^j` is a subcube over the top `j` bits, so a node
+//! of `2^j` ranks keeps the `j` heaviest steps inside it: with `h` nodes of equal
+//! power-of-two size every rank sends `h - 1` blocks between nodes, the least any
+//! Allgather can (each node must receive the other nodes' blocks once per rank).
+//!
+//! Plain recursive doubling (position = rank) is as good when ranks are placed cyclically
+//! over nodes of equal power-of-two size (the low bits of the rank name the node, and the
+//! light steps are the ones that cross), and worst with block placement, where the heavy
+//! steps cross: `n - s` blocks per rank between nodes against `h - 1`.
+//!
+//! "Exch.": before the exchange, rank `r` sends its block to the rank at position `r` and
+//! receives, from rank `π(r)`, the block of that rank, so that the block at position `q`
+//! is rank `q`'s and the gathered buffer needs no reordering. Each rank keeps `L + 2` rank
+//! numbers (`O(log n)`), computed once from the placement. That first exchange crosses
+//! nodes too (up to one block per rank), so [`chosen`] keeps the plain order where it
+//! sends no more between nodes (cyclic placement), and the remapped one elsewhere.
+
+/// One rank's part of the remapped exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RdPeers {
+    /// This rank's position `π(rank)`.
+    pub position: u32,
+    /// Where this rank's own block goes first: the rank at position `rank`.
+    pub send_own_to: u32,
+    /// Whose block this rank starts with: rank `position`.
+    pub start_from: u32,
+    /// The partner of each step `k`: the rank at position `position ^ 2^k`.
+    pub partners: Vec<u32>,
+}
+
+/// The node-major index of every rank: nodes in the order of their first rank, each
+/// node's ranks in rank order. `node_of[r]` is any label of rank `r`'s node.
+pub fn node_major(node_of: &[u32]) -> Vec<u32> {
+    let n = node_of.len();
+    // Nodes in order of first appearance, with their sizes.
+    let mut order: Vec<u32> = Vec::new();
+    let mut index_of = std::collections::HashMap::new();
+    let mut sizes: Vec<u32> = Vec::new();
+    for &node in node_of {
+        let i = *index_of.entry(node).or_insert_with(|| {
+            order.push(node);
+            sizes.push(0);
+            sizes.len() - 1
+        });
+        sizes[i] += 1;
+    }
+    let mut next: Vec<u32> = Vec::with_capacity(sizes.len());
+    let mut acc = 0;
+    for s in &sizes {
+        next.push(acc);
+        acc += s;
+    }
+    let mut out = vec![0u32; n];
+    for (r, node) in node_of.iter().enumerate() {
+        let i = index_of[node];
+        out[r] = next[i];
+        next[i] += 1;
+    }
+    out
+}
+
+/// `x` with its low `bits` bits reversed.
+fn bitrev(x: u32, bits: u32) -> u32 {
+    if bits == 0 {
+        0
+    } else {
+        x.reverse_bits() >> (32 - bits)
+    }
+}
+
+/// Every rank's position in the remapped exchange, or `None` unless the number of ranks
+/// is a power of two (recursive doubling needs one).
+pub fn positions(node_of: &[u32]) -> Option<Vec<u32>> {
+    let n = u32::try_from(node_of.len()).ok()?;
+    if !n.is_power_of_two() {
+        return None;
+    }
+    let bits = n.trailing_zeros();
+    Some(
+        node_major(node_of)
+            .into_iter()
+            .map(|i| bitrev(i, bits))
+            .collect(),
+    )
+}
+
+/// The positions to run with: the remapped ones if they send fewer blocks between nodes
+/// than plain recursive doubling (first exchange included), else the identity (plain).
+/// `None` unless the number of ranks is a power of two.
+pub fn chosen(node_of: &[u32]) -> Option<Vec<u32>> {
+    let remapped = positions(node_of)?;
+    let plain: Vec<u32> = (0..node_of.len() as u32).collect();
+    if blocks_between_nodes(node_of, Some(&remapped)) < blocks_between_nodes(node_of, None) {
+        Some(remapped)
+    } else {
+        Some(plain)
+    }
+}
+
+/// Rank `rank`'s peers when ranks sit at `pos` (a permutation of `0..n`, `n` a power of
+/// two); `None` if `rank` is out of range.
+pub fn peers(pos: &[u32], rank: u32) -> Option<RdPeers> {
+    let position = *pos.get(rank as usize)?;
+    let mut rank_at = vec![0u32; pos.len()];
+    for (r, &p) in pos.iter().enumerate() {
+        rank_at[p as usize] = r as u32;
+    }
+    let steps = pos.len().trailing_zeros();
+    Some(RdPeers {
+        position,
+        send_own_to: rank_at[rank as usize],
+        start_from: position,
+        partners: (0..steps)
+            .map(|k| rank_at[(position ^ (1 << k)) as usize])
+            .collect(),
+    })
+}
+
+/// The blocks recursive doubling sends between nodes, in all, with ranks at `pos`
+/// (`None`: plain, position = rank; a remapped exchange adds its first exchange).
+/// Each rank sends `2^k` blocks at step `k`.
+pub fn blocks_between_nodes(node_of: &[u32], pos: Option<&[u32]>) -> u64 {
+    let n = node_of.len();
+    let mut rank_at: Vec<u32> = (0..n as u32).collect();
+    let mut total = 0u64;
+    if let Some(pos) = pos {
+        for (r, &p) in pos.iter().enumerate() {
+            rank_at[p as usize] = r as u32;
+        }
+        // The first exchange: rank r's block to the rank at position r.
+        total += (0..n)
+            .filter(|&r| node_of[r] != node_of[rank_at[r] as usize])
+            .count() as u64;
+    }
+    let steps = n.trailing_zeros();
+    for k in 0..steps {
+        for p in 0..n {
+            let (a, b) = (rank_at[p], rank_at[p ^ (1 << k)]);
+            if node_of[a as usize] != node_of[b as usize] {
+                total += 1 << k;
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(nodes: u32, per: u32) -> Vec<u32> {
+        (0..nodes * per).map(|r| r / per).collect()
+    }
+
+    fn cyclic(nodes: u32, per: u32) -> Vec<u32> {
+        (0..nodes * per).map(|r| r % nodes).collect()
+    }
+
+    #[test]
+    fn node_major_order() {
+        assert_eq!(node_major(&[5, 3, 5, 3]), [0, 2, 1, 3]);
+        assert_eq!(node_major(&[0, 0, 1, 1]), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn positions_are_a_permutation_and_peers_are_consistent() {
+        for node_of in [
+            block(8, 8),
+            cyclic(8, 8),
+            block(2, 4),
+            vec![3, 1, 1, 0, 3, 3, 1, 2],
+        ] {
+            let pos = positions(&node_of).unwrap();
+            let mut sorted = pos.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..node_of.len() as u32).collect::<Vec<_>>());
+            for r in 0..node_of.len() as u32 {
+                let me = peers(&pos, r).unwrap();
+                assert_eq!(me.position, pos[r as usize]);
+                assert_eq!(pos[me.send_own_to as usize], r);
+                for (k, &q) in me.partners.iter().enumerate() {
+                    // Partnership is mutual.
+                    assert_eq!(peers(&pos, q).unwrap().partners[k], r);
+                }
+            }
+        }
+        assert!(positions(&[0, 0, 1]).is_none());
+    }
+
+    #[test]
+    fn remapping_reaches_the_least_inter_node_volume() {
+        // 8 nodes x 8 ranks: each rank must receive the other 56 blocks; between nodes the
+        // least is 7 per rank (each node receives each other node's blocks once per rank).
+        let n = 64u64;
+        let least = n * 7;
+        let node_of = block(8, 8);
+        let pos = positions(&node_of).unwrap();
+        assert_eq!(blocks_between_nodes(&node_of, None), n * (64 - 8));
+        // The exchange reaches the least; the first exchange adds one block for each of
+        // the 56 ranks whose position-r rank is on another node.
+        assert_eq!(blocks_between_nodes(&node_of, Some(&pos)), least + 56);
+        assert_eq!(chosen(&node_of).unwrap(), pos);
+
+        // Cyclic: plain recursive doubling already sends the least; it is kept.
+        let node_of = cyclic(8, 8);
+        assert_eq!(blocks_between_nodes(&node_of, None), least);
+        let pos = positions(&node_of).unwrap();
+        assert!(blocks_between_nodes(&node_of, Some(&pos)) > least);
+        assert_eq!(chosen(&node_of).unwrap(), (0..64).collect::<Vec<u32>>());
+        let plain = peers(&chosen(&node_of).unwrap(), 5).unwrap();
+        assert_eq!((plain.send_own_to, plain.start_from), (5, 5));
+    }
+
+    #[test]
+    fn the_chosen_order_never_sends_more_than_plain() {
+        // Random placements on 1 to 8 nodes of uneven sizes.
+        let mut seed = 0x9e37_79b9_u32;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        for n in [2u32, 4, 8, 16, 32, 64, 128] {
+            for _ in 0..20 {
+                let nodes = 1 + next() % 8;
+                let node_of: Vec<u32> = (0..n).map(|_| next() % nodes).collect();
+                let pos = chosen(&node_of).unwrap();
+                assert!(
+                    blocks_between_nodes(&node_of, Some(&pos))
+                        <= blocks_between_nodes(&node_of, None)
+                );
+            }
+        }
+    }
+}
