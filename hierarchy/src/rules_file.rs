@@ -15,7 +15,7 @@
 //!
 //! The first line that is not blank or a comment (`#` to the end of the line) is the
 //! header `topo-run-rules 1`. Every other line is either an algorithm rule, `bcast`,
-//! `reduce` or `allreduce` followed by a selector (`[SCOPE][<BYTES]`, or `*`) and an
+//! `reduce`, `allreduce` or `allgather` followed by a selector (`[SCOPE][<BYTES]`, or `*`) and an
 //! algorithm, in the order they are tried; or a setting, `slots`, `fragment`, `chunk`,
 //! `spin` or `single-copy` followed by its value, at most once each. Values are those of
 //! the options of the same names (docs/runtime.md, "Settings").
@@ -30,7 +30,7 @@ use crate::settings::Settings;
 pub const RULES_HEADER: &str = "topo-run-rules 1";
 
 /// The keys of algorithm rules, which may repeat.
-const RULE_KEYS: [&str; 3] = ["bcast", "reduce", "allreduce"];
+const RULE_KEYS: [&str; 4] = ["bcast", "reduce", "allreduce", "allgather"];
 /// The keys of settings, at most once each.
 const VALUE_KEYS: [&str; 5] = ["slots", "fragment", "chunk", "spin", "single-copy"];
 

@@ -377,6 +377,12 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLREDUCE")]
     pub allreduce: Option<String>,
 
+    /// Allgather rules by the gathered size: `hier` (up the hierarchy, then down) or `rd`
+    /// (recursive doubling over the job with TopoMPI's rank remapping; power-of-two jobs),
+    /// e.g. `<64K=rd,*=hier`.
+    #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLGATHER")]
+    pub allgather: Option<String>,
+
     /// Slots per shared-memory queue (default 8).
     #[arg(long, value_name = "N", env = "TOPO_RUN_SLOTS")]
     pub slots: Option<String>,
@@ -427,6 +433,7 @@ impl RuntimeArgs {
             ("bcast", self.bcast.as_ref()),
             ("reduce", self.reduce.as_ref()),
             ("allreduce", self.allreduce.as_ref()),
+            ("allgather", self.allgather.as_ref()),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.clone())))

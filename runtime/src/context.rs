@@ -30,6 +30,12 @@ pub(crate) struct Hier {
     pub(crate) settings: Settings,
     pub(crate) links: Links<MpiTransport>,
     pub(crate) scratch: Scratch,
+    /// The lowest world rank on this rank's node: the node's label in the Allgather
+    /// remapping.
+    pub(crate) node_label: u32,
+    /// This rank's peers in the remapped recursive-doubling Allgather, worked out at its
+    /// first use (`Some(None)`: the job's size is not a power of two).
+    pub(crate) rd: Option<Option<topo_hierarchy::remap::RdPeers>>,
 }
 
 /// A context's state, shared with its requests and the progress hooks.

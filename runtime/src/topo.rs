@@ -22,6 +22,8 @@ use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
 use crate::{allgather, allreduce, barrier, bcast, reduce};
+use topo_hierarchy::remap;
+use topo_hierarchy::settings::AllgatherAlg;
 
 /// Where the node segments live (`TOPO_RUN_SHM_DIR`, default `/dev/shm`).
 pub const SHM_DIR_ENV: &str = "TOPO_RUN_SHM_DIR";
@@ -247,12 +249,15 @@ impl Topo {
         };
         Self::setup_single_copy(&world, &settings, shm.as_mut());
         let net = MpiTransport::new(world.duplicate());
+        let node_label = plan.peers.first().copied().unwrap_or(plan.rank);
         let links = Links::new(&view, plan.peers.clone(), shm, net);
         let hier = Hier {
             view,
             settings,
             links,
             scratch: Scratch::default(),
+            node_label,
+            rd: None,
         };
         let local = Some((plan.local_rank, plan.local_size));
         Ok(Topo::new(
@@ -554,6 +559,22 @@ impl Topo {
         self.world.all_gather_into(send, recv)
     }
 
+    /// Allgather in place: `buf` holds `size` blocks and this rank's is already at its
+    /// place, `buf[rank * len..(rank + 1) * len]` (as `MPI_IN_PLACE` asks); on return it
+    /// holds every rank's.
+    pub fn all_gather_in_place<T: Equivalence + Copy + 'static>(&mut self, buf: &mut [T]) {
+        if plain::is_plain::<T>() && self.raw_all_gather(None, plain::bytes_mut(buf)) {
+            return;
+        }
+        drop(self.quiesced());
+        // rsmpi has no in-place Allgather: gather a copy of this rank's block.
+        let size = self.world.size() as usize;
+        let len = buf.len() / size;
+        let at = self.world.rank() as usize * len;
+        let own = buf[at..at + len].to_vec();
+        self.world.all_gather_into(&own[..], buf)
+    }
+
     /// Broadcasts `buf` from `root` (rsmpi: `Root::broadcast_into`).
     pub fn broadcast_into<T: Equivalence + Copy + 'static>(&mut self, root: i32, buf: &mut [T]) {
         if plain::is_plain::<T>() && self.raw_broadcast(root, plain::bytes_mut(buf)) {
@@ -705,7 +726,28 @@ impl Topo {
         let Some(h) = &mut core.hier else {
             return false;
         };
-        if let Err(e) = allgather::allgather(&h.view, &mut h.links, &h.settings, send, recv) {
+        let rd = h.settings.allgather_for(recv.len()) == AllgatherAlg::RecursiveDoubling;
+        if rd && h.rd.is_none() {
+            // First use: every rank learns every rank's node (one u32 each), keeps its
+            // O(log n) peers and drops the table. All ranks get here together: the choice
+            // depends only on the settings and the size, the same on every rank.
+            let mut labels = vec![0u32; size];
+            self.world.all_gather_into(&h.node_label, &mut labels[..]);
+            h.rd = Some(
+                remap::chosen(&labels).and_then(|pos| remap::peers(&pos, self.world.rank() as u32)),
+            );
+        }
+        let result = match (&h.rd, rd) {
+            (Some(Some(peers)), true) => allgather::recursive_doubling(
+                &mut h.links,
+                self.world.rank() as u32,
+                peers,
+                send,
+                recv,
+            ),
+            _ => allgather::allgather(&h.view, &mut h.links, &h.settings, send, recv),
+        };
+        if let Err(e) = result {
             self.abort("MPI_Allgather", e);
         }
         true

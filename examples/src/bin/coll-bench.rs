@@ -28,7 +28,8 @@ struct Args {
     /// (`topo-run --progress-thread`) may also run the network steps.
     #[arg(long)]
     thread_multiple: bool,
-    /// Collectives to measure, comma-separated: bcast, reduce, allreduce.
+    /// Collectives to measure, comma-separated: bcast, reduce, allreduce, allgather (its
+    /// size is each rank's block).
     #[arg(long, default_value = "bcast,reduce,allreduce", value_delimiter = ',')]
     ops: Vec<String>,
     /// Smallest message in bytes (a power of two; at least 4).
@@ -168,6 +169,12 @@ fn measure(
     let (mut send0, mut recv0) = (vec![rank as f32; n + room], vec![0f32; n + room]);
     let send = at_offset(&mut send0, n, args.offset);
     let recv = at_offset(&mut recv0, n, args.offset);
+    // Allgather: each rank's block is `bytes`, the gathered result `size` blocks.
+    let mut all = if op == "allgather" {
+        vec![0f32; n * world.size() as usize]
+    } else {
+        Vec::new()
+    };
     let iters = iterations(args, bytes);
     let (mut t_topo, mut t_native) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
     let sum = SystemOperation::sum();
@@ -196,6 +203,8 @@ fn measure(
                     .process_at_rank(args.root)
                     .reduce_into_root(&send[..], &mut recv[..], sum),
                 ("reduce", _) => world.process_at_rank(args.root).reduce_into(&send[..], sum),
+                ("allgather", 0) => topo.all_gather_into(&send[..], &mut all[..]),
+                ("allgather", _) => world.all_gather_into(&send[..], &mut all[..]),
                 (_, 0) => topo.all_reduce_into(&send[..], &mut recv[..], sum),
                 (_, _) => world.all_reduce_into(&send[..], &mut recv[..], sum),
             }
@@ -639,8 +648,8 @@ fn main() -> anyhow::Result<()> {
     let mut cases = Vec::new();
     for (i, op) in args.ops.iter().enumerate() {
         anyhow::ensure!(
-            ["bcast", "reduce", "allreduce"].contains(&op.as_str()),
-            "unknown collective {op:?}; use bcast, reduce or allreduce"
+            ["bcast", "reduce", "allreduce", "allgather"].contains(&op.as_str()),
+            "unknown collective {op:?}; use bcast, reduce, allreduce or allgather"
         );
         cases.extend(sizes.iter().map(|&bytes| (i, op.as_str(), bytes)));
     }

@@ -274,6 +274,42 @@ impl Checker<'_> {
         }
     }
 
+    /// Allgather of `n` elements per rank (fewer when the result would pass 16 MiB), out of
+    /// place against MPI's and a reference computed here, and in place, twice in a row.
+    fn check_allgather<T: Value>(&mut self, n: usize) {
+        let size = self.world.size() as usize;
+        let e = std::mem::size_of::<T>();
+        let n = if n * size * e > 16 << 20 { n / size } else { n };
+        for round in 0..2i64 {
+            let salt = 11 + round;
+            let send: Vec<T> = self.values(n, salt, "sum");
+            let mut want = vec![T::from_i64(0); n * size + 1];
+            self.world
+                .all_gather_into(&send[..n], &mut want[..n * size]);
+            let mut got = vec![T::from_i64(0); n * size + 1];
+            self.topo.all_gather_into(&send[..n], &mut got[..n * size]);
+            let tag = |c: &str| format!("{c} {} x{n} round {round}", T::NAME);
+            self.record(&tag("allgather"), got[..n * size] == want[..n * size]);
+            let reference: Vec<T> = (0..size as i64)
+                .flat_map(|r| {
+                    (0..n as i64).map(move |i| T::from_i64((r * 7 + i * 3 + salt) % T::SPAN))
+                })
+                .collect();
+            self.record(
+                &tag("allgather vs reference"),
+                got[..n * size] == reference[..],
+            );
+            let mut inplace = vec![T::from_i64(0); n * size + 1];
+            let at = self.world.rank() as usize * n;
+            inplace[at..at + n].copy_from_slice(&send[..n]);
+            self.topo.all_gather_in_place(&mut inplace[..n * size]);
+            self.record(
+                &tag("allgather in-place"),
+                inplace[..n * size] == want[..n * size],
+            );
+        }
+    }
+
     fn check_type<T: Value>(&mut self, quick: bool) {
         let size = self.world.size();
         let roots: Vec<i32> = {
@@ -293,6 +329,7 @@ impl Checker<'_> {
         let sum = SystemOperation::sum();
         for &n in &sizes {
             self.check_bcast::<T>(n, &roots);
+            self.check_allgather::<T>(n);
             self.check_op::<T, _>("sum", sum, n, &roots);
             self.check_nonblocking_bcast::<T>(n, &roots);
             self.check_nonblocking_op::<T, _>("sum", sum, n, &roots);
