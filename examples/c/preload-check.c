@@ -1,6 +1,6 @@
 /* preload-check: an unmodified MPI program that exercises every collective topo-run's
- * PMPI library intercepts (MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Barrier) and checks
- * each result against a reference computed locally.
+ * PMPI library intercepts (MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Barrier,
+ * MPI_Allgather) and checks each result against a reference computed locally.
  *
  * Covered: every predefined C integer, floating point, logical and byte type with every
  * predefined operation the standard defines on it; counts 0, 1, 7, 1031 and 65539 (and
@@ -11,7 +11,10 @@
  * MPI_MINLOC on MPI_2INT; errors MPI must report (bad root, negative count, null datatype,
  * null op, a derived type not committed) under MPI_ERRORS_RETURN; broadcasts of derived types (topo-run packs them): a
  * strided vector, and ranks passing different datatypes with the same type signature;
- * 2000 back-to-back calls.
+ * 2000 back-to-back calls. MPI_Allgather: counts 0, 1, primes and the 8 KiB fragment
+ * boundary +-1 (and a total of 16 MiB), in place and not, on world and a duplicate; send
+ * and receive types that differ with the same signature (contiguous, strided vector,
+ * MPI_DOUBLE_INT against an equivalent struct); back to back with Allreduce.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
@@ -332,6 +335,104 @@ static void mixed_types(void) {
     MPI_Type_free(&four);
 }
 
+/* The value rank r contributes at index i of an Allgather. */
+static int ag_val(int r, long i) { return (int)((r * 7919L + i * 31L) % 1000003L); }
+
+/* MPI_Allgather of `count` ints per rank, out of place and in place. */
+static void allgather_ints(MPI_Comm comm, long count) {
+    int *send = malloc((count + 1) * sizeof(int));
+    int *recv = malloc((count * size + 1) * sizeof(int));
+    for (long i = 0; i < count; i++) send[i] = ag_val(rank, i);
+    for (long i = 0; i < count * size; i++) recv[i] = -1;
+    MPI_Allgather(send, (int)count, MPI_INT, recv, (int)count, MPI_INT, comm);
+    int ok = 1;
+    for (int r = 0; r < size; r++)
+        for (long i = 0; i < count; i++) ok &= recv[r * count + i] == ag_val(r, i);
+    for (long i = 0; i < count * size; i += 1 + count / 64) hash(recv[i]);
+    char what[96];
+    snprintf(what, sizeof what, "MPI_Allgather MPI_INT count %ld", count);
+    result(ok, what);
+
+    for (long i = 0; i < count * size; i++) recv[i] = -2;
+    for (long i = 0; i < count; i++) recv[rank * count + i] = ag_val(rank, i) + 1;
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, (int)count, MPI_INT, comm);
+    ok = 1;
+    for (int r = 0; r < size; r++)
+        for (long i = 0; i < count; i++) ok &= recv[r * count + i] == ag_val(r, i) + 1;
+    for (long i = 0; i < count * size; i += 1 + count / 64) hash(recv[i]);
+    snprintf(what, sizeof what, "MPI_Allgather MPI_IN_PLACE MPI_INT count %ld", count);
+    result(ok, what);
+    free(send);
+    free(recv);
+}
+
+/* Allgathers whose send and receive types differ with the same signature. */
+static void allgather_types(void) {
+    MPI_Datatype four, vec;
+    MPI_Type_contiguous(4, MPI_INT, &four);
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec); /* 4 ints, every other one: extent 7 ints */
+    MPI_Type_commit(&four);
+    MPI_Type_commit(&vec);
+    int send[4], *recv = malloc(7 * size * sizeof(int)), ok = 1;
+    for (int i = 0; i < 4; i++) send[i] = ag_val(rank, i);
+
+    /* 4 MPI_INT sent, one contiguous(4) received per rank; then the other way round. */
+    for (int i = 0; i < 4 * size; i++) recv[i] = -1;
+    MPI_Allgather(send, 4, MPI_INT, recv, 1, four, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < 4; i++) ok &= recv[r * 4 + i] == ag_val(r, i), hash(recv[r * 4 + i]);
+    for (int i = 0; i < 4 * size; i++) recv[i] = -1;
+    MPI_Allgather(send, 1, four, recv, 4, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < 4; i++) ok &= recv[r * 4 + i] == ag_val(r, i);
+    result(ok, "MPI_Allgather: MPI_INT sent, a contiguous type received, and back");
+
+    /* A strided vector received (block r at 7 r ints), in place and not; ranks alternate
+     * between the vector and 4 MPI_INT on the send side. */
+    ok = 1;
+    for (int i = 0; i < 7 * size; i++) recv[i] = -1;
+    MPI_Allgather(send, rank % 2 ? 1 : 4, rank % 2 ? four : MPI_INT, recv, 1, vec, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < 7; i++) {
+            int want = i % 2 == 0 ? ag_val(r, i / 2) : -1;
+            if (r == size - 1 && i > 6) break;
+            ok &= recv[r * 7 + i] == want;
+            hash(recv[r * 7 + i]);
+        }
+    for (int i = 0; i < 7 * size; i++) recv[i] = -3;
+    for (int i = 0; i < 4; i++) recv[rank * 7 + 2 * i] = ag_val(rank, i) + 5;
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, 1, vec, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < 7; i++) {
+            int want = i % 2 == 0 ? ag_val(r, i / 2) + 5 : -3;
+            ok &= recv[r * 7 + i] == want;
+        }
+    result(ok, "MPI_Allgather: a strided vector received, in place and not");
+
+    /* MPI_DOUBLE_INT on even ranks, an equivalent struct on odd ranks. */
+    struct { double d; int i; } mine, all[64];
+    int bl[2] = {1, 1};
+    MPI_Aint disp[2] = {0, sizeof(double)};
+    MPI_Datatype types[2] = {MPI_DOUBLE, MPI_INT}, st, str;
+    MPI_Type_create_struct(2, bl, disp, types, &st);
+    MPI_Type_create_resized(st, 0, sizeof mine, &str);
+    MPI_Type_commit(&str);
+    if (size <= 64) {
+        mine.d = 0.5 * rank;
+        mine.i = ag_val(rank, 9);
+        MPI_Datatype t = rank % 2 ? str : MPI_DOUBLE_INT;
+        MPI_Allgather(&mine, 1, t, all, 1, t, MPI_COMM_WORLD);
+        ok = 1;
+        for (int r = 0; r < size; r++) ok &= all[r].d == 0.5 * r && all[r].i == ag_val(r, 9), hash(all[r].i);
+        result(ok, "MPI_Allgather: MPI_DOUBLE_INT on some ranks, an equivalent struct on the others");
+    }
+    MPI_Type_free(&str);
+    MPI_Type_free(&st);
+    MPI_Type_free(&vec);
+    MPI_Type_free(&four);
+    free(recv);
+}
+
 int main(int argc, char **argv) {
     int die = -1, multiple = 0;
     for (int i = 1; i < argc; i++) {
@@ -374,6 +475,7 @@ int main(int argc, char **argv) {
     /* Congruent communicators take the same path as world. */
     MPI_Comm dup, same;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    allgather_ints(dup, 7);
     check_int(dup, small);
     check_double(dup, small);
     check_bool(dup, small);
@@ -381,6 +483,13 @@ int main(int argc, char **argv) {
     MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &same);
     check_long(same, small);
     MPI_Comm_free(&same);
+
+    /* Allgather: 0, 1, primes, the 8 KiB fragment boundary +-1, 16 MiB in all. */
+    const long ag_full[] = {0, 1, 7, 1031, 2047, 2048, 2049, 65539, -1};
+    const long ag_small[] = {0, 1, 1031, 2049, -1};
+    for (const long *c = quick ? ag_small : ag_full; *c >= 0; c++) allgather_ints(MPI_COMM_WORLD, *c);
+    allgather_ints(MPI_COMM_WORLD, (16L << 20) / (long)sizeof(int) / size);
+    allgather_types();
 
     handed_to_mpi();
     mixed_types();
@@ -390,12 +499,17 @@ int main(int argc, char **argv) {
     int ok = 1;
     for (int i = 0; i < 2000; i++) {
         int v = rank + i, s = 0, b = rank == i % size ? i : -1;
+        int g[64];
         MPI_Allreduce(&v, &s, 1, MPI_INT, MPI_SUM, i % 2 ? dup : MPI_COMM_WORLD);
         MPI_Bcast(&b, 1, MPI_INT, i % size, MPI_COMM_WORLD);
         ok &= s == size * i + size * (size - 1) / 2 && b == i;
+        if (size <= 64 && i % 4 == 0) {
+            MPI_Allgather(&v, 1, MPI_INT, g, 1, MPI_INT, i % 8 ? dup : MPI_COMM_WORLD);
+            for (int r = 0; r < size; r++) ok &= g[r] == r + i;
+        }
         if (i % 100 == 0) MPI_Barrier(MPI_COMM_WORLD);
     }
-    result(ok, "2000 back-to-back Allreduce and Bcast");
+    result(ok, "2000 back-to-back Allreduce and Bcast, 500 Allgather among them");
     MPI_Comm_free(&dup);
 
     int status = report(); /* rank 0's view of every result it received */

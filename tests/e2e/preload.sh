@@ -103,7 +103,7 @@ check_prog() {
 # hand-offs it provokes).
 check_c() {
   local name=$1; shift
-  check_prog "$name" "$CPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier" \
+  check_prog "$name" "$CPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" \
     "communicator without a topo-run context|derived datatype|MINLOC/MAXLOC pair datatype" "$@"
 }
 

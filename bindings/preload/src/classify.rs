@@ -172,6 +172,7 @@ pub enum Call {
     Reduce,
     Allreduce,
     Barrier,
+    Allgather,
     Ibcast,
     Ireduce,
     Iallreduce,
@@ -180,11 +181,12 @@ pub enum Call {
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 8] = [
+    pub const ALL: [Call; 9] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
         Call::Barrier,
+        Call::Allgather,
         Call::Ibcast,
         Call::Ireduce,
         Call::Iallreduce,
@@ -198,6 +200,7 @@ impl Call {
             Call::Reduce => "MPI_Reduce",
             Call::Allreduce => "MPI_Allreduce",
             Call::Barrier => "MPI_Barrier",
+            Call::Allgather => "MPI_Allgather",
             Call::Ibcast => "MPI_Ibcast",
             Call::Ireduce => "MPI_Ireduce",
             Call::Iallreduce => "MPI_Iallreduce",

@@ -10,7 +10,7 @@ use std::os::raw::{c_char, c_int};
 use mpi::ffi;
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status, SUCCESS};
-use crate::{calls, completion, state};
+use crate::{allgather, calls, completion, state};
 
 /// Drops the cached answer for the communicator `*comm` before MPI frees it (MPI reuses
 /// handles).
@@ -184,6 +184,38 @@ pub unsafe extern "C" fn MPI_Allreduce(
         || unsafe { calls::allreduce(send, recv, count, dt, op, comm) },
         // SAFETY: passed on unchanged.
         || unsafe { ffi::PMPI_Allreduce(send, recv, count, dt, op, comm) },
+    )
+}
+
+/// `MPI_Allgather`.
+///
+/// # Safety
+/// As `MPI_Allgather`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Allgather(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    abi::entry_rc(
+        Some(comm),
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            allgather::allgather(
+                send, send_count, send_type, recv, recv_count, recv_type, comm,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            ffi::PMPI_Allgather(
+                send, send_count, send_type, recv, recv_count, recv_type, comm,
+            )
+        },
     )
 }
 
