@@ -1,7 +1,7 @@
 /* preload-nonblocking: an unmodified MPI program that exercises the nonblocking
  * collectives topo-run's PMPI library intercepts (MPI_Ibcast, MPI_Ireduce,
- * MPI_Iallreduce, MPI_Ibarrier) and the completion calls applications use on their
- * requests, and checks every result against a reference computed locally.
+ * MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather) and the completion calls applications use
+ * on their requests, and checks every result against a reference computed locally.
  *
  * Covered: int, long long, unsigned char, float and double with the predefined
  * operations defined on them; counts 1, 7, 1031 and 65539 (and 2^20+3 for int without
@@ -18,8 +18,10 @@
  * peer waits for it; blocking calls (MPI_Recv, MPI_Sendrecv, MPI_Probe, MPI_Mprobe,
  * MPI_Ssend, and collectives MPI runs) that a peer answers only after the collective in
  * flight has advanced; MPI_Request_free and MPI_Cancel on a collective's request; an
- * Ibcast with different datatypes of one type signature; 2000 back-to-back calls, and 16
- * in flight at once.
+ * Ibcast with different datatypes of one type signature; MPI_Iallgather of counts 0, 1,
+ * primes and 16 MiB in all, in place and not, with a contiguous and a strided vector type
+ * on the receive side (freed before completion), two in flight with an Iallreduce;
+ * 2000 back-to-back calls, and 16 in flight at once.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
@@ -543,6 +545,65 @@ static void die_in_recv(int die) {
     free(buf);
 }
 
+/* MPI_Iallgather of `count` ints per rank, out of place and in place, both in flight with
+ * an Iallreduce, completed with completion call `how`. */
+static void iallgather_ints(MPI_Comm comm, long count, int how) {
+    int *send = malloc((count + 1) * sizeof(int));
+    int *out = malloc((count * size + 1) * sizeof(int));
+    int *inp = malloc((count * size + 1) * sizeof(int));
+    for (long i = 0; i < count; i++) send[i] = (int)val(rank, i) * 1000 + (int)(i % 997);
+    for (long i = 0; i < count * size; i++) out[i] = -1, inp[i] = -2;
+    for (long i = 0; i < count; i++) inp[rank * count + i] = send[i] + 1;
+    int v = rank + 1, s = 0;
+    MPI_Request r[3];
+    MPI_Iallgather(send, (int)count, MPI_INT, out, (int)count, MPI_INT, comm, &r[0]);
+    MPI_Iallreduce(&v, &s, 1, MPI_INT, MPI_SUM, comm, &r[1]);
+    MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, inp, (int)count, MPI_INT, comm, &r[2]);
+    int ok = complete(&r[2], how) && complete(&r[0], how) && complete(&r[1], C_WAIT);
+    for (int q = 0; q < size; q++)
+        for (long i = 0; i < count; i++) {
+            int want = (int)val(q, i) * 1000 + (int)(i % 997);
+            ok &= out[q * count + i] == want && inp[q * count + i] == want + 1;
+        }
+    ok &= s == size * (size + 1) / 2;
+    for (long i = 0; i < count * size; i += 1 + count / 64) hash(out[i]);
+    char what[112];
+    snprintf(what, sizeof what, "MPI_Iallgather MPI_INT count %ld, in place and not (%s)", count,
+             how_names[how]);
+    result(ok, what);
+    free(send);
+    free(out);
+    free(inp);
+}
+
+/* MPI_Iallgather into a contiguous and a strided vector type, freed before completion. */
+static void iallgather_types(void) {
+    MPI_Datatype four, vec;
+    MPI_Type_contiguous(4, MPI_INT, &four);
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&four);
+    MPI_Type_commit(&vec);
+    int send[4], *a = malloc(4 * size * sizeof(int)), *b = malloc(7 * size * sizeof(int));
+    for (int i = 0; i < 4; i++) send[i] = (int)val(rank, i) + 10 * i;
+    for (int i = 0; i < 7 * size; i++) b[i] = -1;
+    MPI_Request r[2];
+    MPI_Iallgather(send, 4, MPI_INT, a, 1, four, MPI_COMM_WORLD, &r[0]);
+    MPI_Iallgather(send, rank % 2 ? 1 : 4, rank % 2 ? four : MPI_INT, b, 1, vec, MPI_COMM_WORLD, &r[1]);
+    MPI_Type_free(&four);
+    MPI_Type_free(&vec);
+    int ok = MPI_Waitall(2, r, MPI_STATUSES_IGNORE) == MPI_SUCCESS;
+    for (int q = 0; q < size; q++)
+        for (int i = 0; i < 4; i++) {
+            int want = (int)val(q, i) + 10 * i;
+            ok &= a[q * 4 + i] == want && b[q * 7 + 2 * i] == want;
+            if (i < 3) ok &= b[q * 7 + 2 * i + 1] == -1;
+            hash(b[q * 7 + 2 * i]);
+        }
+    result(ok, "MPI_Iallgather into a contiguous and a strided vector type, freed before completion");
+    free(a);
+    free(b);
+}
+
 int main(int argc, char **argv) {
     int die = -1, die_recv = -1;
     MPI_Init(&argc, &argv);
@@ -578,6 +639,12 @@ int main(int argc, char **argv) {
     cases_uchar(MPI_COMM_WORLD, "world", counts, n, &how);
     cases_float(dup, "dup", counts, n, &how);
     cases_double(MPI_COMM_WORLD, "world", counts, n, &how);
+    {
+        long ag[] = {0, 1, 7, 1031, 2049};
+        for (int k = 0; k < 5; k++) iallgather_ints(k % 2 ? dup : MPI_COMM_WORLD, ag[k], k % C_N);
+        iallgather_ints(MPI_COMM_WORLD, (16L << 20) / (long)sizeof(int) / size, C_WAITALL);
+        iallgather_types();
+    }
     for (int h = 0; h < 3; h++) mixed(dup, rev, h);
     statuses();
     orders(dup);

@@ -33,7 +33,7 @@ use mpi::topology::Communicator;
 use crate::backoff::Backoff;
 use crate::combine::Combine;
 use crate::context::{self, Hier, Shared};
-use crate::nonblocking::{Builder, Schedule, iallreduce, ibarrier, ibcast, ireduce};
+use crate::nonblocking::{Builder, Schedule, iallgather, iallreduce, ibarrier, ibcast, ireduce};
 use crate::plain::{self, MpiCombine};
 use crate::topo::Topo;
 
@@ -389,6 +389,32 @@ impl Topo {
         })
     }
 
+    /// The remapped recursive doubling's schedule; the caller has checked
+    /// [`Topo::ensure_rd`].
+    fn sched_all_gather<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [u8]>,
+        recv: &'a mut [u8],
+    ) -> Request<'a, S> {
+        let has_send = send.is_some();
+        let len = recv.len() / self.world.size() as usize;
+        let rank = self.world.rank() as u32;
+        let args = Args {
+            name: "MPI_Iallgather",
+            send,
+            recv: Some(recv),
+            op: None,
+        };
+        self.start(scope, args, None, |h| {
+            let peers =
+                h.rd.as_ref()
+                    .and_then(Option::as_ref)
+                    .expect("ensure_rd found the peers");
+            (iallgather::build_rd(rank, peers, len, has_send), 0, 0)
+        })
+    }
+
     fn sched_barrier(&mut self) -> Request<'static> {
         let args = Args {
             name: "MPI_Ibarrier",
@@ -612,6 +638,84 @@ impl Topo {
         )
     }
 
+    /// Starts gathering every rank's `send` into `recv` on every rank, rank r's at
+    /// `recv[r * send.len()..]` (rsmpi: `CommunicatorCollectives::immediate_all_gather_into`).
+    /// Runs the remapped recursive doubling as a schedule where the blocking call would
+    /// (`--allgather` rules, jobs of a power-of-two size); otherwise MPI's `MPI_Iallgather`.
+    pub fn immediate_all_gather_into<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        assert_eq!(
+            send.len() * self.world.size() as usize,
+            recv.len(),
+            "immediate_all_gather_into: the receive buffer must hold size x send.len() elements"
+        );
+        self.iallgather(scope, Some(send), recv)
+    }
+
+    /// Like [`Topo::immediate_all_gather_into`], with this rank's block already at its place
+    /// in `buf`.
+    pub fn immediate_all_gather_in_place<'a, T, S>(
+        &mut self,
+        scope: S,
+        buf: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        assert!(
+            buf.len().is_multiple_of(self.world.size() as usize),
+            "immediate_all_gather_in_place: the buffer must hold size blocks"
+        );
+        self.iallgather(scope, None, buf)
+    }
+
+    fn iallgather<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [T]>,
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        if plain::is_plain::<T>() && self.ensure_rd(std::mem::size_of_val(recv)) {
+            let send = send.map(plain::bytes);
+            return self.sched_all_gather(scope, send, plain::bytes_mut(recv));
+        }
+        let size = self.world.size() as usize;
+        let block = recv.len() / size;
+        let dt = T::equivalent_datatype().as_raw();
+        // In place, MPI gets a copy of this rank's block, kept alive by the request.
+        let at = self.world.rank() as usize * block;
+        let copy: Option<Box<[T]>> = send
+            .is_none()
+            .then(|| recv[at..at + block].to_vec().into_boxed_slice());
+        let sp: *const T = send
+            .or(copy.as_deref())
+            .map_or(std::ptr::null(), <[T]>::as_ptr);
+        let rp = recv.as_mut_ptr();
+        let n = count(block);
+        self.start_native(
+            scope,
+            Some(Box::new(copy)),
+            Box::new(move |comm, req| {
+                // SAFETY: the user's buffers are borrowed for the request's lifetime `'a`;
+                // the copy lives in the request until it completes.
+                unsafe { ffi::MPI_Iallgather(sp.cast(), n, dt, rp.cast(), n, dt, comm, req) }
+            }),
+        )
+    }
+
     /// Starts a barrier (rsmpi: `Communicator::immediate_barrier`).
     pub fn immediate_barrier(&mut self) -> Request<'static> {
         if self.is_hierarchical() {
@@ -692,6 +796,30 @@ impl Topo {
         let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
         let r = self.sched_all_reduce(StaticScope, send, recv, Box::new(op), None);
         Some(RawRequest(r))
+    }
+
+    /// Starts an Allgather into `recv` (rank r's block at `r * len`, `len = recv.len() /
+    /// size`); `send` is `None` when this rank's block is in place. `None` (nothing done)
+    /// where the blocking call would not run the remapped recursive doubling: the caller
+    /// hands the call to MPI.
+    ///
+    /// # Safety
+    /// As [`Topo::raw_immediate_reduce`].
+    pub unsafe fn raw_immediate_all_gather(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+    ) -> Option<RawRequest> {
+        let size = self.world.size() as usize;
+        if !recv.len().is_multiple_of(size)
+            || send.is_some_and(|b| b.len() * size != recv.len())
+            || !self.ensure_rd(recv.len())
+        {
+            return None;
+        }
+        // SAFETY: per the contract.
+        let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
+        Some(RawRequest(self.sched_all_gather(StaticScope, send, recv)))
     }
 
     /// Starts a barrier.

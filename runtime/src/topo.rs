@@ -722,35 +722,45 @@ impl Topo {
         if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len()) {
             return false;
         }
+        let rd = self.ensure_rd(recv.len());
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
             return false;
         };
-        let rd = h.settings.allgather_for(recv.len()) == AllgatherAlg::RecursiveDoubling;
-        if rd && h.rd.is_none() {
-            // First use: every rank learns every rank's node (one u32 each), keeps its
-            // O(log n) peers and drops the table. All ranks get here together: the choice
-            // depends only on the settings and the size, the same on every rank.
-            let mut labels = vec![0u32; size];
-            self.world.all_gather_into(&h.node_label, &mut labels[..]);
-            h.rd = Some(
-                remap::chosen(&labels).and_then(|pos| remap::peers(&pos, self.world.rank() as u32)),
-            );
-        }
+        let rank = self.world.rank() as u32;
         let result = match (&h.rd, rd) {
-            (Some(Some(peers)), true) => allgather::recursive_doubling(
-                &mut h.links,
-                self.world.rank() as u32,
-                peers,
-                send,
-                recv,
-            ),
+            (Some(Some(peers)), true) => {
+                allgather::recursive_doubling(&mut h.links, rank, peers, send, recv)
+            }
             _ => allgather::allgather(&h.view, &mut h.links, &h.settings, send, recv),
         };
         if let Err(e) = result {
             self.abort("MPI_Allgather", e);
         }
         true
+    }
+
+    /// Whether an Allgather of `total` gathered bytes runs the remapped recursive
+    /// doubling: the settings choose it and the job's size is a power of two. The first
+    /// time the settings choose it, every rank learns every rank's node (one
+    /// `MPI_Allgather` of a `u32` on topo-run's world communicator; every rank gets here
+    /// at the same call, since the choice depends only on the settings and the size),
+    /// keeps its `O(log n)` peers and drops the table.
+    pub(crate) fn ensure_rd(&self, total: usize) -> bool {
+        let mut core = context::lock(&self.core);
+        let Some(h) = core.hier.as_mut() else {
+            return false;
+        };
+        if h.settings.allgather_for(total) != AllgatherAlg::RecursiveDoubling {
+            return false;
+        }
+        if h.rd.is_none() {
+            let mut labels = vec![0u32; self.world.size() as usize];
+            self.world.all_gather_into(&h.node_label, &mut labels[..]);
+            let rank = self.world.rank() as u32;
+            h.rd = Some(remap::chosen(&labels).and_then(|pos| remap::peers(&pos, rank)));
+        }
+        matches!(h.rd, Some(Some(_)))
     }
 
     /// Broadcasts the bytes of `buf` from `root`.

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use topo_runtime::combine::{Combine, sum_i64};
 use topo_runtime::nonblocking::{
-    Builder, Engine, Reach, Schedule, iallreduce, ibarrier, ibcast, ireduce,
+    Builder, Engine, Reach, Schedule, iallgather, iallreduce, ibarrier, ibcast, ireduce,
 };
 use topo_runtime::view::Fabric;
 
@@ -155,6 +155,58 @@ fn nobody_completes_an_ibarrier_before_everyone_has_started_it() {
                 seen[0], n as i64,
                 "{nodes}x{per_node} {levels}: rank {rank}"
             );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn iallgather_in_flight_with_others_matches_the_reference(
+        nodes in prop::sample::select(vec![1u32, 2, 4]),
+        rpn in prop::sample::select(vec![1u32, 2, 4, 8]),
+        cyclic: bool, remapped: bool, s in settings(),
+        len in prop::sample::select(vec![1usize, 3, 511, 1700]),
+    ) {
+        let plans = plans(nodes, rpn, 2, "node,world", cyclic);
+        let size = plans.len() as u32;
+        let node_of = {
+            let mut ids: Vec<&str> = plans.iter().map(|p| p.node.as_str()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            plans.iter().map(|p| ids.binary_search(&p.node.as_str()).unwrap() as u32).collect::<Vec<_>>()
+        };
+        let pos: Vec<u32> = if remapped {
+            topo_hierarchy::remap::positions(&node_of).unwrap()
+        } else {
+            (0..size).collect()
+        };
+        let expect: Vec<i64> = (0..size).flat_map(|r| data(r, len)).collect();
+        let (out, _) = run(&plans, |view, fabric| {
+            let me = view.rank;
+            let peers = topo_hierarchy::remap::peers(&pos, me).unwrap();
+            let n = len * 8;
+            let mine = bytes(&data(me, len));
+            let mut all = vec![0u8; n * size as usize];
+            let mut inplace = vec![0u8; n * size as usize];
+            inplace[me as usize * n..(me as usize + 1) * n].copy_from_slice(&mine);
+            let mut b = if me == 0 { mine.clone() } else { vec![0; n] };
+            let mut engine = Engine::default();
+            // Out of place, a broadcast, and in place, started back to back.
+            let g = schedule("MPI_Iallgather", iallgather::build_rd(me, &peers, n, true), Some(&mine), Some(&mut all), 0, 0);
+            let sb = schedule("MPI_Ibcast", ibcast::build(view, &s, 0, n), None, Some(&mut b), 0, 0);
+            let gi = schedule("MPI_Iallgather", iallgather::build_rd(me, &peers, n, false), None, Some(&mut inplace), 0, 0);
+            for (id, sched) in [g, sb, gi].into_iter().enumerate() {
+                engine.start(id as u64, sched, fabric).unwrap();
+            }
+            finish(&mut engine, fabric);
+            assert_eq!(ints(&b), data(0, len), "ibcast at rank {me}");
+            assert_eq!(inplace, all, "in-place iallgather at rank {me}");
+            ints(&all)
+        });
+        for (rank, got) in out.iter().enumerate() {
+            prop_assert_eq!(got, &expect, "iallgather at rank {}", rank);
         }
     }
 }

@@ -111,7 +111,7 @@ check_c() {
 # its calls on a reversed split and with zero counts handed to MPI).
 check_nb() {
   local name=$1; shift
-  check_prog "$name" "$NBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier" \
+  check_prog "$name" "$NBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather" \
     "communicator without a topo-run context|zero count" "$@"
 }
 

@@ -13,9 +13,9 @@ use std::os::raw::c_int;
 
 use mpi::ffi;
 
-use crate::abi::{self, MPI_Comm, MPI_Datatype, SUCCESS, TypeInfo};
+use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
 use crate::classify::{Call, HandOff, TypeClass};
-use crate::state::{self, Lookup};
+use crate::state::{self, Active, Lookup};
 
 /// A type used as it is: predefined, without gaps (the value-index pairs have gaps).
 fn direct_size(look: &mut Lookup<'_>, dt: MPI_Datatype) -> Option<usize> {
@@ -84,13 +84,25 @@ unsafe fn pack(
     Ok(out)
 }
 
+/// What an Allgather on topo-run's path still holds after the collective: this rank's
+/// block when it had to be copied or packed, and, for a receive type that is not used in
+/// place, the gathered bytes to unpack into the application's buffer.
+pub(crate) struct Finish {
+    /// This rank's block when the collective cannot read it from the application.
+    own: Option<Vec<u8>>,
+    /// The packed receive side, if any.
+    unpack: Option<Unpack>,
+}
+
 /// A gathered result still to be unpacked into the application's buffer.
-pub(crate) struct Unpack {
+struct Unpack {
     bytes: Vec<u8>,
     block: usize,
     recv: *mut c_void,
     count: c_int,
+    /// The application's datatype, or a duplicate of it that this owns (`owned`).
     dt: MPI_Datatype,
+    owned: bool,
     stride: isize,
     comm: MPI_Comm,
 }
@@ -98,7 +110,7 @@ pub(crate) struct Unpack {
 impl Unpack {
     /// Unpacks every rank's block to its place. Returns MPI's code (an error also goes to
     /// the communicator's error handler).
-    pub(crate) fn finish(self) -> c_int {
+    fn finish(&self) -> c_int {
         for (r, block) in self.bytes.chunks_exact(self.block).enumerate() {
             let mut pos: c_int = 0;
             // SAFETY: block r of the receive buffer holds `count` elements of `dt` at
@@ -128,6 +140,153 @@ impl Unpack {
     }
 }
 
+impl Drop for Unpack {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: the duplicate made in `prepare`, freed once, here.
+            unsafe { ffi::PMPI_Type_free(&mut self.dt) };
+        }
+    }
+}
+
+impl crate::packed::Finish for Finish {
+    fn finish(self: Box<Self>) -> c_int {
+        self.unpack.as_ref().map_or(SUCCESS, Unpack::finish)
+    }
+}
+
+/// An Allgather's buffers on topo-run's path: this rank's block (`None` in place), where
+/// the blocks land, and what is left for completion.
+struct Prepared<'b> {
+    send: Option<&'b [u8]>,
+    recv: &'b mut [u8],
+    finish: Finish,
+}
+
+/// The arguments of an `MPI_Allgather` or `MPI_Iallgather`, if topo-run can take the call.
+/// With `keep_type`, a packed receive side keeps its own duplicate of the receive type
+/// (nonblocking calls: the application may free its handle before completion).
+///
+/// # Safety
+/// The arguments are those of an Allgather call, the buffers valid for `'b`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn prepare<'b>(
+    a: &Active,
+    look: &mut Lookup<'_>,
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+    keep_type: bool,
+) -> Result<Prepared<'b>, HandOff> {
+    // What every rank agrees on: the bytes of one block.
+    let block = signature_bytes(recv_count, recv_type)?;
+    let size = a.size as usize;
+    let total = block.checked_mul(size).ok_or(HandOff::Arguments)?;
+    let in_place = send == abi::in_place();
+    // A null buffer, or MPI_BOTTOM with a predefined type, is erroneous: MPI reports it.
+    // (MPI_BOTTOM with a derived type of absolute addresses is packed like any.)
+    let bad = |p: *const c_void, direct: bool| {
+        p.is_null() || p == abi::in_place() || (direct && p == abi::bottom())
+    };
+    let recv_direct = direct_size(look, recv_type).is_some();
+    if bad(recv.cast_const(), recv_direct)
+        || (!in_place && bad(send, direct_size(look, send_type).is_some()))
+    {
+        return Err(HandOff::Arguments);
+    }
+    if !recv_direct && !look.committed(recv_type) {
+        return Err(HandOff::Arguments);
+    }
+    // Everything that can fail is asked before anything is allocated for the collective.
+    let stride = if recv_direct {
+        0
+    } else {
+        recv_count as isize * extent(recv_type)?
+    };
+    // This rank's block, unless the collective reads it from the application: in place in
+    // a directly used receive buffer, or a direct send buffer clear of the receive buffer.
+    let own: Option<Vec<u8>> = if in_place {
+        if recv_direct {
+            None
+        } else {
+            let at = a.rank as isize * stride;
+            // SAFETY: block `rank` of the receive buffer holds this rank's elements.
+            Some(unsafe {
+                pack(
+                    recv.cast::<u8>().wrapping_offset(at).cast(),
+                    recv_count,
+                    recv_type,
+                    block,
+                    comm,
+                )
+            }?)
+        }
+    } else {
+        match direct_size(look, send_type) {
+            Some(s) if s as u64 * send_count.max(0) as u64 == block as u64 => {
+                // Buffers that overlap are erroneous, but handing the call to MPI on this
+                // rank alone would split the ranks between two paths: copy.
+                let (s, r) = (send as usize, recv as usize);
+                let overlap = s < r.saturating_add(total) && r < s.saturating_add(block);
+                // SAFETY: the send buffer holds `block` bytes.
+                overlap.then(|| {
+                    unsafe { std::slice::from_raw_parts(send.cast::<u8>(), block) }.to_vec()
+                })
+            }
+            // SAFETY: the send buffer holds `send_count` elements of `send_type`.
+            _ => Some(unsafe { pack(send, send_count, send_type, block, comm) }?),
+        }
+    };
+    let unpack = if recv_direct {
+        None
+    } else {
+        let (mut dt, mut owned) = (recv_type, false);
+        if keep_type {
+            let mut dup = dt;
+            // SAFETY: duplicating the application's valid datatype into a local handle.
+            if unsafe { ffi::PMPI_Type_dup(dt, &mut dup) } != SUCCESS {
+                return Err(HandOff::Arguments);
+            }
+            (dt, owned) = (dup, true);
+        }
+        Some(Unpack {
+            bytes: vec![0u8; total],
+            block,
+            recv,
+            count: recv_count,
+            dt,
+            owned,
+            stride,
+            comm,
+        })
+    };
+    let mut finish = Finish { own, unpack };
+    // The slices below point into the heap buffers `finish` owns (moving it moves none of
+    // them) or into the application's buffers.
+    // SAFETY: a direct send buffer holds `block` bytes; `own` and the packed bytes live as
+    // long as `finish`, which the caller keeps until the collective completes.
+    let send_bytes: Option<&'b [u8]> = match (&finish.own, in_place) {
+        (Some(v), _) => Some(unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) }),
+        (None, true) => None,
+        (None, false) => Some(unsafe { std::slice::from_raw_parts(send.cast::<u8>(), block) }),
+    };
+    let recv_bytes: &'b mut [u8] = match &mut finish.unpack {
+        // SAFETY: as above.
+        Some(u) => unsafe { std::slice::from_raw_parts_mut(u.bytes.as_mut_ptr(), total) },
+        // SAFETY: the receive buffer holds `size` blocks of `block` bytes.
+        None => unsafe { std::slice::from_raw_parts_mut(recv.cast::<u8>(), total) },
+    };
+    Ok(Prepared {
+        send: send_bytes,
+        recv: recv_bytes,
+        finish,
+    })
+}
+
 /// `MPI_Allgather`: `Some(code)` when done on topo-run's path, `None` for MPI.
 ///
 /// # Safety
@@ -142,94 +301,53 @@ pub(crate) unsafe fn allgather(
     recv_type: MPI_Datatype,
     comm: MPI_Comm,
 ) -> Option<c_int> {
-    let mut unpack = None;
-    state::run(Call::Allgather, comm, |a, look| {
-        // What every rank agrees on: the bytes of one block.
-        let block = signature_bytes(recv_count, recv_type)?;
-        let size = a.size as usize;
-        let total = block.checked_mul(size).ok_or(HandOff::Arguments)?;
-        let in_place = send == abi::in_place();
-        // A null buffer, or MPI_BOTTOM with a predefined type, is erroneous: MPI reports
-        // it. (MPI_BOTTOM with a derived type of absolute addresses is packed like any.)
-        let bad = |p: *const c_void, direct: bool| {
-            p.is_null() || p == abi::in_place() || (direct && p == abi::bottom())
-        };
-        let recv_direct = direct_size(look, recv_type).is_some();
-        if bad(recv.cast_const(), recv_direct)
-            || (!in_place && bad(send, direct_size(look, send_type).is_some()))
-        {
-            return Err(HandOff::Arguments);
-        }
-        if !recv_direct && !look.committed(recv_type) {
-            return Err(HandOff::Arguments);
-        }
-        // This rank's block, unless it is in place in a directly used receive buffer.
-        let own: Option<Vec<u8>> = if in_place {
-            if recv_direct {
-                None
-            } else {
-                let at = a.rank as isize * recv_count as isize * extent(recv_type)?;
-                // SAFETY: block `rank` of the receive buffer holds this rank's elements.
-                Some(unsafe {
-                    pack(
-                        recv.cast::<u8>().wrapping_offset(at).cast(),
-                        recv_count,
-                        recv_type,
-                        block,
-                        comm,
-                    )
-                }?)
-            }
-        } else {
-            match direct_size(look, send_type) {
-                Some(s) if s as u64 * send_count.max(0) as u64 == block as u64 => {
-                    // Buffers that overlap are erroneous, but handing the call to MPI on
-                    // this rank alone would split the ranks between two paths: copy.
-                    let (s, r) = (send as usize, recv as usize);
-                    let overlap = s < r.saturating_add(total) && r < s.saturating_add(block);
-                    // SAFETY: the send buffer holds `block` bytes.
-                    overlap.then(|| {
-                        unsafe { std::slice::from_raw_parts(send.cast::<u8>(), block) }.to_vec()
-                    })
-                }
-                // SAFETY: the send buffer holds `send_count` elements of `send_type`.
-                _ => Some(unsafe { pack(send, send_count, send_type, block, comm) }?),
-            }
-        };
-        // SAFETY: a send buffer used directly holds `block` bytes (checked above).
-        let direct_send = || unsafe { std::slice::from_raw_parts(send.cast::<u8>(), block) };
-        let send_bytes: Option<&[u8]> = match (&own, in_place) {
-            (Some(v), _) => Some(v),
-            (None, true) => None,
-            (None, false) => Some(direct_send()),
-        };
-        if recv_direct {
-            // SAFETY: the receive buffer holds `size` blocks of `block` bytes.
-            let out = unsafe { std::slice::from_raw_parts_mut(recv.cast::<u8>(), total) };
-            return if a.topo.raw_all_gather(send_bytes, out) {
-                Ok(())
-            } else {
-                Err(HandOff::Inactive)
-            };
-        }
-        // Everything that can fail is asked before the collective runs.
-        let stride = recv_count as isize * extent(recv_type)?;
-        let mut bytes = vec![0u8; total];
-        let own = send_bytes.expect("a packed receive side packs this rank's block");
-        if !a.topo.raw_all_gather(Some(own), &mut bytes) {
+    let finish = state::run(Call::Allgather, comm, |a, look| {
+        // SAFETY: per the contract.
+        let p = unsafe {
+            prepare(
+                a, look, send, send_count, send_type, recv, recv_count, recv_type, comm, false,
+            )
+        }?;
+        if !a.topo.raw_all_gather(p.send, p.recv) {
             return Err(HandOff::Inactive);
         }
-        unpack = Some(Unpack {
-            bytes,
-            block,
-            recv,
-            count: recv_count,
-            dt: recv_type,
-            stride,
-            comm,
-        });
-        Ok(())
+        Ok(p.finish)
     })?;
     // Unpacked outside the library's lock.
-    Some(unpack.map_or(SUCCESS, Unpack::finish))
+    Some(crate::packed::Finish::finish(Box::new(finish)))
+}
+
+/// `MPI_Iallgather`: whether the call was started on topo-run's path (it is when the
+/// blocking call would run the remapped recursive doubling; otherwise MPI's).
+///
+/// # Safety
+/// The arguments are those of an `MPI_Iallgather` call; MPI lets the collective use the
+/// buffers until the request completes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iallgather(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> bool {
+    let start = |a: &mut Active, look: &mut Lookup<'_>| {
+        // SAFETY: per the contract; the buffers are the collective's until completion,
+        // and `finish` keeps the library's own ones alive until then.
+        let p = unsafe {
+            prepare(
+                a, look, send, send_count, send_type, recv, recv_count, recv_type, comm, true,
+            )
+        }?;
+        // SAFETY: as above.
+        let req = unsafe { a.topo.raw_immediate_all_gather(p.send, p.recv) }
+            .ok_or(HandOff::NoSchedule)?;
+        let finish: Box<dyn crate::packed::Finish> = Box::new(p.finish);
+        Ok((req, Some(finish)))
+    };
+    // SAFETY: `request` is the caller's.
+    unsafe { state::run_nonblocking(Call::Iallgather, comm, request, start) }
 }

@@ -10,7 +10,7 @@ use topo_runtime::{MpiCombine, RawRequest};
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, SUCCESS, TypeInfo};
 use crate::classify::{Call, HandOff, Numeric, TypeClass, overlaps};
-use crate::packed::Packed;
+use crate::packed::{Finish, Packed};
 use crate::state::{self, Active, Lookup};
 
 /// What a call needs of its datatype: the element size, the class and what it holds.
@@ -289,7 +289,7 @@ pub(crate) fn barrier(comm: MPI_Comm) -> bool {
 
 /// A started nonblocking collective (with nothing to unpack at completion), or `Inactive`
 /// if its path is off.
-fn started(r: Option<RawRequest>) -> Result<(RawRequest, Option<Packed>), HandOff> {
+fn started(r: Option<RawRequest>) -> Result<(RawRequest, Option<Box<dyn Finish>>), HandOff> {
     r.map(|r| (r, None)).ok_or(HandOff::Inactive)
 }
 
@@ -318,7 +318,7 @@ pub(crate) unsafe fn ibcast(
                 // collective (moving `p` does not move them), until it completes.
                 let (req, _) =
                     started(unsafe { a.topo.raw_immediate_broadcast(root, &mut p.bytes) })?;
-                Ok((req, Some(p)))
+                Ok((req, Some(Box::new(p) as Box<dyn Finish>)))
             }
         }
     };

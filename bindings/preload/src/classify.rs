@@ -177,11 +177,12 @@ pub enum Call {
     Ireduce,
     Iallreduce,
     Ibarrier,
+    Iallgather,
 }
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 9] = [
+    pub const ALL: [Call; 10] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -191,6 +192,7 @@ impl Call {
         Call::Ireduce,
         Call::Iallreduce,
         Call::Ibarrier,
+        Call::Iallgather,
     ];
 
     /// The MPI name of the call.
@@ -205,6 +207,7 @@ impl Call {
             Call::Ireduce => "MPI_Ireduce",
             Call::Iallreduce => "MPI_Iallreduce",
             Call::Ibarrier => "MPI_Ibarrier",
+            Call::Iallgather => "MPI_Iallgather",
         }
     }
 
@@ -237,11 +240,14 @@ pub enum HandOff {
     /// Arguments MPI must check and report (a bad root or count, a null handle or
     /// buffer, `MPI_IN_PLACE` where it is not allowed, overlapping buffers).
     Arguments,
+    /// A nonblocking call whose algorithm has no nonblocking form yet (`MPI_Iallgather`
+    /// where the blocking call would run the hierarchical Allgather).
+    NoSchedule,
 }
 
 impl HandOff {
     /// All of them, in the order of [`HandOff::index`].
-    pub const ALL: [HandOff; 8] = [
+    pub const ALL: [HandOff; 9] = [
         HandOff::Inactive,
         HandOff::Communicator,
         HandOff::DerivedDatatype,
@@ -250,6 +256,7 @@ impl HandOff {
         HandOff::OpOnDatatype,
         HandOff::ZeroCount,
         HandOff::Arguments,
+        HandOff::NoSchedule,
     ];
 
     /// Words for the statistics.
@@ -263,6 +270,7 @@ impl HandOff {
             HandOff::OpOnDatatype => "operation undefined on datatype",
             HandOff::ZeroCount => "zero count",
             HandOff::Arguments => "arguments for MPI to check",
+            HandOff::NoSchedule => "no nonblocking form of the chosen algorithm",
         }
     }
 

@@ -2,8 +2,8 @@
 //!
 //! `topo-run` puts it in `LD_PRELOAD` when it starts a dynamically linked MPI program, so
 //! that an unmodified C, C++ or Fortran program gets topo-run's collectives. It exports
-//! `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Barrier` and `MPI_Allgather` (and the
-//! nonblocking forms of the first four, and the gfortran symbols
+//! `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Barrier` and `MPI_Allgather` (and
+//! their nonblocking forms, and for the first four the gfortran symbols
 //! `mpi_bcast_`, `mpi_reduce_`, `mpi_allreduce_`, `mpi_barrier_`), plus `MPI_Init`,
 //! `MPI_Init_thread`, `MPI_Finalize`, `MPI_Comm_free` and `MPI_Comm_disconnect` to set
 //! up, tear down and keep its caches right.

@@ -15,6 +15,18 @@ use mpi::ffi;
 use crate::abi::{MPI_Comm, MPI_Datatype, SUCCESS};
 use crate::classify::HandOff;
 
+/// What a collective of topo-run's still does after its data has moved: unpack into the
+/// application's buffer. Returns MPI's code.
+pub(crate) trait Finish {
+    fn finish(self: Box<Self>) -> c_int;
+}
+
+impl Finish for Packed {
+    fn finish(self: Box<Self>) -> c_int {
+        Packed::finish(*self)
+    }
+}
+
 /// A broadcast's buffer in packed form.
 pub(crate) struct Packed {
     /// The packed bytes: the root's data, or room for it at the other ranks.

@@ -34,7 +34,7 @@ use topo_runtime::{Progress, RawRequest, Topo, with_progress_hook};
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, TypeInfo};
 use crate::classify::{Call, HandOff};
-use crate::packed::Packed;
+use crate::packed::Finish;
 use crate::stats::{self, Stats};
 
 /// Exit code (through `MPI_Abort`) when the plan in the environment is corrupted or does
@@ -58,8 +58,9 @@ struct Pending {
     req: RawRequest,
     /// The generalized request the application holds.
     handle: MPI_Request,
-    /// A packed broadcast's data, unpacked into the application's buffer at completion.
-    unpack: Option<Packed>,
+    /// What is left at completion (a packed broadcast's or Allgather's unpacking, and the
+    /// buffers the collective uses until then).
+    unpack: Option<Box<dyn Finish>>,
 }
 
 /// Hashes a handle (an address, or a small integer under other ABIs) with one
@@ -533,7 +534,10 @@ pub(crate) unsafe fn run_nonblocking(
     call: Call,
     comm: MPI_Comm,
     request: *mut MPI_Request,
-    f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<(RawRequest, Option<Packed>), HandOff>,
+    f: impl FnOnce(
+        &mut Active,
+        &mut Lookup<'_>,
+    ) -> Result<(RawRequest, Option<Box<dyn Finish>>), HandOff>,
 ) -> bool {
     if request.is_null() {
         return false;

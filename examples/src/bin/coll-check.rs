@@ -307,6 +307,23 @@ impl Checker<'_> {
                 &tag("allgather in-place"),
                 inplace[..n * size] == want[..n * size],
             );
+
+            // Nonblocking, out of place and in place, both in flight at once.
+            let mut igot = vec![T::from_i64(0); n * size + 1];
+            let mut iinplace = vec![T::from_i64(0); n * size + 1];
+            iinplace[at..at + n].copy_from_slice(&send[..n]);
+            let topo = &mut self.topo;
+            mpi::request::scope(|scope| {
+                let a = topo.immediate_all_gather_into(scope, &send[..n], &mut igot[..n * size]);
+                let b = topo.immediate_all_gather_in_place(scope, &mut iinplace[..n * size]);
+                a.wait();
+                b.wait();
+            });
+            self.record(&tag("iallgather"), igot[..n * size] == want[..n * size]);
+            self.record(
+                &tag("iallgather in-place"),
+                iinplace[..n * size] == want[..n * size],
+            );
         }
     }
 

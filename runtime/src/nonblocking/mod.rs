@@ -11,6 +11,7 @@
 //! (scatter-allgather and reduce-scatter-gather become binomial trees, the ring top
 //! allreduce becomes recursive doubling). Messages are not pipelined across levels.
 
+pub mod iallgather;
 pub mod iallreduce;
 pub mod ibarrier;
 pub mod ibcast;

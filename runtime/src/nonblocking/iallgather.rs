@@ -1,0 +1,80 @@
+//! Iallgather: TopoMPI's remapped recursive doubling ([`crate::allgather::recursive_doubling`])
+//! as a schedule. Round 0 puts this rank's block at its own place (a copy, unless in place)
+//! and exchanges it for the block of rank `position`; round `k + 1` swaps the `2^k` blocks
+//! each partner holds. Every transfer goes over the link that reaches the partner directly,
+//! and the steps of a round touch disjoint parts of the receive buffer.
+
+use topo_hierarchy::remap::RdPeers;
+
+use super::{Action, Buf, Builder, Link, Region};
+
+/// This rank's schedule: `rank` with its remapped `peers`, blocks of `len` bytes, this
+/// rank's block in the send buffer (`has_send`) or already at its place in the receive
+/// buffer.
+pub fn build_rd(rank: u32, peers: &RdPeers, len: usize, has_send: bool) -> Builder {
+    let mut b = Builder::default();
+    if len == 0 {
+        return b;
+    }
+    let at = |q: usize, blocks: usize| Region {
+        buf: Buf::Recv,
+        off: q * len,
+        len: blocks * len,
+    };
+    let own = if has_send {
+        Region::whole(Buf::Send, len)
+    } else {
+        at(rank as usize, 1)
+    };
+    let p = peers.position as usize;
+    let mut first = Vec::new();
+    if has_send {
+        first.push((
+            Link::Local,
+            Action::Copy {
+                src: own,
+                dst: at(rank as usize, 1),
+            },
+        ));
+    }
+    if p != rank as usize {
+        let (to, from) = (peers.send_own_to, peers.start_from);
+        first.push((
+            Link::Direct(to),
+            Action::Send {
+                to: vec![to],
+                src: own,
+            },
+        ));
+        first.push((
+            Link::Direct(from),
+            Action::Recv {
+                from,
+                dst: at(p, 1),
+            },
+        ));
+    }
+    b.round(first);
+    for (k, &partner) in peers.partners.iter().enumerate() {
+        let width = 1usize << k;
+        let mine = p & !(width - 1);
+        let theirs = mine ^ width;
+        b.round([
+            (
+                Link::Direct(partner),
+                Action::Send {
+                    to: vec![partner],
+                    src: at(mine, width),
+                },
+            ),
+            (
+                Link::Direct(partner),
+                Action::Recv {
+                    from: partner,
+                    dst: at(theirs, width),
+                },
+            ),
+        ]);
+    }
+    b
+}
