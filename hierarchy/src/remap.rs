@@ -155,6 +155,112 @@ pub fn blocks_between_nodes(node_of: &[u32], pos: Option<&[u32]>) -> u64 {
     total
 }
 
+/// One rank's part of the remapped Bruck exchange (any number of ranks): at step `k`
+/// the blocks gathered so far go to the rank `2^k` positions back while those of the rank
+/// `2^k` positions on arrive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BruckPeers {
+    /// The number of ranks.
+    pub size: u32,
+    /// This rank's position.
+    pub position: u32,
+    /// Where this rank's own block goes first: the rank at position `rank`.
+    pub send_own_to: u32,
+    /// Whose block this rank starts with: rank `position`.
+    pub start_from: u32,
+    /// Step `k`'s receiver, the rank at position `position - 2^k` (mod `size`).
+    pub to: Vec<u32>,
+    /// Step `k`'s sender, the rank at position `position + 2^k` (mod `size`).
+    pub from: Vec<u32>,
+}
+
+/// Bruck's steps for `n` ranks: `(distance, blocks)` of each.
+fn bruck_steps(n: usize) -> impl Iterator<Item = (usize, usize)> {
+    std::iter::successors(Some(1usize), |d| d.checked_mul(2))
+        .take_while(move |&d| d < n)
+        .map(move |d| (d, d.min(n - d)))
+}
+
+/// The blocks Bruck sends between nodes, in all, with ranks at `pos` (first exchange
+/// included).
+pub fn bruck_blocks_between_nodes(node_of: &[u32], pos: &[u32]) -> u64 {
+    let n = node_of.len();
+    let mut rank_at = vec![0u32; n];
+    for (r, &p) in pos.iter().enumerate() {
+        rank_at[p as usize] = r as u32;
+    }
+    let node_at = |p: usize| node_of[rank_at[p] as usize];
+    let mut total = (0..n)
+        .filter(|&r| node_of[r] != node_of[rank_at[r] as usize])
+        .count() as u64;
+    for (d, blocks) in bruck_steps(n) {
+        total += (0..n)
+            .filter(|&p| node_at(p) != node_at((p + d) % n))
+            .count() as u64
+            * blocks as u64;
+    }
+    total
+}
+
+/// The positions Bruck runs with: of the plain order, node-major order and the order that
+/// deals each node's ranks round-robin over the nodes (so that ranks of one node sit
+/// `nodes` positions apart, where the long late steps of equal node sizes land), the one
+/// that sends the fewest blocks between nodes.
+pub fn bruck_chosen(node_of: &[u32]) -> Vec<u32> {
+    let n = node_of.len();
+    let plain: Vec<u32> = (0..n as u32).collect();
+    let major = node_major(node_of);
+    // Round-robin: ranks ordered by (index within their node, node order).
+    let mut nodes: Vec<u32> = Vec::new();
+    let mut seen = std::collections::HashMap::new();
+    let mut local = vec![0u32; n];
+    let mut count: Vec<u32> = Vec::new();
+    for (r, &node) in node_of.iter().enumerate() {
+        let i = *seen.entry(node).or_insert_with(|| {
+            nodes.push(node);
+            count.push(0);
+            count.len() - 1
+        });
+        local[r] = count[i];
+        count[i] += 1;
+    }
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.sort_by_key(|&r| (local[r as usize], seen[&node_of[r as usize]]));
+    let mut dealt = vec![0u32; n];
+    for (p, &r) in order.iter().enumerate() {
+        dealt[r as usize] = p as u32;
+    }
+    [plain, major, dealt]
+        .into_iter()
+        .min_by_key(|pos| bruck_blocks_between_nodes(node_of, pos))
+        .expect("three candidates")
+}
+
+/// Rank `rank`'s peers in Bruck's exchange with ranks at `pos` (a permutation of `0..n`);
+/// `None` if `rank` is out of range.
+pub fn bruck_peers(pos: &[u32], rank: u32) -> Option<BruckPeers> {
+    let n = pos.len();
+    let position = *pos.get(rank as usize)?;
+    let mut rank_at = vec![0u32; n];
+    for (r, &p) in pos.iter().enumerate() {
+        rank_at[p as usize] = r as u32;
+    }
+    let p = position as usize;
+    let (mut to, mut from) = (Vec::new(), Vec::new());
+    for (d, _) in bruck_steps(n) {
+        to.push(rank_at[(p + n - d) % n]);
+        from.push(rank_at[(p + d) % n]);
+    }
+    Some(BruckPeers {
+        size: n as u32,
+        position,
+        send_own_to: rank_at[rank as usize],
+        start_from: position,
+        to,
+        from,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,5 +349,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn bruck_peers_mirror_each_other_and_the_choice_never_sends_more() {
+        for node_of in [
+            vec![0, 0, 0, 1, 1, 1],
+            vec![0, 1, 2, 0, 1, 2, 0],
+            vec![4, 4, 1, 4, 1],
+        ] {
+            let n = node_of.len();
+            let pos = bruck_chosen(&node_of);
+            let mut sorted = pos.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..n as u32).collect::<Vec<_>>());
+            let plain: Vec<u32> = (0..n as u32).collect();
+            assert!(
+                bruck_blocks_between_nodes(&node_of, &pos)
+                    <= bruck_blocks_between_nodes(&node_of, &plain)
+            );
+            for r in 0..n as u32 {
+                let me = bruck_peers(&pos, r).unwrap();
+                for (k, &t) in me.to.iter().enumerate() {
+                    // My receiver at step k receives from me.
+                    assert_eq!(bruck_peers(&pos, t).unwrap().from[k], r);
+                }
+            }
+        }
+        // 4 nodes x 3 ranks in blocks: dealing the ranks round-robin puts ranks of one node
+        // 4 positions apart, so the steps at distance 4 and 8 stay inside nodes: 44 blocks
+        // between nodes instead of plain's 116.
+        let node_of: Vec<u32> = (0..12).map(|r| r / 3).collect();
+        let plain: Vec<u32> = (0..12).collect();
+        let pos = bruck_chosen(&node_of);
+        assert_eq!(bruck_blocks_between_nodes(&node_of, &plain), 116);
+        assert_eq!(bruck_blocks_between_nodes(&node_of, &pos), 44);
     }
 }

@@ -96,7 +96,8 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "TOPO_RUN_ALLGATHER",
         "allgather rules, by the total gathered size, e.g. <64K=rd,*=hier (hier = gather up \
          the hierarchy, then bcast down; rd = recursive doubling over the whole job with \
-         TopoMPI's rank remapping, for jobs of a power-of-two size, else hier)",
+         TopoMPI's rank remapping, or Bruck's exchange, remapped, when the job's size is not \
+         a power of two)",
     ),
 ];
 
@@ -267,7 +268,7 @@ pub enum AllgatherAlg {
     /// Gather up the hierarchy to rank 0, then broadcast the result down.
     Hierarchical,
     /// Recursive doubling over the whole job, ranks remapped so that the heavy steps stay
-    /// inside nodes (jobs of a power-of-two size; others run `Hierarchical`).
+    /// inside nodes; Bruck's exchange, remapped, when the job's size is not a power of two.
     RecursiveDoubling,
 }
 
@@ -443,7 +444,7 @@ const ALLREDUCE_DEFAULTS: [Rule<AllreduceAlg>; 2] = [
 
 /// Recursive doubling wherever it applies: on 1 node x 2 it took 0.26-1.02 of Open MPI's
 /// `MPI_Allgather` from 4 B to 4 MiB per rank, the hierarchical form 0.74-3.05
-/// (docs/runtime.md). Jobs whose size is not a power of two run the hierarchical form.
+/// (docs/runtime.md). Jobs whose size is not a power of two run Bruck's exchange.
 const ALLGATHER_DEFAULTS: [Rule<AllgatherAlg>; 1] = [Rule {
     scope: Scope::Any,
     below: None,

@@ -378,8 +378,8 @@ pub struct RuntimeArgs {
     pub allreduce: Option<String>,
 
     /// Allgather rules by the gathered size: `hier` (up the hierarchy, then down) or `rd`
-    /// (recursive doubling over the job with TopoMPI's rank remapping; power-of-two jobs),
-    /// e.g. `<64K=rd,*=hier`.
+    /// (recursive doubling over the job with TopoMPI's rank remapping; Bruck's exchange,
+    /// remapped, for jobs whose size is not a power of two), e.g. `<64K=rd,*=hier`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLGATHER")]
     pub allgather: Option<String>,
 

@@ -33,9 +33,16 @@ pub(crate) struct Hier {
     /// The lowest world rank on this rank's node: the node's label in the Allgather
     /// remapping.
     pub(crate) node_label: u32,
-    /// This rank's peers in the remapped recursive-doubling Allgather, worked out at its
-    /// first use (`Some(None)`: the job's size is not a power of two).
-    pub(crate) rd: Option<Option<topo_hierarchy::remap::RdPeers>>,
+    /// This rank's peers in the remapped Allgather exchange, worked out at its first use.
+    pub(crate) exchange: Option<Exchange>,
+}
+
+/// The remapped Allgather exchange of a context: recursive doubling when the job's size is
+/// a power of two, else Bruck.
+#[derive(Debug)]
+pub(crate) enum Exchange {
+    RecursiveDoubling(topo_hierarchy::remap::RdPeers),
+    Bruck(topo_hierarchy::remap::BruckPeers),
 }
 
 /// A context's state, shared with its requests and the progress hooks.

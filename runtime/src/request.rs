@@ -32,7 +32,7 @@ use mpi::topology::Communicator;
 
 use crate::backoff::Backoff;
 use crate::combine::Combine;
-use crate::context::{self, Hier, Shared};
+use crate::context::{self, Exchange, Hier, Shared};
 use crate::nonblocking::{Builder, Schedule, iallgather, iallreduce, ibarrier, ibcast, ireduce};
 use crate::plain::{self, MpiCombine};
 use crate::topo::Topo;
@@ -389,9 +389,8 @@ impl Topo {
         })
     }
 
-    /// The remapped recursive doubling's schedule; the caller has checked
-    /// [`Topo::ensure_rd`].
-    fn sched_all_gather<'a, S: Scope<'a>>(
+    /// The remapped exchange's schedule; the caller has checked [`Topo::ensure_exchange`].
+    pub(crate) fn sched_all_gather<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
         send: Option<&'a [u8]>,
@@ -406,12 +405,15 @@ impl Topo {
             recv: Some(recv),
             op: None,
         };
-        self.start(scope, args, None, |h| {
-            let peers =
-                h.rd.as_ref()
-                    .and_then(Option::as_ref)
-                    .expect("ensure_rd found the peers");
-            (iallgather::build_rd(rank, peers, len, has_send), 0, 0)
+        self.start(scope, args, None, |h| match &h.exchange {
+            Some(Exchange::RecursiveDoubling(peers)) => {
+                (iallgather::build_rd(rank, peers, len, has_send), 0, 0)
+            }
+            Some(Exchange::Bruck(peers)) => {
+                let (b, tmp) = iallgather::build_bruck(rank, peers, len, has_send);
+                (b, 0, tmp)
+            }
+            None => unreachable!("ensure_exchange found the peers"),
         })
     }
 
@@ -688,7 +690,7 @@ impl Topo {
         T: Equivalence + Copy + 'static,
         S: Scope<'a>,
     {
-        if plain::is_plain::<T>() && self.ensure_rd(std::mem::size_of_val(recv)) {
+        if plain::is_plain::<T>() && self.ensure_exchange(std::mem::size_of_val(recv)) {
             let send = send.map(plain::bytes);
             return self.sched_all_gather(scope, send, plain::bytes_mut(recv));
         }
@@ -813,7 +815,7 @@ impl Topo {
         let size = self.world.size() as usize;
         if !recv.len().is_multiple_of(size)
             || send.is_some_and(|b| b.len() * size != recv.len())
-            || !self.ensure_rd(recv.len())
+            || !self.ensure_exchange(recv.len())
         {
             return None;
         }

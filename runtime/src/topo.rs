@@ -13,6 +13,7 @@ use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use crate::context::ABORT_CODE;
+use crate::context::Exchange;
 use crate::context::{self, Core, Hier, Shared, abort};
 use crate::error::{Error, Result};
 use crate::links::Links;
@@ -257,7 +258,7 @@ impl Topo {
             links,
             scratch: Scratch::default(),
             node_label,
-            rd: None,
+            exchange: None,
         };
         let local = Some((plan.local_rank, plan.local_size));
         Ok(Topo::new(
@@ -722,14 +723,28 @@ impl Topo {
         if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len()) {
             return false;
         }
-        let rd = self.ensure_rd(recv.len());
+        if self.ensure_exchange(recv.len())
+            && matches!(
+                context::lock(&self.core)
+                    .hier
+                    .as_ref()
+                    .and_then(|h| h.exchange.as_ref()),
+                Some(Exchange::Bruck(_))
+            )
+        {
+            // Bruck's sends and receives go to different ranks, maybe over different
+            // links: it runs as its schedule, waited for.
+            mpi::request::scope(|scope| self.sched_all_gather(scope, send, recv).wait());
+            return true;
+        }
+        let rd = self.ensure_exchange(recv.len());
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
             return false;
         };
         let rank = self.world.rank() as u32;
-        let result = match (&h.rd, rd) {
-            (Some(Some(peers)), true) => {
+        let result = match (&h.exchange, rd) {
+            (Some(Exchange::RecursiveDoubling(peers)), true) => {
                 allgather::recursive_doubling(&mut h.links, rank, peers, send, recv)
             }
             _ => allgather::allgather(&h.view, &mut h.links, &h.settings, send, recv),
@@ -740,13 +755,13 @@ impl Topo {
         true
     }
 
-    /// Whether an Allgather of `total` gathered bytes runs the remapped recursive
-    /// doubling: the settings choose it and the job's size is a power of two. The first
-    /// time the settings choose it, every rank learns every rank's node (one
-    /// `MPI_Allgather` of a `u32` on topo-run's world communicator; every rank gets here
-    /// at the same call, since the choice depends only on the settings and the size),
-    /// keeps its `O(log n)` peers and drops the table.
-    pub(crate) fn ensure_rd(&self, total: usize) -> bool {
+    /// Whether an Allgather of `total` gathered bytes runs the remapped exchange
+    /// (recursive doubling, or Bruck for a job whose size is not a power of two): the
+    /// settings choose it. The first time they do, every rank learns every rank's node (one
+    /// `MPI_Allgather` of a `u32` on topo-run's world communicator; every rank gets here at
+    /// the same call, since the choice depends only on the settings and the size), keeps
+    /// its `O(log n)` peers and drops the table.
+    pub(crate) fn ensure_exchange(&self, total: usize) -> bool {
         let mut core = context::lock(&self.core);
         let Some(h) = core.hier.as_mut() else {
             return false;
@@ -754,13 +769,18 @@ impl Topo {
         if h.settings.allgather_for(total) != AllgatherAlg::RecursiveDoubling {
             return false;
         }
-        if h.rd.is_none() {
+        if h.exchange.is_none() {
             let mut labels = vec![0u32; self.world.size() as usize];
             self.world.all_gather_into(&h.node_label, &mut labels[..]);
             let rank = self.world.rank() as u32;
-            h.rd = Some(remap::chosen(&labels).and_then(|pos| remap::peers(&pos, rank)));
+            h.exchange = match remap::chosen(&labels) {
+                Some(pos) => remap::peers(&pos, rank).map(Exchange::RecursiveDoubling),
+                None => {
+                    remap::bruck_peers(&remap::bruck_chosen(&labels), rank).map(Exchange::Bruck)
+                }
+            };
         }
-        matches!(h.rd, Some(Some(_)))
+        h.exchange.is_some()
     }
 
     /// Broadcasts the bytes of `buf` from `root`.

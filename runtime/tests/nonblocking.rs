@@ -210,3 +210,48 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn bruck_iallgather_matches_the_reference(
+        nodes in 1u32..5, rpn in 1u32..6, cyclic: bool, chosen: bool, has_send: bool,
+        len in prop::sample::select(vec![1usize, 3, 511, 1700]),
+    ) {
+        let plans = plans(nodes, rpn, 2, "node,world", cyclic);
+        let size = plans.len() as u32;
+        let node_of = {
+            let mut ids: Vec<&str> = plans.iter().map(|p| p.node.as_str()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            plans.iter().map(|p| ids.binary_search(&p.node.as_str()).unwrap() as u32).collect::<Vec<_>>()
+        };
+        let pos: Vec<u32> = if chosen {
+            topo_hierarchy::remap::bruck_chosen(&node_of)
+        } else {
+            (0..size).collect()
+        };
+        let expect: Vec<i64> = (0..size).flat_map(|r| data(r, len)).collect();
+        let (out, _) = run(&plans, |view, fabric| {
+            let me = view.rank;
+            let peers = topo_hierarchy::remap::bruck_peers(&pos, me).unwrap();
+            let n = len * 8;
+            let mine = bytes(&data(me, len));
+            let mut all = vec![0u8; n * size as usize];
+            if !has_send {
+                all[me as usize * n..(me as usize + 1) * n].copy_from_slice(&mine);
+            }
+            let mut engine = Engine::default();
+            let (b, tmp) = iallgather::build_bruck(me, &peers, n, has_send);
+            let send = has_send.then_some(&mine[..]);
+            let g = schedule("MPI_Iallgather", b, send, Some(&mut all), 0, tmp);
+            engine.start(0, g, fabric).unwrap();
+            finish(&mut engine, fabric);
+            ints(&all)
+        });
+        for (rank, got) in out.iter().enumerate() {
+            prop_assert_eq!(got, &expect, "bruck iallgather at rank {}", rank);
+        }
+    }
+}

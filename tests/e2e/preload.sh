@@ -142,6 +142,25 @@ check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
 check_nb "C nonblocking, 1 node x 2 ranks, progress thread" "${ONE[@]}" --export=ALL,TOPO_RUN_PROGRESS=thread
 check_f "Fortran, 1 node x 2 ranks" "${ONE[@]}"
 
+# 3 ranks, a size that is not a power of two: MPI_Allgather and MPI_Iallgather run Bruck's
+# exchange. Oversubscribed (3 ranks on 2 cores), so through salloc + srun -O, as runtime.sh.
+OVER=(salloc -N1 -n2 --quiet srun -O -n3 --mpi=pmix --cpu-bind=map_cpu:0,1)
+for prog in "$CPROG" "$NBPROG"; do
+  name="C $(basename "$prog"), 1 node x 3 ranks oversubscribed (Bruck Allgather)"
+  run "$WORK/native.out" "$WORK/native.err" "${OVER[@]}" "$prog" --quick
+  run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 "${OVER[@]}" "$TOPO_RUN" --spin 0 -- "$prog" --quick
+  call=$([[ $prog == "$CPROG" ]] && echo MPI_Allgather || echo MPI_Iallgather)
+  if ! passed_line "$WORK/native.out" || ! passed_line "$WORK/topo.out"; then
+    bad "$name" "$(tail -1 "$WORK/native.out") / $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -4)"
+  elif [[ "$(digest "$WORK/topo.out")" != "$(digest "$WORK/native.out")" ]]; then
+    bad "$name: results differ from MPI's own"
+  elif ! took_our_path "$WORK/topo.err" "$call"; then
+    bad "$name: $call not on topo-run's path" "$(grep stats "$WORK/topo.err" | head -6)"
+  else
+    ok "$name: $(tail -1 "$WORK/topo.out"), same $(digest "$WORK/topo.out"), $call on topo-run's path"
+  fi
+done
+
 # Legal programs that once went wrong: rank 0 in MPI_Barrier with a user-op MPI_Iallreduce
 # in flight that the others wait on (MPI must progress inside topo-run's waits, or it
 # hangs), and communicators whose handles MPI reuses. A hang fails through the short

@@ -4,7 +4,7 @@
 //! each partner holds. Every transfer goes over the link that reaches the partner directly,
 //! and the steps of a round touch disjoint parts of the receive buffer.
 
-use topo_hierarchy::remap::RdPeers;
+use topo_hierarchy::remap::{BruckPeers, RdPeers};
 
 use super::{Action, Buf, Builder, Link, Region};
 
@@ -77,4 +77,102 @@ pub fn build_rd(rank: u32, peers: &RdPeers, len: usize, has_send: bool) -> Build
         ]);
     }
     b
+}
+
+/// Bruck's exchange over any number of ranks, remapped (`topo_hierarchy::remap::bruck_chosen`),
+/// as a schedule; returns it and the scratch it needs (all `size` blocks). Round 0 puts the
+/// block of rank `position` first in the scratch (exchanging this rank's own for it); round
+/// `k + 1` sends the first `min(2^k, size - 2^k)` blocks of the scratch to the rank `2^k`
+/// positions back and appends as many from the rank `2^k` positions on, so that block `j`
+/// of the scratch ends as rank `position + j`'s (mod `size`); the last round copies the
+/// scratch, rotated, into the receive buffer.
+pub fn build_bruck(rank: u32, peers: &BruckPeers, len: usize, has_send: bool) -> (Builder, usize) {
+    let mut b = Builder::default();
+    let n = peers.size as usize;
+    if len == 0 {
+        return (b, 0);
+    }
+    let tmp = |q: usize, blocks: usize| Region {
+        buf: Buf::Tmp,
+        off: q * len,
+        len: blocks * len,
+    };
+    let recv = |q: usize, blocks: usize| Region {
+        buf: Buf::Recv,
+        off: q * len,
+        len: blocks * len,
+    };
+    let own = if has_send {
+        Region::whole(Buf::Send, len)
+    } else {
+        recv(rank as usize, 1)
+    };
+    let p = peers.position as usize;
+    if p == rank as usize {
+        b.step(
+            Link::Local,
+            Action::Copy {
+                src: own,
+                dst: tmp(0, 1),
+            },
+        );
+    } else {
+        let (to, from) = (peers.send_own_to, peers.start_from);
+        b.round([
+            (
+                Link::Direct(to),
+                Action::Send {
+                    to: vec![to],
+                    src: own,
+                },
+            ),
+            (
+                Link::Direct(from),
+                Action::Recv {
+                    from,
+                    dst: tmp(0, 1),
+                },
+            ),
+        ]);
+    }
+    let mut d = 1usize;
+    for (&to, &from) in peers.to.iter().zip(&peers.from) {
+        let blocks = d.min(n - d);
+        b.round([
+            (
+                Link::Direct(to),
+                Action::Send {
+                    to: vec![to],
+                    src: tmp(0, blocks),
+                },
+            ),
+            (
+                Link::Direct(from),
+                Action::Recv {
+                    from,
+                    dst: tmp(d, blocks),
+                },
+            ),
+        ]);
+        d *= 2;
+    }
+    // Block j of the scratch is rank (p + j) mod n's.
+    let mut last = vec![(
+        Link::Local,
+        Action::Copy {
+            src: tmp(0, n - p),
+            dst: recv(p, n - p),
+        },
+    )];
+    if p > 0 {
+        last.push((
+            Link::Local,
+            Action::Copy {
+                src: tmp(n - p, p),
+                dst: recv(0, p),
+            },
+        ));
+    }
+    b.round(last);
+    (b, n * len)
 }
