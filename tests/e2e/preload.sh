@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the PMPI library (libtopo_preload.so): unmodified C and Fortran MPI
-# programs under `srun --mpi=pmix topo-run` on the private dev cluster (1 node and 2
-# emulated nodes), with results compared against runs without topo-run, the statistics,
+# programs under `srun --mpi=pmix topo-run` on the private dev cluster (1 node x 2, 3 and
+# 4 ranks, and 2 and 4 emulated nodes), with results compared against runs without topo-run, the statistics,
 # the launcher's preload decision and options, and the fault cases. Runs as root. Every
 # srun runs under `timeout`.
 #
@@ -142,24 +142,32 @@ check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
 check_nb "C nonblocking, 1 node x 2 ranks, progress thread" "${ONE[@]}" --export=ALL,TOPO_RUN_PROGRESS=thread
 check_f "Fortran, 1 node x 2 ranks" "${ONE[@]}"
 
-# 3 ranks, a size that is not a power of two: MPI_Allgather and MPI_Iallgather run Bruck's
-# exchange. Oversubscribed (3 ranks on 2 cores), so through salloc + srun -O, as runtime.sh.
-OVER=(salloc -N1 -n2 --quiet srun -O -n3 --mpi=pmix --cpu-bind=map_cpu:0,1)
-for prog in "$CPROG" "$NBPROG"; do
-  name="C $(basename "$prog"), 1 node x 3 ranks oversubscribed (Bruck Allgather)"
-  run "$WORK/native.out" "$WORK/native.err" "${OVER[@]}" "$prog" --quick
-  run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 "${OVER[@]}" "$TOPO_RUN" --spin 0 -- "$prog" --quick
-  call=$([[ $prog == "$CPROG" ]] && echo MPI_Allgather || echo MPI_Iallgather)
-  if ! passed_line "$WORK/native.out" || ! passed_line "$WORK/topo.out"; then
-    bad "$name" "$(tail -1 "$WORK/native.out") / $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -4)"
-  elif [[ "$(digest "$WORK/topo.out")" != "$(digest "$WORK/native.out")" ]]; then
-    bad "$name: results differ from MPI's own"
-  elif ! took_our_path "$WORK/topo.err" "$call"; then
-    bad "$name: $call not on topo-run's path" "$(grep stats "$WORK/topo.err" | head -6)"
-  else
-    ok "$name: $(tail -1 "$WORK/topo.out"), same $(digest "$WORK/topo.out"), $call on topo-run's path"
-  fi
-done
+# check_over N: both C programs on 1 node x N ranks oversubscribed (N ranks on 2 cores,
+# through salloc + srun -O, as runtime.sh), results as without topo-run and the Allgathers
+# on topo-run's path (N = 3, not a power of two: Bruck's exchange).
+check_over() {
+  local n=$1 prog name call
+  # Open MPI must yield when idle here, or its busy waits take minutes (88 s for 4 ranks).
+  local over=(env OMPI_MCA_mpi_yield_when_idle=1 salloc -N1 -n2 --quiet srun -O -n"$n"
+    --mpi=pmix --cpu-bind=map_cpu:0,1)
+  for prog in "$CPROG" "$NBPROG"; do
+    name="C $(basename "$prog"), 1 node x $n ranks oversubscribed"
+    run "$WORK/native.out" "$WORK/native.err" "${over[@]}" "$prog" --quick
+    run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 "${over[@]}" "$TOPO_RUN" --spin 0 -- "$prog" --quick
+    call=$([[ $prog == "$CPROG" ]] && echo MPI_Allgather || echo MPI_Iallgather)
+    if ! passed_line "$WORK/native.out" || ! passed_line "$WORK/topo.out"; then
+      bad "$name" "$(tail -1 "$WORK/native.out") / $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -4)"
+    elif [[ "$(digest "$WORK/topo.out")" != "$(digest "$WORK/native.out")" ]]; then
+      bad "$name: results differ from MPI's own"
+    elif ! took_our_path "$WORK/topo.err" "$call"; then
+      bad "$name: $call not on topo-run's path" "$(grep stats "$WORK/topo.err" | head -6)"
+    else
+      ok "$name: $(tail -1 "$WORK/topo.out"), same $(digest "$WORK/topo.out"), $call on topo-run's path"
+    fi
+  done
+}
+check_over 3
+check_over 4
 
 # Legal programs that once went wrong: rank 0 in MPI_Barrier with a user-op MPI_Iallreduce
 # in flight that the others wait on (MPI must progress inside topo-run's waits, or it
@@ -261,6 +269,12 @@ export OMPI_MCA_mpi_yield_when_idle=1
 check_c "C, 2 nodes x 2 ranks" "${TWO[@]}"
 check_nb "C nonblocking, 2 nodes x 2 ranks" "${TWO[@]}"
 check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
+
+echo "== 4 emulated nodes"
+start_cluster 4
+FOUR=(-N4 -n8 --exclusive --mpi=pmix --cpu-bind=cores --export=ALL,TOPO_RUN_SPIN=0)
+check_c "C, 4 nodes x 2 ranks" "${FOUR[@]}"
+check_nb "C nonblocking, 4 nodes x 2 ranks" "${FOUR[@]}"
 
 stop_cluster
 summary

@@ -64,7 +64,7 @@ coll_check "1 node x 4 ranks oversubscribed (salloc + srun -O --cpu-bind=map_cpu
   "$TOPO_RUN" --spin 0 -- "$CHECK" --require-topo --quick
 # 3 ranks: not a power of two, so the Allgathers run Bruck's exchange.
 coll_check "1 node x 3 ranks oversubscribed (Bruck Allgather)" "$HIER" \
-  salloc -N1 -n2 --quiet srun -O -n3 --mpi=pmix --cpu-bind=map_cpu:0,1 \
+  env OMPI_MCA_mpi_yield_when_idle=1 salloc -N1 -n2 --quiet srun -O -n3 --mpi=pmix --cpu-bind=map_cpu:0,1 \
   "$TOPO_RUN" --spin 0 -- "$CHECK" --require-topo --quick
 # Not started by topo-run: one warning, MPI's own collectives, same results.
 coll_check "without topo-run: one warning, MPI's collectives" \
