@@ -604,6 +604,33 @@ static void iallgather_types(void) {
     free(b);
 }
 
+/* The first MPI_Iallgather of a new communicator, started while an Ibcast is in flight on
+ * it, by even ranks before they wait for the Ibcast and by odd ranks after: a peer waiting
+ * for the Ibcast must not wait on a rank that sits in the Iallgather's setup. */
+static void first_iallgather_after_ibcast(void) {
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    enum { N = 1 << 18 };
+    int *b = malloc(N * sizeof(int)), *all = malloc(size * sizeof(int)), v = rank * 5 + 1, ok = 1;
+    for (int i = 0; i < N; i++) b[i] = rank == 0 ? i : -1;
+    MPI_Request r[2];
+    MPI_Ibcast(b, N, MPI_INT, 0, c, &r[0]);
+    if (rank % 2 == 0) {
+        MPI_Iallgather(&v, 1, MPI_INT, all, 1, MPI_INT, c, &r[1]);
+        ok &= MPI_Waitall(2, r, MPI_STATUSES_IGNORE) == MPI_SUCCESS;
+    } else {
+        ok &= MPI_Wait(&r[0], MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        MPI_Iallgather(&v, 1, MPI_INT, all, 1, MPI_INT, c, &r[1]);
+        ok &= MPI_Wait(&r[1], MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    }
+    for (int i = 0; i < N; i += 4099) ok &= b[i] == i;
+    for (int q = 0; q < size; q++) ok &= all[q] == q * 5 + 1, hash(all[q]);
+    result(ok, "the first Iallgather of a communicator while an Ibcast on it is in flight");
+    free(b);
+    free(all);
+    MPI_Comm_free(&c);
+}
+
 int main(int argc, char **argv) {
     int die = -1, die_recv = -1;
     MPI_Init(&argc, &argv);
@@ -644,6 +671,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 5; k++) iallgather_ints(k % 2 ? dup : MPI_COMM_WORLD, ag[k], k % C_N);
         iallgather_ints(MPI_COMM_WORLD, (16L << 20) / (long)sizeof(int) / size, C_WAITALL);
         iallgather_types();
+        first_iallgather_after_ibcast();
     }
     for (int h = 0; h < 3; h++) mixed(dup, rev, h);
     statuses();

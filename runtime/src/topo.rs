@@ -762,24 +762,32 @@ impl Topo {
     /// the same call, since the choice depends only on the settings and the size), keeps
     /// its `O(log n)` peers and drops the table.
     pub(crate) fn ensure_exchange(&self, total: usize) -> bool {
-        let mut core = context::lock(&self.core);
+        {
+            let core = context::lock(&self.core);
+            let Some(h) = core.hier.as_ref() else {
+                return false;
+            };
+            if h.settings.allgather_for(total) != AllgatherAlg::RecursiveDoubling {
+                return false;
+            }
+            if h.exchange.is_some() {
+                return true;
+            }
+        }
+        // Complete the collectives in flight first: a peer may wait for one of them before
+        // it starts this Allgather, and this rank cannot advance them while it sits in the
+        // blocking exchange below holding the context.
+        let mut core = self.quiesced();
         let Some(h) = core.hier.as_mut() else {
             return false;
         };
-        if h.settings.allgather_for(total) != AllgatherAlg::RecursiveDoubling {
-            return false;
-        }
-        if h.exchange.is_none() {
-            let mut labels = vec![0u32; self.world.size() as usize];
-            self.world.all_gather_into(&h.node_label, &mut labels[..]);
-            let rank = self.world.rank() as u32;
-            h.exchange = match remap::chosen(&labels) {
-                Some(pos) => remap::peers(&pos, rank).map(Exchange::RecursiveDoubling),
-                None => {
-                    remap::bruck_peers(&remap::bruck_chosen(&labels), rank).map(Exchange::Bruck)
-                }
-            };
-        }
+        let mut labels = vec![0u32; self.world.size() as usize];
+        self.world.all_gather_into(&h.node_label, &mut labels[..]);
+        let rank = self.world.rank() as u32;
+        h.exchange = match remap::chosen(&labels) {
+            Some(pos) => remap::peers(&pos, rank).map(Exchange::RecursiveDoubling),
+            None => remap::bruck_peers(&remap::bruck_chosen(&labels), rank).map(Exchange::Bruck),
+        };
         h.exchange.is_some()
     }
 
