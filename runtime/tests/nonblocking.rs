@@ -10,7 +10,7 @@ use topo_runtime::nonblocking::{
 };
 use topo_runtime::view::Fabric;
 
-use crate::sim::{LEVELS, bytes, data, ints, plans, run, settings, sum};
+use crate::sim::{LEVELS, bytes, data, ints, node_of, plans, run, settings, sum};
 
 /// The tests' sum, claiming to call MPI: polls that may not call MPI
 /// ([`Reach::WithoutMpi`], the progress thread's) leave its combines to the others.
@@ -171,12 +171,7 @@ proptest! {
     ) {
         let plans = plans(nodes, rpn, 2, "node,world", cyclic);
         let size = plans.len() as u32;
-        let node_of = {
-            let mut ids: Vec<&str> = plans.iter().map(|p| p.node.as_str()).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            plans.iter().map(|p| ids.binary_search(&p.node.as_str()).unwrap() as u32).collect::<Vec<_>>()
-        };
+        let node_of = node_of(&plans);
         let pos: Vec<u32> = if remapped {
             topo_hierarchy::remap::positions(&node_of).unwrap()
         } else {
@@ -221,12 +216,7 @@ proptest! {
     ) {
         let plans = plans(nodes, rpn, 2, "node,world", cyclic);
         let size = plans.len() as u32;
-        let node_of = {
-            let mut ids: Vec<&str> = plans.iter().map(|p| p.node.as_str()).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            plans.iter().map(|p| ids.binary_search(&p.node.as_str()).unwrap() as u32).collect::<Vec<_>>()
-        };
+        let node_of = node_of(&plans);
         let pos: Vec<u32> = if chosen {
             topo_hierarchy::remap::bruck_chosen(&node_of)
         } else {

@@ -348,7 +348,7 @@ fn plans_without_map(nodes: u32, rpn: u32, distribution: &str) -> Vec<RankPlan> 
 }
 
 /// Each rank's node, numbered as `run` numbers them.
-fn node_of(plans: &[RankPlan]) -> Vec<u32> {
+pub(crate) fn node_of(plans: &[RankPlan]) -> Vec<u32> {
     let mut ids: Vec<&str> = plans.iter().map(|p| p.node.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();

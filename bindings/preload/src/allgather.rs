@@ -15,6 +15,7 @@ use mpi::ffi;
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
 use crate::classify::{Call, HandOff, TypeClass};
+use crate::packed::{pack, packed_size};
 use crate::state::{self, Active, Lookup};
 
 /// A type used as it is: predefined, without gaps (the value-index pairs have gaps).
@@ -22,22 +23,6 @@ fn direct_size(look: &mut Lookup<'_>, dt: MPI_Datatype) -> Option<usize> {
     match look.datatype(dt) {
         TypeInfo::Plain { size, class, .. } if class != TypeClass::Pair => Some(size),
         _ => None,
-    }
-}
-
-/// The bytes `count` elements of `dt` carry (their signature's size).
-fn signature_bytes(count: c_int, dt: MPI_Datatype) -> Result<usize, HandOff> {
-    let mut size: c_int = 0;
-    // SAFETY: `dt` is the application's handle; MPI validates it and writes one int.
-    let rc = unsafe { ffi::PMPI_Type_size(dt, &mut size) };
-    if rc != SUCCESS || size < 0 || count < 0 {
-        return Err(HandOff::Arguments);
-    }
-    match size as u64 * count as u64 {
-        0 => Err(HandOff::ZeroCount),
-        // MPI_Pack and MPI_Unpack count in ints.
-        n if n > c_int::MAX as u64 => Err(HandOff::DerivedDatatype),
-        n => Ok(n as usize),
     }
 }
 
@@ -50,38 +35,6 @@ fn extent(dt: MPI_Datatype) -> Result<isize, HandOff> {
         return Err(HandOff::Arguments);
     }
     Ok(ext)
-}
-
-/// Packs `count` elements of `dt` at `buf`, which must carry `n` bytes.
-///
-/// # Safety
-/// `buf` holds `count` elements of `dt`.
-unsafe fn pack(
-    buf: *const c_void,
-    count: c_int,
-    dt: MPI_Datatype,
-    n: usize,
-    comm: MPI_Comm,
-) -> Result<Vec<u8>, HandOff> {
-    let mut out = vec![0u8; n];
-    let mut pos: c_int = 0;
-    // SAFETY: per the contract; `out` has room for the `n` bytes.
-    let rc = unsafe {
-        ffi::PMPI_Pack(
-            buf,
-            count,
-            dt,
-            out.as_mut_ptr().cast(),
-            n as c_int,
-            &mut pos,
-            comm,
-        )
-    };
-    // Not committed, or a signature of another size: MPI reports it.
-    if rc != SUCCESS || pos as usize != n {
-        return Err(HandOff::Arguments);
-    }
-    Ok(out)
 }
 
 /// What an Allgather on topo-run's path still holds after the collective: this rank's
@@ -183,7 +136,7 @@ unsafe fn prepare<'b>(
     keep_type: bool,
 ) -> Result<Prepared<'b>, HandOff> {
     // What every rank agrees on: the bytes of one block.
-    let block = signature_bytes(recv_count, recv_type)?;
+    let block = packed_size(recv_count, recv_type)?;
     let size = a.size as usize;
     let total = block.checked_mul(size).ok_or(HandOff::Arguments)?;
     let in_place = send == abi::in_place();

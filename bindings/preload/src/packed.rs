@@ -45,9 +45,9 @@ struct Target {
     comm: MPI_Comm,
 }
 
-/// The number of bytes `count` elements of `dt` carry (their packed size), if MPI can
-/// say and they fit `MPI_Pack`'s int sizes.
-fn packed_size(count: c_int, dt: MPI_Datatype) -> Result<usize, HandOff> {
+/// The number of bytes `count` elements of `dt` carry (their packed size, the size of
+/// their type signature), if MPI can say and they fit `MPI_Pack`'s int sizes.
+pub(crate) fn packed_size(count: c_int, dt: MPI_Datatype) -> Result<usize, HandOff> {
     let mut size: c_int = 0;
     // SAFETY: `dt` is a handle from the application; MPI validates it; writes one int.
     let rc = unsafe { ffi::PMPI_Type_size(dt, &mut size) };
@@ -60,6 +60,39 @@ fn packed_size(count: c_int, dt: MPI_Datatype) -> Result<usize, HandOff> {
         n if n > c_int::MAX as u64 => Err(HandOff::DerivedDatatype),
         n => Ok(n as usize),
     }
+}
+
+/// Packs `count` elements of `dt` at `buf`, which must carry `n` bytes (their packed
+/// size); a type MPI cannot pack (not committed, say) or another size is for MPI to
+/// report.
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt`.
+pub(crate) unsafe fn pack(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    n: usize,
+    comm: MPI_Comm,
+) -> Result<Vec<u8>, HandOff> {
+    let mut out = vec![0u8; n];
+    let mut pos: c_int = 0;
+    // SAFETY: per the contract; `out` has room for the `n` bytes.
+    let rc = unsafe {
+        ffi::PMPI_Pack(
+            buf,
+            count,
+            dt,
+            out.as_mut_ptr().cast(),
+            n as c_int,
+            &mut pos,
+            comm,
+        )
+    };
+    if rc != SUCCESS || pos as usize != n {
+        return Err(HandOff::Arguments);
+    }
+    Ok(out)
 }
 
 impl Packed {
@@ -79,31 +112,15 @@ impl Packed {
         keep_type: bool,
     ) -> Result<Packed, HandOff> {
         let n = packed_size(count, dt)?;
-        let mut bytes = vec![0u8; n];
         if root {
-            let mut pos: c_int = 0;
-            // SAFETY: `buf` holds the elements (per the contract); `bytes` has room for
-            // `n` bytes, their packed size.
-            let rc = unsafe {
-                ffi::PMPI_Pack(
-                    buf,
-                    count,
-                    dt,
-                    bytes.as_mut_ptr().cast(),
-                    n as c_int,
-                    &mut pos,
-                    comm,
-                )
-            };
-            // A type MPI cannot pack (not committed, say): MPI reports it.
-            if rc != SUCCESS || pos as usize != n {
-                return Err(HandOff::Arguments);
-            }
+            // SAFETY: `buf` holds the elements (per the contract).
+            let bytes = unsafe { pack(buf, count, dt, n, comm) }?;
             return Ok(Packed {
                 bytes,
                 unpack: None,
             });
         }
+        let bytes = vec![0u8; n];
         let (mut dt, mut owned) = (dt, false);
         if keep_type {
             let mut dup = dt;
