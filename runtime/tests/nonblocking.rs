@@ -10,7 +10,7 @@ use topo_runtime::nonblocking::{
 };
 use topo_runtime::view::Fabric;
 
-use crate::sim::{LEVELS, bytes, data, ints, node_of, plans, run, settings, sum};
+use crate::sim::{LEVELS, bytes, data, ints, node_of, plans, plans_placed, run, settings, sum};
 
 /// The tests' sum, claiming to call MPI: polls that may not call MPI
 /// ([`Reach::WithoutMpi`], the progress thread's) leave its combines to the others.
@@ -242,6 +242,59 @@ proptest! {
         });
         for (rank, got) in out.iter().enumerate() {
             prop_assert_eq!(got, &expect, "bruck iallgather at rank {}", rank);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// Random placements (any rank on any of up to 6 nodes), 1 to 64 ranks: the exchange the
+    /// runtime picks for the size (recursive doubling or Bruck, in the chosen order, as a
+    /// schedule) and the hierarchical Allgather both give the reference.
+    #[test]
+    fn allgathers_on_random_placements_match_the_reference(
+        placement in prop::collection::vec(0u32..6, 1..65),
+        len in prop::sample::select(vec![1usize, 3, 257]),
+        has_send: bool,
+    ) {
+        let plans = plans_placed(&placement);
+        let size = plans.len() as u32;
+        let nodes = node_of(&plans);
+        let rd = topo_hierarchy::remap::chosen(&nodes);
+        let bruck = topo_hierarchy::remap::bruck_chosen(&nodes);
+        let expect: Vec<i64> = (0..size).flat_map(|r| data(r, len)).collect();
+        let s = topo_hierarchy::Settings::default();
+        let (out, _) = run(&plans, |view, fabric| {
+            let me = view.rank;
+            let n = len * 8;
+            let mine = bytes(&data(me, len));
+            let mut all = vec![0u8; n * size as usize];
+            if !has_send {
+                all[me as usize * n..(me as usize + 1) * n].copy_from_slice(&mine);
+            }
+            let (b, tmp) = match &rd {
+                Some(pos) => {
+                    let peers = topo_hierarchy::remap::peers(pos, me).unwrap();
+                    (iallgather::build_rd(me, &peers, n, has_send), 0)
+                }
+                None => {
+                    let peers = topo_hierarchy::remap::bruck_peers(&bruck, me).unwrap();
+                    iallgather::build_bruck(me, &peers, n, has_send)
+                }
+            };
+            let mut engine = Engine::default();
+            let send = has_send.then_some(&mine[..]);
+            let g = schedule("MPI_Iallgather", b, send, Some(&mut all), 0, tmp);
+            engine.start(0, g, fabric).unwrap();
+            finish(&mut engine, fabric);
+            let mut hier = vec![0u8; n * size as usize];
+            topo_runtime::allgather::allgather(view, fabric, &s, Some(&mine), &mut hier).unwrap();
+            assert_eq!(hier, all, "hierarchical against the exchange at rank {me}");
+            ints(&all)
+        });
+        for (rank, got) in out.iter().enumerate() {
+            prop_assert_eq!(got, &expect, "allgather at rank {}", rank);
         }
     }
 }

@@ -347,6 +347,22 @@ fn plans_without_map(nodes: u32, rpn: u32, distribution: &str) -> Vec<RankPlan> 
         .collect()
 }
 
+/// Every rank's plan for ranks placed on nodes as `node_of` says (any placement: rank r on
+/// node `n{node_of[r]}`), unbound, so the levels are `node` and `world`.
+pub(crate) fn plans_placed(node_of: &[u32]) -> Vec<RankPlan> {
+    let ranks: Vec<String> = node_of
+        .iter()
+        .map(|n| format!("  - {{node: n{n}}}"))
+        .collect();
+    let job = job_from_str(&format!("ranks:\n{}\n", ranks.join("\n"))).unwrap();
+    let filter = LevelFilter::parse("node,world").unwrap();
+    let h = build(&job, None, &filter).unwrap();
+    let digest = Digest::of_job(&job, None, &filter, "");
+    (0..h.size())
+        .map(|r| h.rank_plan(&job, r, "/sim", digest, vec![]))
+        .collect()
+}
+
 /// Each rank's node, numbered as `run` numbers them.
 pub(crate) fn node_of(plans: &[RankPlan]) -> Vec<u32> {
     let mut ids: Vec<&str> = plans.iter().map(|p| p.node.as_str()).collect();
