@@ -45,6 +45,14 @@ pub(crate) enum Exchange {
     Bruck(topo_hierarchy::remap::BruckPeers),
 }
 
+impl Exchange {
+    /// Whether it runs as a schedule even when blocking: Bruck's sends and receives go to
+    /// different ranks, maybe over different links.
+    pub(crate) fn needs_schedule(&self) -> bool {
+        matches!(self, Exchange::Bruck(_))
+    }
+}
+
 /// A context's state, shared with its requests and the progress hooks.
 pub(crate) type Shared = Arc<Mutex<Core>>;
 

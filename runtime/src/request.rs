@@ -690,7 +690,7 @@ impl Topo {
         T: Equivalence + Copy + 'static,
         S: Scope<'a>,
     {
-        if plain::is_plain::<T>() && self.ensure_exchange(std::mem::size_of_val(recv)) {
+        if plain::is_plain::<T>() && self.ensure_exchange(std::mem::size_of_val(recv)).is_some() {
             let send = send.map(plain::bytes);
             return self.sched_all_gather(scope, send, plain::bytes_mut(recv));
         }
@@ -815,7 +815,7 @@ impl Topo {
         let size = self.world.size() as usize;
         if !recv.len().is_multiple_of(size)
             || send.is_some_and(|b| b.len() * size != recv.len())
-            || !self.ensure_exchange(recv.len())
+            || self.ensure_exchange(recv.len()).is_none()
         {
             return None;
         }

@@ -723,28 +723,20 @@ impl Topo {
         if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len()) {
             return false;
         }
-        if self.ensure_exchange(recv.len())
-            && matches!(
-                context::lock(&self.core)
-                    .hier
-                    .as_ref()
-                    .and_then(|h| h.exchange.as_ref()),
-                Some(Exchange::Bruck(_))
-            )
-        {
+        let exchange = self.ensure_exchange(recv.len());
+        if exchange == Some(true) {
             // Bruck's sends and receives go to different ranks, maybe over different
             // links: it runs as its schedule, waited for.
             mpi::request::scope(|scope| self.sched_all_gather(scope, send, recv).wait());
             return true;
         }
-        let rd = self.ensure_exchange(recv.len());
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
             return false;
         };
         let rank = self.world.rank() as u32;
-        let result = match (&h.exchange, rd) {
-            (Some(Exchange::RecursiveDoubling(peers)), true) => {
+        let result = match (&h.exchange, exchange) {
+            (Some(Exchange::RecursiveDoubling(peers)), Some(_)) => {
                 allgather::recursive_doubling(&mut h.links, rank, peers, send, recv)
             }
             _ => allgather::allgather(&h.view, &mut h.links, &h.settings, send, recv),
@@ -756,31 +748,28 @@ impl Topo {
     }
 
     /// Whether an Allgather of `total` gathered bytes runs the remapped exchange
-    /// (recursive doubling, or Bruck for a job whose size is not a power of two): the
+    /// (recursive doubling, or Bruck for a job whose size is not a power of two): `None`
+    /// if not, else whether it must run as a schedule ([`Exchange::needs_schedule`]). The
     /// settings choose it. The first time they do, every rank learns every rank's node (one
     /// `MPI_Allgather` of a `u32` on topo-run's world communicator; every rank gets here at
     /// the same call, since the choice depends only on the settings and the size), keeps
     /// its `O(log n)` peers and drops the table.
-    pub(crate) fn ensure_exchange(&self, total: usize) -> bool {
+    pub(crate) fn ensure_exchange(&self, total: usize) -> Option<bool> {
         {
             let core = context::lock(&self.core);
-            let Some(h) = core.hier.as_ref() else {
-                return false;
-            };
+            let h = core.hier.as_ref()?;
             if h.settings.allgather_for(total) != AllgatherAlg::RecursiveDoubling {
-                return false;
+                return None;
             }
-            if h.exchange.is_some() {
-                return true;
+            if let Some(e) = &h.exchange {
+                return Some(e.needs_schedule());
             }
         }
         // Complete the collectives in flight first: a peer may wait for one of them before
         // it starts this Allgather, and this rank cannot advance them while it sits in the
         // blocking exchange below holding the context.
         let mut core = self.quiesced();
-        let Some(h) = core.hier.as_mut() else {
-            return false;
-        };
+        let h = core.hier.as_mut()?;
         let mut labels = vec![0u32; self.world.size() as usize];
         self.world.all_gather_into(&h.node_label, &mut labels[..]);
         let rank = self.world.rank() as u32;
@@ -788,7 +777,7 @@ impl Topo {
             Some(pos) => remap::peers(&pos, rank).map(Exchange::RecursiveDoubling),
             None => remap::bruck_peers(&remap::bruck_chosen(&labels), rank).map(Exchange::Bruck),
         };
-        h.exchange.is_some()
+        h.exchange.as_ref().map(Exchange::needs_schedule)
     }
 
     /// Broadcasts the bytes of `buf` from `root`.

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::thread;
 
 use proptest::prelude::*;
-use topo_hierarchy::{Digest, LevelFilter, NetworkMap, RankPlan, Settings, build, job_from_str};
+use topo_hierarchy::{
+    Digest, Job, LevelFilter, NetworkMap, RankPlan, Settings, build, job_from_str,
+};
 use topo_runtime::combine::sum_i64;
 use topo_runtime::reduce::Scratch;
 use topo_runtime::transport::sim::{INTER_NODE, SimFabric, SimNet, Traffic};
@@ -31,11 +33,16 @@ pub(crate) fn plans(
         "SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n[3-4]\nSwitchName=top Switches=a,b",
     )
     .unwrap();
+    plans_of(&job, Some(&map), levels)
+}
+
+/// Every rank's plan of `job`, with `map` and the `levels` kept.
+fn plans_of(job: &Job, map: Option<&NetworkMap>, levels: &str) -> Vec<RankPlan> {
     let filter = LevelFilter::parse(levels).unwrap();
-    let h = build(&job, Some(&map), &filter).unwrap();
-    let digest = Digest::of_job(&job, Some(&map), &filter, "");
+    let h = build(job, map, &filter).unwrap();
+    let digest = Digest::of_job(job, map, &filter, "");
     (0..h.size())
-        .map(|r| h.rank_plan(&job, r, "/sim", digest, vec![]))
+        .map(|r| h.rank_plan(job, r, "/sim", digest, vec![]))
         .collect()
 }
 
@@ -55,14 +62,7 @@ pub(crate) fn run<F>(
 where
     F: Fn(&View, &mut SimFabric) -> Vec<i64> + Sync,
 {
-    let mut node_ids: Vec<&str> = plans.iter().map(|p| p.node.as_str()).collect();
-    node_ids.sort_unstable();
-    node_ids.dedup();
-    let node_of = plans
-        .iter()
-        .map(|p| node_ids.binary_search(&p.node.as_str()).unwrap() as u32)
-        .collect();
-    let net = SimNet::new(node_of);
+    let net = SimNet::new(node_of(plans));
     // As Topo::from_env agrees over MPI: pipelining if any rank has two levels.
     let out = thread::scope(|s| {
         let handles: Vec<_> = plans
@@ -339,12 +339,7 @@ fn plans_without_map(nodes: u32, rpn: u32, distribution: &str) -> Vec<RankPlan> 
          cores_per_numa: {rpn}, l3_per_socket: 1, threads_per_core: 1}}}}"
     ))
     .unwrap();
-    let filter = LevelFilter::parse("node,world").unwrap();
-    let h = build(&job, None, &filter).unwrap();
-    let digest = Digest::of_job(&job, None, &filter, "");
-    (0..h.size())
-        .map(|r| h.rank_plan(&job, r, "/sim", digest, vec![]))
-        .collect()
+    plans_of(&job, None, "node,world")
 }
 
 /// Every rank's plan for ranks placed on nodes as `node_of` says (any placement: rank r on
@@ -355,12 +350,7 @@ pub(crate) fn plans_placed(node_of: &[u32]) -> Vec<RankPlan> {
         .map(|n| format!("  - {{node: n{n}}}"))
         .collect();
     let job = job_from_str(&format!("ranks:\n{}\n", ranks.join("\n"))).unwrap();
-    let filter = LevelFilter::parse("node,world").unwrap();
-    let h = build(&job, None, &filter).unwrap();
-    let digest = Digest::of_job(&job, None, &filter, "");
-    (0..h.size())
-        .map(|r| h.rank_plan(&job, r, "/sim", digest, vec![]))
-        .collect()
+    plans_of(&job, None, "node,world")
 }
 
 /// Each rank's node, numbered as `run` numbers them.

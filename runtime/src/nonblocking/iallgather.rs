@@ -8,6 +8,24 @@ use topo_hierarchy::remap::{BruckPeers, RdPeers};
 
 use super::{Action, Buf, Builder, Link, Region};
 
+/// `count` blocks of `len` bytes of `buf` from block `q`, as `region(q, count)`.
+fn blocks(buf: Buf, len: usize) -> impl Fn(usize, usize) -> Region {
+    move |q, count| Region {
+        buf,
+        off: q * len,
+        len: count * len,
+    }
+}
+
+/// This rank's own block: the send buffer, or its place in the receive buffer.
+fn own_block(rank: u32, len: usize, has_send: bool) -> Region {
+    if has_send {
+        Region::whole(Buf::Send, len)
+    } else {
+        blocks(Buf::Recv, len)(rank as usize, 1)
+    }
+}
+
 /// This rank's schedule: `rank` with its remapped `peers`, blocks of `len` bytes, this
 /// rank's block in the send buffer (`has_send`) or already at its place in the receive
 /// buffer.
@@ -16,16 +34,8 @@ pub fn build_rd(rank: u32, peers: &RdPeers, len: usize, has_send: bool) -> Build
     if len == 0 {
         return b;
     }
-    let at = |q: usize, blocks: usize| Region {
-        buf: Buf::Recv,
-        off: q * len,
-        len: blocks * len,
-    };
-    let own = if has_send {
-        Region::whole(Buf::Send, len)
-    } else {
-        at(rank as usize, 1)
-    };
+    let at = blocks(Buf::Recv, len);
+    let own = own_block(rank, len, has_send);
     let p = peers.position as usize;
     let mut first = Vec::new();
     if has_send {
@@ -92,21 +102,8 @@ pub fn build_bruck(rank: u32, peers: &BruckPeers, len: usize, has_send: bool) ->
     if len == 0 {
         return (b, 0);
     }
-    let tmp = |q: usize, blocks: usize| Region {
-        buf: Buf::Tmp,
-        off: q * len,
-        len: blocks * len,
-    };
-    let recv = |q: usize, blocks: usize| Region {
-        buf: Buf::Recv,
-        off: q * len,
-        len: blocks * len,
-    };
-    let own = if has_send {
-        Region::whole(Buf::Send, len)
-    } else {
-        recv(rank as usize, 1)
-    };
+    let (tmp, recv) = (blocks(Buf::Tmp, len), blocks(Buf::Recv, len));
+    let own = own_block(rank, len, has_send);
     let p = peers.position as usize;
     if p == rank as usize {
         b.step(
