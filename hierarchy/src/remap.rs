@@ -261,6 +261,79 @@ pub fn bruck_peers(pos: &[u32], rank: u32) -> Option<BruckPeers> {
     })
 }
 
+/// One rank's part of the ring Allgather (any number of ranks): at step `s` it passes the
+/// block it received at step `s - 1` (its own at step 0) to the next position and receives
+/// the one before from the previous position, so that after `n - 1` steps every block has
+/// gone round. Each block sits at its rank's place in the receive buffer, so the rank
+/// needs to know whose block each step carries: the whole order, `n` rank numbers, which
+/// is the price of the ring (4 bytes per rank of the job; a large-message algorithm).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RingPeers {
+    /// This rank's position in the ring.
+    pub position: u32,
+    /// The rank at each position.
+    pub rank_at: Vec<u32>,
+}
+
+impl RingPeers {
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.rank_at.len()
+    }
+
+    /// The rank this one sends to.
+    pub fn next(&self) -> u32 {
+        self.rank_at[(self.position as usize + 1) % self.size()]
+    }
+
+    /// The rank this one receives from.
+    pub fn prev(&self) -> u32 {
+        let n = self.size();
+        self.rank_at[(self.position as usize + n - 1) % n]
+    }
+
+    /// The ranks whose blocks step `s` sends and receives.
+    pub fn step(&self, s: usize) -> (u32, u32) {
+        let (n, p) = (self.size(), self.position as usize);
+        (
+            self.rank_at[(p + n - s % n) % n],
+            self.rank_at[(p + 2 * n - s % n - 1) % n],
+        )
+    }
+}
+
+/// The ring's positions: node-major order ([`node_major`]), where every block crosses each
+/// node boundary of the ring once, `nodes` edges between nodes out of `n`, the fewest a
+/// ring over more than one node can have.
+pub fn ring_positions(node_of: &[u32]) -> Vec<u32> {
+    node_major(node_of)
+}
+
+/// Rank `rank`'s part of the ring with ranks at `pos` (a permutation of `0..n`); `None` if
+/// `rank` is out of range.
+pub fn ring_peers(pos: &[u32], rank: u32) -> Option<RingPeers> {
+    let position = *pos.get(rank as usize)?;
+    let mut rank_at = vec![0u32; pos.len()];
+    for (r, &p) in pos.iter().enumerate() {
+        rank_at[p as usize] = r as u32;
+    }
+    Some(RingPeers { position, rank_at })
+}
+
+/// The blocks the ring sends between nodes, in all, with ranks at `pos`: `n - 1` over each
+/// edge of the ring whose ends are on different nodes.
+pub fn ring_blocks_between_nodes(node_of: &[u32], pos: &[u32]) -> u64 {
+    let n = node_of.len();
+    let mut rank_at = vec![0u32; n];
+    for (r, &p) in pos.iter().enumerate() {
+        rank_at[p as usize] = r as u32;
+    }
+    let crossing = (0..n)
+        .filter(|&p| node_of[rank_at[p] as usize] != node_of[rank_at[(p + 1) % n] as usize])
+        .count() as u64;
+    crossing * (n as u64).saturating_sub(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,5 +457,32 @@ mod tests {
         let pos = bruck_chosen(&node_of);
         assert_eq!(bruck_blocks_between_nodes(&node_of, &plain), 116);
         assert_eq!(bruck_blocks_between_nodes(&node_of, &pos), 44);
+    }
+
+    #[test]
+    fn the_ring_passes_every_block_round_once() {
+        for node_of in [block(4, 3), cyclic(3, 4), vec![7], vec![2, 0, 2, 1, 0]] {
+            let n = node_of.len();
+            let pos = ring_positions(&node_of);
+            for r in 0..n as u32 {
+                let me = ring_peers(&pos, r).unwrap();
+                let next = ring_peers(&pos, me.next()).unwrap();
+                assert_eq!(next.prev(), r);
+                // What this rank sends at step s, its successor receives at step s.
+                let mut seen = vec![r];
+                for s in 0..n.saturating_sub(1) {
+                    assert_eq!(me.step(s).0, next.step(s).1);
+                    seen.push(me.step(s).1);
+                }
+                seen.sort_unstable();
+                assert_eq!(seen, (0..n as u32).collect::<Vec<_>>(), "rank {r} of {node_of:?}");
+            }
+        }
+        // Node-major order crosses each node boundary once: 4 edges of 11 blocks each.
+        let node_of = cyclic(4, 3);
+        assert_eq!(ring_blocks_between_nodes(&node_of, &ring_positions(&node_of)), 4 * 11);
+        let plain: Vec<u32> = (0..12).collect();
+        assert_eq!(ring_blocks_between_nodes(&node_of, &plain), 12 * 11);
+        assert_eq!(ring_blocks_between_nodes(&[0, 0, 0], &[0, 1, 2]), 0);
     }
 }

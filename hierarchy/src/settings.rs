@@ -97,7 +97,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "allgather rules, by the total gathered size, e.g. <64K=rd,*=hier (hier = gather up \
          the hierarchy, then bcast down; rd = recursive doubling over the whole job with \
          TopoMPI's rank remapping, or Bruck's exchange, remapped, when the job's size is not \
-         a power of two)",
+         a power of two; ring = a ring over the whole job in node-major order)",
     ),
 ];
 
@@ -270,6 +270,9 @@ pub enum AllgatherAlg {
     /// Recursive doubling over the whole job, ranks remapped so that the heavy steps stay
     /// inside nodes; Bruck's exchange, remapped, when the job's size is not a power of two.
     RecursiveDoubling,
+    /// A ring over the whole job, ranks in node-major order: `n - 1` steps of one block
+    /// each, every node boundary crossed by one edge of the ring.
+    Ring,
 }
 
 impl FromStr for AllgatherAlg {
@@ -278,7 +281,8 @@ impl FromStr for AllgatherAlg {
         match s {
             "hier" => Ok(AllgatherAlg::Hierarchical),
             "rd" => Ok(AllgatherAlg::RecursiveDoubling),
-            _ => Err(format!("unknown allgather algorithm {s:?}; use hier or rd")),
+            "ring" => Ok(AllgatherAlg::Ring),
+            _ => Err(format!("unknown allgather algorithm {s:?}; use hier, rd or ring")),
         }
     }
 }
@@ -288,6 +292,7 @@ impl fmt::Display for AllgatherAlg {
         f.write_str(match self {
             AllgatherAlg::Hierarchical => "hier",
             AllgatherAlg::RecursiveDoubling => "rd",
+            AllgatherAlg::Ring => "ring",
         })
     }
 }
@@ -595,8 +600,12 @@ mod tests {
         );
         assert_eq!(s.allgather_for(64 << 10), AllgatherAlg::Hierarchical);
         let e = Settings::from_pairs(&[("allgather", "bruck")]).unwrap_err();
-        assert!(e.to_string().contains("use hier or rd"), "{e}");
-        for a in [AllgatherAlg::Hierarchical, AllgatherAlg::RecursiveDoubling] {
+        assert!(e.to_string().contains("use hier, rd or ring"), "{e}");
+        for a in [
+            AllgatherAlg::Hierarchical,
+            AllgatherAlg::RecursiveDoubling,
+            AllgatherAlg::Ring,
+        ] {
             assert_eq!(a.to_string().parse::<AllgatherAlg>(), Ok(a));
         }
     }

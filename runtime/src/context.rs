@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use mpi::ffi;
 use mpi::topology::Communicator;
 use topo_hierarchy::Settings;
+use topo_hierarchy::settings::AllgatherAlg;
 
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
@@ -33,23 +34,54 @@ pub(crate) struct Hier {
     /// The lowest world rank on this rank's node: the node's label in the Allgather
     /// remapping.
     pub(crate) node_label: u32,
-    /// This rank's peers in the remapped Allgather exchange, worked out at its first use.
-    pub(crate) exchange: Option<Exchange>,
+    /// This rank's peers in the flat Allgather exchanges, each worked out at its first use.
+    pub(crate) exchanges: Exchanges,
 }
 
-/// The remapped Allgather exchange of a context: recursive doubling when the job's size is
-/// a power of two, else Bruck.
+/// A flat Allgather exchange of a context: recursive doubling when the job's size is a
+/// power of two, else Bruck (both remapped); or the ring.
 #[derive(Debug)]
 pub(crate) enum Exchange {
     RecursiveDoubling(topo_hierarchy::remap::RdPeers),
     Bruck(topo_hierarchy::remap::BruckPeers),
+    Ring(topo_hierarchy::remap::RingPeers),
 }
 
 impl Exchange {
-    /// Whether it runs as a schedule even when blocking: Bruck's sends and receives go to
-    /// different ranks, maybe over different links.
+    /// Whether it runs as a schedule even when blocking: Bruck's and the ring's sends and
+    /// receives go to different ranks, maybe over different links.
     pub(crate) fn needs_schedule(&self) -> bool {
-        matches!(self, Exchange::Bruck(_))
+        !matches!(self, Exchange::RecursiveDoubling(_))
+    }
+}
+
+/// The flat exchanges a context has worked out, one per Allgather algorithm that uses one.
+#[derive(Debug, Default)]
+pub(crate) struct Exchanges {
+    /// `rd`: recursive doubling or Bruck.
+    doubling: Option<Exchange>,
+    /// `ring`.
+    ring: Option<Exchange>,
+}
+
+impl Exchanges {
+    /// Where algorithm `alg`'s exchange is kept; `None` for the hierarchical form, which
+    /// has none.
+    pub(crate) fn slot(&mut self, alg: AllgatherAlg) -> Option<&mut Option<Exchange>> {
+        match alg {
+            AllgatherAlg::Hierarchical => None,
+            AllgatherAlg::RecursiveDoubling => Some(&mut self.doubling),
+            AllgatherAlg::Ring => Some(&mut self.ring),
+        }
+    }
+
+    /// Algorithm `alg`'s exchange, if worked out.
+    pub(crate) fn get(&self, alg: AllgatherAlg) -> Option<&Exchange> {
+        match alg {
+            AllgatherAlg::Hierarchical => None,
+            AllgatherAlg::RecursiveDoubling => self.doubling.as_ref(),
+            AllgatherAlg::Ring => self.ring.as_ref(),
+        }
     }
 }
 

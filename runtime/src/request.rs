@@ -29,6 +29,7 @@ use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::request::{Scope, StaticScope};
 use mpi::topology::Communicator;
+use topo_hierarchy::settings::AllgatherAlg;
 
 use crate::backoff::Backoff;
 use crate::combine::Combine;
@@ -389,10 +390,11 @@ impl Topo {
         })
     }
 
-    /// The remapped exchange's schedule; the caller has checked [`Topo::ensure_exchange`].
+    /// Flat exchange `alg`'s schedule; the caller has checked [`Topo::ensure_exchange`].
     pub(crate) fn sched_all_gather<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
+        alg: AllgatherAlg,
         send: Option<&'a [u8]>,
         recv: &'a mut [u8],
     ) -> Request<'a, S> {
@@ -405,13 +407,16 @@ impl Topo {
             recv: Some(recv),
             op: None,
         };
-        self.start(scope, args, None, |h| match &h.exchange {
+        self.start(scope, args, None, |h| match h.exchanges.get(alg) {
             Some(Exchange::RecursiveDoubling(peers)) => {
                 (iallgather::build_rd(rank, peers, len, has_send), 0, 0)
             }
             Some(Exchange::Bruck(peers)) => {
                 let (b, tmp) = iallgather::build_bruck(rank, peers, len, has_send);
                 (b, 0, tmp)
+            }
+            Some(Exchange::Ring(peers)) => {
+                (iallgather::build_ring(rank, peers, len, has_send), 0, 0)
             }
             None => unreachable!("ensure_exchange found the peers"),
         })
@@ -690,9 +695,11 @@ impl Topo {
         T: Equivalence + Copy + 'static,
         S: Scope<'a>,
     {
-        if plain::is_plain::<T>() && self.ensure_exchange(std::mem::size_of_val(recv)).is_some() {
+        if plain::is_plain::<T>()
+            && let Some((alg, _)) = self.ensure_exchange(std::mem::size_of_val(recv))
+        {
             let send = send.map(plain::bytes);
-            return self.sched_all_gather(scope, send, plain::bytes_mut(recv));
+            return self.sched_all_gather(scope, alg, send, plain::bytes_mut(recv));
         }
         let size = self.world.size() as usize;
         let block = recv.len() / size;
@@ -813,15 +820,14 @@ impl Topo {
         recv: &mut [u8],
     ) -> Option<RawRequest> {
         let size = self.world.size() as usize;
-        if !recv.len().is_multiple_of(size)
-            || send.is_some_and(|b| b.len() * size != recv.len())
-            || self.ensure_exchange(recv.len()).is_none()
+        if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len())
         {
             return None;
         }
+        let (alg, _) = self.ensure_exchange(recv.len())?;
         // SAFETY: per the contract.
         let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
-        Some(RawRequest(self.sched_all_gather(StaticScope, send, recv)))
+        Some(RawRequest(self.sched_all_gather(StaticScope, alg, send, recv)))
     }
 
     /// Starts a barrier.

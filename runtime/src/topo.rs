@@ -13,7 +13,7 @@ use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use crate::context::ABORT_CODE;
-use crate::context::Exchange;
+use crate::context::{Exchange, Exchanges};
 use crate::context::{self, Core, Hier, Shared, abort};
 use crate::error::{Error, Result};
 use crate::links::Links;
@@ -258,7 +258,7 @@ impl Topo {
             links,
             scratch: Scratch::default(),
             node_label,
-            exchange: None,
+            exchanges: Exchanges::default(),
         };
         let local = Some((plan.local_rank, plan.local_size));
         Ok(Topo::new(
@@ -724,10 +724,10 @@ impl Topo {
             return false;
         }
         let exchange = self.ensure_exchange(recv.len());
-        if exchange == Some(true) {
-            // Bruck's sends and receives go to different ranks, maybe over different
-            // links: it runs as its schedule, waited for.
-            mpi::request::scope(|scope| self.sched_all_gather(scope, send, recv).wait());
+        if let Some((alg, true)) = exchange {
+            // Bruck's and the ring's sends and receives go to different ranks, maybe over
+            // different links: they run as their schedule, waited for.
+            mpi::request::scope(|scope| self.sched_all_gather(scope, alg, send, recv).wait());
             return true;
         }
         let mut core = self.quiesced();
@@ -735,8 +735,9 @@ impl Topo {
             return false;
         };
         let rank = self.world.rank() as u32;
-        let result = match (&h.exchange, exchange) {
-            (Some(Exchange::RecursiveDoubling(peers)), Some(_)) => {
+        let doubling = exchange.and_then(|(alg, _)| h.exchanges.get(alg));
+        let result = match doubling {
+            Some(Exchange::RecursiveDoubling(peers)) => {
                 allgather::recursive_doubling(&mut h.links, rank, peers, send, recv)
             }
             _ => allgather::allgather(&h.view, &mut h.links, &h.settings, send, recv),
@@ -747,24 +748,24 @@ impl Topo {
         true
     }
 
-    /// Whether an Allgather of `total` gathered bytes runs the remapped exchange
-    /// (recursive doubling, or Bruck for a job whose size is not a power of two): `None`
-    /// if not, else whether it must run as a schedule ([`Exchange::needs_schedule`]). The
-    /// settings choose it. The first time they do, every rank learns every rank's node (one
-    /// `MPI_Allgather` of a `u32` on topo-run's world communicator; every rank gets here at
-    /// the same call, since the choice depends only on the settings and the size), keeps
-    /// its `O(log n)` peers and drops the table.
-    pub(crate) fn ensure_exchange(&self, total: usize) -> Option<bool> {
-        {
-            let core = context::lock(&self.core);
-            let h = core.hier.as_ref()?;
-            if h.settings.allgather_for(total) != AllgatherAlg::RecursiveDoubling {
-                return None;
+    /// Which flat exchange an Allgather of `total` gathered bytes runs: `None` for the
+    /// hierarchical form, else the settings' algorithm (`rd`: recursive doubling, or Bruck
+    /// for a job whose size is not a power of two; `ring`) and whether it must run as a
+    /// schedule ([`Exchange::needs_schedule`]). The first time the settings choose an
+    /// algorithm, every rank learns every rank's node (one `MPI_Allgather` of a `u32` on
+    /// topo-run's world communicator; every rank gets here at the same call, since the
+    /// choice depends only on the settings and the size) and keeps its peers: `O(log n)`
+    /// rank numbers for recursive doubling and Bruck, the ring's order for the ring.
+    pub(crate) fn ensure_exchange(&self, total: usize) -> Option<(AllgatherAlg, bool)> {
+        let alg = {
+            let mut core = context::lock(&self.core);
+            let h = core.hier.as_mut()?;
+            let alg = h.settings.allgather_for(total);
+            if let Some(e) = h.exchanges.slot(alg)? {
+                return Some((alg, e.needs_schedule()));
             }
-            if let Some(e) = &h.exchange {
-                return Some(e.needs_schedule());
-            }
-        }
+            alg
+        };
         // Complete the collectives in flight first: a peer may wait for one of them before
         // it starts this Allgather, and this rank cannot advance them while it sits in the
         // blocking exchange below holding the context.
@@ -773,11 +774,20 @@ impl Topo {
         let mut labels = vec![0u32; self.world.size() as usize];
         self.world.all_gather_into(&h.node_label, &mut labels[..]);
         let rank = self.world.rank() as u32;
-        h.exchange = match remap::chosen(&labels) {
-            Some(pos) => remap::peers(&pos, rank).map(Exchange::RecursiveDoubling),
-            None => remap::bruck_peers(&remap::bruck_chosen(&labels), rank).map(Exchange::Bruck),
+        let exchange = match alg {
+            AllgatherAlg::Ring => {
+                remap::ring_peers(&remap::ring_positions(&labels), rank).map(Exchange::Ring)
+            }
+            _ => match remap::chosen(&labels) {
+                Some(pos) => remap::peers(&pos, rank).map(Exchange::RecursiveDoubling),
+                None => {
+                    remap::bruck_peers(&remap::bruck_chosen(&labels), rank).map(Exchange::Bruck)
+                }
+            },
         };
-        h.exchange.as_ref().map(Exchange::needs_schedule)
+        let schedule = exchange.as_ref().map(Exchange::needs_schedule)?;
+        *h.exchanges.slot(alg)? = exchange;
+        Some((alg, schedule))
     }
 
     /// Broadcasts the bytes of `buf` from `root`.

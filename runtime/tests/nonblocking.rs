@@ -29,7 +29,7 @@ impl Combine for MpiLikeSum {
 }
 
 /// A schedule over the caller's buffers.
-fn schedule(
+pub(crate) fn schedule(
     name: &'static str,
     b: Builder,
     send: Option<&[u8]>,
@@ -49,7 +49,7 @@ fn schedule(
 /// Polls until every schedule has completed, failing after 30 s. Three polls in four
 /// skip the steps that call MPI, as the progress thread's do, so schedules also advance
 /// part of a round at a time.
-fn finish(engine: &mut Engine, fabric: &mut dyn Fabric) {
+pub(crate) fn finish(engine: &mut Engine, fabric: &mut dyn Fabric) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut turn = 0u32;
     while !engine.is_idle() {
@@ -250,8 +250,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
     /// Random placements (any rank on any of up to 6 nodes), 1 to 64 ranks: the exchange the
-    /// runtime picks for the size (recursive doubling or Bruck, in the chosen order, as a
-    /// schedule) and the hierarchical Allgather both give the reference.
+    /// runtime picks for `rd` (recursive doubling or Bruck, in the chosen order, as a
+    /// schedule), the ring in node-major order and the hierarchical Allgather all give the
+    /// reference.
     #[test]
     fn allgathers_on_random_placements_match_the_reference(
         placement in prop::collection::vec(0u32..6, 1..65),
@@ -263,6 +264,7 @@ proptest! {
         let nodes = node_of(&plans);
         let rd = topo_hierarchy::remap::chosen(&nodes);
         let bruck = topo_hierarchy::remap::bruck_chosen(&nodes);
+        let ring = topo_hierarchy::remap::ring_positions(&nodes);
         let expect: Vec<i64> = (0..size).flat_map(|r| data(r, len)).collect();
         let s = topo_hierarchy::Settings::default();
         let (out, _) = run(&plans, |view, fabric| {
@@ -291,6 +293,16 @@ proptest! {
             let mut hier = vec![0u8; n * size as usize];
             topo_runtime::allgather::allgather(view, fabric, &s, Some(&mine), &mut hier).unwrap();
             assert_eq!(hier, all, "hierarchical against the exchange at rank {me}");
+            let peers = topo_hierarchy::remap::ring_peers(&ring, me).unwrap();
+            let mut around = vec![0u8; n * size as usize];
+            if !has_send {
+                around[me as usize * n..(me as usize + 1) * n].copy_from_slice(&mine);
+            }
+            let b = iallgather::build_ring(me, &peers, n, has_send);
+            let g = schedule("MPI_Iallgather", b, send, Some(&mut around), 0, 0);
+            engine.start(0, g, fabric).unwrap();
+            finish(&mut engine, fabric);
+            assert_eq!(around, all, "ring against the exchange at rank {me}");
             ints(&all)
         });
         for (rank, got) in out.iter().enumerate() {

@@ -9,10 +9,13 @@ use topo_hierarchy::{
     Digest, Job, LevelFilter, NetworkMap, RankPlan, Settings, build, job_from_str,
 };
 use topo_runtime::combine::sum_i64;
+use topo_runtime::nonblocking::{Engine, iallgather};
 use topo_runtime::reduce::Scratch;
 use topo_runtime::transport::sim::{INTER_NODE, SimFabric, SimNet, Traffic};
 use topo_runtime::view::View;
 use topo_runtime::{allgather, allreduce, barrier, bcast, reduce};
+
+use crate::nonblocking::{finish, schedule};
 
 /// Every rank's plan for a generated layout.
 pub(crate) fn plans(
@@ -402,6 +405,17 @@ proptest! {
     }
 }
 
+/// An Allgather algorithm of the volume table.
+#[derive(Clone, Copy)]
+enum Form<'a> {
+    /// Recursive doubling with ranks at these positions.
+    Doubling(&'a [u32]),
+    /// Up the hierarchy and down.
+    Hierarchical,
+    /// The ring in this order, as its schedule.
+    Ring(&'a [u32]),
+}
+
 #[test]
 fn inter_node_volume_of_the_allgather_algorithms() {
     // 8 nodes x 8 ranks, blocks of 64 i64; between nodes, as sim counts it, against what
@@ -419,18 +433,20 @@ fn inter_node_volume_of_the_allgather_algorithms() {
         let identity: Vec<u32> = (0..64).collect();
         let remapped = remap::positions(&nodes).unwrap();
         let chosen = remap::chosen(&nodes).unwrap();
+        let ring = remap::ring_positions(&nodes);
         let mut measured = Vec::new();
-        for (name, pos) in [
-            ("recursive doubling", Some(&identity)),
-            ("recursive doubling, remapped", Some(&remapped)),
-            ("recursive doubling, chosen (default)", Some(&chosen)),
-            ("hierarchical", None),
+        for (name, form) in [
+            ("recursive doubling", Form::Doubling(&identity)),
+            ("recursive doubling, remapped", Form::Doubling(&remapped)),
+            ("recursive doubling, chosen (default)", Form::Doubling(&chosen)),
+            ("hierarchical", Form::Hierarchical),
+            ("ring, node-major", Form::Ring(&ring)),
         ] {
             let (out, t) = run(&plans, |view, fabric| {
                 let mine = bytes(&data(view.rank, len));
                 let mut all = vec![0u8; mine.len() * 64];
-                match pos {
-                    Some(pos) => {
+                match form {
+                    Form::Doubling(pos) => {
                         let peers = remap::peers(pos, view.rank).unwrap();
                         allgather::recursive_doubling(
                             fabric,
@@ -439,23 +455,36 @@ fn inter_node_volume_of_the_allgather_algorithms() {
                             Some(&mine),
                             &mut all,
                         )
+                        .unwrap()
                     }
-                    None => allgather::allgather(
+                    Form::Hierarchical => allgather::allgather(
                         view,
                         fabric,
                         &Settings::default(),
                         Some(&mine),
                         &mut all,
-                    ),
+                    )
+                    .unwrap(),
+                    Form::Ring(pos) => {
+                        let peers = remap::ring_peers(pos, view.rank).unwrap();
+                        let b = iallgather::build_ring(view.rank, &peers, mine.len(), true);
+                        let g = schedule("MPI_Iallgather", b, Some(&mine), Some(&mut all), 0, 0);
+                        let mut engine = Engine::default();
+                        engine.start(0, g, fabric).unwrap();
+                        finish(&mut engine, fabric);
+                    }
                 }
-                .unwrap();
                 ints(&all)
             });
             assert!(out.iter().all(|o| *o == expect), "{name}, {distribution}");
             let inter = t.get(INTER_NODE).copied().unwrap_or_default();
-            if let Some(pos) = pos {
-                let predicted = remap::blocks_between_nodes(&nodes, Some(pos)) * block;
-                assert_eq!(inter.bytes, predicted, "{name}, {distribution}");
+            let predicted = match form {
+                Form::Doubling(pos) => Some(remap::blocks_between_nodes(&nodes, Some(pos))),
+                Form::Ring(pos) => Some(remap::ring_blocks_between_nodes(&nodes, pos)),
+                Form::Hierarchical => None,
+            };
+            if let Some(predicted) = predicted {
+                assert_eq!(inter.bytes, predicted * block, "{name}, {distribution}");
             }
             table.push_str(&format!(
                 "| {name} | {distribution} | {} | {} |\n",
@@ -463,9 +492,11 @@ fn inter_node_volume_of_the_allgather_algorithms() {
             ));
             measured.push(inter.bytes);
         }
-        let [plain, remapped, chosen, hier] = measured[..] else {
+        let [plain, remapped, chosen, hier, ring] = measured[..] else {
             unreachable!()
         };
+        // The ring crosses each of the 8 node boundaries once, with 63 blocks.
+        assert_eq!(ring, 8 * 63 * block, "ring, {distribution}");
         // The least any Allgather sends between nodes: each rank receives the 56 blocks of
         // the other nodes, once per node: 8 nodes x 56 blocks.
         let least = 8 * 56 * block;

@@ -1,10 +1,11 @@
 //! Iallgather: TopoMPI's remapped recursive doubling ([`crate::allgather::recursive_doubling`])
-//! as a schedule. Round 0 puts this rank's block at its own place (a copy, unless in place)
+//! as a schedule; Bruck's exchange, remapped, for any number of ranks ([`build_bruck`]); the
+//! ring ([`build_ring`]). Round 0 puts this rank's block at its own place (a copy, unless in place)
 //! and exchanges it for the block of rank `position`; round `k + 1` swaps the `2^k` blocks
 //! each partner holds. Every transfer goes over the link that reaches the partner directly,
 //! and the steps of a round touch disjoint parts of the receive buffer.
 
-use topo_hierarchy::remap::{BruckPeers, RdPeers};
+use topo_hierarchy::remap::{BruckPeers, RdPeers, RingPeers};
 
 use super::{Action, Buf, Builder, Link, Region};
 
@@ -172,4 +173,51 @@ pub fn build_bruck(rank: u32, peers: &BruckPeers, len: usize, has_send: bool) ->
     }
     b.round(last);
     (b, n * len)
+}
+
+/// The ring (`topo_hierarchy::remap::RingPeers`) as a schedule: round `s` sends to the next
+/// rank the block of the rank `s` positions back (this rank's own at round 0, with the copy
+/// to its place unless in place) and receives from the previous rank the block of the
+/// rank `s + 1` positions back, straight into its place in the receive buffer.
+pub fn build_ring(rank: u32, peers: &RingPeers, len: usize, has_send: bool) -> Builder {
+    let mut b = Builder::default();
+    let n = peers.size();
+    if len == 0 {
+        return b;
+    }
+    let at = |r: u32| blocks(Buf::Recv, len)(r as usize, 1);
+    let own = own_block(rank, len, has_send);
+    // Round 0 also copies this rank's block to its place; its send reads the send buffer.
+    let mut round = Vec::new();
+    if has_send {
+        round.push((
+            Link::Local,
+            Action::Copy {
+                src: own,
+                dst: at(rank),
+            },
+        ));
+    }
+    let (next, prev) = (peers.next(), peers.prev());
+    for s in 0..n.saturating_sub(1) {
+        let (sent, received) = peers.step(s);
+        let src = if s == 0 { own } else { at(sent) };
+        round.push((
+            Link::Direct(next),
+            Action::Send {
+                to: vec![next],
+                src,
+            },
+        ));
+        round.push((
+            Link::Direct(prev),
+            Action::Recv {
+                from: prev,
+                dst: at(received),
+            },
+        ));
+        b.round(std::mem::take(&mut round));
+    }
+    b.round(round);
+    b
 }
