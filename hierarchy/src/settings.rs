@@ -282,7 +282,9 @@ impl FromStr for AllgatherAlg {
             "hier" => Ok(AllgatherAlg::Hierarchical),
             "rd" => Ok(AllgatherAlg::RecursiveDoubling),
             "ring" => Ok(AllgatherAlg::Ring),
-            _ => Err(format!("unknown allgather algorithm {s:?}; use hier, rd or ring")),
+            _ => Err(format!(
+                "unknown allgather algorithm {s:?}; use hier, rd or ring"
+            )),
         }
     }
 }
@@ -447,14 +449,32 @@ const ALLREDUCE_DEFAULTS: [Rule<AllreduceAlg>; 2] = [
     },
 ];
 
-/// Recursive doubling wherever it applies: on 1 node x 2 it took 0.26-1.02 of Open MPI's
-/// `MPI_Allgather` from 4 B to 4 MiB per rank, the hierarchical form 0.74-3.05
-/// (docs/runtime.md). Jobs whose size is not a power of two run Bruck's exchange.
+/// Recursive doubling for jobs whose size is a power of two: on 1 node x 2 it took
+/// 0.26-1.02 of Open MPI's `MPI_Allgather` from 4 B to 4 MiB per rank, the hierarchical form
+/// 0.74-3.05; on 2 emulated nodes x 2, 930 us against the ring's 1,200 at 256 KiB per rank
+/// and 18.6 ms against 21 at 4 MiB (docs/runtime.md).
 const ALLGATHER_DEFAULTS: [Rule<AllgatherAlg>; 1] = [Rule {
     scope: Scope::Any,
     below: None,
     algorithm: AllgatherAlg::RecursiveDoubling,
 }];
+
+/// Other job sizes: Bruck's exchange (`rd`) for small results, where its `log n` rounds
+/// beat the ring's `n - 1`, and the ring from 32 KiB gathered, where Bruck's scratch and
+/// final rotation cost more: on 1 node x 3 the ring took 0.75-0.85 of Bruck's time from
+/// 16 KiB per rank (48 KiB gathered) up and 0.6-0.9 from 1 MiB (docs/runtime.md).
+const ALLGATHER_DEFAULTS_ANY_SIZE: [Rule<AllgatherAlg>; 2] = [
+    Rule {
+        scope: Scope::Any,
+        below: Some(32 << 10),
+        algorithm: AllgatherAlg::RecursiveDoubling,
+    },
+    Rule {
+        scope: Scope::Any,
+        below: None,
+        algorithm: AllgatherAlg::Ring,
+    },
+];
 
 impl Settings {
     /// An upper bound on the bytes of one node's shared-memory segment for `ranks` local
@@ -540,15 +560,15 @@ impl Settings {
         pick(&self.reduce, &REDUCE_DEFAULTS, level, intra, bytes)
     }
 
-    /// The allgather algorithm for a gathered result of `bytes` (all ranks' blocks).
-    pub fn allgather_for(&self, bytes: usize) -> AllgatherAlg {
-        pick(
-            &self.allgather,
-            &ALLGATHER_DEFAULTS,
-            LevelName::World,
-            false,
-            bytes,
-        )
+    /// The allgather algorithm for a gathered result of `bytes` (all ranks' blocks) in a
+    /// job of `ranks` ranks (the defaults differ for sizes that are not a power of two).
+    pub fn allgather_for(&self, bytes: usize, ranks: usize) -> AllgatherAlg {
+        let defaults: &[Rule<AllgatherAlg>] = if ranks.is_power_of_two() {
+            &ALLGATHER_DEFAULTS
+        } else {
+            &ALLGATHER_DEFAULTS_ANY_SIZE
+        };
+        pick(&self.allgather, defaults, LevelName::World, false, bytes)
     }
 
     /// The allreduce variant for a message of `bytes`.
@@ -591,14 +611,22 @@ mod tests {
     #[test]
     fn allgather_rules_by_the_gathered_size() {
         let d = Settings::default();
-        assert_eq!(d.allgather_for(8), AllgatherAlg::RecursiveDoubling);
-        assert_eq!(d.allgather_for(1 << 30), AllgatherAlg::RecursiveDoubling);
-        let s = Settings::from_pairs(&[("allgather", "<64K=rd,*=hier")]).unwrap();
+        assert_eq!(d.allgather_for(8, 4), AllgatherAlg::RecursiveDoubling);
+        assert_eq!(d.allgather_for(1 << 30, 4), AllgatherAlg::RecursiveDoubling);
+        // Other sizes: Bruck (rd) below 32 KiB gathered, the ring from there.
         assert_eq!(
-            s.allgather_for((64 << 10) - 1),
+            d.allgather_for((32 << 10) - 1, 3),
             AllgatherAlg::RecursiveDoubling
         );
-        assert_eq!(s.allgather_for(64 << 10), AllgatherAlg::Hierarchical);
+        assert_eq!(d.allgather_for(32 << 10, 3), AllgatherAlg::Ring);
+        let s = Settings::from_pairs(&[("allgather", "<64K=rd,*=hier")]).unwrap();
+        for ranks in [3, 4] {
+            assert_eq!(
+                s.allgather_for((64 << 10) - 1, ranks),
+                AllgatherAlg::RecursiveDoubling
+            );
+            assert_eq!(s.allgather_for(64 << 10, ranks), AllgatherAlg::Hierarchical);
+        }
         let e = Settings::from_pairs(&[("allgather", "bruck")]).unwrap_err();
         assert!(e.to_string().contains("use hier, rd or ring"), "{e}");
         for a in [

@@ -820,14 +820,18 @@ impl Topo {
         recv: &mut [u8],
     ) -> Option<RawRequest> {
         let size = self.world.size() as usize;
-        if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len())
-        {
+        if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len()) {
             return None;
         }
         let (alg, _) = self.ensure_exchange(recv.len())?;
         // SAFETY: per the contract.
         let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
-        Some(RawRequest(self.sched_all_gather(StaticScope, alg, send, recv)))
+        Some(RawRequest(self.sched_all_gather(
+            StaticScope,
+            alg,
+            send,
+            recv,
+        )))
     }
 
     /// Starts a barrier.

@@ -13,8 +13,8 @@ use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use crate::context::ABORT_CODE;
-use crate::context::{Exchange, Exchanges};
 use crate::context::{self, Core, Hier, Shared, abort};
+use crate::context::{Exchange, Exchanges};
 use crate::error::{Error, Result};
 use crate::links::Links;
 use crate::plain::{self, MpiCombine};
@@ -760,7 +760,7 @@ impl Topo {
         let alg = {
             let mut core = context::lock(&self.core);
             let h = core.hier.as_mut()?;
-            let alg = h.settings.allgather_for(total);
+            let alg = h.settings.allgather_for(total, self.world.size() as usize);
             if let Some(e) = h.exchanges.slot(alg)? {
                 return Some((alg, e.needs_schedule()));
             }

@@ -438,7 +438,10 @@ fn inter_node_volume_of_the_allgather_algorithms() {
         for (name, form) in [
             ("recursive doubling", Form::Doubling(&identity)),
             ("recursive doubling, remapped", Form::Doubling(&remapped)),
-            ("recursive doubling, chosen (default)", Form::Doubling(&chosen)),
+            (
+                "recursive doubling, chosen (default)",
+                Form::Doubling(&chosen),
+            ),
             ("hierarchical", Form::Hierarchical),
             ("ring, node-major", Form::Ring(&ring)),
         ] {

@@ -62,8 +62,9 @@ coll_check "1 node x 2 ranks, queues only (--single-copy 0 --fragment 4K)" "$HIE
 coll_check "1 node x 4 ranks oversubscribed (salloc + srun -O --cpu-bind=map_cpu:0,1)" "$HIER" \
   salloc -N1 -n2 --quiet srun -O -n4 --mpi=pmix --cpu-bind=map_cpu:0,1 \
   "$TOPO_RUN" --spin 0 -- "$CHECK" --require-topo --quick
-# 3 ranks: not a power of two, so the Allgathers run Bruck's exchange.
-coll_check "1 node x 3 ranks oversubscribed (Bruck Allgather)" "$HIER" \
+# 3 ranks: not a power of two, so the Allgathers run Bruck's exchange below 32 KiB
+# gathered and the ring from there.
+coll_check "1 node x 3 ranks oversubscribed (Bruck and ring Allgather)" "$HIER" \
   env OMPI_MCA_mpi_yield_when_idle=1 salloc -N1 -n2 --quiet srun -O -n3 --mpi=pmix --cpu-bind=map_cpu:0,1 \
   "$TOPO_RUN" --spin 0 -- "$CHECK" --require-topo --quick
 # Not started by topo-run: one warning, MPI's own collectives, same results.
@@ -298,6 +299,12 @@ T=120 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n
 if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "5 passed, 0 failed" ]]; then
   ok "2 nodes x 2 ranks, cyclic: coll-cases allgather basic: $(tail -1 "$WORK/out")"
 else bad "2 nodes x 2 cyclic: coll-cases allgather basic" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+
+# The ring Allgather across nodes (the default runs it only for job sizes that are not a
+# power of two, from 32 KiB gathered; the 1 node x 3 case above).
+coll_check "2 nodes x 2 ranks, cyclic, ring Allgather (--allgather ring)" "$HIER" \
+  env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive -m cyclic --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --spin 0 --allgather ring -- "$CHECK" --require-topo --quick
 
 echo "== 4 emulated nodes"
 start_cluster 4

@@ -6,7 +6,7 @@
 //! exchange graph for one-byte blocks has an edge of weight `2^k` between `p` and
 //! `p ^ 2^k`. TopoMPI partitions that graph into the job's nodes, minimising the weight of
 //! the edges between parts, and gives the ranks of each node the positions of one part
-//! (`π`). Here the partition is constructed rather than searched for: ranks in node-major
+//! (`π`). Here a partition is first constructed: ranks in node-major
 //! order (nodes in the order of their first rank, each node's ranks in rank order) take
 //! the positions `bitrev(0), bitrev(1), ...`. A run of `2^j` consecutive bit-reversed
 //! indices starting at a multiple of `2^j` is a subcube over the top `j` bits, so a node
@@ -23,8 +23,14 @@
 //! receives, from rank `π(r)`, the block of that rank, so that the block at position `q`
 //! is rank `q`'s and the gathered buffer needs no reordering. Each rank keeps `L + 2` rank
 //! numbers (`O(log n)`), computed once from the placement. That first exchange crosses
-//! nodes too (up to one block per rank), so [`chosen`] keeps the plain order where it
-//! sends no more between nodes (cyclic placement), and the remapped one elsewhere.
+//! nodes too (up to one block per rank), so [`chosen`] starts from the plain order where it
+//! sends no more between nodes (cyclic placement), and from the remapped one elsewhere;
+//! then it searches for a better partition of the graph ([`partition::refine`]), which
+//! matters where nodes differ in size or are not powers of two.
+
+pub mod partition;
+
+use partition::Graph;
 
 /// One rank's part of the remapped exchange.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,17 +101,41 @@ pub fn positions(node_of: &[u32]) -> Option<Vec<u32>> {
     )
 }
 
-/// The positions to run with: the remapped ones if they send fewer blocks between nodes
-/// than plain recursive doubling (first exchange included), else the identity (plain).
-/// `None` unless the number of ranks is a power of two.
+/// The positions to run with: of the remapped ones and the identity (plain), the one that
+/// sends fewer blocks between nodes (first exchange included; plain on a tie), improved by
+/// [`partition::refine`]. `None` unless the number of ranks is a power of two.
 pub fn chosen(node_of: &[u32]) -> Option<Vec<u32>> {
+    let start = constructed(node_of)?;
+    Some(partition::refine(&rd_graph(node_of.len()), node_of, start))
+}
+
+/// [`chosen`]'s starting point: the remapped positions or the identity, whichever sends
+/// fewer blocks between nodes (plain on a tie).
+fn constructed(node_of: &[u32]) -> Option<Vec<u32>> {
     let remapped = positions(node_of)?;
     let plain: Vec<u32> = (0..node_of.len() as u32).collect();
-    if blocks_between_nodes(node_of, Some(&remapped)) < blocks_between_nodes(node_of, None) {
-        Some(remapped)
-    } else {
-        Some(plain)
-    }
+    Some(
+        if blocks_between_nodes(node_of, Some(&remapped)) < blocks_between_nodes(node_of, None) {
+            remapped
+        } else {
+            plain
+        },
+    )
+}
+
+/// Recursive doubling's exchange graph on `n = 2^L` positions: at step `k`, `2^k` blocks
+/// from `p` to `p ^ 2^k`.
+pub fn rd_graph(n: usize) -> Graph {
+    let steps = n.trailing_zeros();
+    Graph::new(n, |p| (0..steps).map(move |k| (p ^ (1 << k), 1u64 << k)))
+}
+
+/// Bruck's exchange graph on `n` positions: at the step of distance `d`, `min(d, n - d)`
+/// blocks from `p` to `p - d` (mod `n`).
+pub fn bruck_graph(n: usize) -> Graph {
+    Graph::new(n, |p| {
+        bruck_steps(n).map(move |(d, blocks)| ((p + n - d) % n, blocks as u64))
+    })
 }
 
 /// Rank `rank`'s peers when ranks sit at `pos` (a permutation of `0..n`, `n` a power of
@@ -131,28 +161,9 @@ pub fn peers(pos: &[u32], rank: u32) -> Option<RdPeers> {
 /// (`None`: plain, position = rank; a remapped exchange adds its first exchange).
 /// Each rank sends `2^k` blocks at step `k`.
 pub fn blocks_between_nodes(node_of: &[u32], pos: Option<&[u32]>) -> u64 {
-    let n = node_of.len();
-    let mut rank_at: Vec<u32> = (0..n as u32).collect();
-    let mut total = 0u64;
-    if let Some(pos) = pos {
-        for (r, &p) in pos.iter().enumerate() {
-            rank_at[p as usize] = r as u32;
-        }
-        // The first exchange: rank r's block to the rank at position r.
-        total += (0..n)
-            .filter(|&r| node_of[r] != node_of[rank_at[r] as usize])
-            .count() as u64;
-    }
-    let steps = n.trailing_zeros();
-    for k in 0..steps {
-        for p in 0..n {
-            let (a, b) = (rank_at[p], rank_at[p ^ (1 << k)]);
-            if node_of[a as usize] != node_of[b as usize] {
-                total += 1 << k;
-            }
-        }
-    }
-    total
+    // Plain recursive doubling's labels are the ranks' own: no first exchange crosses.
+    let label_at = pos.map_or_else(|| node_of.to_vec(), |pos| partition::labels(node_of, pos));
+    rd_graph(node_of.len()).cost(node_of, &label_at)
 }
 
 /// One rank's part of the remapped Bruck exchange (any number of ranks): at step `k`
@@ -184,29 +195,24 @@ fn bruck_steps(n: usize) -> impl Iterator<Item = (usize, usize)> {
 /// The blocks Bruck sends between nodes, in all, with ranks at `pos` (first exchange
 /// included).
 pub fn bruck_blocks_between_nodes(node_of: &[u32], pos: &[u32]) -> u64 {
-    let n = node_of.len();
-    let mut rank_at = vec![0u32; n];
-    for (r, &p) in pos.iter().enumerate() {
-        rank_at[p as usize] = r as u32;
-    }
-    let node_at = |p: usize| node_of[rank_at[p] as usize];
-    let mut total = (0..n)
-        .filter(|&r| node_of[r] != node_of[rank_at[r] as usize])
-        .count() as u64;
-    for (d, blocks) in bruck_steps(n) {
-        total += (0..n)
-            .filter(|&p| node_at(p) != node_at((p + d) % n))
-            .count() as u64
-            * blocks as u64;
-    }
-    total
+    bruck_graph(node_of.len()).cost(node_of, &partition::labels(node_of, pos))
 }
 
 /// The positions Bruck runs with: of the plain order, node-major order and the order that
 /// deals each node's ranks round-robin over the nodes (so that ranks of one node sit
 /// `nodes` positions apart, where the long late steps of equal node sizes land), the one
-/// that sends the fewest blocks between nodes.
+/// that sends the fewest blocks between nodes (the first on a tie), improved by
+/// [`partition::refine`].
 pub fn bruck_chosen(node_of: &[u32]) -> Vec<u32> {
+    partition::refine(
+        &bruck_graph(node_of.len()),
+        node_of,
+        bruck_constructed(node_of),
+    )
+}
+
+/// [`bruck_chosen`]'s starting point: the best of its three orders.
+fn bruck_constructed(node_of: &[u32]) -> Vec<u32> {
     let n = node_of.len();
     let plain: Vec<u32> = (0..n as u32).collect();
     let major = node_major(node_of);
@@ -230,9 +236,10 @@ pub fn bruck_chosen(node_of: &[u32]) -> Vec<u32> {
     for (p, &r) in order.iter().enumerate() {
         dealt[r as usize] = p as u32;
     }
+    let graph = bruck_graph(n);
     [plain, major, dealt]
         .into_iter()
-        .min_by_key(|pos| bruck_blocks_between_nodes(node_of, pos))
+        .min_by_key(|pos| graph.cost(node_of, &partition::labels(node_of, pos)))
         .expect("three candidates")
 }
 
@@ -475,14 +482,57 @@ mod tests {
                     seen.push(me.step(s).1);
                 }
                 seen.sort_unstable();
-                assert_eq!(seen, (0..n as u32).collect::<Vec<_>>(), "rank {r} of {node_of:?}");
+                assert_eq!(
+                    seen,
+                    (0..n as u32).collect::<Vec<_>>(),
+                    "rank {r} of {node_of:?}"
+                );
             }
         }
         // Node-major order crosses each node boundary once: 4 edges of 11 blocks each.
         let node_of = cyclic(4, 3);
-        assert_eq!(ring_blocks_between_nodes(&node_of, &ring_positions(&node_of)), 4 * 11);
+        assert_eq!(
+            ring_blocks_between_nodes(&node_of, &ring_positions(&node_of)),
+            4 * 11
+        );
         let plain: Vec<u32> = (0..12).collect();
         assert_eq!(ring_blocks_between_nodes(&node_of, &plain), 12 * 11);
         assert_eq!(ring_blocks_between_nodes(&[0, 0, 0], &[0, 1, 2]), 0);
+    }
+
+    #[test]
+    fn the_searched_partition_beats_the_constructed_orders_on_uneven_nodes() {
+        // Random placements on 2 to 5 nodes of uneven sizes: the search never sends more
+        // than where it starts, and in all sends less.
+        let mut seed = 0x1234_5678_u32;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        for n in [6usize, 12, 24, 48, 8, 16, 32, 64] {
+            let (mut start, mut searched) = (0u64, 0u64);
+            for _ in 0..10 {
+                let nodes = 2 + next() % 4;
+                let node_of: Vec<u32> = (0..n).map(|_| next() % nodes).collect();
+                let (a, b) = if n.is_power_of_two() {
+                    (
+                        blocks_between_nodes(&node_of, Some(&constructed(&node_of).unwrap())),
+                        blocks_between_nodes(&node_of, Some(&chosen(&node_of).unwrap())),
+                    )
+                } else {
+                    (
+                        bruck_blocks_between_nodes(&node_of, &bruck_constructed(&node_of)),
+                        bruck_blocks_between_nodes(&node_of, &bruck_chosen(&node_of)),
+                    )
+                };
+                assert!(b <= a, "{node_of:?}: {b} > {a}");
+                start += a;
+                searched += b;
+            }
+            println!("{n} ranks: {start} blocks between nodes constructed, {searched} searched");
+            assert!(searched < start, "{n} ranks");
+        }
     }
 }
