@@ -94,8 +94,9 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "allgather",
         "TOPO_RUN_ALLGATHER",
-        "allgather rules, by the total gathered size, e.g. <64K=rd,*=hier (hier = gather up \
-         the hierarchy, then bcast down; rd = recursive doubling over the whole job with \
+        "allgather rules, by the total gathered size, e.g. <64K=rd,*=hier (hier:rd / hier:ring \
+         = gather up the hierarchy, exchange among the top group by recursive doubling or \
+         ring, then bcast down; hier = hier:rd; rd = recursive doubling over the whole job with \
          TopoMPI's rank remapping, or Bruck's exchange, remapped, when the job's size is not \
          a power of two; ring = a ring over the whole job in node-major order)",
     ),
@@ -218,7 +219,8 @@ impl fmt::Display for ReduceAlg {
     }
 }
 
-/// How the top group of a ReduceAllreduceBcast allreduce combines its members' values.
+/// How the top group of a ReduceAllreduceBcast allreduce combines its members' values, and
+/// how the top group of a hierarchical allgather exchanges its members' blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TopAlg {
     /// Recursive doubling: log2(p) exchanges of the whole message.
@@ -265,8 +267,10 @@ impl fmt::Display for AllreduceAlg {
 /// The Allgather algorithms (TopoMPI's two forms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AllgatherAlg {
-    /// Gather up the hierarchy to rank 0, then broadcast the result down.
-    Hierarchical,
+    /// Gather up the hierarchy to the top group, exchange among its members (recursive
+    /// doubling where their number is a power of two, else a ring; or a ring), then
+    /// broadcast down from each.
+    Hierarchical(TopAlg),
     /// Recursive doubling over the whole job, ranks remapped so that the heavy steps stay
     /// inside nodes; Bruck's exchange, remapped, when the job's size is not a power of two.
     RecursiveDoubling,
@@ -279,11 +283,12 @@ impl FromStr for AllgatherAlg {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         match s {
-            "hier" => Ok(AllgatherAlg::Hierarchical),
+            "hier" | "hier:rd" => Ok(AllgatherAlg::Hierarchical(TopAlg::RecursiveDoubling)),
+            "hier:ring" => Ok(AllgatherAlg::Hierarchical(TopAlg::Ring)),
             "rd" => Ok(AllgatherAlg::RecursiveDoubling),
             "ring" => Ok(AllgatherAlg::Ring),
             _ => Err(format!(
-                "unknown allgather algorithm {s:?}; use hier, rd or ring"
+                "unknown allgather algorithm {s:?}; use hier:rd, hier:ring, rd or ring"
             )),
         }
     }
@@ -292,7 +297,8 @@ impl FromStr for AllgatherAlg {
 impl fmt::Display for AllgatherAlg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            AllgatherAlg::Hierarchical => "hier",
+            AllgatherAlg::Hierarchical(TopAlg::RecursiveDoubling) => "hier:rd",
+            AllgatherAlg::Hierarchical(TopAlg::Ring) => "hier:ring",
             AllgatherAlg::RecursiveDoubling => "rd",
             AllgatherAlg::Ring => "ring",
         })
@@ -625,12 +631,19 @@ mod tests {
                 s.allgather_for((64 << 10) - 1, ranks),
                 AllgatherAlg::RecursiveDoubling
             );
-            assert_eq!(s.allgather_for(64 << 10, ranks), AllgatherAlg::Hierarchical);
+            assert_eq!(
+                s.allgather_for(64 << 10, ranks),
+                AllgatherAlg::Hierarchical(TopAlg::RecursiveDoubling)
+            );
         }
         let e = Settings::from_pairs(&[("allgather", "bruck")]).unwrap_err();
-        assert!(e.to_string().contains("use hier, rd or ring"), "{e}");
+        assert!(
+            e.to_string().contains("use hier:rd, hier:ring, rd or ring"),
+            "{e}"
+        );
         for a in [
-            AllgatherAlg::Hierarchical,
+            AllgatherAlg::Hierarchical(TopAlg::RecursiveDoubling),
+            AllgatherAlg::Hierarchical(TopAlg::Ring),
             AllgatherAlg::RecursiveDoubling,
             AllgatherAlg::Ring,
         ] {

@@ -377,10 +377,11 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLREDUCE")]
     pub allreduce: Option<String>,
 
-    /// Allgather rules by the gathered size: `hier` (up the hierarchy, then down), `rd`
-    /// (recursive doubling over the job with TopoMPI's rank remapping; Bruck's exchange,
-    /// remapped, for jobs whose size is not a power of two) or `ring` (a ring over the job
-    /// in node-major order), e.g. `<1M=rd,*=ring`.
+    /// Allgather rules by the gathered size: `rd` (recursive doubling over the job with
+    /// TopoMPI's rank remapping; Bruck's exchange, remapped, for jobs whose size is not a
+    /// power of two), `ring` (a ring over the job in node-major order), `hier:rd` (= `hier`)
+    /// or `hier:ring` (up the hierarchy, an exchange among the top group by recursive
+    /// doubling or ring, then down), e.g. `<1M=rd,*=ring`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLGATHER")]
     pub allgather: Option<String>,
 

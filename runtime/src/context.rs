@@ -69,7 +69,7 @@ impl Exchanges {
     /// has none.
     pub(crate) fn slot(&mut self, alg: AllgatherAlg) -> Option<&mut Option<Exchange>> {
         match alg {
-            AllgatherAlg::Hierarchical => None,
+            AllgatherAlg::Hierarchical(_) => None,
             AllgatherAlg::RecursiveDoubling => Some(&mut self.doubling),
             AllgatherAlg::Ring => Some(&mut self.ring),
         }
@@ -78,7 +78,7 @@ impl Exchanges {
     /// Algorithm `alg`'s exchange, if worked out.
     pub(crate) fn get(&self, alg: AllgatherAlg) -> Option<&Exchange> {
         match alg {
-            AllgatherAlg::Hierarchical => None,
+            AllgatherAlg::Hierarchical(_) => None,
             AllgatherAlg::RecursiveDoubling => self.doubling.as_ref(),
             AllgatherAlg::Ring => self.ring.as_ref(),
         }

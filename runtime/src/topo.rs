@@ -24,7 +24,7 @@ use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
 use crate::{allgather, allreduce, barrier, bcast, reduce};
 use topo_hierarchy::remap;
-use topo_hierarchy::settings::AllgatherAlg;
+use topo_hierarchy::settings::{AllgatherAlg, TopAlg};
 
 /// Where the node segments live (`TOPO_RUN_SHM_DIR`, default `/dev/shm`).
 pub const SHM_DIR_ENV: &str = "TOPO_RUN_SHM_DIR";
@@ -735,12 +735,18 @@ impl Topo {
             return false;
         };
         let rank = self.world.rank() as u32;
-        let doubling = exchange.and_then(|(alg, _)| h.exchanges.get(alg));
-        let result = match doubling {
+        let result = match exchange.and_then(|(alg, _)| h.exchanges.get(alg)) {
             Some(Exchange::RecursiveDoubling(peers)) => {
                 allgather::recursive_doubling(&mut h.links, rank, peers, send, recv)
             }
-            _ => allgather::allgather(&h.view, &mut h.links, &h.settings, send, recv),
+            _ => {
+                // (The flat exchanges have gone above; only the hierarchical form is left.)
+                let top = match h.settings.allgather_for(recv.len(), size) {
+                    AllgatherAlg::Hierarchical(top) => top,
+                    _ => TopAlg::RecursiveDoubling,
+                };
+                allgather::allgather(&h.view, &mut h.links, &h.settings, top, send, recv)
+            }
         };
         if let Err(e) = result {
             self.abort("MPI_Allgather", e);

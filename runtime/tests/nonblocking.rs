@@ -251,14 +251,17 @@ proptest! {
 
     /// Random placements (any rank on any of up to 6 nodes), 1 to 64 ranks: the exchange the
     /// runtime picks for `rd` (recursive doubling or Bruck, in the chosen order, as a
-    /// schedule), the ring in node-major order and the hierarchical Allgather all give the
+    /// schedule), the ring in node-major order and the hierarchical Allgather (its top
+    /// group exchanging sets of uneven runs, in place from 8 KiB blocks) all give the
     /// reference.
     #[test]
     fn allgathers_on_random_placements_match_the_reference(
         placement in prop::collection::vec(0u32..6, 1..65),
-        len in prop::sample::select(vec![1usize, 3, 257]),
-        has_send: bool,
+        len in prop::sample::select(vec![1usize, 3, 257, 1100]),
+        has_send: bool, ring_top: bool,
     ) {
+        use topo_hierarchy::settings::TopAlg;
+        let top = if ring_top { TopAlg::Ring } else { TopAlg::RecursiveDoubling };
         let plans = plans_placed(&placement);
         let size = plans.len() as u32;
         let nodes = node_of(&plans);
@@ -291,7 +294,7 @@ proptest! {
             engine.start(0, g, fabric).unwrap();
             finish(&mut engine, fabric);
             let mut hier = vec![0u8; n * size as usize];
-            topo_runtime::allgather::allgather(view, fabric, &s, Some(&mine), &mut hier).unwrap();
+            topo_runtime::allgather::allgather(view, fabric, &s, top, Some(&mine), &mut hier).unwrap();
             assert_eq!(hier, all, "hierarchical against the exchange at rank {me}");
             let peers = topo_hierarchy::remap::ring_peers(&ring, me).unwrap();
             let mut around = vec![0u8; n * size as usize];

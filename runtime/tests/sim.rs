@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::thread;
 
 use proptest::prelude::*;
+use topo_hierarchy::settings::TopAlg;
 use topo_hierarchy::{
     Digest, Job, LevelFilter, NetworkMap, RankPlan, Settings, build, job_from_str,
 };
@@ -281,8 +282,9 @@ proptest! {
     fn allgather_matches_the_reference(
         nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
         cyclic: bool, s in settings(), len in prop::sample::select(vec![0usize, 1, 3, 257, 1700]),
-        in_place: bool,
+        in_place: bool, ring: bool,
     ) {
+        let top = if ring { TopAlg::Ring } else { TopAlg::RecursiveDoubling };
         let rpn = rpn.min(sockets * 8);
         let plans = plans(nodes, rpn, sockets, LEVELS[levels], cyclic);
         let size = plans.len() as u32;
@@ -293,9 +295,9 @@ proptest! {
             if in_place {
                 let at = view.rank as usize * mine.len();
                 all[at..at + mine.len()].copy_from_slice(&mine);
-                allgather::allgather(view, fabric, &s, None, &mut all).unwrap();
+                allgather::allgather(view, fabric, &s, top, None, &mut all).unwrap();
             } else {
-                allgather::allgather(view, fabric, &s, Some(&mine), &mut all).unwrap();
+                allgather::allgather(view, fabric, &s, top, Some(&mine), &mut all).unwrap();
             }
             ints(&all)
         });
@@ -307,31 +309,46 @@ proptest! {
 
 #[test]
 fn hierarchical_allgather_crosses_nodes_with_few_messages() {
-    // 4 nodes x 8 ranks placed cyclically: up, each node leader sends its node's 8 blocks
-    // to the top once; down, every other node receives the whole result once.
+    // 4 nodes x 8 ranks placed cyclically: up, each node's ranks send their blocks to its
+    // leader inside the node; the 4 leaders exchange their nodes' blocks (recursive
+    // doubling: 2 rounds, 8 then 16 blocks; the ring: 3 rounds of 8), each round a count
+    // and a packed message; down, inside nodes again.
     let len = 64;
-    let plans = plans(4, 8, 1, "node,world", true);
-    let (out, t) = run(&plans, |view, fabric| {
-        let mine = bytes(&data(view.rank, len));
-        let mut all = vec![0u8; mine.len() * 32];
-        allgather::allgather(view, fabric, &Settings::default(), Some(&mine), &mut all).unwrap();
-        ints(&all)
-    });
-    let expect: Vec<i64> = (0..32).flat_map(|r| data(r, len)).collect();
-    assert!(out.iter().all(|o| *o == expect));
-    let inter = &t[INTER_NODE];
     let block = (len * 8) as u64;
-    // Up: 3 leaders x (a count, then 8 ranks and blocks); down: 3 x the 32-block result.
-    assert_eq!(inter.messages, 3 * 2 + 3);
-    assert_eq!(inter.bytes, 3 * (4 + 8 * (4 + block)) + 3 * 32 * block);
+    let plans = plans(4, 8, 1, "node,world", true);
+    let expect: Vec<i64> = (0..32).flat_map(|r| data(r, len)).collect();
+    for (top, rounds, blocks) in [
+        (TopAlg::RecursiveDoubling, 2u64, 8 + 16),
+        (TopAlg::Ring, 3, 3 * 8),
+    ] {
+        let (out, t) = run(&plans, |view, fabric| {
+            let mine = bytes(&data(view.rank, len));
+            let mut all = vec![0u8; mine.len() * 32];
+            allgather::allgather(
+                view,
+                fabric,
+                &Settings::default(),
+                top,
+                Some(&mine),
+                &mut all,
+            )
+            .unwrap();
+            ints(&all)
+        });
+        assert!(out.iter().all(|o| *o == expect), "{top:?}");
+        let inter = &t[INTER_NODE];
+        // Each of 4 leaders sends, per round, a count and its packed blocks (a rank and
+        // a block each): every leader receives the other 24 blocks once, the least.
+        assert_eq!(inter.messages, 4 * rounds * 2, "{top:?}");
+        assert_eq!(
+            inter.bytes,
+            4 * (rounds * 4 + blocks * (4 + block)),
+            "{top:?}"
+        );
+    }
     // Flat recursive doubling over these 32 ranks: the rounds at distance 1 and 2 cross
     // nodes for every rank (64 messages, 96 blocks), those at 4, 8 and 16 stay inside a
-    // node. The hierarchy crosses nodes with 9 messages instead of 64, but with 120 blocks
-    // instead of 96: its way down carries the whole result to every node. (With cyclic
-    // placement plain recursive doubling sends the least between nodes; with block
-    // placement it sends the most, and the remapped form cuts it: see
-    // inter_node_volume_of_the_allgather_algorithms.)
-    assert!(inter.messages < 64 && inter.bytes > 96 * block);
+    // node; the hierarchy sends the same 96 blocks in 16 messages.
 }
 
 /// Every rank's plan for a layout of `nodes` x `rpn` ranks without a network map.
@@ -464,6 +481,7 @@ fn inter_node_volume_of_the_allgather_algorithms() {
                         view,
                         fabric,
                         &Settings::default(),
+                        TopAlg::RecursiveDoubling,
                         Some(&mine),
                         &mut all,
                     )
@@ -504,7 +522,14 @@ fn inter_node_volume_of_the_allgather_algorithms() {
         // the other nodes, once per node: 8 nodes x 56 blocks.
         let least = 8 * 56 * block;
         assert!(chosen <= plain && chosen <= remapped.max(plain));
-        assert!(hier >= least && remapped >= least);
+        assert!(remapped >= least);
+        // The hierarchy sends the least, plus a rank number per block and a count per
+        // message: 8 leaders, 3 rounds of recursive doubling.
+        assert_eq!(
+            hier,
+            least + 8 * 56 * 4 + 8 * 3 * 4,
+            "hierarchical, {distribution}"
+        );
         if distribution == "block" {
             assert_eq!(
                 plain,

@@ -269,6 +269,13 @@ export OMPI_MCA_mpi_yield_when_idle=1
 check_c "C, 2 nodes x 2 ranks" "${TWO[@]}"
 check_nb "C nonblocking, 2 nodes x 2 ranks" "${TWO[@]}"
 check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
+# The hierarchical Allgather (up, an exchange among the node leaders, down): blocking, on
+# topo-run's path; its nonblocking form is MPI's own, with the reason in the statistics.
+check_prog "C, 2 nodes x 2 ranks, hierarchical Allgather (TOPO_RUN_ALLGATHER=hier:ring)" "$CPROG" \
+  "MPI_Allgather" "" "${TWO[@]}" --export=ALL,TOPO_RUN_ALLGATHER=hier:ring
+check_prog "C nonblocking, 2 nodes x 2 ranks, hierarchical Allgather (TOPO_RUN_ALLGATHER=hier)" "$NBPROG" \
+  "MPI_Ibcast MPI_Iallreduce" "no nonblocking form of the chosen algorithm" "${TWO[@]}" \
+  --export=ALL,TOPO_RUN_ALLGATHER=hier
 
 echo "== 4 emulated nodes"
 start_cluster 4

@@ -306,6 +306,12 @@ coll_check "2 nodes x 2 ranks, cyclic, ring Allgather (--allgather ring)" "$HIER
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive -m cyclic --mpi=pmix --cpu-bind=cores \
   "$TOPO_RUN" --spin 0 --allgather ring -- "$CHECK" --require-topo --quick
 
+# The hierarchical Allgather, block placement (a node's blocks are one run, sent in place
+# from 8 KiB), recursive doubling among the node leaders.
+coll_check "2 nodes x 2 ranks, hierarchical Allgather (--allgather hier)" "$HIER" \
+  env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --spin 0 --allgather hier -- "$CHECK" --require-topo --quick
+
 echo "== 4 emulated nodes"
 start_cluster 4
 coll_check "4 nodes x 2 ranks" "$HIER" \
