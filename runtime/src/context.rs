@@ -34,6 +34,9 @@ pub(crate) struct Hier {
     /// The lowest world rank on this rank's node: the node's label in the Allgather
     /// remapping.
     pub(crate) node_label: u32,
+    /// On a node's leader, the lowest world rank under its leaf switch (its switch's label
+    /// in the remapping); `u32::MAX` elsewhere, or where the plan has no switch level.
+    pub(crate) switch_label: u32,
     /// This rank's peers in the flat Allgather exchanges, each worked out at its first use.
     pub(crate) exchanges: Exchanges,
 }

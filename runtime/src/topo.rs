@@ -7,7 +7,7 @@ use mpi::datatype::Equivalence;
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
-use topo_hierarchy::{PLAN_ENV, RankPlan, Settings};
+use topo_hierarchy::{LevelName, PLAN_ENV, RankPlan, Settings};
 
 use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,7 +23,7 @@ use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
 use crate::{allgather, allreduce, barrier, bcast, reduce};
-use topo_hierarchy::remap;
+use topo_hierarchy::remap::{self, partition::Placement};
 use topo_hierarchy::settings::{AllgatherAlg, TopAlg};
 
 /// Where the node segments live (`TOPO_RUN_SHM_DIR`, default `/dev/shm`).
@@ -251,6 +251,11 @@ impl Topo {
         Self::setup_single_copy(&world, &settings, shm.as_mut());
         let net = MpiTransport::new(world.duplicate());
         let node_label = plan.peers.first().copied().unwrap_or(plan.rank);
+        let switch_label = view
+            .levels
+            .iter()
+            .find(|l| matches!(l.name, LevelName::Switch(_)))
+            .map_or(u32::MAX, |l| l.members[0]);
         let links = Links::new(&view, plan.peers.clone(), shm, net);
         let hier = Hier {
             view,
@@ -258,6 +263,7 @@ impl Topo {
             links,
             scratch: Scratch::default(),
             node_label,
+            switch_label,
             exchanges: Exchanges::default(),
         };
         let local = Some((plan.local_rank, plan.local_size));
@@ -758,8 +764,8 @@ impl Topo {
     /// hierarchical form, else the settings' algorithm (`rd`: recursive doubling, or Bruck
     /// for a job whose size is not a power of two; `ring`) and whether it must run as a
     /// schedule ([`Exchange::needs_schedule`]). The first time the settings choose an
-    /// algorithm, every rank learns every rank's node (one `MPI_Allgather` of a `u32` on
-    /// topo-run's world communicator; every rank gets here at the same call, since the
+    /// algorithm, every rank learns every rank's node and leaf switch (one `MPI_Allgather`
+    /// of two `u32` on topo-run's world communicator; every rank gets here at the same call, since the
     /// choice depends only on the settings and the size) and keeps its peers: `O(log n)`
     /// rank numbers for recursive doubling and Bruck, the ring's order for the ring.
     pub(crate) fn ensure_exchange(&self, total: usize) -> Option<(AllgatherAlg, bool)> {
@@ -777,18 +783,24 @@ impl Topo {
         // blocking exchange below holding the context.
         let mut core = self.quiesced();
         let h = core.hier.as_mut()?;
-        let mut labels = vec![0u32; self.world.size() as usize];
-        self.world.all_gather_into(&h.node_label, &mut labels[..]);
+        let mut labels = vec![0u32; 2 * self.world.size() as usize];
+        self.world
+            .all_gather_into(&[h.node_label, h.switch_label][..], &mut labels[..]);
+        // Each rank's node is named by its leader, and the leader knows the switch.
+        let node_of: Vec<u32> = labels.iter().step_by(2).copied().collect();
+        let switch_of: Vec<u32> = node_of
+            .iter()
+            .map(|&l| labels.get(2 * l as usize + 1).copied().unwrap_or(u32::MAX))
+            .collect();
+        let place = Placement::with_switches(&node_of, &switch_of);
         let rank = self.world.rank() as u32;
         let exchange = match alg {
             AllgatherAlg::Ring => {
-                remap::ring_peers(&remap::ring_positions(&labels), rank).map(Exchange::Ring)
+                remap::ring_peers(&remap::ring_positions(&place), rank).map(Exchange::Ring)
             }
-            _ => match remap::chosen(&labels) {
+            _ => match remap::chosen(&place) {
                 Some(pos) => remap::peers(&pos, rank).map(Exchange::RecursiveDoubling),
-                None => {
-                    remap::bruck_peers(&remap::bruck_chosen(&labels), rank).map(Exchange::Bruck)
-                }
+                None => remap::bruck_peers(&remap::bruck_chosen(&place), rank).map(Exchange::Bruck),
             },
         };
         let schedule = exchange.as_ref().map(Exchange::needs_schedule)?;

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
+use topo_hierarchy::remap::partition::Placement;
 use topo_runtime::combine::{Combine, sum_i64};
 use topo_runtime::nonblocking::{
     Builder, Engine, Reach, Schedule, iallgather, iallreduce, ibarrier, ibcast, ireduce,
@@ -218,7 +219,7 @@ proptest! {
         let size = plans.len() as u32;
         let node_of = node_of(&plans);
         let pos: Vec<u32> = if chosen {
-            topo_hierarchy::remap::bruck_chosen(&node_of)
+            topo_hierarchy::remap::bruck_chosen(&Placement::nodes(&node_of))
         } else {
             (0..size).collect()
         };
@@ -265,9 +266,9 @@ proptest! {
         let plans = plans_placed(&placement);
         let size = plans.len() as u32;
         let nodes = node_of(&plans);
-        let rd = topo_hierarchy::remap::chosen(&nodes);
-        let bruck = topo_hierarchy::remap::bruck_chosen(&nodes);
-        let ring = topo_hierarchy::remap::ring_positions(&nodes);
+        let rd = topo_hierarchy::remap::chosen(&Placement::nodes(&nodes));
+        let bruck = topo_hierarchy::remap::bruck_chosen(&Placement::nodes(&nodes));
+        let ring = topo_hierarchy::remap::ring_positions(&Placement::nodes(&nodes));
         let expect: Vec<i64> = (0..size).flat_map(|r| data(r, len)).collect();
         let s = topo_hierarchy::Settings::default();
         let (out, _) = run(&plans, |view, fabric| {

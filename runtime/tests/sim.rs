@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::thread;
 
 use proptest::prelude::*;
+use topo_hierarchy::remap::partition::Placement;
 use topo_hierarchy::settings::TopAlg;
 use topo_hierarchy::{
     Digest, Job, LevelFilter, NetworkMap, RankPlan, Settings, build, job_from_str,
@@ -12,7 +13,7 @@ use topo_hierarchy::{
 use topo_runtime::combine::sum_i64;
 use topo_runtime::nonblocking::{Engine, iallgather};
 use topo_runtime::reduce::Scratch;
-use topo_runtime::transport::sim::{INTER_NODE, SimFabric, SimNet, Traffic};
+use topo_runtime::transport::sim::{INTER_NODE, INTER_SWITCH, SimFabric, SimNet, Traffic};
 use topo_runtime::view::View;
 use topo_runtime::{allgather, allreduce, barrier, bcast, reduce};
 
@@ -66,7 +67,18 @@ pub(crate) fn run<F>(
 where
     F: Fn(&View, &mut SimFabric) -> Vec<i64> + Sync,
 {
-    let net = SimNet::new(node_of(plans));
+    run_on(SimNet::new(node_of(plans)), plans, f)
+}
+
+/// As [`run`], on the network `net`.
+pub(crate) fn run_on<F>(
+    net: Arc<SimNet>,
+    plans: &[RankPlan],
+    f: F,
+) -> (Vec<Vec<i64>>, std::collections::BTreeMap<String, Traffic>)
+where
+    F: Fn(&View, &mut SimFabric) -> Vec<i64> + Sync,
+{
     // As Topo::from_env agrees over MPI: pipelining if any rank has two levels.
     let out = thread::scope(|s| {
         let handles: Vec<_> = plans
@@ -351,6 +363,60 @@ fn hierarchical_allgather_crosses_nodes_with_few_messages() {
     // node; the hierarchy sends the same 96 blocks in 16 messages.
 }
 
+#[test]
+fn the_remapping_keeps_the_heavy_steps_under_one_switch() {
+    // 8 nodes x 4 ranks placed cyclically, nodes 2s and 2s + 1 under switch s. Plain
+    // recursive doubling (what the nodes alone choose: it already sends the least between
+    // nodes) crosses switches at its steps of 2 and 4 blocks; knowing the switches, the
+    // remapping puts the lightest steps there (1 and 2 blocks) and the step of 4 between
+    // the nodes of one switch.
+    use topo_hierarchy::remap::{self, partition::Placement};
+    let len = 64;
+    let block = (len * 8) as u64;
+    let plans = plans_without_map(8, 4, "cyclic");
+    let nodes = node_of(&plans);
+    let switches: Vec<u32> = nodes.iter().map(|n| n / 2).collect();
+    let expect: Vec<i64> = (0..32).flat_map(|r| data(r, len)).collect();
+    let by_switch = Placement::with_switches(&nodes, &switches);
+    let mut table = String::from(
+        "| positions chosen from | bytes between switches | bytes between nodes |\n|---|---|---|\n",
+    );
+    let mut measured = Vec::new();
+    for (name, place) in [
+        ("nodes", Placement::nodes(&nodes)),
+        ("nodes and switches", by_switch.clone()),
+    ] {
+        let pos = remap::chosen(&place).unwrap();
+        let net = SimNet::with_switches(nodes.clone(), switches.clone());
+        let (out, t) = run_on(net, &plans, |view, fabric| {
+            let peers = remap::peers(&pos, view.rank).unwrap();
+            let mine = bytes(&data(view.rank, len));
+            let mut all = vec![0u8; mine.len() * 32];
+            allgather::recursive_doubling(fabric, view.rank, &peers, Some(&mine), &mut all)
+                .unwrap();
+            ints(&all)
+        });
+        assert!(out.iter().all(|o| *o == expect), "{name}");
+        let (sw, nd) = (t[INTER_SWITCH].bytes, t[INTER_NODE].bytes);
+        // The sim counts what the exchange graph predicts.
+        let cost = remap::rd_graph(32).cost(&by_switch, &pos);
+        assert_eq!(
+            (sw, nd),
+            (cost.switches * block, cost.nodes * block),
+            "{name}"
+        );
+        table.push_str(&format!("| {name} | {sw} | {nd} |\n"));
+        measured.push((sw, nd));
+    }
+    println!("{table}");
+    let [(sw_nodes, nd_nodes), (sw_both, _)] = measured[..] else {
+        unreachable!()
+    };
+    // Plain: 6 blocks per rank between switches, 7 between nodes (the least).
+    assert_eq!((sw_nodes, nd_nodes), (32 * 6 * block, 32 * 7 * block));
+    assert!(sw_both <= 32 * 4 * block, "{sw_both}");
+}
+
 /// Every rank's plan for a layout of `nodes` x `rpn` ranks without a network map.
 fn plans_without_map(nodes: u32, rpn: u32, distribution: &str) -> Vec<RankPlan> {
     let job = job_from_str(&format!(
@@ -449,8 +515,8 @@ fn inter_node_volume_of_the_allgather_algorithms() {
         let expect: Vec<i64> = (0..64).flat_map(|r| data(r, len)).collect();
         let identity: Vec<u32> = (0..64).collect();
         let remapped = remap::positions(&nodes).unwrap();
-        let chosen = remap::chosen(&nodes).unwrap();
-        let ring = remap::ring_positions(&nodes);
+        let chosen = remap::chosen(&Placement::nodes(&nodes)).unwrap();
+        let ring = remap::ring_positions(&Placement::nodes(&nodes));
         let mut measured = Vec::new();
         for (name, form) in [
             ("recursive doubling", Form::Doubling(&identity)),

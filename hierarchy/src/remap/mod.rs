@@ -26,11 +26,13 @@
 //! nodes too (up to one block per rank), so [`chosen`] starts from the plain order where it
 //! sends no more between nodes (cyclic placement), and from the remapped one elsewhere;
 //! then it searches for a better partition of the graph ([`partition::refine`]), which
-//! matters where nodes differ in size or are not powers of two.
+//! matters where nodes differ in size or are not powers of two. Where the switches are
+//! known ([`partition::Placement`]), ranks go in switch-major, node-major order and the
+//! search keeps the heavy steps under one switch first, then inside one node.
 
 pub mod partition;
 
-use partition::Graph;
+use partition::{Graph, Placement};
 
 /// One rank's part of the remapped exchange.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,32 +50,7 @@ pub struct RdPeers {
 /// The node-major index of every rank: nodes in the order of their first rank, each
 /// node's ranks in rank order. `node_of[r]` is any label of rank `r`'s node.
 pub fn node_major(node_of: &[u32]) -> Vec<u32> {
-    let n = node_of.len();
-    // Nodes in order of first appearance, with their sizes.
-    let mut order: Vec<u32> = Vec::new();
-    let mut index_of = std::collections::HashMap::new();
-    let mut sizes: Vec<u32> = Vec::new();
-    for &node in node_of {
-        let i = *index_of.entry(node).or_insert_with(|| {
-            order.push(node);
-            sizes.push(0);
-            sizes.len() - 1
-        });
-        sizes[i] += 1;
-    }
-    let mut next: Vec<u32> = Vec::with_capacity(sizes.len());
-    let mut acc = 0;
-    for s in &sizes {
-        next.push(acc);
-        acc += s;
-    }
-    let mut out = vec![0u32; n];
-    for (r, node) in node_of.iter().enumerate() {
-        let i = index_of[node];
-        out[r] = next[i];
-        next[i] += 1;
-    }
-    out
+    major(&Placement::nodes(node_of))
 }
 
 /// `x` with its low `bits` bits reversed.
@@ -85,8 +62,8 @@ fn bitrev(x: u32, bits: u32) -> u32 {
     }
 }
 
-/// Every rank's position in the remapped exchange, or `None` unless the number of ranks
-/// is a power of two (recursive doubling needs one).
+/// Every rank's position in the remapped exchange (switches unknown), or `None` unless the
+/// number of ranks is a power of two (recursive doubling needs one).
 pub fn positions(node_of: &[u32]) -> Option<Vec<u32>> {
     let n = u32::try_from(node_of.len()).ok()?;
     if !n.is_power_of_two() {
@@ -102,25 +79,67 @@ pub fn positions(node_of: &[u32]) -> Option<Vec<u32>> {
 }
 
 /// The positions to run with: of the remapped ones and the identity (plain), the one that
-/// sends fewer blocks between nodes (first exchange included; plain on a tie), improved by
-/// [`partition::refine`]. `None` unless the number of ranks is a power of two.
-pub fn chosen(node_of: &[u32]) -> Option<Vec<u32>> {
-    let start = constructed(node_of)?;
-    Some(partition::refine(&rd_graph(node_of.len()), node_of, start))
+/// sends less between switches, then between nodes (first exchange included; plain on a
+/// tie), improved by [`partition::refine`]. `None` unless the number of ranks is a power of
+/// two.
+pub fn chosen(place: &Placement) -> Option<Vec<u32>> {
+    let start = constructed(place)?;
+    Some(partition::refine(
+        &rd_graph(place.node_of().len()),
+        place,
+        start,
+    ))
 }
 
-/// [`chosen`]'s starting point: the remapped positions or the identity, whichever sends
-/// fewer blocks between nodes (plain on a tie).
-fn constructed(node_of: &[u32]) -> Option<Vec<u32>> {
-    let remapped = positions(node_of)?;
-    let plain: Vec<u32> = (0..node_of.len() as u32).collect();
+/// [`chosen`]'s starting point: the remapped positions (ranks in switch-major, node-major
+/// order) or the identity, whichever costs less (plain on a tie).
+fn constructed(place: &Placement) -> Option<Vec<u32>> {
+    let n = place.node_of().len();
+    let bits = u32::try_from(n)
+        .ok()
+        .filter(|n| n.is_power_of_two())?
+        .trailing_zeros();
+    let remapped: Vec<u32> = major(place).into_iter().map(|i| bitrev(i, bits)).collect();
+    let plain: Vec<u32> = (0..n as u32).collect();
+    let graph = rd_graph(n);
     Some(
-        if blocks_between_nodes(node_of, Some(&remapped)) < blocks_between_nodes(node_of, None) {
+        if graph.cost(place, &remapped) < graph.cost(place, &plain) {
             remapped
         } else {
             plain
         },
     )
+}
+
+/// The index of every rank in switch-major, node-major order: switches in the order of
+/// their first rank, then nodes in that order, each node's ranks in rank order (node-major
+/// order when switches are unknown).
+fn major(place: &Placement) -> Vec<u32> {
+    let (switch, node) = (first_seen(place.switch_of()), first_seen(place.node_of()));
+    let mut order: Vec<u32> = (0..node.len() as u32).collect();
+    order.sort_by_key(|&r| (switch[r as usize], node[r as usize]));
+    invert(&order)
+}
+
+/// For each rank, the order in which its label first appears in `label_of`.
+fn first_seen(label_of: &[u32]) -> Vec<u32> {
+    let mut seen = std::collections::HashMap::new();
+    label_of
+        .iter()
+        .map(|&l| {
+            let next = seen.len() as u32;
+            *seen.entry(l).or_insert(next)
+        })
+        .collect()
+}
+
+/// The positions of the ranks listed in `order`, position by position.
+fn invert(order: &[u32]) -> Vec<u32> {
+    let mut pos = vec![0u32; order.len()];
+    for (p, &r) in order.iter().enumerate() {
+        pos[r as usize] = p as u32;
+    }
+    pos
 }
 
 /// Recursive doubling's exchange graph on `n = 2^L` positions: at step `k`, `2^k` blocks
@@ -161,9 +180,17 @@ pub fn peers(pos: &[u32], rank: u32) -> Option<RdPeers> {
 /// (`None`: plain, position = rank; a remapped exchange adds its first exchange).
 /// Each rank sends `2^k` blocks at step `k`.
 pub fn blocks_between_nodes(node_of: &[u32], pos: Option<&[u32]>) -> u64 {
-    // Plain recursive doubling's labels are the ranks' own: no first exchange crosses.
-    let label_at = pos.map_or_else(|| node_of.to_vec(), |pos| partition::labels(node_of, pos));
-    rd_graph(node_of.len()).cost(node_of, &label_at)
+    let plain: Vec<u32>;
+    let pos = match pos {
+        Some(pos) => pos,
+        None => {
+            plain = (0..node_of.len() as u32).collect();
+            &plain
+        }
+    };
+    rd_graph(node_of.len())
+        .cost(&Placement::nodes(node_of), pos)
+        .nodes
 }
 
 /// One rank's part of the remapped Bruck exchange (any number of ranks): at step `k`
@@ -195,7 +222,9 @@ fn bruck_steps(n: usize) -> impl Iterator<Item = (usize, usize)> {
 /// The blocks Bruck sends between nodes, in all, with ranks at `pos` (first exchange
 /// included).
 pub fn bruck_blocks_between_nodes(node_of: &[u32], pos: &[u32]) -> u64 {
-    bruck_graph(node_of.len()).cost(node_of, &partition::labels(node_of, pos))
+    bruck_graph(node_of.len())
+        .cost(&Placement::nodes(node_of), pos)
+        .nodes
 }
 
 /// The positions Bruck runs with: of the plain order, node-major order and the order that
@@ -203,43 +232,33 @@ pub fn bruck_blocks_between_nodes(node_of: &[u32], pos: &[u32]) -> u64 {
 /// `nodes` positions apart, where the long late steps of equal node sizes land), the one
 /// that sends the fewest blocks between nodes (the first on a tie), improved by
 /// [`partition::refine`].
-pub fn bruck_chosen(node_of: &[u32]) -> Vec<u32> {
-    partition::refine(
-        &bruck_graph(node_of.len()),
-        node_of,
-        bruck_constructed(node_of),
-    )
+pub fn bruck_chosen(place: &Placement) -> Vec<u32> {
+    let graph = bruck_graph(place.node_of().len());
+    let start = bruck_constructed(place, &graph);
+    partition::refine(&graph, place, start)
 }
 
-/// [`bruck_chosen`]'s starting point: the best of its three orders.
-fn bruck_constructed(node_of: &[u32]) -> Vec<u32> {
-    let n = node_of.len();
+/// [`bruck_chosen`]'s starting point: the best of its three orders (switch-major where
+/// switches are known).
+fn bruck_constructed(place: &Placement, graph: &Graph) -> Vec<u32> {
+    let n = place.node_of().len();
     let plain: Vec<u32> = (0..n as u32).collect();
-    let major = node_major(node_of);
     // Round-robin: ranks ordered by (index within their node, node order).
-    let mut nodes: Vec<u32> = Vec::new();
-    let mut seen = std::collections::HashMap::new();
-    let mut local = vec![0u32; n];
-    let mut count: Vec<u32> = Vec::new();
-    for (r, &node) in node_of.iter().enumerate() {
-        let i = *seen.entry(node).or_insert_with(|| {
-            nodes.push(node);
-            count.push(0);
-            count.len() - 1
-        });
-        local[r] = count[i];
-        count[i] += 1;
-    }
+    let node = first_seen(place.node_of());
+    let mut count = std::collections::HashMap::new();
+    let local: Vec<u32> = node
+        .iter()
+        .map(|&i| {
+            let c = count.entry(i).or_insert(0u32);
+            *c += 1;
+            *c - 1
+        })
+        .collect();
     let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_by_key(|&r| (local[r as usize], seen[&node_of[r as usize]]));
-    let mut dealt = vec![0u32; n];
-    for (p, &r) in order.iter().enumerate() {
-        dealt[r as usize] = p as u32;
-    }
-    let graph = bruck_graph(n);
-    [plain, major, dealt]
+    order.sort_by_key(|&r| (local[r as usize], node[r as usize]));
+    [plain, major(place), invert(&order)]
         .into_iter()
-        .min_by_key(|pos| graph.cost(node_of, &partition::labels(node_of, pos)))
+        .min_by_key(|pos| graph.cost(place, pos))
         .expect("three candidates")
 }
 
@@ -309,11 +328,11 @@ impl RingPeers {
     }
 }
 
-/// The ring's positions: node-major order ([`node_major`]), where every block crosses each
-/// node boundary of the ring once, `nodes` edges between nodes out of `n`, the fewest a
-/// ring over more than one node can have.
-pub fn ring_positions(node_of: &[u32]) -> Vec<u32> {
-    node_major(node_of)
+/// The ring's positions: switch-major, node-major order, where every block crosses each
+/// node boundary of the ring once, `nodes` edges between nodes out of `n` (and `switches`
+/// between switches), the fewest a ring over more than one node (switch) can have.
+pub fn ring_positions(place: &Placement) -> Vec<u32> {
+    major(place)
 }
 
 /// Rank `rank`'s part of the ring with ranks at `pos` (a permutation of `0..n`); `None` if
@@ -396,15 +415,18 @@ mod tests {
         // The exchange reaches the least; the first exchange adds one block for each of
         // the 56 ranks whose position-r rank is on another node.
         assert_eq!(blocks_between_nodes(&node_of, Some(&pos)), least + 56);
-        assert_eq!(chosen(&node_of).unwrap(), pos);
+        assert_eq!(chosen(&Placement::nodes(&node_of)).unwrap(), pos);
 
         // Cyclic: plain recursive doubling already sends the least; it is kept.
         let node_of = cyclic(8, 8);
         assert_eq!(blocks_between_nodes(&node_of, None), least);
         let pos = positions(&node_of).unwrap();
         assert!(blocks_between_nodes(&node_of, Some(&pos)) > least);
-        assert_eq!(chosen(&node_of).unwrap(), (0..64).collect::<Vec<u32>>());
-        let plain = peers(&chosen(&node_of).unwrap(), 5).unwrap();
+        assert_eq!(
+            chosen(&Placement::nodes(&node_of)).unwrap(),
+            (0..64).collect::<Vec<u32>>()
+        );
+        let plain = peers(&chosen(&Placement::nodes(&node_of)).unwrap(), 5).unwrap();
         assert_eq!((plain.send_own_to, plain.start_from), (5, 5));
     }
 
@@ -422,7 +444,7 @@ mod tests {
             for _ in 0..20 {
                 let nodes = 1 + next() % 8;
                 let node_of: Vec<u32> = (0..n).map(|_| next() % nodes).collect();
-                let pos = chosen(&node_of).unwrap();
+                let pos = chosen(&Placement::nodes(&node_of)).unwrap();
                 assert!(
                     blocks_between_nodes(&node_of, Some(&pos))
                         <= blocks_between_nodes(&node_of, None)
@@ -439,7 +461,7 @@ mod tests {
             vec![4, 4, 1, 4, 1],
         ] {
             let n = node_of.len();
-            let pos = bruck_chosen(&node_of);
+            let pos = bruck_chosen(&Placement::nodes(&node_of));
             let mut sorted = pos.clone();
             sorted.sort_unstable();
             assert_eq!(sorted, (0..n as u32).collect::<Vec<_>>());
@@ -461,7 +483,7 @@ mod tests {
         // between nodes instead of plain's 116.
         let node_of: Vec<u32> = (0..12).map(|r| r / 3).collect();
         let plain: Vec<u32> = (0..12).collect();
-        let pos = bruck_chosen(&node_of);
+        let pos = bruck_chosen(&Placement::nodes(&node_of));
         assert_eq!(bruck_blocks_between_nodes(&node_of, &plain), 116);
         assert_eq!(bruck_blocks_between_nodes(&node_of, &pos), 44);
     }
@@ -470,7 +492,7 @@ mod tests {
     fn the_ring_passes_every_block_round_once() {
         for node_of in [block(4, 3), cyclic(3, 4), vec![7], vec![2, 0, 2, 1, 0]] {
             let n = node_of.len();
-            let pos = ring_positions(&node_of);
+            let pos = ring_positions(&Placement::nodes(&node_of));
             for r in 0..n as u32 {
                 let me = ring_peers(&pos, r).unwrap();
                 let next = ring_peers(&pos, me.next()).unwrap();
@@ -491,10 +513,8 @@ mod tests {
         }
         // Node-major order crosses each node boundary once: 4 edges of 11 blocks each.
         let node_of = cyclic(4, 3);
-        assert_eq!(
-            ring_blocks_between_nodes(&node_of, &ring_positions(&node_of)),
-            4 * 11
-        );
+        let pos = ring_positions(&Placement::nodes(&node_of));
+        assert_eq!(ring_blocks_between_nodes(&node_of, &pos), 4 * 11);
         let plain: Vec<u32> = (0..12).collect();
         assert_eq!(ring_blocks_between_nodes(&node_of, &plain), 12 * 11);
         assert_eq!(ring_blocks_between_nodes(&[0, 0, 0], &[0, 1, 2]), 0);
@@ -516,15 +536,17 @@ mod tests {
             for _ in 0..10 {
                 let nodes = 2 + next() % 4;
                 let node_of: Vec<u32> = (0..n).map(|_| next() % nodes).collect();
+                let place = Placement::nodes(&node_of);
                 let (a, b) = if n.is_power_of_two() {
                     (
-                        blocks_between_nodes(&node_of, Some(&constructed(&node_of).unwrap())),
-                        blocks_between_nodes(&node_of, Some(&chosen(&node_of).unwrap())),
+                        blocks_between_nodes(&node_of, Some(&constructed(&place).unwrap())),
+                        blocks_between_nodes(&node_of, Some(&chosen(&place).unwrap())),
                     )
                 } else {
+                    let graph = bruck_graph(n);
                     (
-                        bruck_blocks_between_nodes(&node_of, &bruck_constructed(&node_of)),
-                        bruck_blocks_between_nodes(&node_of, &bruck_chosen(&node_of)),
+                        bruck_blocks_between_nodes(&node_of, &bruck_constructed(&place, &graph)),
+                        bruck_blocks_between_nodes(&node_of, &bruck_chosen(&place)),
                     )
                 };
                 assert!(b <= a, "{node_of:?}: {b} > {a}");

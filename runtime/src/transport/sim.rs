@@ -30,6 +30,8 @@ pub struct SimNet {
     size: usize,
     mailboxes: Vec<Mailbox>,
     node_of: Vec<u32>,
+    /// Each rank's switch, where the test gives them.
+    switch_of: Option<Vec<u32>>,
     traffic: Mutex<BTreeMap<String, Traffic>>,
 }
 
@@ -38,6 +40,10 @@ const DEADLOCK: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The label under which traffic between ranks of different nodes is also counted.
 pub const INTER_NODE: &str = "inter-node";
+
+/// The label under which traffic between ranks under different switches is also counted
+/// ([`SimNet::with_switches`]).
+pub const INTER_SWITCH: &str = "inter-switch";
 
 impl SimNet {
     /// A network of ranks placed on nodes (`node_of[rank]`); messages between nodes are
@@ -48,8 +54,17 @@ impl SimNet {
             size,
             mailboxes: (0..size * size).map(|_| Mailbox::default()).collect(),
             node_of,
+            switch_of: None,
             traffic: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// As [`SimNet::new`], the nodes under switches (`switch_of[rank]`); messages between
+    /// switches are also counted under [`INTER_SWITCH`].
+    pub fn with_switches(node_of: Vec<u32>, switch_of: Vec<u32>) -> Arc<Self> {
+        let mut net = Arc::into_inner(SimNet::new(node_of)).expect("just made");
+        net.switch_of = Some(switch_of);
+        Arc::new(net)
     }
 
     /// Rank `rank`'s endpoint; what it sends is counted under `label`.
@@ -109,6 +124,15 @@ impl Transport for SimTransport {
             let e = t.entry(INTER_NODE.to_string()).or_default();
             e.messages += remote;
             e.bytes += remote * data.len() as u64;
+        }
+        if let Some(switch_of) = &self.net.switch_of {
+            let me = switch_of[self.rank as usize];
+            let far = to.iter().filter(|&&p| switch_of[p as usize] != me).count() as u64;
+            if far > 0 {
+                let e = t.entry(INTER_SWITCH.to_string()).or_default();
+                e.messages += far;
+                e.bytes += far * data.len() as u64;
+            }
         }
         Ok(())
     }
