@@ -317,6 +317,12 @@ start_cluster 4
 coll_check "4 nodes x 2 ranks" "$HIER" \
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N4 -n8 --exclusive --mpi=pmix --cpu-bind=cores \
   "$TOPO_RUN" --spin 0 -- "$CHECK" --require-topo --quick
+# With the dev cluster's network map (odd nodes under one leaf switch, even under the
+# other): the Allgather's remapping orders ranks by switch, then node, so that its
+# lightest step crosses switches (without the map, the step of 2 blocks would).
+coll_check "4 nodes x 2 ranks under 2 leaf switches (--network-map)" "$HIER" \
+  env OMPI_MCA_mpi_yield_when_idle=1 srun -N4 -n8 --exclusive --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --spin 0 --network-map "$ROOT/slurm/maps/dev-cluster.yaml" -- "$CHECK" --require-topo --quick
 
 stop_cluster
 summary
