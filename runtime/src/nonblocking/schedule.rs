@@ -197,6 +197,14 @@ impl Builder {
     pub fn step(&mut self, link: Link, action: Action) {
         self.round([(link, action)]);
     }
+
+    /// The rounds built so far, each its steps, for tools that read a schedule without
+    /// running it (`topo-run simulate`).
+    pub fn rounds(&self) -> impl Iterator<Item = impl Iterator<Item = (Link, &Action)>> {
+        self.rounds
+            .iter()
+            .map(|r| r.iter().map(|step| (step.link, &step.action)))
+    }
 }
 
 /// Base address and length of a buffer.

@@ -1,0 +1,309 @@
+//! The discrete-event simulation: every rank runs its program in virtual time, a round
+//! starting when the one before has completed, as the runtime's schedules run.
+//!
+//! - A send starts with its round; one that leaves the node first waits for the node's
+//!   network interface, which carries one message at a time (at the model's `nic`
+//!   bandwidth). It arrives `alpha + bytes / bandwidth` after it starts, by the class of
+//!   the link between the two ranks, and the sender is busy for `bytes / bandwidth`.
+//! - A receive completes when its message has arrived (and, if combined, `bytes / reduce`
+//!   later). Messages between two ranks are matched in the order they were sent, as MPI
+//!   and the shared-memory queues match them.
+//! - A local copy takes `bytes / copy`, a local combine `bytes / reduce`.
+//!
+//! Events are processed in time order (a binary heap), so the simulation costs
+//! `O(steps log ranks)` time and memory linear in the ranks and steps (16 bytes a step,
+//! about 100 a rank).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BinaryHeap};
+
+use crate::model::{CostModel, LinkClass};
+use crate::place::Places;
+use crate::program::{Kind, Programs};
+
+/// Messages and bytes over one link class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Traffic {
+    /// Messages.
+    pub messages: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// What a simulation predicts.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Outcome {
+    /// When the last rank finished, in microseconds.
+    pub time_us: f64,
+    /// Traffic per link class.
+    pub traffic: BTreeMap<LinkClass, Traffic>,
+}
+
+/// A simulation that cannot finish: the programs do not match.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A rank waits for a message nobody sends.
+    #[error("rank {rank} waits in round {round} for a message from rank {from} that never comes")]
+    Deadlock {
+        /// The waiting rank.
+        rank: u32,
+        /// Its round.
+        round: usize,
+        /// The sender it waits for.
+        from: u32,
+    },
+    /// A message's size is not what its receiver expects.
+    #[error("rank {to} expects {want} bytes from rank {from} and gets {got}")]
+    Size {
+        /// Sender.
+        from: u32,
+        /// Receiver.
+        to: u32,
+        /// Bytes expected.
+        want: u64,
+        /// Bytes sent.
+        got: u64,
+    },
+    /// A step names a rank outside the job.
+    #[error("rank {rank} names rank {peer}, outside a job of {size}")]
+    Peer {
+        /// The rank whose program it is.
+        rank: u32,
+        /// The rank it names.
+        peer: u32,
+        /// The job's size.
+        size: usize,
+    },
+}
+
+/// A time, ordered (never NaN: built from finite model values).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Time(f64);
+
+impl Eq for Time {}
+
+impl PartialOrd for Time {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Time {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// A receive still waiting for its message.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    from: u32,
+    bytes: u64,
+    combine: bool,
+}
+
+/// A message sent and not yet received.
+#[derive(Debug, Clone, Copy)]
+struct Message {
+    from: u32,
+    arrival: f64,
+    bytes: u64,
+}
+
+/// A rank's progress.
+#[derive(Debug, Default)]
+struct Rank {
+    /// The round in progress (or next to start).
+    round: usize,
+    /// When it started.
+    start: f64,
+    /// When its steps have completed so far.
+    done: f64,
+    /// Its receives still waiting, in program order.
+    waiting: Vec<Waiting>,
+    /// Messages that arrived for it before it asked for them, in sending order.
+    inbox: Vec<Message>,
+    /// When the rank finished its program.
+    finished: Option<f64>,
+}
+
+/// Runs `programs` on the ranks of `places` under `model`.
+pub fn run(programs: &Programs, places: &Places, model: &CostModel) -> Result<Outcome, SimError> {
+    let n = programs.len();
+    for r in 0..n as u32 {
+        for step in programs.steps_of(r) {
+            let remote = matches!(step.kind, Kind::Send | Kind::Recv | Kind::RecvCombine);
+            if remote && step.peer as usize >= n {
+                return Err(SimError::Peer {
+                    rank: r,
+                    peer: step.peer,
+                    size: n,
+                });
+            }
+        }
+    }
+    let mut sim = Sim {
+        programs,
+        places,
+        model,
+        ranks: (0..n).map(|_| Rank::default()).collect(),
+        nic_free: vec![0.0; places.nodes()],
+        heap: (0..n as u32).map(|r| Reverse((Time(0.0), r))).collect(),
+        traffic: [Traffic::default(); 8],
+    };
+    while let Some(Reverse((Time(t), r))) = sim.heap.pop() {
+        sim.start_round(r, t)?;
+    }
+    let mut time: f64 = 0.0;
+    for (r, state) in sim.ranks.iter().enumerate() {
+        match state.finished {
+            Some(t) => time = time.max(t),
+            None => {
+                let from = state.waiting.first().map_or(r as u32, |w| w.from);
+                return Err(SimError::Deadlock {
+                    rank: r as u32,
+                    round: state.round,
+                    from,
+                });
+            }
+        }
+    }
+    Ok(Outcome {
+        time_us: time,
+        traffic: LinkClass::ALL
+            .into_iter()
+            .zip(sim.traffic)
+            .filter(|(_, t)| t.messages > 0)
+            .collect(),
+    })
+}
+
+struct Sim<'a> {
+    programs: &'a Programs,
+    places: &'a Places,
+    model: &'a CostModel,
+    ranks: Vec<Rank>,
+    /// When each node's network interface is free again.
+    nic_free: Vec<f64>,
+    /// Ranks to start their next round, by time.
+    heap: BinaryHeap<Reverse<(Time, u32)>>,
+    /// Per link class, in the order of [`LinkClass::ALL`].
+    traffic: [Traffic; 8],
+}
+
+impl Sim<'_> {
+    /// Rank `r` starts its next round at `t` (or finishes, with none left).
+    fn start_round(&mut self, r: u32, t: f64) -> Result<(), SimError> {
+        let idx = self.ranks[r as usize].round;
+        if idx >= self.programs.rounds(r) {
+            self.ranks[r as usize].finished = Some(t);
+            return Ok(());
+        }
+        {
+            let state = &mut self.ranks[r as usize];
+            state.start = t;
+            state.done = t;
+        }
+        for &step in self.programs.round(r, idx) {
+            match step.kind {
+                Kind::Send => {
+                    let busy = self.send(r, step.peer, step.bytes, t)?;
+                    let state = &mut self.ranks[r as usize];
+                    state.done = state.done.max(busy);
+                }
+                Kind::Recv | Kind::RecvCombine => {
+                    let w = Waiting {
+                        from: step.peer,
+                        bytes: step.bytes,
+                        combine: step.kind == Kind::RecvCombine,
+                    };
+                    let state = &mut self.ranks[r as usize];
+                    // Receives from one sender match in order: behind a waiting one, wait.
+                    let behind = state.waiting.iter().any(|x| x.from == w.from);
+                    let found = if behind {
+                        None
+                    } else {
+                        state.inbox.iter().position(|m| m.from == w.from)
+                    };
+                    match found {
+                        Some(i) => {
+                            let m = state.inbox.remove(i);
+                            self.complete(r, w, m.arrival, m.bytes)?;
+                        }
+                        None => state.waiting.push(w),
+                    }
+                }
+                Kind::Copy | Kind::Combine => {
+                    let rate = if step.kind == Kind::Combine {
+                        self.model.reduce_bytes_per_us
+                    } else {
+                        self.model.copy_bytes_per_us
+                    };
+                    let state = &mut self.ranks[r as usize];
+                    state.done = state.done.max(t + step.bytes as f64 / rate);
+                }
+            }
+        }
+        self.maybe_next(r);
+        Ok(())
+    }
+
+    /// Sends `bytes` from `r` to `d`, starting at `t`; returns when the sender is free.
+    fn send(&mut self, r: u32, d: u32, bytes: u64, t: f64) -> Result<f64, SimError> {
+        let class = self.places.class(r, d);
+        let link = *self.model.link(class);
+        let mut start = t;
+        if class.is_network() {
+            let free = &mut self.nic_free[self.places.node_of(r) as usize];
+            start = start.max(*free);
+            *free = start + bytes as f64 / self.model.nic_bytes_per_us;
+        }
+        let busy = start + link.transfer_us(bytes);
+        let arrival = busy + link.alpha_us;
+        let e = &mut self.traffic[class as usize];
+        e.messages += 1;
+        e.bytes += bytes;
+        // The receiver may be waiting for it already.
+        let state = &mut self.ranks[d as usize];
+        if let Some(i) = state.waiting.iter().position(|w| w.from == r) {
+            let w = state.waiting.remove(i);
+            self.complete(d, w, arrival, bytes)?;
+            self.maybe_next(d);
+        } else {
+            state.inbox.push(Message {
+                from: r,
+                arrival,
+                bytes,
+            });
+        }
+        Ok(busy)
+    }
+
+    /// Receive `w` of rank `r` gets its message of `got` bytes, arriving at `arrival`.
+    fn complete(&mut self, r: u32, w: Waiting, arrival: f64, got: u64) -> Result<(), SimError> {
+        if got != w.bytes {
+            return Err(SimError::Size {
+                from: w.from,
+                to: r,
+                want: w.bytes,
+                got,
+            });
+        }
+        let state = &mut self.ranks[r as usize];
+        let mut end = arrival.max(state.start);
+        if w.combine {
+            end += w.bytes as f64 / self.model.reduce_bytes_per_us;
+        }
+        state.done = state.done.max(end);
+        Ok(())
+    }
+
+    /// Schedules rank `r`'s next round once nothing of this one waits.
+    fn maybe_next(&mut self, r: u32) {
+        let state = &mut self.ranks[r as usize];
+        if state.waiting.is_empty() && state.finished.is_none() {
+            state.round += 1;
+            self.heap.push(Reverse((Time(state.done), r)));
+        }
+    }
+}

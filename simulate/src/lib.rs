@@ -1,0 +1,295 @@
+//! `topo-run simulate`: predicts what topo-run's hierarchy gains on a cluster one does not
+//! have. It runs the very schedules of topo-run's nonblocking collectives, built from the
+//! job's real plans, and the flat algorithms MPI libraries use, in virtual time over a
+//! cost model per link class ([`model`]), and reports each one's time and its traffic per
+//! link class.
+
+pub mod engine;
+pub mod flat;
+pub mod model;
+pub mod place;
+pub mod program;
+
+use std::fmt;
+use std::str::FromStr;
+
+use topo_hierarchy::remap::{self, partition::Placement};
+use topo_hierarchy::settings::AllgatherAlg;
+use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
+use topo_runtime::nonblocking::{iallgather, iallreduce, ibarrier, ibcast, ireduce};
+use topo_runtime::view::View;
+
+use crate::engine::{Outcome, SimError};
+use crate::model::CostModel;
+use crate::place::Places;
+use crate::program::{Program, Programs};
+
+/// The collectives simulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// Broadcast from rank 0.
+    Bcast,
+    /// Reduce to rank 0.
+    Reduce,
+    /// Allreduce.
+    Allreduce,
+    /// Barrier (sizes do not apply).
+    Barrier,
+    /// Allgather (the size is each rank's block).
+    Allgather,
+}
+
+impl Op {
+    /// Every op.
+    pub const ALL: [Op; 5] = [
+        Op::Bcast,
+        Op::Reduce,
+        Op::Allreduce,
+        Op::Barrier,
+        Op::Allgather,
+    ];
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Op::Bcast => "bcast",
+            Op::Reduce => "reduce",
+            Op::Allreduce => "allreduce",
+            Op::Barrier => "barrier",
+            Op::Allgather => "allgather",
+        })
+    }
+}
+
+impl FromStr for Op {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Op::ALL
+            .into_iter()
+            .find(|o| o.to_string() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown collective {s:?}; use bcast, reduce, allreduce, barrier or allgather"
+                )
+            })
+    }
+}
+
+/// The flat algorithms simulate a ring only up to this many ranks: it takes `n - 1`
+/// rounds on every rank, `n^2` steps in all.
+pub const RING_UP_TO: u32 = 4096;
+
+/// A rank's peers exist: the positions of the remapping are a permutation of the ranks.
+const PERMUTATION: &str = "the remapping's positions are a permutation of the ranks";
+
+/// The name of topo-run's own algorithm in reports.
+pub const TOPO_RUN: &str = "topo-run";
+
+/// A job as the simulator sees it.
+#[derive(Debug)]
+pub struct Cluster {
+    job: Job,
+    hierarchy: Hierarchy,
+    digest: Digest,
+    places: Places,
+    settings: Settings,
+    /// Each rank's node and leaf switch, for the Allgather's remapping.
+    placement: Placement,
+}
+
+impl Cluster {
+    /// The job `job` on the network `map`, with topo-run's `settings`.
+    pub fn new(
+        job: Job,
+        map: Option<&NetworkMap>,
+        settings: Settings,
+    ) -> topo_hierarchy::Result<Cluster> {
+        let filter = LevelFilter::all();
+        let hierarchy = topo_hierarchy::build(&job, map, &filter)?;
+        let digest = Digest::of_job(&job, map, &filter, "");
+        let places = Places::new(&job, map);
+        let node_of: Vec<u32> = (0..job.size()).map(|r| job.node_of(r)).collect();
+        let switch_of: Vec<u32> = (0..job.size())
+            .map(|r| {
+                map.and_then(|m| m.leaf_of(job.node_name(job.node_of(r))))
+                    .unwrap_or(u32::MAX)
+            })
+            .collect();
+        Ok(Cluster {
+            placement: Placement::with_switches(&node_of, &switch_of),
+            job,
+            hierarchy,
+            digest,
+            places,
+            settings,
+        })
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> u32 {
+        self.job.size()
+    }
+
+    /// Rank `r`'s view of the hierarchy, as the runtime builds it from its plan.
+    fn view(&self, r: u32) -> View {
+        let plan = self
+            .hierarchy
+            .rank_plan(&self.job, r, "", self.digest, Vec::new());
+        let mut view = View::from_plan(&plan);
+        view.pipeline = self.hierarchy.levels().len() > 1;
+        view
+    }
+
+    /// topo-run's program on every rank for `op` of `bytes`, or `None` where its choice
+    /// has no schedule form (the hierarchical Allgather).
+    pub fn topo_run(&self, op: Op, bytes: u64) -> Option<Programs> {
+        let n = self.size();
+        let len = bytes as usize;
+        let s = &self.settings;
+        if op == Op::Allgather {
+            let total = len * n as usize;
+            let exchange = match s.allgather_for(total, n as usize) {
+                AllgatherAlg::Hierarchical(_) => return None,
+                AllgatherAlg::Ring => Exchange::Ring(remap::ring_positions(&self.placement)),
+                AllgatherAlg::RecursiveDoubling => match remap::chosen(&self.placement) {
+                    Some(pos) => Exchange::Doubling(pos),
+                    None => Exchange::Bruck(remap::bruck_chosen(&self.placement)),
+                },
+            };
+            return Some(Programs::build(n, |r| {
+                let b = match &exchange {
+                    Exchange::Doubling(pos) => iallgather::build_rd(
+                        r,
+                        &remap::peers(pos, r).expect(PERMUTATION),
+                        len,
+                        true,
+                    ),
+                    Exchange::Bruck(pos) => {
+                        let peers = remap::bruck_peers(pos, r).expect(PERMUTATION);
+                        iallgather::build_bruck(r, &peers, len, true).0
+                    }
+                    Exchange::Ring(pos) => {
+                        let peers = remap::ring_peers(pos, r).expect(PERMUTATION);
+                        iallgather::build_ring(r, &peers, len, true)
+                    }
+                };
+                Program::from_builder(&b)
+            }));
+        }
+        Some(Programs::build(n, |r| {
+            let view = self.view(r);
+            let b = match op {
+                Op::Bcast => ibcast::build(&view, s, 0, len),
+                Op::Reduce => ireduce::build(&view, s, 0, true, len).0,
+                Op::Allreduce => iallreduce::build(&view, s, true, len).0,
+                Op::Barrier | Op::Allgather => ibarrier::build(&view, s),
+            };
+            Program::from_builder(&b)
+        }))
+    }
+
+    /// Runs `programs` on this cluster under `model`.
+    pub fn run(&self, programs: &Programs, model: &CostModel) -> Result<Outcome, SimError> {
+        engine::run(programs, &self.places, model)
+    }
+}
+
+/// A flat Allgather exchange of topo-run's and its positions.
+enum Exchange {
+    Doubling(Vec<u32>),
+    Bruck(Vec<u32>),
+    Ring(Vec<u32>),
+}
+
+/// A flat algorithm: its name and rank `r`'s program among `n` for `m` bytes.
+pub type Baseline = (&'static str, fn(u32, u32, u64) -> Program);
+
+/// The flat algorithms MPI libraries use for `op`.
+pub fn baselines(op: Op) -> Vec<Baseline> {
+    match op {
+        Op::Bcast => vec![("binomial", flat::bcast_binomial)],
+        Op::Reduce => vec![("binomial", flat::reduce_binomial)],
+        Op::Allreduce => vec![
+            ("recursive doubling", flat::allreduce_rd),
+            ("ring", flat::allreduce_ring),
+            ("rabenseifner", flat::allreduce_rabenseifner),
+        ],
+        Op::Barrier => vec![("dissemination", |r, n, _| flat::barrier_dissemination(r, n))],
+        Op::Allgather => vec![
+            ("recursive doubling (bruck)", flat::allgather_rd),
+            ("ring", flat::allgather_ring),
+        ],
+    }
+}
+
+/// One algorithm's prediction for one op and size.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Prediction {
+    /// The collective.
+    pub op: Op,
+    /// Bytes (per rank for the Allgather; 0 for the barrier).
+    pub bytes: u64,
+    /// `topo-run` or a flat algorithm's name.
+    pub algorithm: &'static str,
+    /// The prediction, or why there is none.
+    #[serde(flatten)]
+    pub result: Predicted,
+}
+
+/// A prediction or why there is none.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Predicted {
+    /// Simulated.
+    Outcome(Outcome),
+    /// Not simulated, and why.
+    Skipped(String),
+}
+
+/// Predicts `op` of `bytes` on `cluster`: topo-run's schedule first, then each flat
+/// algorithm.
+pub fn predict(
+    cluster: &Cluster,
+    model: &CostModel,
+    op: Op,
+    bytes: u64,
+) -> Result<Vec<Prediction>, SimError> {
+    let n = cluster.size();
+    let mut out = Vec::new();
+    let mut push = |algorithm: &'static str, result: Predicted| {
+        out.push(Prediction {
+            op,
+            bytes,
+            algorithm,
+            result,
+        })
+    };
+    match cluster.topo_run(op, bytes) {
+        Some(programs) => push(TOPO_RUN, Predicted::Outcome(cluster.run(&programs, model)?)),
+        None => push(
+            TOPO_RUN,
+            Predicted::Skipped(
+                "the settings choose the hierarchical Allgather, which has no schedule form".into(),
+            ),
+        ),
+    }
+    for (name, build) in baselines(op) {
+        if name == "ring" && n > RING_UP_TO {
+            push(
+                name,
+                Predicted::Skipped(format!(
+                    "a ring over more than {RING_UP_TO} ranks is not simulated"
+                )),
+            );
+            continue;
+        }
+        let programs = Programs::build(n, |r| build(r, n, bytes));
+        push(name, Predicted::Outcome(cluster.run(&programs, model)?));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

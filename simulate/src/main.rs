@@ -1,0 +1,288 @@
+//! `topo-run-simulate`: predicts topo-run's collective times and those of the flat
+//! algorithms MPI libraries use, for a job and network map one may not have, over a cost
+//! model per link class. Started by `topo-run simulate` (see `topo-run simulate --help`);
+//! it needs no allocation and no MPI.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+use topo_hierarchy::settings::{format_bytes, parse_bytes};
+use topo_hierarchy::{ErrorKind, NetworkMap, RulesFile, Settings};
+use topo_simulate::model::{CostModel, LinkClass};
+use topo_simulate::{Cluster, Op, Predicted, Prediction, TOPO_RUN, predict};
+
+/// Exit codes, as topo-run's (docs/exit-codes.md).
+mod code {
+    pub const INTERNAL: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const INPUT_UNREADABLE: u8 = 3;
+    pub const BAD_JOB: u8 = 4;
+    pub const BAD_NETWORK_MAP: u8 = 5;
+    pub const NODE_NOT_IN_MAP: u8 = 6;
+    pub const BAD_SETTINGS: u8 = 13;
+    pub const BAD_MODEL: u8 = 17;
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "topo-run simulate",
+    about = "Predict topo-run's collective times and those of flat MPI algorithms on a cluster \
+             described by a job and a network map, over a cost model per link class",
+    after_help = "Examples:\n  \
+        topo-run simulate --job job.yaml --network-map topology.conf\n  \
+        topo-run simulate --job job.yaml --model site.model --ops allreduce --sizes 8,1M\n  \
+        topo-run simulate --print-model > site.model   # the defaults, to edit\n\n\
+        Exit codes: 0 success, 1 internal failure, 2 bad command line, 3 an input file \
+        cannot be read, 4 invalid job, 5 invalid network map, 6 a node missing from the map, \
+        13 invalid --rules file, 17 invalid cost model."
+)]
+struct Args {
+    /// The job: a job file as `topo-run plan` reads (layouts included).
+    #[arg(long, value_name = "FILE", required_unless_present = "print_model")]
+    job: Option<PathBuf>,
+    /// The network map: topo-run's YAML or Slurm's topology.conf. Without one, all nodes
+    /// share one network level (`world`).
+    #[arg(long, value_name = "FILE")]
+    network_map: Option<PathBuf>,
+    /// The cost model (docs/simulate.md); default: a typical cluster (`--print-model`).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// topo-run's settings, as a rules file (`topo-run tune` writes one); default: the
+    /// built-in defaults.
+    #[arg(long, value_name = "FILE")]
+    rules: Option<PathBuf>,
+    /// Collectives, comma-separated: bcast, reduce, allreduce, barrier, allgather.
+    #[arg(
+        long,
+        default_value = "bcast,reduce,allreduce,barrier,allgather",
+        value_delimiter = ','
+    )]
+    ops: Vec<String>,
+    /// Message sizes, comma-separated (suffixes K, M, G); for the Allgather, each rank's
+    /// block.
+    #[arg(long, default_value = "8,4K,64K,1M", value_delimiter = ',')]
+    sizes: Vec<String>,
+    /// Output: `text` (tables) or `json`.
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    format: String,
+    /// Print the default cost model as a file to edit, and exit.
+    #[arg(long)]
+    print_model: bool,
+}
+
+/// A failure with its exit code.
+struct Fail(u8, String);
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Fail(code, message)) => {
+            eprintln!("topo-run simulate: error: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn read(path: &Path, what: &str) -> Result<File, Fail> {
+    File::open(path).map_err(|e| {
+        Fail(
+            code::INPUT_UNREADABLE,
+            format!("cannot read the {what} {}: {e}", path.display()),
+        )
+    })
+}
+
+fn hierarchy_error(e: topo_hierarchy::Error, what: &str, path: &Path) -> Fail {
+    let code = match e.kind() {
+        ErrorKind::NetworkMap => code::BAD_NETWORK_MAP,
+        ErrorKind::NodeNotInMap => code::NODE_NOT_IN_MAP,
+        ErrorKind::Settings => code::BAD_SETTINGS,
+        _ => code::BAD_JOB,
+    };
+    Fail(code, format!("{what} {}: {e}", path.display()))
+}
+
+fn run(args: &Args) -> Result<(), Fail> {
+    if args.print_model {
+        print!("{}", CostModel::default().to_text());
+        return Ok(());
+    }
+    let ops = args
+        .ops
+        .iter()
+        .map(|o| o.parse::<Op>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Fail(code::USAGE, format!("--ops: {e}")))?;
+    let sizes = args
+        .sizes
+        .iter()
+        .map(|s| parse_bytes(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Fail(code::USAGE, format!("--sizes: {e}")))?;
+    let model = match &args.model {
+        None => CostModel::default(),
+        Some(path) => {
+            let text = std::io::read_to_string(read(path, "cost model")?).map_err(|e| {
+                Fail(
+                    code::INPUT_UNREADABLE,
+                    format!("cannot read the cost model {}: {e}", path.display()),
+                )
+            })?;
+            CostModel::parse(&text).map_err(|e| {
+                Fail(
+                    code::BAD_MODEL,
+                    format!(
+                        "cost model {}: {e} (see docs/simulate.md; `topo-run simulate \
+                         --print-model` writes a valid one)",
+                        path.display()
+                    ),
+                )
+            })?
+        }
+    };
+    let settings = match &args.rules {
+        None => Settings::default(),
+        Some(path) => {
+            let text = std::io::read_to_string(read(path, "rules file")?).map_err(|e| {
+                Fail(
+                    code::INPUT_UNREADABLE,
+                    format!("cannot read the rules file {}: {e}", path.display()),
+                )
+            })?;
+            let file =
+                RulesFile::parse(&text).map_err(|e| hierarchy_error(e, "rules file", path))?;
+            Settings::from_pairs(&file.pairs())
+                .map_err(|e| hierarchy_error(e, "rules file", path))?
+        }
+    };
+    let job_path = args.job.as_deref().expect("clap requires --job");
+    let job = topo_hierarchy::job_from_reader(read(job_path, "job description")?)
+        .map_err(|e| hierarchy_error(e, "job", job_path))?;
+    let map = match &args.network_map {
+        None => None,
+        Some(path) => Some(
+            NetworkMap::from_reader(read(path, "network map")?)
+                .map_err(|e| hierarchy_error(e, "network map", path))?,
+        ),
+    };
+    let nodes = job.node_count();
+    let cluster = Cluster::new(job, map.as_ref(), settings).map_err(|e| {
+        let path = args.network_map.as_deref().unwrap_or(job_path);
+        hierarchy_error(e, "job and map", path)
+    })?;
+    let mut all = Vec::new();
+    for &op in &ops {
+        let op_sizes: &[u64] = if op == Op::Barrier { &[0] } else { &sizes };
+        for &bytes in op_sizes {
+            let preds = predict(&cluster, &model, op, bytes)
+                .map_err(|e| Fail(code::INTERNAL, format!("{op} of {bytes} bytes: {e}")))?;
+            all.extend(preds);
+        }
+    }
+    if args.format == "json" {
+        let doc = serde_json::json!({
+            "ranks": cluster.size(),
+            "nodes": nodes,
+            "model": model,
+            "predictions": all,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("serialisable")
+        );
+    } else {
+        print!(
+            "{}",
+            render(cluster.size(), nodes, args.model.as_deref(), &all)
+        );
+    }
+    Ok(())
+}
+
+/// The two tables: times, then traffic per link class.
+fn render(ranks: u32, nodes: usize, model: Option<&Path>, all: &[Prediction]) -> String {
+    let mut out = format!(
+        "topo-run simulate: {ranks} ranks on {nodes} nodes; model: {}\n\n",
+        model.map_or(
+            "the defaults (a typical cluster; --print-model)".into(),
+            |p| p.display().to_string()
+        )
+    );
+    out.push_str(&format!(
+        "{:<10} {:>8}  {:<27} {:>12}  {:>12}\n",
+        "op", "bytes", "algorithm", "time (us)", "/ topo-run"
+    ));
+    let time = |p: &Prediction| match &p.result {
+        Predicted::Outcome(o) => Some(o.time_us),
+        Predicted::Skipped(_) => None,
+    };
+    let mut topo = None;
+    for p in all {
+        if p.algorithm == TOPO_RUN {
+            topo = time(p);
+        }
+        let (t, ratio) = match (time(p), topo) {
+            (Some(t), Some(base)) if base > 0.0 => (format!("{t:.2}"), format!("{:.2}", t / base)),
+            (Some(t), _) => (format!("{t:.2}"), "-".into()),
+            (None, _) => ("-".into(), "-".into()),
+        };
+        out.push_str(&format!(
+            "{:<10} {:>8}  {:<27} {:>12}  {:>12}\n",
+            p.op.to_string(),
+            format_bytes(p.bytes),
+            p.algorithm,
+            t,
+            ratio
+        ));
+    }
+    let skipped: Vec<String> = all
+        .iter()
+        .filter_map(|p| match &p.result {
+            Predicted::Skipped(why) => Some(format!(
+                "{} {} {}: {why}",
+                p.op,
+                format_bytes(p.bytes),
+                p.algorithm
+            )),
+            Predicted::Outcome(_) => None,
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    for s in skipped {
+        out.push_str(&format!("  not simulated: {s}\n"));
+    }
+    out.push_str(&format!(
+        "\nTraffic per link class (messages / bytes):\n{:<10} {:>8}  {:<27} {}\n",
+        "op", "bytes", "algorithm", "classes"
+    ));
+    for p in all {
+        let Predicted::Outcome(o) = &p.result else {
+            continue;
+        };
+        let classes: Vec<String> = LinkClass::ALL
+            .iter()
+            .filter_map(|c| {
+                o.traffic
+                    .get(c)
+                    .map(|t| format!("{c} {} / {}", t.messages, t.bytes))
+            })
+            .collect();
+        out.push_str(&format!(
+            "{:<10} {:>8}  {:<27} {}\n",
+            p.op.to_string(),
+            format_bytes(p.bytes),
+            p.algorithm,
+            if classes.is_empty() {
+                "none".into()
+            } else {
+                classes.join(", ")
+            }
+        ));
+    }
+    out
+}

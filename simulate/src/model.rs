@@ -1,0 +1,397 @@
+//! The cost model: latency and bandwidth per link class, the cost of copying and
+//! combining bytes on a core, and each node's injection bandwidth.
+//!
+//! A transfer of `m` bytes between two ranks whose lowest shared level is class `c`
+//! arrives `alpha(c) + m / bandwidth(c)` after it starts; the sender is busy for
+//! `m / bandwidth(c)`. Transfers that leave a node queue behind each other at the node's
+//! network interface (`nic`), which carries `m / nic` of each. A local copy of `m` bytes
+//! takes `m / copy`, and combining `m` bytes (a reduction) `m / reduce`.
+//!
+//! The file format, version 1: one setting per line, `#` starts a comment.
+//!
+//! ```text
+//! version 1
+//! link l2     alpha=0.2us bandwidth=20GB/s
+//! link node   alpha=0.4us bandwidth=10GB/s
+//! link leaf   alpha=1.5us bandwidth=12.5GB/s
+//! copy   bandwidth=10GB/s
+//! reduce bandwidth=5GB/s
+//! nic    bandwidth=12.5GB/s
+//! ```
+//!
+//! Classes not given keep their defaults ([`CostModel::default`]). Times take `ns`, `us`
+//! or `ms`; bandwidths `MB/s` or `GB/s` (powers of 1000).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// What two ranks share at the lowest: the class of the link between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkClass {
+    /// The same level-2 cache.
+    L2,
+    /// The same level-3 cache.
+    L3,
+    /// The same NUMA node.
+    Numa,
+    /// The same socket (package).
+    Socket,
+    /// The same node.
+    Node,
+    /// Nodes under the same leaf switch.
+    Leaf,
+    /// Nodes under the same switch above the leaves.
+    Spine,
+    /// Nodes that share no switch of the map (or no map at all).
+    World,
+}
+
+impl LinkClass {
+    /// Every class, lowest first.
+    pub const ALL: [LinkClass; 8] = [
+        LinkClass::L2,
+        LinkClass::L3,
+        LinkClass::Numa,
+        LinkClass::Socket,
+        LinkClass::Node,
+        LinkClass::Leaf,
+        LinkClass::Spine,
+        LinkClass::World,
+    ];
+
+    /// The name used in model files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkClass::L2 => "l2",
+            LinkClass::L3 => "l3",
+            LinkClass::Numa => "numa",
+            LinkClass::Socket => "socket",
+            LinkClass::Node => "node",
+            LinkClass::Leaf => "leaf",
+            LinkClass::Spine => "spine",
+            LinkClass::World => "world",
+        }
+    }
+
+    /// Whether the link leaves the node.
+    pub fn is_network(self) -> bool {
+        self > LinkClass::Node
+    }
+}
+
+impl fmt::Display for LinkClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LinkClass {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        LinkClass::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown link class {s:?}; use l2, l3, numa, socket, node, leaf, spine or world"
+                )
+            })
+    }
+}
+
+/// Latency and bandwidth of one link class.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Link {
+    /// Latency, in microseconds.
+    pub alpha_us: f64,
+    /// Bandwidth, in bytes per microsecond (MB/s).
+    pub bytes_per_us: f64,
+}
+
+impl Link {
+    /// The time for `bytes` to pass, latency excluded.
+    pub fn transfer_us(&self, bytes: u64) -> f64 {
+        bytes as f64 / self.bytes_per_us
+    }
+}
+
+/// A bad model file: the line and what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct ModelError {
+    /// The line number, from 1.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The whole model.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CostModel {
+    /// Each class's link, in the order of [`LinkClass::ALL`].
+    pub links: [Link; 8],
+    /// Local copies, bytes per microsecond.
+    pub copy_bytes_per_us: f64,
+    /// Combining (reductions), bytes per microsecond.
+    pub reduce_bytes_per_us: f64,
+    /// Each node's network injection, bytes per microsecond.
+    pub nic_bytes_per_us: f64,
+}
+
+impl Default for CostModel {
+    /// A typical cluster: shared memory from 0.2 us and 20 GB/s inside an L2 cache to
+    /// 0.5 us and 8 GB/s across sockets; a 100 Gb/s network (12.5 GB/s) with 1.5 us to a
+    /// node on the same leaf switch and 0.5 us more per switch level above it.
+    fn default() -> Self {
+        let link = |alpha_us: f64, gb_per_s: f64| Link {
+            alpha_us,
+            bytes_per_us: gb_per_s * 1e3,
+        };
+        CostModel {
+            links: [
+                link(0.2, 20.0),
+                link(0.25, 16.0),
+                link(0.3, 12.0),
+                link(0.4, 10.0),
+                link(0.5, 8.0),
+                link(1.5, 12.5),
+                link(2.0, 12.5),
+                link(2.5, 12.5),
+            ],
+            copy_bytes_per_us: 10e3,
+            reduce_bytes_per_us: 5e3,
+            nic_bytes_per_us: 12.5e3,
+        }
+    }
+}
+
+impl CostModel {
+    /// Class `c`'s link.
+    pub fn link(&self, c: LinkClass) -> &Link {
+        &self.links[c as usize]
+    }
+
+    /// Parses a model file (the module's format); unset values keep the defaults.
+    pub fn parse(text: &str) -> Result<CostModel, ModelError> {
+        let mut model = CostModel::default();
+        let mut version = false;
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let bad = |message: String| ModelError { line, message };
+            let content = raw.split('#').next().unwrap_or("").trim();
+            if content.is_empty() {
+                continue;
+            }
+            let mut words = content.split_whitespace();
+            let key = words.next().unwrap_or_default();
+            if !version {
+                if key != "version" {
+                    return Err(bad(
+                        "the first setting must be `version 1` (the format's version)".into(),
+                    ));
+                }
+                match words.next() {
+                    Some("1") if words.next().is_none() => version = true,
+                    other => {
+                        return Err(bad(format!(
+                            "unsupported version {:?}; this topo-run reads version 1",
+                            other.unwrap_or("")
+                        )));
+                    }
+                }
+                continue;
+            }
+            let class = match key {
+                "link" => Some(
+                    words
+                        .next()
+                        .ok_or_else(|| bad("`link` needs a class, e.g. `link node`".into()))?
+                        .parse::<LinkClass>()
+                        .map_err(bad)?,
+                ),
+                "copy" | "reduce" | "nic" => None,
+                "version" => return Err(bad("`version` given twice".into())),
+                other => {
+                    return Err(bad(format!(
+                        "unknown setting {other:?}; use link, copy, reduce or nic"
+                    )));
+                }
+            };
+            let (mut alpha, mut bandwidth) = (None, None);
+            for word in words {
+                let (k, v) = word
+                    .split_once('=')
+                    .ok_or_else(|| bad(format!("{word:?} is not key=value")))?;
+                match k {
+                    "alpha" if class.is_some() => alpha = Some(parse_time_us(v).map_err(bad)?),
+                    "bandwidth" => bandwidth = Some(parse_bandwidth(v).map_err(bad)?),
+                    _ => {
+                        let keys = if class.is_some() {
+                            "alpha or bandwidth"
+                        } else {
+                            "bandwidth"
+                        };
+                        return Err(bad(format!("unknown key {k:?} for {key}; use {keys}")));
+                    }
+                }
+            }
+            match class {
+                Some(c) => {
+                    let l = &mut model.links[c as usize];
+                    if alpha.is_none() && bandwidth.is_none() {
+                        return Err(bad(format!(
+                            "`link {c}` sets nothing; give alpha= or bandwidth="
+                        )));
+                    }
+                    l.alpha_us = alpha.unwrap_or(l.alpha_us);
+                    l.bytes_per_us = bandwidth.unwrap_or(l.bytes_per_us);
+                }
+                None => {
+                    let b = bandwidth
+                        .ok_or_else(|| bad(format!("`{key}` needs bandwidth=, e.g. 10GB/s")))?;
+                    match key {
+                        "copy" => model.copy_bytes_per_us = b,
+                        "reduce" => model.reduce_bytes_per_us = b,
+                        _ => model.nic_bytes_per_us = b,
+                    }
+                }
+            }
+        }
+        if !version {
+            return Err(ModelError {
+                line: 1,
+                message: "empty model; it starts with `version 1`".into(),
+            });
+        }
+        Ok(model)
+    }
+
+    /// The model as a file that [`CostModel::parse`] reads back.
+    pub fn to_text(&self) -> String {
+        let mut out =
+            String::from("# topo-run cost model (topo-run simulate --model)\nversion 1\n");
+        for c in LinkClass::ALL {
+            let l = self.link(c);
+            out.push_str(&format!(
+                "link {:<6} alpha={}us bandwidth={}GB/s\n",
+                c.name(),
+                round(l.alpha_us),
+                round(l.bytes_per_us / 1e3)
+            ));
+        }
+        for (key, b) in [
+            ("copy", self.copy_bytes_per_us),
+            ("reduce", self.reduce_bytes_per_us),
+            ("nic", self.nic_bytes_per_us),
+        ] {
+            out.push_str(&format!("{key:<11} bandwidth={}GB/s\n", round(b / 1e3)));
+        }
+        out
+    }
+}
+
+/// `x` to 4 significant digits, for files people read.
+fn round(x: f64) -> f64 {
+    if x == 0.0 {
+        return 0.0;
+    }
+    let scale = 10f64.powi(3 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// `1.5us`, `800ns`, `0.01ms` in microseconds.
+fn parse_time_us(v: &str) -> Result<f64, String> {
+    let (num, scale) = if let Some(n) = v.strip_suffix("ns") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix("us") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e3)
+    } else {
+        return Err(format!("time {v:?} needs a unit: ns, us or ms"));
+    };
+    match num.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x * scale),
+        _ => Err(format!("time {v:?} is not a number of {}", &v[num.len()..])),
+    }
+}
+
+/// `12.5GB/s`, `800MB/s` in bytes per microsecond.
+fn parse_bandwidth(v: &str) -> Result<f64, String> {
+    let (num, scale) = if let Some(n) = v.strip_suffix("GB/s") {
+        (n, 1e3)
+    } else if let Some(n) = v.strip_suffix("MB/s") {
+        (n, 1.0)
+    } else {
+        return Err(format!("bandwidth {v:?} needs a unit: MB/s or GB/s"));
+    };
+    match num.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x * scale),
+        _ => Err(format!(
+            "bandwidth {v:?} must be a positive number of {}",
+            &v[num.len()..]
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_reads_back_what_it_writes() {
+        let mut m = CostModel::default();
+        m.links[LinkClass::Leaf as usize].alpha_us = 1.25;
+        m.nic_bytes_per_us = 25e3;
+        assert_eq!(CostModel::parse(&m.to_text()).unwrap(), m);
+    }
+
+    #[test]
+    fn settings_override_the_defaults() {
+        let m = CostModel::parse(
+            "# a comment\nversion 1\nlink node alpha=800ns  # inline\nreduce bandwidth=2500MB/s\n",
+        )
+        .unwrap();
+        assert_eq!(m.link(LinkClass::Node).alpha_us, 0.8);
+        assert_eq!(m.link(LinkClass::Node).bytes_per_us, 8e3);
+        assert_eq!(m.reduce_bytes_per_us, 2.5e3);
+    }
+
+    #[test]
+    fn bad_files_name_the_line_and_the_fix() {
+        for (text, line, says) in [
+            ("", 1, "starts with `version 1`"),
+            (
+                "link node alpha=1us",
+                1,
+                "first setting must be `version 1`",
+            ),
+            ("version 2", 1, "this topo-run reads version 1"),
+            (
+                "version 1\nlink rack alpha=1us",
+                2,
+                "unknown link class \"rack\"",
+            ),
+            ("version 1\n\nlink node alpha=1", 3, "needs a unit"),
+            (
+                "version 1\nlink node bandwidth=-3GB/s",
+                2,
+                "positive number",
+            ),
+            ("version 1\nlink node", 2, "sets nothing"),
+            (
+                "version 1\ncopy alpha=1us",
+                2,
+                "unknown key \"alpha\" for copy",
+            ),
+            ("version 1\nnic", 2, "needs bandwidth="),
+            ("version 1\nlatency 3", 2, "unknown setting"),
+            ("version 1\nlink node alpha", 2, "not key=value"),
+        ] {
+            let e = CostModel::parse(text).unwrap_err();
+            assert_eq!(e.line, line, "{text:?}: {e}");
+            assert!(e.to_string().contains(says), "{text:?}: {e}");
+        }
+    }
+}

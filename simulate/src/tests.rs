@@ -1,0 +1,222 @@
+//! The simulator against closed forms, and topo-run's schedules against the flat ones.
+
+use proptest::prelude::*;
+use topo_hierarchy::{Settings, job_from_str};
+
+use crate::engine::{self, SimError, Traffic};
+use crate::model::{CostModel, Link, LinkClass};
+use crate::place::Places;
+use crate::program::{Program, Programs, Step};
+use crate::{Cluster, Op, Predicted, TOPO_RUN, flat, predict};
+
+/// `nodes` nodes of `rpn` ranks, bound by core on one socket (2 NUMA nodes).
+fn job(nodes: u32, rpn: u32, cyclic: bool) -> topo_hierarchy::Job {
+    job_from_str(&format!(
+        "layout: {{nodes: 'n[1-{nodes}]', ranks_per_node: {rpn}, mapping: by-core, \
+         distribution: {}, hardware: {{sockets: 1, numa_per_socket: 2, \
+         cores_per_numa: 8, l3_per_socket: 1, threads_per_core: 1}}}}",
+        if cyclic { "cyclic" } else { "block" }
+    ))
+    .unwrap()
+}
+
+/// A model where every link is `alpha` us and `bw` bytes/us, copies and combines `gamma`
+/// bytes/us, and the network interface never queues.
+fn uniform(alpha: f64, bw: f64, gamma: f64) -> CostModel {
+    CostModel {
+        links: [Link {
+            alpha_us: alpha,
+            bytes_per_us: bw,
+        }; 8],
+        copy_bytes_per_us: gamma,
+        reduce_bytes_per_us: gamma,
+        nic_bytes_per_us: f64::INFINITY,
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+fn time(programs: &[Program], places: &Places, model: &CostModel) -> f64 {
+    engine::run(&pack(programs), places, model).unwrap().time_us
+}
+
+fn pack(programs: &[Program]) -> Programs {
+    Programs::build(programs.len() as u32, |r| programs[r as usize].clone())
+}
+
+#[test]
+fn binomial_bcast_takes_k_hops() {
+    // 2^k ranks, one per node and no map: every pair is `world`. k (alpha + m beta).
+    for k in 0..6u32 {
+        let n = 1 << k;
+        let places = Places::new(&job(n, 1, false), None);
+        let model = uniform(2.0, 1000.0, 1e9);
+        let m = 4000;
+        let programs: Vec<Program> = (0..n).map(|r| flat::bcast_binomial(r, n, m)).collect();
+        let t = time(&programs, &places, &model);
+        assert!(close(t, f64::from(k) * (2.0 + 4.0)), "k = {k}: {t}");
+    }
+}
+
+#[test]
+fn ring_allreduce_takes_its_closed_form() {
+    // 2 (p - 1) (alpha + m beta / p), plus (p - 1) combines of m / p bytes.
+    for p in [2u32, 3, 4, 7] {
+        let places = Places::new(&job(p, 1, false), None);
+        let (alpha, bw, gamma) = (2.0, 1000.0, 500.0);
+        let m = 4200u64; // divisible by each p
+        let programs: Vec<Program> = (0..p).map(|r| flat::allreduce_ring(r, p, m)).collect();
+        let t = time(&programs, &places, &uniform(alpha, bw, gamma));
+        let q = f64::from(p);
+        let block = m as f64 / q;
+        let want = 2.0 * (q - 1.0) * (alpha + block / bw) + (q - 1.0) * block / gamma;
+        assert!(close(t, want), "p = {p}: {t} against {want}");
+    }
+}
+
+#[test]
+fn recursive_doubling_allreduce_takes_log_p_exchanges() {
+    // log2 p (alpha + m beta + m gamma) on a power of two.
+    let places = Places::new(&job(8, 1, false), None);
+    let programs: Vec<Program> = (0..8).map(|r| flat::allreduce_rd(r, 8, 1000)).collect();
+    let t = time(&programs, &places, &uniform(1.0, 1000.0, 500.0));
+    assert!(close(t, 3.0 * (1.0 + 1.0 + 2.0)), "{t}");
+}
+
+#[test]
+fn sends_that_leave_a_node_queue_at_its_interface() {
+    // Rank 0 sends m bytes to 3 ranks on other nodes at once: the interface takes them one
+    // after another, m / nic each, and each arrives m / bandwidth + alpha after it starts.
+    let places = Places::new(&job(4, 1, false), None);
+    let mut model = uniform(1.0, 1000.0, 1e9);
+    model.nic_bytes_per_us = 500.0;
+    let mut programs = vec![Program::default(); 4];
+    programs[0].round(vec![Step::Send {
+        to: vec![1, 2, 3],
+        bytes: 1000,
+    }]);
+    for p in programs.iter_mut().skip(1) {
+        p.round(vec![Step::Recv {
+            from: 0,
+            bytes: 1000,
+            combine: false,
+        }]);
+    }
+    // The third send starts at 2 x 1000 / 500 = 4 us; it arrives at 4 + 1 + 1 = 6 us.
+    let out = engine::run(&pack(&programs), &places, &model).unwrap();
+    assert!(close(out.time_us, 6.0), "{}", out.time_us);
+    assert_eq!(
+        out.traffic[&LinkClass::World],
+        Traffic {
+            messages: 3,
+            bytes: 3000
+        }
+    );
+}
+
+#[test]
+fn link_classes_follow_the_hardware_and_the_map() {
+    let map = topo_hierarchy::NetworkMap::from_str(
+        "SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n3\nSwitchName=top Switches=a,b",
+    )
+    .unwrap();
+    let j = job(4, 16, false);
+    let places = Places::new(&j, Some(&map));
+    // Ranks 0-7 on NUMA 0 of n1, 8-15 on NUMA 1; n2 under the same leaf; n3 under the
+    // spine; n4 in no switch of the map.
+    assert_eq!(places.class(0, 1), LinkClass::L3);
+    assert_eq!(places.class(0, 8), LinkClass::L3);
+    assert_eq!(places.class(0, 16), LinkClass::Leaf);
+    assert_eq!(places.class(0, 32), LinkClass::Spine);
+    assert_eq!(places.class(0, 48), LinkClass::World);
+}
+
+#[test]
+fn programs_that_do_not_match_are_named() {
+    let places = Places::new(&job(2, 1, false), None);
+    let model = CostModel::default();
+    let mut programs = vec![Program::default(); 2];
+    programs[1].round(vec![Step::Recv {
+        from: 0,
+        bytes: 8,
+        combine: false,
+    }]);
+    let e = engine::run(&pack(&programs), &places, &model).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SimError::Deadlock {
+                rank: 1,
+                from: 0,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    programs[0].round(vec![Step::Send {
+        to: vec![1],
+        bytes: 4,
+    }]);
+    let e = engine::run(&pack(&programs), &places, &model).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("expects 8 bytes from rank 0 and gets 4"),
+        "{e}"
+    );
+    programs[0].rounds[0] = vec![Step::Send {
+        to: vec![5],
+        bytes: 8,
+    }];
+    let e = engine::run(&pack(&programs), &places, &model).unwrap_err();
+    assert!(
+        e.to_string().contains("names rank 5, outside a job of 2"),
+        "{e}"
+    );
+}
+
+/// Bytes over the network (between nodes).
+fn network_bytes(p: &crate::Prediction) -> u64 {
+    match &p.result {
+        Predicted::Outcome(o) => o
+            .traffic
+            .iter()
+            .filter(|(c, _)| c.is_network())
+            .map(|(_, t)| t.bytes)
+            .sum(),
+        Predicted::Skipped(why) => panic!("{} skipped: {why}", p.algorithm),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// topo-run's schedules complete on any job, and never send more between nodes than
+    /// the flat algorithm MPI uses for the same job (binomial trees, recursive doubling).
+    #[test]
+    fn the_hierarchy_never_sends_more_between_nodes_than_the_flat_algorithm(
+        nodes in 1u32..5, rpn in 1u32..9, cyclic: bool,
+        bytes in prop::sample::select(vec![8u64, 4096, 1 << 20]),
+    ) {
+        let cluster = Cluster::new(job(nodes, rpn, cyclic), None, Settings::default()).unwrap();
+        let model = CostModel::default();
+        for (op, flat) in [
+            (Op::Bcast, "binomial"),
+            (Op::Reduce, "binomial"),
+            (Op::Allreduce, "recursive doubling"),
+        ] {
+            let preds = predict(&cluster, &model, op, bytes).unwrap();
+            let topo = preds.iter().find(|p| p.algorithm == TOPO_RUN).unwrap();
+            let base = preds.iter().find(|p| p.algorithm == flat).unwrap();
+            prop_assert!(
+                network_bytes(topo) <= network_bytes(base),
+                "{op} of {bytes}: topo-run {} against {flat} {}",
+                network_bytes(topo), network_bytes(base)
+            );
+        }
+        for op in [Op::Barrier, Op::Allgather] {
+            predict(&cluster, &model, op, bytes).unwrap();
+        }
+    }
+}
