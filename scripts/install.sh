@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs topo-run for everyone: the launcher, the PMPI library, the tuner, the example
-# programs, man pages, shell completions, docs, example maps and job scripts, and module
+# Installs topo-run for everyone: the launcher, the PMPI library, the tuner, the
+# simulator, the example programs, man pages, shell completions, docs, example maps and job scripts, and module
 # files (Tcl for Environment Modules and Lmod, Lua for Lmod) for the prefix.
 #
 #   bash scripts/install.sh [--prefix DIR] [--modulefiles DIR] [--destdir DIR] [--no-build]
@@ -14,7 +14,7 @@
 #   --destdir DIR       stage the tree under DIR (packagers): files go to DIR/PREFIX but
 #                       refer to PREFIX
 #   --no-build          install what target/release already holds (built with
-#                       cargo build --release --locked -p topo-run -p topo-tune
+#                       cargo build --release --locked -p topo-run -p topo-tune -p topo-simulate
 #                       -p topo-examples -p topo-preload)
 #   --uninstall         remove exactly what the install wrote (its manifest,
 #                       PREFIX/share/topo-run/install-manifest), and the folders it made
@@ -24,6 +24,7 @@
 #   bin/topo-run                               the launcher
 #   lib/topo-run/libtopo_preload.so            the PMPI library (found from bin/ by itself)
 #   libexec/topo-run/topo-run-tune             started by `topo-run tune`
+#   libexec/topo-run/topo-run-simulate         started by `topo-run simulate`
 #   libexec/topo-run/examples/                 coll-check, coll-bench, coll-cases, wave2d
 #   share/man/man1/topo-run*.1, man7/topo-run.7
 #   share/bash-completion/completions/topo-run, share/zsh/site-functions/_topo-run,
@@ -88,10 +89,10 @@ fi
 
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
 if [ "$build" = 1 ]; then
-    cargo build --release --locked -p topo-run -p topo-tune -p topo-examples -p topo-preload
+    cargo build --release --locked -p topo-run -p topo-tune -p topo-simulate -p topo-examples -p topo-preload
 fi
 rel=target/release
-for f in topo-run topo-run-tune libtopo_preload.so coll-check coll-bench coll-cases wave2d; do
+for f in topo-run topo-run-tune topo-run-simulate libtopo_preload.so coll-check coll-bench coll-cases wave2d; do
     if [ ! -f "$rel/$f" ]; then
         echo "install.sh: error: $rel/$f is missing; build first, or leave out --no-build" >&2
         exit 1
@@ -133,6 +134,7 @@ write() {
 put 755 "$rel/topo-run" "$prefix/bin/topo-run"
 put 644 "$rel/libtopo_preload.so" "$prefix/lib/topo-run/libtopo_preload.so"
 put 755 "$rel/topo-run-tune" "$prefix/libexec/topo-run/topo-run-tune"
+put 755 "$rel/topo-run-simulate" "$prefix/libexec/topo-run/topo-run-simulate"
 for f in coll-check coll-bench coll-cases wave2d; do
     put 755 "$rel/$f" "$prefix/libexec/topo-run/examples/$f"
 done

@@ -131,6 +131,19 @@ pub enum Command {
     #[command(after_help = DOCTOR_HELP)]
     Doctor(Box<DoctorArgs>),
 
+    /// Predict topo-run's collective times, and those of the flat algorithms MPI
+    /// libraries use, on a cluster described by a job and a network map.
+    ///
+    /// Offline, like `plan`: no allocation, no MPI. It runs topo-run's own schedules (the
+    /// ones its nonblocking collectives run, built from the job's real plans) and the flat
+    /// algorithms (binomial, recursive doubling, ring, Rabenseifner, dissemination, Bruck)
+    /// in virtual time over a cost model per link class (L2 to world), and prints each
+    /// one's time, its ratio to topo-run's and its traffic per link class. The options
+    /// are those of topo-run-simulate (installed beside topo-run):
+    /// `topo-run simulate --help` prints them, docs/simulate.md describes the model.
+    #[command(disable_help_flag = true, after_help = SIMULATE_HELP)]
+    Simulate(SimulateArgs),
+
     /// Write the man pages or a shell completion script (for installers and packagers).
     ///
     /// The pages and scripts come from this program's own option definitions, so they
@@ -215,6 +228,20 @@ pub enum Generate {
     },
 }
 
+const SIMULATE_HELP: &str = "\
+Examples:
+  # What the hierarchy gains on your cluster (a job file as for topo-run plan)
+  topo-run simulate --job job.yaml --network-map /etc/slurm/topology.conf
+
+  # Your own link costs; only the allreduce, at 8 bytes and 1 MiB
+  topo-run simulate --print-model > site.model     # the defaults, to edit
+  topo-run simulate --job job.yaml --model site.model --ops allreduce --sizes 8,1M
+
+  # Machine-readable
+  topo-run simulate --job job.yaml --format json > prediction.json
+
+Exit codes as topo-run's; 17: invalid cost model.";
+
 const TUNE_HELP: &str = "\
 Examples:
   # Ten minutes on one node, bound as the applications will be
@@ -234,6 +261,18 @@ stdout, the file from rank 0 (docs/runtime.md, \"Tuning\").
 
 Exit codes: as for a launch (see topo-run --help); 1 if the tuner fails (its message
 says why), 127 if topo-run-tune is not installed beside topo-run.";
+
+/// Arguments of `topo-run simulate`: passed on to topo-run-simulate as they are.
+#[derive(Debug, clap::Args)]
+pub struct SimulateArgs {
+    /// The simulator's options (`topo-run simulate --help`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "OPTIONS"
+    )]
+    pub args: Vec<std::ffi::OsString>,
+}
 
 /// Options of `topo-run tune`.
 #[derive(Debug, clap::Args)]

@@ -39,6 +39,8 @@ pub const PRELOAD_MISSING: u8 = 14;
 pub const TOO_LARGE: u8 = 15;
 /// `topo-run doctor` found at least one problem that stops topo-run (a FAIL).
 pub const DOCTOR_FAILED: u8 = 16;
+/// `topo-run simulate --model`: the cost model file is invalid.
+pub const BAD_MODEL: u8 = 17;
 /// The program exists but cannot be executed (as in a shell).
 pub const PROGRAM_NOT_EXECUTABLE: u8 = 126;
 /// The program was not found (as in a shell).
@@ -100,6 +102,10 @@ pub const TABLE: &[(u8, &str)] = &[
     (
         DOCTOR_FAILED,
         "topo-run doctor found a problem that stops topo-run (a FAIL line names it and the fix)",
+    ),
+    (
+        BAD_MODEL,
+        "topo-run simulate: invalid cost model file (the message names the line)",
     ),
     (PROGRAM_NOT_EXECUTABLE, "the program cannot be executed"),
     (PROGRAM_NOT_FOUND, "the program was not found"),

@@ -10,6 +10,7 @@ mod doctor;
 mod elf;
 mod exit_codes;
 mod generate_cmd;
+mod helper;
 mod input;
 mod launch;
 mod plan_cmd;
@@ -17,6 +18,7 @@ mod pmix;
 mod preload;
 mod render;
 mod show_cmd;
+mod simulate_cmd;
 mod tune_cmd;
 
 use std::io::{self, Write};
@@ -33,6 +35,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Some(Command::Tune(args)) => tune_cmd::run(args),
         Some(Command::Generate(args)) => generate_cmd::run(args),
         Some(Command::Doctor(args)) => doctor::run(args),
+        Some(Command::Simulate(args)) => simulate_cmd::run(&args.args),
         None => launch::run(&cli.launch),
     }
 }
@@ -55,7 +58,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             (cause.is::<show_cmd::PlanMissing>(), exit_codes::BAD_PLAN),
             (cause.is::<doctor::Failed>(), exit_codes::DOCTOR_FAILED),
             (
-                cause.is::<tune_cmd::TunerMissing>(),
+                cause.is::<helper::HelperMissing>(),
                 exit_codes::PROGRAM_NOT_FOUND,
             ),
             (

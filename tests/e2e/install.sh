@@ -6,7 +6,7 @@
 # package installed with dpkg, run, and removed. Runs as root. Every srun runs under
 # `timeout`.
 #
-#   tests/e2e/install.sh       (after cargo build --release -p topo-run -p topo-tune
+#   tests/e2e/install.sh       (after cargo build --release -p topo-run -p topo-tune -p topo-simulate
 #                               -p topo-examples -p topo-preload)
 #
 # Prints "N passed, M failed" last; exits non-zero on any failure.
@@ -39,6 +39,7 @@ fi
 
 missing=()
 for f in bin/topo-run lib/topo-run/libtopo_preload.so libexec/topo-run/topo-run-tune \
+  libexec/topo-run/topo-run-simulate \
   libexec/topo-run/examples/coll-check libexec/topo-run/examples/coll-bench \
   libexec/topo-run/examples/wave2d share/man/man1/topo-run.1 share/man/man1/topo-run-plan.1 \
   share/man/man1/topo-run-tune.1 share/man/man1/topo-run-doctor.1 share/man/man7/topo-run.7 \
@@ -105,6 +106,14 @@ if [[ $RC -eq 0 ]] && grep -q '^topo-run-rules 1' "$WORK/site.rules" 2>/dev/null
   ok "installed: topo-run tune (libexec/topo-run/topo-run-tune) wrote a rules file"
 else
   bad "installed: topo-run tune" "exit $RC" "$(tail -4 "$WORK/err")"
+fi
+# topo-run simulate finds its simulator in libexec/topo-run/ (offline: no srun).
+run "$WORK/out" "$WORK/err" env PATH="$IPATH" topo-run simulate \
+  --job "$PREFIX/share/topo-run/examples/jobs/paper.yaml" --ops barrier
+if [[ $RC -eq 0 ]] && grep -q '^barrier .* dissemination' "$WORK/out"; then
+  ok "installed: topo-run simulate (libexec/topo-run/topo-run-simulate) predicted a barrier"
+else
+  bad "installed: topo-run simulate" "exit $RC" "$(tail -4 "$WORK/err")"
 fi
 # doctor from the installed tree finds the installed PMPI library.
 run "$WORK/out" "$WORK/err" env -u TOPO_RUN_PRELOAD_LIB PATH="$IPATH" topo-run doctor

@@ -1,0 +1,137 @@
+//! `topo-run-simulate` from the command line: its output, and a clear message with the
+//! documented exit code for each kind of bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn simulate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_topo-run-simulate"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A scratch file with `content`, named for the test.
+fn file(name: &str, content: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("topo-simulate-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, content).unwrap();
+    p
+}
+
+#[test]
+fn the_paper_job_gets_both_tables() {
+    let out = simulate(&[
+        "--job",
+        "examples/jobs/paper.yaml",
+        "--network-map",
+        "examples/maps/paper.yaml",
+        "--ops",
+        "bcast,allreduce",
+        "--sizes",
+        "8,1M",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    assert!(
+        s.starts_with("topo-run simulate: 108 ranks on 3 nodes"),
+        "{s}"
+    );
+    for line in [
+        "bcast             8  topo-run",
+        "bcast             8  binomial",
+        "allreduce        1M  rabenseifner",
+        "Traffic per link class",
+    ] {
+        assert!(s.contains(line), "no {line:?} in\n{s}");
+    }
+}
+
+#[test]
+fn json_carries_every_prediction() {
+    let out = simulate(&[
+        "--job",
+        "examples/jobs/paper.yaml",
+        "--ops",
+        "barrier,allgather",
+        "--sizes",
+        "64",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["ranks"], 108);
+    let preds = doc["predictions"].as_array().unwrap();
+    // barrier: topo-run + dissemination; allgather: topo-run + 2 flat.
+    assert_eq!(preds.len(), 5, "{doc}");
+    assert!(
+        preds
+            .iter()
+            .all(|p| p["outcome"]["time_us"].as_f64().unwrap() > 0.0)
+    );
+}
+
+#[test]
+fn the_printed_model_is_a_valid_model() {
+    let out = simulate(&["--print-model"]);
+    assert!(out.status.success());
+    let model = file("printed.model", &text(&out.stdout));
+    let out = simulate(&[
+        "--job",
+        "examples/jobs/paper.yaml",
+        "--model",
+        model.to_str().unwrap(),
+        "--ops",
+        "barrier",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn bad_inputs_get_their_exit_codes() {
+    let bad_model = file("bad.model", "version 1\nlink node alpha=fast\n");
+    let bad_job = file("bad.yaml", "layout: {nodes: 'n[1-2]'}\n");
+    let small_map = file("small.yaml", "switches:\n  s1:\n    nodes: node[1-2]\n");
+    let job = "examples/jobs/paper.yaml";
+    for (args, code, says) in [
+        (
+            vec!["--job", job, "--model", bad_model.to_str().unwrap()],
+            17,
+            "line 2",
+        ),
+        (
+            vec!["--job", "/nonexistent/job.yaml"],
+            3,
+            "cannot read the job description",
+        ),
+        (vec!["--job", bad_job.to_str().unwrap()], 4, "job"),
+        (
+            vec!["--job", job, "--network-map", small_map.to_str().unwrap()],
+            6,
+            "not in",
+        ),
+        (
+            vec!["--job", job, "--ops", "gather"],
+            2,
+            "unknown collective \"gather\"",
+        ),
+        (vec!["--job", job, "--sizes", "lots"], 2, "--sizes"),
+        (vec![], 2, "--job"),
+    ] {
+        let out = simulate(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
