@@ -39,6 +39,9 @@ bash tests/e2e/preload.sh target/release
 echo "== end-to-end: topo-run doctor on the dev cluster (all OK, then each common mistake)"
 bash tests/e2e/doctor.sh target/release
 
+echo "== end-to-end: topo-run simulate --calibrate on the dev cluster, and the simulator reading its model"
+bash tests/e2e/simulate.sh target/release
+
 echo "== end-to-end: the site installation (install.sh, the installed tree without the build tree, modules, --uninstall, the Debian package)"
 bash tests/e2e/install.sh
 

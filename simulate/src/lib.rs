@@ -4,6 +4,7 @@
 //! cost model per link class ([`model`]), and reports each one's time and its traffic per
 //! link class.
 
+pub mod calibrate;
 pub mod engine;
 pub mod flat;
 pub mod model;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
+use mpi::topology::Communicator;
 use topo_hierarchy::settings::{format_bytes, parse_bytes};
 use topo_hierarchy::{ErrorKind, NetworkMap, RulesFile, Settings};
 use topo_simulate::model::{CostModel, LinkClass};
@@ -41,7 +42,11 @@ mod code {
 )]
 struct Args {
     /// The job: a job file as `topo-run plan` reads (layouts included).
-    #[arg(long, value_name = "FILE", required_unless_present = "print_model")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present_any = ["print_model", "calibrate"]
+    )]
     job: Option<PathBuf>,
     /// The network map: topo-run's YAML or Slurm's topology.conf. Without one, all nodes
     /// share one network level (`world`).
@@ -71,6 +76,11 @@ struct Args {
     /// Print the default cost model as a file to edit, and exit.
     #[arg(long)]
     print_model: bool,
+    /// Measure the model's parameters on this machine and write them to FILE: run it as a
+    /// job step over the nodes to measure, e.g. `srun -N2 --ntasks-per-node=2 --mpi=pmix
+    /// topo-run simulate --calibrate site.model [--network-map FILE]`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["job", "print_model"])]
+    calibrate: Option<PathBuf>,
 }
 
 /// A failure with its exit code.
@@ -110,6 +120,9 @@ fn run(args: &Args) -> Result<(), Fail> {
     if args.print_model {
         print!("{}", CostModel::default().to_text());
         return Ok(());
+    }
+    if let Some(out) = &args.calibrate {
+        return calibrate(out, args.network_map.as_deref());
     }
     let ops = args
         .ops
@@ -199,6 +212,41 @@ fn run(args: &Args) -> Result<(), Fail> {
             "{}",
             render(cluster.size(), nodes, args.model.as_deref(), &all)
         );
+    }
+    Ok(())
+}
+
+/// `--calibrate OUT`: measures as an MPI job and writes the model (rank 0).
+fn calibrate(out: &Path, map: Option<&Path>) -> Result<(), Fail> {
+    let map = match map {
+        None => None,
+        Some(path) => Some(
+            NetworkMap::from_reader(read(path, "network map")?)
+                .map_err(|e| hierarchy_error(e, "network map", path))?,
+        ),
+    };
+    let Some(universe) = mpi::initialize() else {
+        return Err(Fail(code::INTERNAL, "MPI is initialised already".into()));
+    };
+    let world = universe.world();
+    if world.size() < 2 {
+        return Err(Fail(
+            code::USAGE,
+            "--calibrate needs at least 2 ranks: run it under srun (or mpirun) over the \
+             nodes to measure, e.g. srun -N2 --ntasks-per-node=2 --mpi=pmix"
+                .into(),
+        ));
+    }
+    if let Some((model, pairs)) = topo_simulate::calibrate::measure(&world, map.as_ref()) {
+        let text = topo_simulate::calibrate::file_text(&model, &pairs);
+        std::fs::write(out, &text).map_err(|e| {
+            Fail(
+                code::INPUT_UNREADABLE,
+                format!("cannot write {}: {e}", out.display()),
+            )
+        })?;
+        print!("{text}");
+        eprintln!("topo-run simulate: wrote {}", out.display());
     }
     Ok(())
 }

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# End-to-end test of `topo-run simulate` on the private Slurm cluster: `--calibrate` as a
+# job step of 2 nodes x 2 ranks measures the links inside a node and between the two
+# emulated nodes (under different leaf switches of the dev cluster's map: `spine`) and
+# writes a model file, which the simulator then reads to predict the same job. Runs as
+# root. Every srun runs under `timeout`.
+#
+#   tests/e2e/simulate.sh [BIN_DIR]     (BIN_DIR holds topo-run and topo-run-simulate)
+#
+# Prints "N passed, M failed" last; exits non-zero on any failure.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BIN="$(cd "${1:-$ROOT/target/release}" && pwd)"
+TOPO_RUN="$BIN/topo-run"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/topo-run-e2e-simulate.XXXXXX")"
+T=120
+# shellcheck source=tests/e2e/lib.sh
+source "$ROOT/tests/e2e/lib.sh"
+
+for b in "$TOPO_RUN" "$BIN/topo-run-simulate"; do
+  [[ -x $b ]] || { echo "simulate.sh: $b is not built (cargo build --release -p topo-run -p topo-simulate)" >&2; exit 2; }
+done
+cleanup() { stop_cluster; rm -rf "$WORK"; }
+trap cleanup EXIT
+MAP="$ROOT/slurm/maps/dev-cluster.yaml"
+
+start_cluster 2
+run "$WORK/out" "$WORK/err" srun -N2 -n4 --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" simulate --calibrate "$WORK/dev.model" --network-map "$MAP"
+if [[ $RC -ne 0 || ! -s $WORK/dev.model ]]; then
+  give_up "calibrate on 2 nodes x 2" "exit $RC" "$(tail -4 "$WORK/err")"
+fi
+# Rank 0 measured 1 rank on its node and 2 on the other, under the other leaf switch.
+if grep -Eq '^#   rank 0 - rank 1 +node ' "$WORK/dev.model" \
+   && (( $(grep -Ec '^#   rank 0 - rank [23] +spine ' "$WORK/dev.model") == 2 )); then
+  ok "calibrate on 2 nodes x 2: pairs classed node and spine ($(grep -c '^#   rank' "$WORK/dev.model") pairs)"
+else
+  bad "calibrate: pair classes" "$(grep '^#   rank' "$WORK/dev.model")"
+fi
+# The measured latencies: inside a node below between nodes.
+node_alpha=$(sed -n 's/^link node *alpha=\([0-9.e-]*\)us.*/\1/p' "$WORK/dev.model")
+spine_alpha=$(sed -n 's/^link spine *alpha=\([0-9.e-]*\)us.*/\1/p' "$WORK/dev.model")
+if [[ -n $node_alpha && -n $spine_alpha ]] && awk -v a="$node_alpha" -v b="$spine_alpha" 'BEGIN { exit !(a < b) }'; then
+  ok "calibrate: node latency ${node_alpha} us below the network's ${spine_alpha} us"
+else
+  bad "calibrate: latencies" "node '$node_alpha' us, spine '$spine_alpha' us" "$(grep '^link' "$WORK/dev.model")"
+fi
+# The simulator reads the file it wrote.
+if timeout "$T" "$TOPO_RUN" simulate --job "$ROOT/examples/jobs/dev-cluster-2x2.yaml" \
+     --network-map "$MAP" --model "$WORK/dev.model" --ops allreduce --sizes 8 >"$WORK/pred" 2>"$WORK/err" \
+   && grep -Eq '^allreduce +8 +topo-run' "$WORK/pred"; then
+  ok "the calibrated model predicts the same job: $(grep -E '^allreduce +8 +topo-run' "$WORK/pred" | tr -s ' ')"
+else
+  bad "simulate with the calibrated model" "$(tail -3 "$WORK/err")"
+fi
+# One rank cannot calibrate: a clear message and exit 2.
+run "$WORK/out" "$WORK/err" srun -N1 -n1 --mpi=pmix "$TOPO_RUN" simulate --calibrate "$WORK/one.model"
+if [[ $RC -eq 2 ]] && grep -q 'needs at least 2 ranks' "$WORK/err"; then
+  ok "calibrate with 1 rank: exit 2 and the fix"
+else
+  bad "calibrate with 1 rank" "exit $RC" "$(tail -3 "$WORK/err")"
+fi
+
+stop_cluster
+summary
