@@ -2,12 +2,13 @@
 //! machine it runs on, as an MPI job step (`srun --mpi=pmix topo-run simulate --calibrate
 //! site.model`), and writes them as a model file.
 //!
-//! Rank 0 measures a ping-pong with each other rank in turn (the others wait in a barrier):
+//! Rank 0 measures a ping-pong with each other rank in turn (the others sleep in a barrier):
 //! one-way times of 8 bytes and of 1 MiB, medians of many round trips, give the latency
 //! `alpha = t(8) - 8 / bandwidth` and the bandwidth `(1 MiB - 8) / (t(1 MiB) - t(8))`. The
 //! pair's link class is `node` if both ranks are on one node (Slurm's `SLURMD_NODENAME`,
 //! else the host name), else `leaf`, `spine` or `world` by the network map (`world`
-//! without one). Each class takes the median over its pairs. Classes no pair measured
+//! without one). Each class takes the lowest latency and the highest bandwidth of its
+//! pairs (two ranks that share a core measure the scheduler). Classes no pair measured
 //! take the value of the nearest measured class: the classes inside a node from `node`
 //! (one binding's classes are not told apart here), the network classes from the nearest
 //! one measured. `copy` and `reduce` are memory copies and sums of 1 MiB on rank 0, and
@@ -89,6 +90,21 @@ fn ping_pong(world: &SimpleCommunicator, peer: i32, bytes: usize, iters: usize) 
     median(times)
 }
 
+/// A barrier that sleeps while it waits, so that the ranks not measuring leave the cores
+/// to the two that are (MPI's own barrier spins, and ranks may outnumber cores).
+fn sleepy_barrier(world: &SimpleCommunicator) {
+    let mut req = world.immediate_barrier();
+    loop {
+        match req.test() {
+            Ok(_) => return,
+            Err(r) => {
+                req = r;
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+    }
+}
+
 /// The median time in microseconds of `f`, run `iters` times after a warm-up.
 fn timed(iters: usize, mut f: impl FnMut()) -> f64 {
     for _ in 0..3 {
@@ -141,7 +157,7 @@ pub fn measure(
     };
     let mut pairs = Vec::new();
     for peer in 1..n {
-        world.barrier();
+        sleepy_barrier(world);
         if me == 0 || me == peer {
             let small_us = ping_pong(world, peer, SMALL, 2000);
             let large_us = ping_pong(world, peer, LARGE, 100);
@@ -155,7 +171,7 @@ pub fn measure(
             }
         }
     }
-    world.barrier();
+    sleepy_barrier(world);
     if me != 0 {
         return None;
     }
@@ -177,25 +193,16 @@ pub fn measure(
         reduce_bytes_per_us: LARGE as f64 / reduce_us,
         ..CostModel::default()
     };
-    // Per class, the median link of its pairs.
-    let mut by_class: BTreeMap<LinkClass, Vec<Link>> = BTreeMap::new();
+    // Per class, the fastest of its pairs: the lowest latency and the highest bandwidth.
+    // (Two ranks that share a core, as ranks of emulated nodes on one host can, measure
+    // the scheduler's time slice instead of the link.)
+    let mut measured: BTreeMap<LinkClass, Link> = BTreeMap::new();
     for p in &pairs {
-        by_class.entry(p.class).or_default().push(p.link());
+        let l = p.link();
+        let best = measured.entry(p.class).or_insert(l);
+        best.alpha_us = best.alpha_us.min(l.alpha_us);
+        best.bytes_per_us = best.bytes_per_us.max(l.bytes_per_us);
     }
-    let measured: BTreeMap<LinkClass, Link> = by_class
-        .into_iter()
-        .map(|(c, links)| {
-            let alpha = median(links.iter().map(|l| l.alpha_us).collect());
-            let bw = median(links.iter().map(|l| l.bytes_per_us).collect());
-            (
-                c,
-                Link {
-                    alpha_us: alpha,
-                    bytes_per_us: bw,
-                },
-            )
-        })
-        .collect();
     for c in LinkClass::ALL {
         // The class itself, else the nearest measured one on the same side of the node
         // boundary, else the nearest at all.
