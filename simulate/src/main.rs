@@ -73,6 +73,10 @@ struct Args {
     /// Output: `text` (tables) or `json`.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     format: String,
+    /// Also write an SVG plot of topo-run's predicted time normalised to the fastest flat
+    /// algorithm's, per collective, against message size.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
     /// Print the default cost model as a file to edit, and exit.
     #[arg(long)]
     print_model: bool,
@@ -196,6 +200,14 @@ fn run(args: &Args) -> Result<(), Fail> {
             all.extend(preds);
         }
     }
+    if let Some(path) = &args.svg {
+        plot(path, cluster.size(), &all).map_err(|e| {
+            Fail(
+                code::INPUT_UNREADABLE,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?;
+    }
     if args.format == "json" {
         let doc = serde_json::json!({
             "ranks": cluster.size(),
@@ -248,6 +260,85 @@ fn calibrate(out: &Path, map: Option<&Path>) -> Result<(), Fail> {
         print!("{text}");
         eprintln!("topo-run simulate: wrote {}", out.display());
     }
+    Ok(())
+}
+
+/// topo-run's predicted time over the fastest flat algorithm's, per op and size (ops with
+/// a size only).
+fn normalised(all: &[Prediction]) -> Vec<(Op, u64, f64)> {
+    let time = |p: &Prediction| match &p.result {
+        Predicted::Outcome(o) => Some(o.time_us),
+        Predicted::Skipped(_) => None,
+    };
+    let mut out = Vec::new();
+    for p in all
+        .iter()
+        .filter(|p| p.algorithm == TOPO_RUN && p.op != Op::Barrier)
+    {
+        let best = all
+            .iter()
+            .filter(|q| q.op == p.op && q.bytes == p.bytes && q.algorithm != TOPO_RUN)
+            .filter_map(time)
+            .min_by(f64::total_cmp);
+        if let (Some(t), Some(best)) = (time(p), best)
+            && best > 0.0
+        {
+            out.push((p.op, p.bytes, t / best));
+        }
+    }
+    out
+}
+
+/// The SVG plot of [`normalised`].
+fn plot(path: &Path, ranks: u32, all: &[Prediction]) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    let points = normalised(all);
+    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let top = points.iter().map(|p| p.2).fold(1.2f64, f64::max).min(4.0);
+    let lo = points.iter().map(|p| p.1).min().unwrap_or(1).max(1) as f64;
+    let hi = points.iter().map(|p| p.1).max().unwrap_or(2).max(2) as f64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("predicted topo-run / fastest flat algorithm, {ranks} ranks (below 1 = topo-run faster)"),
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d((lo..hi * 1.01).log_scale(), 0.0..top)?;
+    chart
+        .configure_mesh()
+        .x_desc("message size, bytes")
+        .y_desc("normalised time")
+        .draw()?;
+    let colours = [RED, BLUE, GREEN, MAGENTA];
+    for (i, op) in [Op::Bcast, Op::Reduce, Op::Allreduce, Op::Allgather]
+        .iter()
+        .enumerate()
+    {
+        let c = colours[i];
+        let pts: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|p| p.0 == *op)
+            .map(|p| (p.1.max(1) as f64, p.2.min(top)))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        chart
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+            .label(op.to_string())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled())))?;
+    }
+    chart.draw_series(LineSeries::new(vec![(lo, 1.0), (hi, 1.0)], BLACK.mix(0.3)))?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
     Ok(())
 }
 

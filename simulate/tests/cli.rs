@@ -83,6 +83,29 @@ fn json_carries_every_prediction() {
 }
 
 #[test]
+fn the_plot_has_a_line_per_collective() {
+    let svg = file("plot.svg", "");
+    let out = simulate(&[
+        "--job",
+        "examples/jobs/paper.yaml",
+        "--ops",
+        "bcast,allreduce,barrier",
+        "--sizes",
+        "8,64K,1M",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.starts_with("<svg"));
+    let legend = |label: &str| plot.lines().any(|l| l.trim() == label);
+    for label in ["bcast", "allreduce"] {
+        assert!(legend(label), "no legend {label}");
+    }
+    assert!(!legend("barrier"), "the barrier has no size to plot");
+}
+
+#[test]
 fn the_printed_model_is_a_valid_model() {
     let out = simulate(&["--print-model"]);
     assert!(out.status.success());
