@@ -157,14 +157,13 @@ fn recv_set(
     let mut count = [0u8; 4];
     t.recv(from, &mut count)?;
     let count = checked_count(from, count, size)?;
+    // Packed blocks, or the ranks of blocks that follow in place.
+    let mut first = vec![0u8; count * (4 + if len < DIRECT_BLOCK { len } else { 0 })];
+    t.recv(from, &mut first)?;
     if len < DIRECT_BLOCK {
-        let mut packed = vec![0u8; count * (4 + len)];
-        t.recv(from, &mut packed)?;
-        return unpack(from, &packed, recv, len, size);
+        return unpack(from, &first, recv, len, size);
     }
-    let mut ranks = vec![0u8; count * 4];
-    t.recv(from, &mut ranks)?;
-    let ranks = checked_ranks(from, &ranks, size)?;
+    let ranks = checked_ranks(from, &first, size)?;
     for run in runs(&ranks, len) {
         t.recv(from, &mut recv[run])?;
     }
@@ -185,14 +184,18 @@ fn swap(
     let mut count = [0u8; 4];
     t.sendrecv(to, &(ranks.len() as u32).to_le_bytes(), from, &mut count)?;
     let count = checked_count(from, count, size)?;
-    if len < DIRECT_BLOCK {
-        let mut packed = vec![0u8; count * (4 + len)];
-        t.sendrecv(to, &pack(ranks, recv, len), from, &mut packed)?;
-        return unpack(from, &packed, recv, len, size);
+    let direct = len >= DIRECT_BLOCK;
+    let out = if direct {
+        rank_bytes(ranks)
+    } else {
+        pack(ranks, recv, len)
+    };
+    let mut first = vec![0u8; count * (4 + if direct { 0 } else { len })];
+    t.sendrecv(to, &out, from, &mut first)?;
+    if !direct {
+        return unpack(from, &first, recv, len, size);
     }
-    let mut theirs = vec![0u8; count * 4];
-    t.sendrecv(to, &rank_bytes(ranks), from, &mut theirs)?;
-    let theirs = checked_ranks(from, &theirs, size)?;
+    let theirs = checked_ranks(from, &first, size)?;
     // Run by run, both ways at once, then the runs of the side with more alone: each
     // link carries as many messages as its sender has runs. (In a ring no rank is left
     // only sending unless another, down the ring, is left only receiving.)

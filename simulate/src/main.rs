@@ -110,6 +110,16 @@ fn read(path: &Path, what: &str) -> Result<File, Fail> {
     })
 }
 
+/// The whole text of the `what` at `path`.
+fn read_text(path: &Path, what: &str) -> Result<String, Fail> {
+    std::io::read_to_string(read(path, what)?).map_err(|e| {
+        Fail(
+            code::INPUT_UNREADABLE,
+            format!("cannot read the {what} {}: {e}", path.display()),
+        )
+    })
+}
+
 fn hierarchy_error(e: topo_hierarchy::Error, what: &str, path: &Path) -> Fail {
     let code = match e.kind() {
         ErrorKind::NetworkMap => code::BAD_NETWORK_MAP,
@@ -143,12 +153,7 @@ fn run(args: &Args) -> Result<(), Fail> {
     let model = match &args.model {
         None => CostModel::default(),
         Some(path) => {
-            let text = std::io::read_to_string(read(path, "cost model")?).map_err(|e| {
-                Fail(
-                    code::INPUT_UNREADABLE,
-                    format!("cannot read the cost model {}: {e}", path.display()),
-                )
-            })?;
+            let text = read_text(path, "cost model")?;
             CostModel::parse(&text).map_err(|e| {
                 Fail(
                     code::BAD_MODEL,
@@ -164,12 +169,7 @@ fn run(args: &Args) -> Result<(), Fail> {
     let settings = match &args.rules {
         None => Settings::default(),
         Some(path) => {
-            let text = std::io::read_to_string(read(path, "rules file")?).map_err(|e| {
-                Fail(
-                    code::INPUT_UNREADABLE,
-                    format!("cannot read the rules file {}: {e}", path.display()),
-                )
-            })?;
+            let text = read_text(path, "rules file")?;
             let file =
                 RulesFile::parse(&text).map_err(|e| hierarchy_error(e, "rules file", path))?;
             Settings::from_pairs(&file.pairs())
