@@ -14,6 +14,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BIN="$(cd "${1:-$ROOT/target/release}" && pwd)"
 TOPO_RUN="$BIN/topo-run"
 CHECK="$BIN/coll-check"
+# coll-check built against MPICH (MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich), whose
+# programs start under srun --mpi=pmi2.
+MCHECK="${MPICH_BIN:-$ROOT/target/mpich/release}/coll-check"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/topo-run-e2e-rt.XXXXXX")"
 T=240  # seconds allowed for any single srun/mpirun
 # shellcheck source=tests/e2e/lib.sh
@@ -73,6 +76,21 @@ coll_check "without topo-run: one warning, MPI's collectives" \
   srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$CHECK" --quick --repeat 100
 if (( $(grep -c 'TOPO_RUN_PLAN is not set' "$WORK/err") != 1 )); then
   bad "the no-plan warning is printed once" "$(grep -c 'TOPO_RUN_PLAN is not set' "$WORK/err") times"
+fi
+# A program built with MPICH (libmpich.so.12) gets the same hierarchical collectives, and
+# a rank killed mid-collective is named as under Open MPI.
+if [[ -x $MCHECK ]]; then
+  coll_check "MPICH: 1 node x 2 ranks (srun --mpi=pmi2)" "$HIER, single copy from 16384 bytes" \
+    srun -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" -- "$MCHECK" --require-topo --quick
+  t0=$SECONDS
+  run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" -- "$MCHECK" --quick --die 1
+  if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_(Allreduce|Bcast|Barrier) failed: rank 1 on node .* died during MPI_" "$WORK/err" \
+     && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
+    ok "MPICH: rank 1 killed mid-collective: rank 0 names it ($((SECONDS - t0)) s, exit $RC)"
+  else bad "MPICH: rank killed mid-collective" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+else
+  bad "MPICH: coll-check built against MPICH is missing ($MCHECK)" \
+    "build it: MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich cargo build --release -p topo-examples"
 fi
 # /dev/shm too small: a clear warning, then MPI's collectives.
 mkdir -p "$WORK/tinyshm" && mount -t tmpfs -o size=16k tmpfs "$WORK/tinyshm"
@@ -299,6 +317,12 @@ T=120 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n
 if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "5 passed, 0 failed" ]]; then
   ok "2 nodes x 2 ranks, cyclic: coll-cases allgather basic: $(tail -1 "$WORK/out")"
 else bad "2 nodes x 2 cyclic: coll-cases allgather basic" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+
+# MPICH across nodes (its TCP between the emulated nodes).
+if [[ -x $MCHECK ]]; then
+  coll_check "MPICH: 2 nodes x 2 ranks (srun --mpi=pmi2)" "$HIER" \
+    srun -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$MCHECK" --require-topo --quick
+fi
 
 # The ring Allgather across nodes (the default runs it only for job sizes that are not a
 # power of two, from 32 KiB gathered; the 1 node x 3 case above).
