@@ -23,6 +23,32 @@ unsafe extern "C" {
     // Defined in consts.c, compiled with mpicc.
     static topo_preload_in_place: *mut c_void;
     static topo_preload_bottom: *mut c_void;
+    static topo_preload_combiner_named: c_int;
+    fn topo_preload_comm_f2c(f: c_int) -> MPI_Comm;
+    fn topo_preload_type_f2c(f: c_int) -> MPI_Datatype;
+    fn topo_preload_op_f2c(f: c_int) -> MPI_Op;
+    fn topo_preload_comm_unusable(c: MPI_Comm) -> c_int;
+    fn topo_preload_type_unusable(t: MPI_Datatype) -> c_int;
+}
+
+/// The C communicator of Fortran handle `f` (`PMPI_Comm_f2c`, a function in Open MPI and
+/// a macro in MPICH).
+pub(crate) fn comm_f2c(f: c_int) -> MPI_Comm {
+    // SAFETY: a conversion that accepts any integer (an invalid one gives an invalid
+    // handle, which MPI then reports where it is used).
+    unsafe { topo_preload_comm_f2c(f) }
+}
+
+/// The C datatype of Fortran handle `f`.
+pub(crate) fn type_f2c(f: c_int) -> MPI_Datatype {
+    // SAFETY: as in `comm_f2c`.
+    unsafe { topo_preload_type_f2c(f) }
+}
+
+/// The C operation of Fortran handle `f`.
+pub(crate) fn op_f2c(f: c_int) -> MPI_Op {
+    // SAFETY: as in `comm_f2c`.
+    unsafe { topo_preload_op_f2c(f) }
 }
 
 /// `MPI_IN_PLACE`.
@@ -308,7 +334,8 @@ pub(crate) fn congruent_to_world(comm: MPI_Comm) -> bool {
     // SAFETY: reading constant handles.
     let (null, ident, congruent) =
         unsafe { (ffi::RSMPI_COMM_NULL, ffi::RSMPI_IDENT, ffi::RSMPI_CONGRUENT) };
-    if comm == null || comm.0.is_null() {
+    // SAFETY: compares the handle with constants; nothing is dereferenced.
+    if comm == null || unsafe { topo_preload_comm_unusable(comm) } != 0 {
         return false;
     }
     let mut result = 0;
@@ -335,8 +362,8 @@ pub(crate) enum TypeInfo {
 
 /// Looks `dt` up through `PMPI_Type_get_envelope`, `_size`, `_get_extent` and `_get_name`.
 pub(crate) fn type_info(dt: MPI_Datatype) -> TypeInfo {
-    // SAFETY: reading a constant handle.
-    if dt.0.is_null() || dt == unsafe { ffi::RSMPI_DATATYPE_NULL } {
+    // SAFETY: compares the handle with constants; nothing is dereferenced.
+    if unsafe { topo_preload_type_unusable(dt) } != 0 {
         return TypeInfo::Invalid;
     }
     let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
@@ -345,7 +372,8 @@ pub(crate) fn type_info(dt: MPI_Datatype) -> TypeInfo {
     if rc != SUCCESS {
         return TypeInfo::Invalid;
     }
-    if combiner != ffi::MPI_COMBINER_NAMED as c_int {
+    // SAFETY: a constant initialised at load time and never written.
+    if combiner != unsafe { topo_preload_combiner_named } {
         return TypeInfo::Derived;
     }
     let mut size: c_int = 0;

@@ -10,8 +10,6 @@ use std::ffi::{CStr, c_void};
 use std::os::raw::c_int;
 use std::sync::OnceLock;
 
-use mpi::ffi;
-
 use crate::abi::{self, MPI_Comm, SUCCESS};
 use crate::calls;
 
@@ -40,6 +38,23 @@ fn fortran_bottom() -> usize {
     lookup(&CELL, c"mpi_fortran_bottom_")
 }
 
+/// Whether this MPI's Fortran `MPI_IN_PLACE` and `MPI_BOTTOM` are known here (Open MPI's
+/// `mpi_fortran_in_place_` and `mpi_fortran_bottom_`). Other MPI libraries (MPICH) mark
+/// them otherwise, so a call with buffers goes to their own Fortran entry, which
+/// translates them and calls the C function, which this library serves.
+fn sentinels_known() -> bool {
+    fortran_in_place() != 0 && fortran_bottom() != 0
+}
+
+/// Runs a Fortran entry with buffer arguments: `ours` as [`abi::entry_rc`] does, where
+/// the buffers can be read here; `-1` (MPI's own entry) otherwise.
+fn buffers_entry(cc: MPI_Comm, ours: impl FnOnce() -> Option<c_int>) -> c_int {
+    if !sentinels_known() {
+        return -1;
+    }
+    abi::entry_rc(Some(cc), ours, || -1)
+}
+
 /// A Fortran buffer argument as the C API sees it.
 fn buffer(p: *const c_void) -> *const c_void {
     match p as usize {
@@ -50,8 +65,8 @@ fn buffer(p: *const c_void) -> *const c_void {
 }
 
 fn comm(c: *const Fint) -> MPI_Comm {
-    // SAFETY: gfortran passes every argument by reference; f2c validates the index.
-    unsafe { ffi::PMPI_Comm_f2c(*c) }
+    // SAFETY: gfortran passes every argument by reference.
+    abi::comm_f2c(unsafe { *c })
 }
 
 /// Calls MPI's own Fortran entry `name` (looked up once) with the given arguments.
@@ -99,19 +114,18 @@ pub unsafe extern "C" fn mpi_bcast_(
     ierr: *mut Fint,
 ) {
     let cc = comm(c);
-    let ours = abi::entry_rc(
-        Some(cc),
+    let ours = buffers_entry(
+        cc,
         // SAFETY: the translated arguments of this call (all read by reference).
         || unsafe {
             calls::bcast(
                 buffer(buf).cast_mut(),
                 *count,
-                ffi::PMPI_Type_f2c(*dt),
+                abi::type_f2c(*dt),
                 *root,
                 cc,
             )
         },
-        || -1,
     );
     if ours != -1 {
         return set_ierr(ierr, ours);
@@ -145,22 +159,21 @@ pub unsafe extern "C" fn mpi_reduce_(
     ierr: *mut Fint,
 ) {
     let cc = comm(c);
-    let ours = abi::entry_rc(
-        Some(cc),
+    let ours = buffers_entry(
+        cc,
         // SAFETY: the translated arguments of this call (all read by reference).
         || unsafe {
             calls::reduce(
                 buffer(send),
                 buffer(recv).cast_mut(),
                 *count,
-                ffi::PMPI_Type_f2c(*dt),
-                ffi::PMPI_Op_f2c(*op),
+                abi::type_f2c(*dt),
+                abi::op_f2c(*op),
                 *root,
                 cc,
             )
             .then_some(SUCCESS)
         },
-        || -1,
     );
     if ours != -1 {
         return set_ierr(ierr, ours);
@@ -203,21 +216,20 @@ pub unsafe extern "C" fn mpi_allreduce_(
     ierr: *mut Fint,
 ) {
     let cc = comm(c);
-    let ours = abi::entry_rc(
-        Some(cc),
+    let ours = buffers_entry(
+        cc,
         // SAFETY: the translated arguments of this call (all read by reference).
         || unsafe {
             calls::allreduce(
                 buffer(send),
                 buffer(recv).cast_mut(),
                 *count,
-                ffi::PMPI_Type_f2c(*dt),
-                ffi::PMPI_Op_f2c(*op),
+                abi::type_f2c(*dt),
+                abi::op_f2c(*op),
                 cc,
             )
             .then_some(SUCCESS)
         },
-        || -1,
     );
     if ours != -1 {
         return set_ierr(ierr, ours);

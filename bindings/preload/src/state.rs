@@ -216,9 +216,9 @@ impl State {
                     st.hooked = abi::register_progress();
                     if !st.hooked && rank == 0 {
                         eprintln!(
-                            "topo-run: warning: Open MPI's progress engine has no \
-                             opal_progress_register: nonblocking collectives of topo-run's \
-                             advance only in the wait and test calls"
+                            "topo-run: warning: this MPI library has no progress hook \
+                             (Open MPI's opal_progress_register): nonblocking collectives \
+                             of topo-run's advance only in the wait and test calls"
                         );
                     }
                     st.quiet = Some(abi::quiet_self());
