@@ -31,8 +31,9 @@ fi
 
 echo "== end-to-end: coll-check on the dev cluster (1, 2 and 4 nodes, oversubscribed, mpirun, faults)"
 cargo build --locked --release -p topo-run -p topo-tune -p topo-simulate -p topo-examples -p topo-preload
-# The Rust programs once more against MPICH (target/mpich), for the runtime's MPICH cases.
-MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich cargo build --locked --release -p topo-examples
+# The Rust programs and the PMPI library once more against MPICH (target/mpich), for the
+# MPICH cases of runtime.sh and preload.sh.
+MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich cargo build --locked --release -p topo-examples -p topo-preload
 bash tests/e2e/runtime.sh target/release
 
 echo "== end-to-end: unmodified C and Fortran MPI programs through the PMPI library (1 and 2 nodes, faults)"

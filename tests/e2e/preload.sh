@@ -50,6 +50,13 @@ fi
 if ! mpif90 -O2 -o "$FPROG" "$ROOT/examples/fortran/preload-check.f90" 2>"$WORK/fc.log"; then
   cat "$WORK/fc.log"; give_up "mpif90 examples/fortran/preload-check.f90"
 fi
+# A plain C program built with MPICH, and the PMPI library built against MPICH
+# (MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich, as scripts/test.sh does).
+MPICH_LIB="${MPICH_BIN:-$ROOT/target/mpich/release}/libtopo_preload.so"
+MHELLO="$WORK/mpi-hello-mpich"
+if ! mpicc.mpich -O2 -Wall -o "$MHELLO" "$ROOT/examples/c/mpi-hello.c" 2>"$WORK/cc.log"; then
+  cat "$WORK/cc.log"; give_up "mpicc.mpich examples/c/mpi-hello.c"
+fi
 
 passed_line() { [[ $(tail -1 "$1") =~ ^[0-9]+\ passed,\ 0\ failed$ ]]; }
 digest() { grep -o 'digest: [0-9a-f]*' "$1"; }
@@ -141,6 +148,28 @@ check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
 # The same with the progress thread (TOPO_RUN_PROGRESS=thread, as --progress-thread sets).
 check_nb "C nonblocking, 1 node x 2 ranks, progress thread" "${ONE[@]}" --export=ALL,TOPO_RUN_PROGRESS=thread
 check_f "Fortran, 1 node x 2 ranks" "${ONE[@]}"
+
+# check_mpich NAME RANKS SRUN_ARGS...: the MPICH program under the PMPI library built against
+# MPICH, forced with --preload (auto preloads only the library that matches the program's
+# MPI, which for MPICH programs is not built by default yet): every rank OK, and its
+# Allreduce and Bcast on topo-run's path.
+check_mpich() {
+  local name=$1 ranks=$2; shift 2
+  if [[ ! -f $MPICH_LIB ]]; then
+    bad "$name: $MPICH_LIB is not built"; return
+  fi
+  run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 TOPO_RUN_PRELOAD_LIB="$MPICH_LIB" \
+    srun "$@" "$TOPO_RUN" --preload -- "$MHELLO"
+  local n; n=$(grep -c '^OK rank' "$WORK/out")
+  if [[ $RC -eq 0 ]] && (( n == ranks )) \
+     && took_our_path "$WORK/err" MPI_Allreduce && took_our_path "$WORK/err" MPI_Bcast; then
+    ok "$name: $n ranks OK, MPI_Allreduce and MPI_Bcast on topo-run's path"
+  else
+    bad "$name" "exit $RC" "$(grep -v '^OK' "$WORK/out" | head -3)" "$(grep -v '^ok' "$WORK/err" | head -4)"
+  fi
+}
+check_mpich "MPICH C program through the MPICH-built PMPI library, 1 node x 2 (srun --mpi=pmi2)" 2 \
+  -N1 -n2 --mpi=pmi2 --cpu-bind=cores
 
 # check_over N: both C programs on 1 node x N ranks oversubscribed (N ranks on 2 cores,
 # through salloc + srun -O, as runtime.sh), results as without topo-run and the Allgathers
@@ -269,6 +298,8 @@ export OMPI_MCA_mpi_yield_when_idle=1
 check_c "C, 2 nodes x 2 ranks" "${TWO[@]}"
 check_nb "C nonblocking, 2 nodes x 2 ranks" "${TWO[@]}"
 check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
+check_mpich "MPICH C program through the MPICH-built PMPI library, 2 nodes x 2 (srun --mpi=pmi2)" 4 \
+  -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores
 # The hierarchical Allgather (up, an exchange among the node leaders, down): blocking, on
 # topo-run's path; its nonblocking form is MPI's own, with the reason in the statistics.
 check_prog "C, 2 nodes x 2 ranks, hierarchical Allgather (TOPO_RUN_ALLGATHER=hier:ring)" "$CPROG" \
