@@ -765,9 +765,10 @@ impl Topo {
     /// for a job whose size is not a power of two; `ring`) and whether it must run as a
     /// schedule ([`Exchange::needs_schedule`]). The first time the settings choose an
     /// algorithm, every rank learns every rank's node and leaf switch (one `MPI_Allgather`
-    /// of two `u32` on topo-run's world communicator; every rank gets here at the same call, since the
-    /// choice depends only on the settings and the size) and keeps its peers: `O(log n)`
-    /// rank numbers for recursive doubling and Bruck, the ring's order for the ring.
+    /// of two `u32` on topo-run's world communicator; every rank gets here at the same
+    /// call, since the choice depends only on the settings and the size) and keeps its
+    /// peers: `O(log n)` rank numbers for recursive doubling and Bruck, the ring's order
+    /// for the ring.
     pub(crate) fn ensure_exchange(&self, total: usize) -> Option<(AllgatherAlg, bool)> {
         let alg = {
             let mut core = context::lock(&self.core);
