@@ -16,6 +16,9 @@
 #   --no-build          install what target/release already holds (built with
 #                       cargo build --release --locked -p topo-run -p topo-tune -p topo-simulate
 #                       -p topo-examples -p topo-preload)
+#   --with-mpich        also build (MPICC=mpicc.mpich, into target/mpich) and install the
+#                       PMPI library for MPICH-ABI programs, lib/topo-run/mpich/, which
+#                       `topo-run` then preloads into them (docs/mpi-support.md)
 #   --uninstall         remove exactly what the install wrote (its manifest,
 #                       PREFIX/share/topo-run/install-manifest), and the folders it made
 #                       that are empty then
@@ -23,6 +26,7 @@
 # The installed tree needs nothing from the build tree. Layout (docs/install.md):
 #   bin/topo-run                               the launcher
 #   lib/topo-run/libtopo_preload.so            the PMPI library (found from bin/ by itself)
+#   lib/topo-run/mpich/libtopo_preload.so      the same for MPICH-ABI programs (--with-mpich)
 #   libexec/topo-run/topo-run-tune             started by `topo-run tune`
 #   libexec/topo-run/topo-run-simulate         started by `topo-run simulate`
 #   libexec/topo-run/examples/                 coll-check, coll-bench, coll-cases, wave2d
@@ -41,6 +45,7 @@ modulefiles=
 destdir=
 build=1
 uninstall=0
+mpich=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
@@ -50,6 +55,7 @@ while [ $# -gt 0 ]; do
         --destdir) destdir="${2:?--destdir needs a directory}"; shift 2 ;;
         --destdir=*) destdir="${1#*=}"; shift ;;
         --no-build) build=0; shift ;;
+        --with-mpich) mpich=1; shift ;;
         --uninstall) uninstall=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "install.sh: error: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -133,6 +139,16 @@ write() {
 
 put 755 "$rel/topo-run" "$prefix/bin/topo-run"
 put 644 "$rel/libtopo_preload.so" "$prefix/lib/topo-run/libtopo_preload.so"
+if [ "$mpich" = 1 ]; then
+    if [ "$build" = 1 ]; then
+        MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich cargo build --release --locked -p topo-preload
+    fi
+    if [ ! -f target/mpich/release/libtopo_preload.so ]; then
+        echo "install.sh: error: target/mpich/release/libtopo_preload.so is missing; leave out --no-build" >&2
+        exit 1
+    fi
+    put 644 target/mpich/release/libtopo_preload.so "$prefix/lib/topo-run/mpich/libtopo_preload.so"
+fi
 put 755 "$rel/topo-run-tune" "$prefix/libexec/topo-run/topo-run-tune"
 put 755 "$rel/topo-run-simulate" "$prefix/libexec/topo-run/topo-run-simulate"
 for f in coll-check coll-bench coll-cases wave2d; do

@@ -2,8 +2,10 @@
 //! that an unmodified MPI program's collectives take topo-run's path.
 //!
 //! By default (`auto`) the library is preloaded into a program that is a dynamically
-//! linked ELF file needing the same MPI library (`libmpi.so.40` for Open MPI 4) that the
-//! PMPI library was built against, unless the program carries the `.topo_runtime` section
+//! linked ELF file needing an MPI library of the same ABI (`libmpi.so.40` for Open MPI 4,
+//! `libmpich.so.12` or `libmpi.so.12` for the MPICH family) as one of the PMPI libraries
+//! found: the Open MPI build, and the MPICH build installed in `lib/topo-run/mpich/` (or, in
+//! a build tree, `target/mpich/release/`). Not when the program carries the `.topo_runtime` section
 //! that `topo-runtime` puts into programs calling it directly: those already have
 //! topo-run's collectives where they ask for them, and their calls to MPI's own
 //! collectives (benchmarks compare against them) must stay MPI's own.
@@ -65,7 +67,9 @@ pub fn mode(preload: bool, no_preload: bool, env: Option<&str>) -> Result<Mode, 
 }
 
 /// Where to look for the library: `$TOPO_RUN_PRELOAD_LIB`, else beside the executable,
-/// in `../lib/topo-run/` and in `../lib/` from it.
+/// in `../lib/topo-run/` and in `../lib/` from it; then the builds for other MPI ABIs: the
+/// MPICH one in `../lib/topo-run/mpich/` (installed) and `../../mpich/release/` (a build
+/// tree's `target/mpich/release`, beside `target/release`).
 pub fn candidates(lib_env: Option<&OsStr>, exe: Option<&Path>) -> Vec<PathBuf> {
     if let Some(p) = lib_env.filter(|p| !p.is_empty()) {
         return vec![PathBuf::from(p)];
@@ -77,7 +81,16 @@ pub fn candidates(lib_env: Option<&OsStr>, exe: Option<&Path>) -> Vec<PathBuf> {
         dir.join(LIB_NAME),
         dir.join("../lib/topo-run").join(LIB_NAME),
         dir.join("../lib").join(LIB_NAME),
+        dir.join("../lib/topo-run/mpich").join(LIB_NAME),
+        dir.join("../mpich/release").join(LIB_NAME),
     ]
+}
+
+/// Whether two MPI sonames name one ABI: equal, or both of the MPICH family (`libmpich.so.12`
+/// and `libmpi.so.12`, which Intel MPI, MVAPICH and Cray MPICH also provide).
+pub fn same_abi(a: &str, b: &str) -> bool {
+    let mpich = |s: &str| s == "libmpich.so.12" || s == "libmpi.so.12";
+    a == b || (mpich(a) && mpich(b))
 }
 
 /// The outcome, with the reason for `-v`.
@@ -143,10 +156,19 @@ pub fn decide(
         return skip("--no-preload".into(), false);
     }
     let looked = candidates(lib_env, exe);
-    let lib = looked.iter().find(|p| p.is_file()).cloned();
+    let found: Vec<PathBuf> = looked.iter().filter(|p| p.is_file()).cloned().collect();
     let name = program.to_string_lossy();
     if mode == Mode::Always {
-        return match lib {
+        // The one for the program's MPI if it can tell, else the first found.
+        let needs = resolve(program, path)
+            .and_then(|f| built_against(&f));
+        let matching = needs.and_then(|n| {
+            found
+                .iter()
+                .find(|l| built_against(l).is_some_and(|b| same_abi(&b, &n)))
+                .cloned()
+        });
+        return match matching.or_else(|| found.first().cloned()) {
             Some(lib) => Ok(Decision::Preload {
                 lib,
                 why: "--preload".into(),
@@ -175,7 +197,7 @@ pub fn decide(
     let Some(needs) = mpi_soname(&info) else {
         return skip(format!("{name} is not dynamically linked with MPI"), false);
     };
-    let Some(lib) = lib else {
+    if found.is_empty() {
         return skip(
             format!(
                 "{name} is an MPI program but {LIB_NAME} was not found (looked at {}; set \
@@ -184,24 +206,42 @@ pub fn decide(
             ),
             true,
         );
-    };
-    match built_against(&lib) {
-        Some(b) if b == needs => Ok(Decision::Preload {
-            lib,
-            why: format!("{name} needs {needs}"),
-        }),
-        Some(b) => skip(
-            format!(
-                "{name} needs {needs} but {} was built against {b}; its collectives are MPI's own",
-                lib.display()
-            ),
-            true,
-        ),
-        None => skip(
-            format!("{} is not a PMPI library for {needs}", lib.display()),
-            true,
-        ),
     }
+    let built: Vec<(PathBuf, Option<String>)> = found
+        .into_iter()
+        .map(|l| {
+            let b = built_against(&l);
+            (l, b)
+        })
+        .collect();
+    if let Some((lib, b)) = built
+        .iter()
+        .find(|(_, b)| b.as_deref().is_some_and(|b| same_abi(b, &needs)))
+    {
+        return Ok(Decision::Preload {
+            lib: lib.clone(),
+            why: format!(
+                "{name} needs {needs}; {} is built against {}",
+                lib.display(),
+                b.as_deref().unwrap_or_default()
+            ),
+        });
+    }
+    let have: Vec<String> = built
+        .iter()
+        .map(|(l, b)| match b {
+            Some(b) => format!("{} (built against {b})", l.display()),
+            None => format!("{} (not a PMPI library)", l.display()),
+        })
+        .collect();
+    skip(
+        format!(
+            "{name} needs {needs} but no PMPI library for that MPI was found ({}); its \
+             collectives are MPI's own",
+            have.join(", ")
+        ),
+        true,
+    )
 }
 
 fn list(paths: &[PathBuf]) -> String {
@@ -249,6 +289,8 @@ mod tests {
                 PathBuf::from("/opt/topo/bin/libtopo_preload.so"),
                 PathBuf::from("/opt/topo/bin/../lib/topo-run/libtopo_preload.so"),
                 PathBuf::from("/opt/topo/bin/../lib/libtopo_preload.so"),
+                PathBuf::from("/opt/topo/bin/../lib/topo-run/mpich/libtopo_preload.so"),
+                PathBuf::from("/opt/topo/bin/../mpich/release/libtopo_preload.so"),
             ]
         );
         assert_eq!(
@@ -296,6 +338,15 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn the_mpich_family_is_one_abi() {
+        assert!(same_abi("libmpi.so.40", "libmpi.so.40"));
+        assert!(same_abi("libmpich.so.12", "libmpi.so.12"));
+        assert!(same_abi("libmpi.so.12", "libmpich.so.12"));
+        assert!(!same_abi("libmpi.so.40", "libmpi.so.12"));
+        assert!(!same_abi("libmpich.so.12", "libmpi.so.40"));
     }
 
     #[test]

@@ -149,23 +149,23 @@ check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
 check_nb "C nonblocking, 1 node x 2 ranks, progress thread" "${ONE[@]}" --export=ALL,TOPO_RUN_PROGRESS=thread
 check_f "Fortran, 1 node x 2 ranks" "${ONE[@]}"
 
-# check_mpich NAME RANKS SRUN_ARGS...: the MPICH program under the PMPI library built against
-# MPICH, forced with --preload (auto preloads only the library that matches the program's
-# MPI, which for MPICH programs is not built by default yet): every rank OK, and its
-# Allreduce and Bcast on topo-run's path.
+# check_mpich NAME RANKS SRUN_ARGS...: the MPICH program, with topo-run choosing the
+# PMPI library by itself (the MPICH build, target/mpich/release, as -v says): every rank
+# OK, and its Allreduce and Bcast on topo-run's path.
 check_mpich() {
   local name=$1 ranks=$2; shift 2
   if [[ ! -f $MPICH_LIB ]]; then
     bad "$name: $MPICH_LIB is not built"; return
   fi
-  run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 TOPO_RUN_PRELOAD_LIB="$MPICH_LIB" \
-    srun "$@" "$TOPO_RUN" --preload -- "$MHELLO"
+  run "$WORK/out" "$WORK/err" env -u TOPO_RUN_PRELOAD_LIB TOPO_RUN_STATS=1 \
+    srun "$@" "$TOPO_RUN" -v -- "$MHELLO"
   local n; n=$(grep -c '^OK rank' "$WORK/out")
   if [[ $RC -eq 0 ]] && (( n == ranks )) \
+     && grep -q "preloading .*mpich/release/libtopo_preload.so (.*needs libmpich.so.12; .* is built against libmpich.so.12)" "$WORK/err" \
      && took_our_path "$WORK/err" MPI_Allreduce && took_our_path "$WORK/err" MPI_Bcast; then
-    ok "$name: $n ranks OK, MPI_Allreduce and MPI_Bcast on topo-run's path"
+    ok "$name: $n ranks OK, the MPICH library chosen, MPI_Allreduce and MPI_Bcast on topo-run's path"
   else
-    bad "$name" "exit $RC" "$(grep -v '^OK' "$WORK/out" | head -3)" "$(grep -v '^ok' "$WORK/err" | head -4)"
+    bad "$name" "exit $RC" "$(grep -v '^OK' "$WORK/out" | head -3)" "$(grep -v '^ok' "$WORK/err" | head -6)"
   fi
 }
 check_mpich "MPICH C program through the MPICH-built PMPI library, 1 node x 2 (srun --mpi=pmi2)" 2 \
