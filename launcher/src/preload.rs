@@ -160,8 +160,7 @@ pub fn decide(
     let name = program.to_string_lossy();
     if mode == Mode::Always {
         // The one for the program's MPI if it can tell, else the first found.
-        let needs = resolve(program, path)
-            .and_then(|f| built_against(&f));
+        let needs = resolve(program, path).and_then(|f| built_against(&f));
         let matching = needs.and_then(|n| {
             found
                 .iter()
