@@ -17,6 +17,7 @@ use topo_hierarchy::settings::AllgatherAlg;
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::links::Links;
+use crate::nonblocking::iallgather::Exchange;
 use crate::nonblocking::{Engine, Reach, Schedule};
 use crate::reduce::Scratch;
 use crate::transport::mpi::MpiTransport;
@@ -39,23 +40,6 @@ pub(crate) struct Hier {
     pub(crate) switch_label: u32,
     /// This rank's peers in the flat Allgather exchanges, each worked out at its first use.
     pub(crate) exchanges: Exchanges,
-}
-
-/// A flat Allgather exchange of a context: recursive doubling when the job's size is a
-/// power of two, else Bruck (both remapped); or the ring.
-#[derive(Debug)]
-pub(crate) enum Exchange {
-    RecursiveDoubling(topo_hierarchy::remap::RdPeers),
-    Bruck(topo_hierarchy::remap::BruckPeers),
-    Ring(topo_hierarchy::remap::RingPeers),
-}
-
-impl Exchange {
-    /// Whether it runs as a schedule even when blocking: Bruck's and the ring's sends and
-    /// receives go to different ranks, maybe over different links.
-    pub(crate) fn needs_schedule(&self) -> bool {
-        !matches!(self, Exchange::RecursiveDoubling(_))
-    }
 }
 
 /// The flat exchanges a context has worked out, one per Allgather algorithm that uses one.

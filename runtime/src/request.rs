@@ -33,8 +33,8 @@ use topo_hierarchy::settings::AllgatherAlg;
 
 use crate::backoff::Backoff;
 use crate::combine::Combine;
-use crate::context::{self, Exchange, Hier, Shared};
-use crate::nonblocking::{Builder, Schedule, iallgather, iallreduce, ibarrier, ibcast, ireduce};
+use crate::context::{self, Hier, Shared};
+use crate::nonblocking::{Builder, Schedule, iallreduce, ibarrier, ibcast, ireduce};
 use crate::plain::{self, MpiCombine};
 use crate::topo::Topo;
 
@@ -407,18 +407,13 @@ impl Topo {
             recv: Some(recv),
             op: None,
         };
-        self.start(scope, args, None, |h| match h.exchanges.get(alg) {
-            Some(Exchange::RecursiveDoubling(peers)) => {
-                (iallgather::build_rd(rank, peers, len, has_send), 0, 0)
-            }
-            Some(Exchange::Bruck(peers)) => {
-                let (b, tmp) = iallgather::build_bruck(rank, peers, len, has_send);
-                (b, 0, tmp)
-            }
-            Some(Exchange::Ring(peers)) => {
-                (iallgather::build_ring(rank, peers, len, has_send), 0, 0)
-            }
-            None => unreachable!("ensure_exchange found the peers"),
+        self.start(scope, args, None, |h| {
+            let e = h
+                .exchanges
+                .get(alg)
+                .expect("ensure_exchange found the peers");
+            let (b, tmp) = e.build(rank, len, has_send);
+            (b, 0, tmp)
         })
     }
 

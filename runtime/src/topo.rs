@@ -13,17 +13,18 @@ use std::os::raw::c_int;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use crate::context::ABORT_CODE;
+use crate::context::Exchanges;
 use crate::context::{self, Core, Hier, Shared, abort};
-use crate::context::{Exchange, Exchanges};
 use crate::error::{Error, Result};
 use crate::links::Links;
+use crate::nonblocking::iallgather::{Exchange, Order};
 use crate::plain::{self, MpiCombine};
 use crate::reduce::Scratch;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
 use crate::{allgather, allreduce, barrier, bcast, reduce};
-use topo_hierarchy::remap::{self, partition::Placement};
+use topo_hierarchy::remap::partition::Placement;
 use topo_hierarchy::settings::{AllgatherAlg, TopAlg};
 
 /// Where the node segments live (`TOPO_RUN_SHM_DIR`, default `/dev/shm`).
@@ -795,15 +796,7 @@ impl Topo {
             .collect();
         let place = Placement::with_switches(&node_of, &switch_of);
         let rank = self.world.rank() as u32;
-        let exchange = match alg {
-            AllgatherAlg::Ring => {
-                remap::ring_peers(&remap::ring_positions(&place), rank).map(Exchange::Ring)
-            }
-            _ => match remap::chosen(&place) {
-                Some(pos) => remap::peers(&pos, rank).map(Exchange::RecursiveDoubling),
-                None => remap::bruck_peers(&remap::bruck_chosen(&place), rank).map(Exchange::Bruck),
-            },
-        };
+        let exchange = Order::new(alg, &place)?.exchange(rank);
         let schedule = exchange.as_ref().map(Exchange::needs_schedule)?;
         *h.exchanges.slot(alg)? = exchange;
         Some((alg, schedule))

@@ -266,9 +266,10 @@ proptest! {
         let plans = plans_placed(&placement);
         let size = plans.len() as u32;
         let nodes = node_of(&plans);
-        let rd = topo_hierarchy::remap::chosen(&Placement::nodes(&nodes));
-        let bruck = topo_hierarchy::remap::bruck_chosen(&Placement::nodes(&nodes));
-        let ring = topo_hierarchy::remap::ring_positions(&Placement::nodes(&nodes));
+        use topo_hierarchy::settings::AllgatherAlg;
+        let place = Placement::nodes(&nodes);
+        let rd = iallgather::Order::new(AllgatherAlg::RecursiveDoubling, &place).unwrap();
+        let ring = iallgather::Order::new(AllgatherAlg::Ring, &place).unwrap();
         let expect: Vec<i64> = (0..size).flat_map(|r| data(r, len)).collect();
         let s = topo_hierarchy::Settings::default();
         let (out, _) = run(&plans, |view, fabric| {
@@ -279,16 +280,7 @@ proptest! {
             if !has_send {
                 all[me as usize * n..(me as usize + 1) * n].copy_from_slice(&mine);
             }
-            let (b, tmp) = match &rd {
-                Some(pos) => {
-                    let peers = topo_hierarchy::remap::peers(pos, me).unwrap();
-                    (iallgather::build_rd(me, &peers, n, has_send), 0)
-                }
-                None => {
-                    let peers = topo_hierarchy::remap::bruck_peers(&bruck, me).unwrap();
-                    iallgather::build_bruck(me, &peers, n, has_send)
-                }
-            };
+            let (b, tmp) = rd.exchange(me).unwrap().build(me, n, has_send);
             let mut engine = Engine::default();
             let send = has_send.then_some(&mine[..]);
             let g = schedule("MPI_Iallgather", b, send, Some(&mut all), 0, tmp);
@@ -297,13 +289,12 @@ proptest! {
             let mut hier = vec![0u8; n * size as usize];
             topo_runtime::allgather::allgather(view, fabric, &s, top, Some(&mine), &mut hier).unwrap();
             assert_eq!(hier, all, "hierarchical against the exchange at rank {me}");
-            let peers = topo_hierarchy::remap::ring_peers(&ring, me).unwrap();
             let mut around = vec![0u8; n * size as usize];
             if !has_send {
                 around[me as usize * n..(me as usize + 1) * n].copy_from_slice(&mine);
             }
-            let b = iallgather::build_ring(me, &peers, n, has_send);
-            let g = schedule("MPI_Iallgather", b, send, Some(&mut around), 0, 0);
+            let (b, tmp) = ring.exchange(me).unwrap().build(me, n, has_send);
+            let g = schedule("MPI_Iallgather", b, send, Some(&mut around), 0, tmp);
             engine.start(0, g, fabric).unwrap();
             finish(&mut engine, fabric);
             assert_eq!(around, all, "ring against the exchange at rank {me}");

@@ -14,10 +14,10 @@ pub mod program;
 use std::fmt;
 use std::str::FromStr;
 
-use topo_hierarchy::remap::{self, partition::Placement};
-use topo_hierarchy::settings::AllgatherAlg;
+use topo_hierarchy::remap::partition::Placement;
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
-use topo_runtime::nonblocking::{iallgather, iallreduce, ibarrier, ibcast, ireduce};
+use topo_runtime::nonblocking::iallgather::Order;
+use topo_runtime::nonblocking::{iallreduce, ibarrier, ibcast, ireduce};
 use topo_runtime::view::View;
 
 use crate::engine::{Outcome, SimError};
@@ -82,8 +82,8 @@ impl FromStr for Op {
 /// rounds on every rank, `n^2` steps in all.
 pub const RING_UP_TO: u32 = 4096;
 
-/// A rank's peers exist: the positions of the remapping are a permutation of the ranks.
-const PERMUTATION: &str = "the remapping's positions are a permutation of the ranks";
+/// Every rank has its part of an exchange: the positions are a permutation of the ranks.
+const PERMUTATION: &str = "the exchange's positions are a permutation of the ranks";
 
 /// The name of topo-run's own algorithm in reports.
 pub const TOPO_RUN: &str = "topo-run";
@@ -151,32 +151,10 @@ impl Cluster {
         let s = &self.settings;
         if op == Op::Allgather {
             let total = len * n as usize;
-            let exchange = match s.allgather_for(total, n as usize) {
-                AllgatherAlg::Hierarchical(_) => return None,
-                AllgatherAlg::Ring => Exchange::Ring(remap::ring_positions(&self.placement)),
-                AllgatherAlg::RecursiveDoubling => match remap::chosen(&self.placement) {
-                    Some(pos) => Exchange::Doubling(pos),
-                    None => Exchange::Bruck(remap::bruck_chosen(&self.placement)),
-                },
-            };
+            let order = Order::new(s.allgather_for(total, n as usize), &self.placement)?;
             return Some(Programs::build(n, |r| {
-                let b = match &exchange {
-                    Exchange::Doubling(pos) => iallgather::build_rd(
-                        r,
-                        &remap::peers(pos, r).expect(PERMUTATION),
-                        len,
-                        true,
-                    ),
-                    Exchange::Bruck(pos) => {
-                        let peers = remap::bruck_peers(pos, r).expect(PERMUTATION);
-                        iallgather::build_bruck(r, &peers, len, true).0
-                    }
-                    Exchange::Ring(pos) => {
-                        let peers = remap::ring_peers(pos, r).expect(PERMUTATION);
-                        iallgather::build_ring(r, &peers, len, true)
-                    }
-                };
-                Program::from_builder(&b)
+                let exchange = order.exchange(r).expect(PERMUTATION);
+                Program::from_builder(&exchange.build(r, len, true).0)
             }));
         }
         Some(Programs::build(n, |r| {
@@ -195,13 +173,6 @@ impl Cluster {
     pub fn run(&self, programs: &Programs, model: &CostModel) -> Result<Outcome, SimError> {
         engine::run(programs, &self.places, model)
     }
-}
-
-/// A flat Allgather exchange of topo-run's and its positions.
-enum Exchange {
-    Doubling(Vec<u32>),
-    Bruck(Vec<u32>),
-    Ring(Vec<u32>),
 }
 
 /// A flat algorithm: its name and rank `r`'s program among `n` for `m` bytes.

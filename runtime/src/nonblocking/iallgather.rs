@@ -5,9 +5,77 @@
 //! each partner holds. Every transfer goes over the link that reaches the partner directly,
 //! and the steps of a round touch disjoint parts of the receive buffer.
 
-use topo_hierarchy::remap::{BruckPeers, RdPeers, RingPeers};
+use topo_hierarchy::remap::{self, BruckPeers, RdPeers, RingPeers, partition::Placement};
+use topo_hierarchy::settings::AllgatherAlg;
 
 use super::{Action, Buf, Builder, Link, Region};
+
+/// The ranks' positions in a flat Allgather exchange, worked out once for the whole job:
+/// for `rd`, remapped recursive doubling when the job's size is a power of two, else
+/// remapped Bruck; for `ring`, the ring's order.
+#[derive(Debug, Clone)]
+pub enum Order {
+    /// Recursive doubling with ranks at these positions.
+    RecursiveDoubling(Vec<u32>),
+    /// Bruck's exchange with ranks at these positions.
+    Bruck(Vec<u32>),
+    /// The ring in this order.
+    Ring(Vec<u32>),
+}
+
+impl Order {
+    /// The order algorithm `alg` runs with on `place`; `None` for the hierarchical form.
+    pub fn new(alg: AllgatherAlg, place: &Placement) -> Option<Order> {
+        match alg {
+            AllgatherAlg::Hierarchical(_) => None,
+            AllgatherAlg::Ring => Some(Order::Ring(remap::ring_positions(place))),
+            AllgatherAlg::RecursiveDoubling => Some(match remap::chosen(place) {
+                Some(pos) => Order::RecursiveDoubling(pos),
+                None => Order::Bruck(remap::bruck_chosen(place)),
+            }),
+        }
+    }
+
+    /// Rank `rank`'s part of it; `None` if `rank` is outside the job.
+    pub fn exchange(&self, rank: u32) -> Option<Exchange> {
+        match self {
+            Order::RecursiveDoubling(pos) => {
+                remap::peers(pos, rank).map(Exchange::RecursiveDoubling)
+            }
+            Order::Bruck(pos) => remap::bruck_peers(pos, rank).map(Exchange::Bruck),
+            Order::Ring(pos) => remap::ring_peers(pos, rank).map(Exchange::Ring),
+        }
+    }
+}
+
+/// One rank's part of a flat Allgather exchange.
+#[derive(Debug, Clone)]
+pub enum Exchange {
+    /// Remapped recursive doubling.
+    RecursiveDoubling(RdPeers),
+    /// Remapped Bruck.
+    Bruck(BruckPeers),
+    /// The ring.
+    Ring(RingPeers),
+}
+
+impl Exchange {
+    /// Whether it runs as a schedule even when blocking: Bruck's and the ring's sends and
+    /// receives go to different ranks, maybe over different links.
+    pub fn needs_schedule(&self) -> bool {
+        !matches!(self, Exchange::RecursiveDoubling(_))
+    }
+
+    /// Rank `rank`'s schedule for blocks of `len` bytes (see [`build_rd`]), and the bytes
+    /// of scratch it needs.
+    pub fn build(&self, rank: u32, len: usize, has_send: bool) -> (Builder, usize) {
+        match self {
+            Exchange::RecursiveDoubling(peers) => (build_rd(rank, peers, len, has_send), 0),
+            Exchange::Bruck(peers) => build_bruck(rank, peers, len, has_send),
+            Exchange::Ring(peers) => (build_ring(rank, peers, len, has_send), 0),
+        }
+    }
+}
 
 /// `count` blocks of `len` bytes of `buf` from block `q`, as `region(q, count)`.
 fn blocks(buf: Buf, len: usize) -> impl Fn(usize, usize) -> Region {
