@@ -83,32 +83,27 @@ pub fn positions(node_of: &[u32]) -> Option<Vec<u32>> {
 /// tie), improved by [`partition::refine`]. `None` unless the number of ranks is a power of
 /// two.
 pub fn chosen(place: &Placement) -> Option<Vec<u32>> {
-    let start = constructed(place)?;
-    Some(partition::refine(
-        &rd_graph(place.node_of().len()),
-        place,
-        start,
-    ))
-}
-
-/// [`chosen`]'s starting point: the remapped positions (ranks in switch-major, node-major
-/// order) or the identity, whichever costs less (plain on a tie).
-fn constructed(place: &Placement) -> Option<Vec<u32>> {
     let n = place.node_of().len();
     let bits = u32::try_from(n)
         .ok()
         .filter(|n| n.is_power_of_two())?
         .trailing_zeros();
-    let remapped: Vec<u32> = major(place).into_iter().map(|i| bitrev(i, bits)).collect();
-    let plain: Vec<u32> = (0..n as u32).collect();
     let graph = rd_graph(n);
-    Some(
-        if graph.cost(place, &remapped) < graph.cost(place, &plain) {
-            remapped
-        } else {
-            plain
-        },
-    )
+    let start = constructed(place, &graph, bits);
+    Some(partition::refine(&graph, place, start))
+}
+
+/// [`chosen`]'s starting point on recursive doubling's `graph` of `2^bits` positions: the
+/// remapped positions (ranks in switch-major, node-major order) or the identity, whichever
+/// costs less (plain on a tie).
+fn constructed(place: &Placement, graph: &Graph, bits: u32) -> Vec<u32> {
+    let remapped: Vec<u32> = major(place).into_iter().map(|i| bitrev(i, bits)).collect();
+    let plain: Vec<u32> = (0..graph.size() as u32).collect();
+    if graph.cost(place, &remapped) < graph.cost(place, &plain) {
+        remapped
+    } else {
+        plain
+    }
 }
 
 /// The index of every rank in switch-major, node-major order: switches in the order of
@@ -539,7 +534,10 @@ mod tests {
                 let place = Placement::nodes(&node_of);
                 let (a, b) = if n.is_power_of_two() {
                     (
-                        blocks_between_nodes(&node_of, Some(&constructed(&place).unwrap())),
+                        blocks_between_nodes(
+                            &node_of,
+                            Some(&constructed(&place, &rd_graph(n), n.trailing_zeros())),
+                        ),
                         blocks_between_nodes(&node_of, Some(&chosen(&place).unwrap())),
                     )
                 } else {
