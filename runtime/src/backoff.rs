@@ -112,34 +112,40 @@ pub(crate) fn run_hook() {
 /// How often a waiting rank checks that its peers are alive.
 pub(crate) const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
 
-/// Spin, then yield; says when it is time to check on the peer.
-pub(crate) struct Backoff {
+/// The pacing every wait shares: spin `spin` rounds, then yield the core on each pause,
+/// and say every [`LIVENESS_PERIOD`] of yielding that it is time to check the peers. The
+/// clock is read only once the wait yields: a short wait (most collectives' on a quiet
+/// node) never reads it.
+#[derive(Debug)]
+pub struct Pace {
     round: u32,
     spin: u32,
     last_check: Option<Instant>,
 }
 
-impl Backoff {
-    pub(crate) fn new(spin: u32) -> Self {
-        Backoff {
+impl Pace {
+    /// A wait that spins `spin` rounds before it yields.
+    pub fn new(spin: u32) -> Self {
+        Pace {
             round: 0,
             spin,
             last_check: None,
         }
     }
 
-    /// Waits a little. Returns true when the caller should check liveness.
-    pub(crate) fn pause(&mut self) -> bool {
-        run_hook();
+    /// Whether the wait still spins (the next pause will not yield).
+    pub fn spinning(&self) -> bool {
+        self.round < self.spin
+    }
+
+    /// Waits a little: spins while [`Pace::spinning`], else yields the core. Returns true
+    /// when the caller should check that its peers are alive.
+    pub fn pause(&mut self) -> bool {
         if self.round < self.spin {
             std::hint::spin_loop();
             self.round += 1;
-            if self.round.is_multiple_of(PROBE_EVERY) {
-                poke_mpi();
-            }
             return false;
         }
-        poke_mpi();
         std::thread::yield_now();
         let now = Instant::now();
         match self.last_check {
@@ -150,6 +156,27 @@ impl Backoff {
                 !first
             }
         }
+    }
+}
+
+/// A runtime wait: [`Pace`], plus the progress hook on every pause and MPI's own progress
+/// now and then.
+pub(crate) struct Backoff(Pace);
+
+impl Backoff {
+    pub(crate) fn new(spin: u32) -> Self {
+        Backoff(Pace::new(spin))
+    }
+
+    /// Waits a little. Returns true when the caller should check liveness.
+    pub(crate) fn pause(&mut self) -> bool {
+        run_hook();
+        let spinning = self.0.spinning();
+        let check = self.0.pause();
+        if !spinning || self.0.round.is_multiple_of(PROBE_EVERY) {
+            poke_mpi();
+        }
+        check
     }
 }
 

@@ -18,7 +18,7 @@ use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::links::Links;
 use crate::nonblocking::iallgather::Exchange;
-use crate::nonblocking::{Engine, Reach, Schedule};
+use crate::nonblocking::{Builder, Engine, Reach, Schedule, Shape};
 use crate::reduce::Scratch;
 use crate::transport::mpi::MpiTransport;
 use crate::view::View;
@@ -265,6 +265,11 @@ impl Core {
         if let Err(e) = self.engine.start(id, sched, &mut h.links) {
             self.fail(e);
         }
+    }
+
+    /// The steps of a completed schedule of `shape`, if kept (see [`Engine::reuse`]).
+    pub(crate) fn reuse(&mut self, shape: &Shape) -> Option<(Builder, usize, usize)> {
+        self.engine.reuse(shape)
     }
 
     /// A buffer of `len` bytes for a schedule's accumulator or scratch (see

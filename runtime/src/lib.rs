@@ -10,7 +10,7 @@
 pub mod allgather;
 pub mod allreduce;
 mod backoff;
-pub use backoff::with_progress_hook;
+pub use backoff::{Pace, with_progress_hook};
 pub mod barrier;
 pub mod bcast;
 pub mod combine;

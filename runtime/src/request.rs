@@ -34,7 +34,7 @@ use topo_hierarchy::settings::AllgatherAlg;
 use crate::backoff::Backoff;
 use crate::combine::Combine;
 use crate::context::{self, Hier, Shared};
-use crate::nonblocking::{Builder, Schedule, iallreduce, ibarrier, ibcast, ireduce};
+use crate::nonblocking::{Builder, Schedule, Shape, iallreduce, ibarrier, ibcast, ireduce};
 use crate::plain::{self, MpiCombine};
 use crate::topo::Topo;
 
@@ -257,6 +257,23 @@ unsafe fn forever_mut<T: ?Sized>(r: &mut T) -> &'static mut T {
     unsafe { &mut *(r as *mut T) }
 }
 
+/// The shape of a call (see [`Shape`]).
+fn shape(
+    op: &'static str,
+    alg: Option<AllgatherAlg>,
+    root: i32,
+    len: usize,
+    has_send: bool,
+) -> Shape {
+    Shape {
+        op,
+        alg,
+        root: root as u32,
+        len,
+        has_send,
+    }
+}
+
 /// A raw MPI call that starts a request on a communicator.
 type Post<'b> = Box<dyn FnOnce(ffi::MPI_Comm, &mut ffi::MPI_Request) -> c_int + 'b>;
 
@@ -271,22 +288,27 @@ struct Args<'a> {
 // The schedule starters, shared by the typed and the byte-level entry points.
 impl Topo {
     /// Starts a schedule built from this rank's view and settings; `build` returns the
-    /// rounds and the sizes of the accumulator and the scratch.
+    /// rounds and the sizes of the accumulator and the scratch. Calls of one `shape` reuse
+    /// the steps of the last one that completed instead of building them again.
     fn start<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
         args: Args<'a>,
         keep: Option<Box<dyn Keep + 'a>>,
+        shape: Shape,
         build: impl FnOnce(&Hier) -> (Builder, usize, usize),
     ) -> Request<'a, S> {
         let mut core = context::lock(&self.core);
         core.check_poison();
         let id = core.take_id();
-        let h = core
-            .hier
-            .as_ref()
-            .expect("schedules run on the hierarchical path");
-        let (b, acc, tmp) = build(h);
+        let (b, acc, tmp) = match core.reuse(&shape) {
+            Some(kept) => kept,
+            None => build(
+                core.hier
+                    .as_ref()
+                    .expect("schedules run on the hierarchical path"),
+            ),
+        };
         let bytes = args
             .send
             .map_or(0, <[u8]>::len)
@@ -299,7 +321,8 @@ impl Topo {
         // schedule when it completes.
         let sched = unsafe {
             Schedule::with_buffers(args.name, b, args.send, args.recv, acc, tmp, args.op)
-        };
+        }
+        .shaped(shape);
         core.start(id, sched);
         let in_flight = core.has_schedules();
         drop(core);
@@ -340,7 +363,8 @@ impl Topo {
             recv: Some(buf),
             op: None,
         };
-        self.start(scope, args, None, |h| {
+        let shape = shape(args.name, None, root, len, false);
+        self.start(scope, args, None, shape, |h| {
             (ibcast::build(&h.view, &h.settings, root as u32, len), 0, 0)
         })
     }
@@ -362,7 +386,8 @@ impl Topo {
             recv,
             op: Some(op),
         };
-        self.start(scope, args, keep, |h| {
+        let shape = shape(args.name, None, root, len, has_send);
+        self.start(scope, args, keep, shape, |h| {
             let (b, acc) = ireduce::build(&h.view, &h.settings, root as u32, has_send, len);
             (b, acc, 0)
         })
@@ -384,7 +409,8 @@ impl Topo {
             recv: Some(recv),
             op: Some(op),
         };
-        self.start(scope, args, keep, |h| {
+        let shape = shape(args.name, None, 0, len, has_send);
+        self.start(scope, args, keep, shape, |h| {
             let (b, tmp) = iallreduce::build(&h.view, &h.settings, has_send, len);
             (b, 0, tmp)
         })
@@ -407,7 +433,8 @@ impl Topo {
             recv: Some(recv),
             op: None,
         };
-        self.start(scope, args, None, |h| {
+        let shape = shape(args.name, Some(alg), 0, len, has_send);
+        self.start(scope, args, None, shape, |h| {
             let e = h
                 .exchanges
                 .get(alg)
@@ -424,7 +451,8 @@ impl Topo {
             recv: None,
             op: None,
         };
-        self.start(StaticScope, args, None, |h| {
+        let shape = shape(args.name, None, 0, 0, false);
+        self.start(StaticScope, args, None, shape, |h| {
             (ibarrier::build(&h.view, &h.settings), 0, 0)
         })
     }

@@ -9,7 +9,9 @@
 use std::os::raw::c_int;
 
 use crate::abi::SUCCESS;
-use crate::state::{self, Waiter};
+use topo_runtime::Pace;
+
+use crate::state::{self, SPIN};
 
 /// A wait: `None` (block in MPI) when nothing of ours is in flight; otherwise
 /// [`poll`]s.
@@ -27,16 +29,17 @@ pub(crate) fn poll(
     mut test: impl FnMut() -> (c_int, bool),
     block: impl FnOnce() -> c_int,
 ) -> c_int {
-    let mut w = Waiter::new();
+    let mut pace = Pace::new(SPIN);
+    let mut check = false;
     loop {
-        if !state::progress(w.check()) {
+        if !state::progress(check) {
             return block();
         }
         let (rc, done) = test();
         if rc != SUCCESS || done {
             return rc;
         }
-        w.pause();
+        check = pace.pause();
     }
 }
 

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use mpi::ffi;
 use mpi::raw::FromRaw;
 use mpi::topology::SimpleCommunicator;
-use topo_runtime::{Progress, RawRequest, Topo, with_progress_hook};
+use topo_runtime::{Pace, Progress, RawRequest, Topo, with_progress_hook};
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, TypeInfo};
 use crate::classify::{Call, HandOff};
@@ -117,7 +117,7 @@ struct State {
     leader: bool,
     node: String,
     /// When Open MPI's progress engine last had the peers checked.
-    peer_check: Waiter,
+    peer_check: PeerCheck,
     /// Whether `progress_from_mpi` is registered with Open MPI's progress engine.
     hooked: bool,
     /// The library's own communicator for probes whose errors must not reach the
@@ -188,7 +188,7 @@ impl State {
             size,
             leader: rank == 0,
             node: String::new(),
-            peer_check: Waiter::new(),
+            peer_check: PeerCheck::new(),
             hooked: false,
             quiet: None,
         };
@@ -251,10 +251,11 @@ impl State {
         else {
             return;
         };
-        let mut w = Waiter::new();
+        let mut pace = Pace::new(SPIN);
+        let mut check = false;
         while !p.is_idle() {
-            self.progress(w.check());
-            w.pause();
+            self.progress(check);
+            check = pace.pause();
         }
         // Complete the generalized requests of the collectives that just finished.
         self.progress(false);
@@ -293,13 +294,9 @@ impl State {
             if p.req.complete().is_err() {
                 unreachable!("checked complete above");
             }
-            if let Some(packed) = p.unpack {
-                // An error went to the communicator's error handler; the request completes.
-                let _ = packed.finish();
-            }
-            // SAFETY: the generalized request started for this collective, not completed
-            // before (the application cannot free it while it is in flight).
-            unsafe { ffi::PMPI_Grequest_complete(p.handle) };
+            // SAFETY: the generalized request started for this collective, completed
+            // only here, once, as it leaves `pending`.
+            unsafe { finish(p.handle, p.unpack) };
         }
         IN_FLIGHT.store(!self.pending.is_empty(), Ordering::Relaxed);
     }
@@ -360,10 +357,11 @@ pub(crate) fn finalize() {
 
 /// Advances everything until no collective of ours is in flight.
 fn wait_idle(st: &mut State) {
-    let mut w = Waiter::new();
+    let mut pace = Pace::new(SPIN);
+    let mut check = false;
     while !st.pending.is_empty() {
-        st.progress(w.check());
-        w.pause();
+        st.progress(check);
+        check = pace.pause();
     }
 }
 
@@ -497,36 +495,53 @@ pub(crate) fn run<T>(
 ) -> Option<T> {
     let mut g = lock();
     let st = state_for(&mut g.0, comm)?;
-    let r = if !st.on {
-        Err(HandOff::Inactive)
-    } else {
-        let others = st.busy_others(comm);
-        match st.contexts.get_mut(&key(comm)).map(|e| &mut e.active) {
-            None => Err(HandOff::Communicator),
-            Some(active) => {
-                let mut look = Lookup {
-                    types: &mut st.types,
-                    quiet: st.quiet,
-                };
-                topo_runtime::fault::maybe_panic(call.name());
-                if others.is_empty() {
-                    f(active, &mut look)
-                } else {
-                    let mut hook = || others.iter().for_each(Progress::poll);
-                    with_progress_hook(&mut hook, || f(active, &mut look))
+    st.run(call, comm, f)
+}
+
+impl State {
+    /// [`run`], with the state locked.
+    fn run<T>(
+        &mut self,
+        call: Call,
+        comm: MPI_Comm,
+        f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<T, HandOff>,
+    ) -> Option<T> {
+        let r = if !self.on {
+            Err(HandOff::Inactive)
+        } else {
+            let others = self.busy_others(comm);
+            match self.contexts.get_mut(&key(comm)).map(|e| &mut e.active) {
+                None => Err(HandOff::Communicator),
+                Some(active) => {
+                    let mut look = Lookup {
+                        types: &mut self.types,
+                        quiet: self.quiet,
+                    };
+                    topo_runtime::fault::maybe_panic(call.name());
+                    if others.is_empty() {
+                        f(active, &mut look)
+                    } else {
+                        let mut hook = || others.iter().for_each(Progress::poll);
+                        with_progress_hook(&mut hook, || f(active, &mut look))
+                    }
                 }
             }
+        };
+        match &r {
+            Ok(_) => self.stats.ours(call),
+            Err(why) => self.stats.handed(call, *why),
         }
-    };
-    match &r {
-        Ok(_) => st.stats.ours(call),
-        Err(why) => st.stats.handed(call, *why),
+        r.ok()
     }
-    r.ok()
 }
 
 /// Like [`run`] for a nonblocking collective: `f` starts it, and `request` receives a
 /// generalized request that completes with it. Returns whether the call was done.
+///
+/// A collective that is complete as soon as it has started (a broadcast's root whose
+/// message went into the queues, a small one whose data was waiting) completes its
+/// generalized request at once: the application's wait then finds it done in MPI, and
+/// nothing of ours is left in flight.
 ///
 /// # Safety
 /// `request` is the application's `MPI_Request *` argument.
@@ -542,12 +557,17 @@ pub(crate) unsafe fn run_nonblocking(
     if request.is_null() {
         return false;
     }
-    let Some((req, unpack)) = run(call, comm, f) else {
+    let mut g = lock();
+    let Some(st) = state_for(&mut g.0, comm) else {
+        return false;
+    };
+    let Some((req, unpack)) = st.run(call, comm, f) else {
         return false;
     };
     let mut handle = abi::request_null();
     // SAFETY: the callbacks are `extern "C"` functions of the right types; `handle` is a
-    // local that MPI fills in.
+    // local that MPI fills in. Starting a generalized request runs no progress callback
+    // of ours (and one would find the state locked and return).
     unsafe {
         ffi::PMPI_Grequest_start(
             Some(abi::grequest_query),
@@ -558,9 +578,10 @@ pub(crate) unsafe fn run_nonblocking(
         );
         *request = handle;
     }
-    let mut g = lock();
-    match &mut g.0.state {
-        Some(st) => {
+    match req.complete() {
+        // SAFETY: the generalized request just started for this collective.
+        Ok(()) => unsafe { finish(handle, unpack) },
+        Err(req) => {
             st.pending.push(Pending {
                 req,
                 handle,
@@ -568,9 +589,23 @@ pub(crate) unsafe fn run_nonblocking(
             });
             IN_FLIGHT.store(true, Ordering::Relaxed);
         }
-        None => unreachable!("run found the state"),
     }
     true
+}
+
+/// The end of a nonblocking collective of ours that has completed: what is left to do
+/// (unpacking), then its generalized request `handle` completes.
+///
+/// # Safety
+/// `handle` is the generalized request started for the collective, not completed before
+/// (the application cannot free it while it is in flight).
+unsafe fn finish(handle: MPI_Request, unpack: Option<Box<dyn Finish>>) {
+    if let Some(packed) = unpack {
+        // An error went to the communicator's error handler; the request completes.
+        let _ = packed.finish();
+    }
+    // SAFETY: per the contract.
+    unsafe { ffi::PMPI_Grequest_complete(handle) };
 }
 
 /// Whether a nonblocking collective of ours is in flight: a copy of `!pending.is_empty()`
@@ -608,7 +643,7 @@ pub(crate) fn progress_from_mpi() -> c_int {
         return 0;
     };
     let before = st.pending.len();
-    let check = st.peer_check.check();
+    let check = st.peer_check.due();
     st.progress(check);
     (before - st.pending.len()) as c_int
 }
@@ -624,47 +659,38 @@ pub(crate) fn is_pending(handle: MPI_Request) -> bool {
             .is_some_and(|st| st.pending.iter().any(|p| p.handle == handle))
 }
 
-/// How the library waits for its own collectives: spin a little, then yield the core, and
-/// now and then check that the peers are alive.
-pub(crate) struct Waiter {
-    round: u32,
+/// Pauses that spin before one of the library's waits yields the core.
+pub(crate) const SPIN: u32 = 64;
+
+/// Says every 50 ms that it is time to check the peers, for Open MPI's progress engine,
+/// which calls the library many times a microsecond: it reads the clock only every 64th
+/// call.
+struct PeerCheck {
     calls: u32,
-    last_check: Instant,
+    last: Option<Instant>,
 }
 
-/// Pauses that spin before a [`Waiter`] yields the core.
-const SPIN: u32 = 64;
-
-impl Waiter {
-    pub(crate) fn new() -> Self {
-        Waiter {
-            round: 0,
+impl PeerCheck {
+    fn new() -> Self {
+        PeerCheck {
             calls: 0,
-            last_check: Instant::now(),
+            last: None,
         }
     }
 
-    /// Whether it is time to check on the peers (every 50 ms). While the waiter spins it
-    /// reads the clock only every 64th call: a clock read costs as much as a turn of a
-    /// short collective's wait.
-    pub(crate) fn check(&mut self) -> bool {
+    fn due(&mut self) -> bool {
         self.calls = self.calls.wrapping_add(1);
-        if self.round < SPIN && !self.calls.is_multiple_of(64) {
+        if !self.calls.is_multiple_of(64) {
             return false;
         }
-        if self.last_check.elapsed() >= Duration::from_millis(50) {
-            self.last_check = Instant::now();
-            return true;
-        }
-        false
-    }
-
-    pub(crate) fn pause(&mut self) {
-        if self.round < SPIN {
-            self.round += 1;
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
+        let now = Instant::now();
+        match self.last {
+            Some(t) if now.duration_since(t) < Duration::from_millis(50) => false,
+            _ => {
+                let first = self.last.is_none();
+                self.last = Some(now);
+                !first
+            }
         }
     }
 }

@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 
 use topo_hierarchy::settings::{BcastAlg, ReduceAlg};
 
-pub use schedule::{Action, Buf, Builder, Link, Reach, Region, Schedule};
+pub use schedule::{Action, Buf, Builder, Link, Reach, Region, Schedule, Shape};
 
 use crate::error::Result;
 use crate::tree;
@@ -37,11 +37,16 @@ pub struct Engine {
     /// Accumulators and scratch of completed schedules, for the next ones: a fresh large
     /// allocation costs page faults on every call.
     pool: Vec<Vec<u8>>,
+    /// Steps of completed schedules by shape, most recent last, with the sizes of the
+    /// accumulator and scratch they use.
+    steps: Vec<(Shape, Builder, usize, usize)>,
 }
 
 /// Buffers kept for reuse, and the largest one kept.
 const POOL_BUFFERS: usize = 4;
 const POOL_MAX_BYTES: usize = 64 << 20;
+/// Shapes whose steps are kept for reuse (a program's few hot calls).
+const KEPT_SHAPES: usize = 8;
 
 impl Engine {
     /// Queues schedule `id` (ids grow with every call) and starts it if nothing is ahead:
@@ -60,7 +65,13 @@ impl Engine {
                 return Ok(());
             }
             if let Some((_, s)) = self.queue.pop_front() {
-                let (acc, tmp) = s.into_buffers();
+                let (acc, tmp, steps) = s.into_parts();
+                if let Some((shape, b)) = steps {
+                    if self.steps.len() == KEPT_SHAPES {
+                        self.steps.remove(0);
+                    }
+                    self.steps.push((shape, b, acc.len(), tmp.len()));
+                }
                 for v in [acc, tmp] {
                     if v.capacity() > 0
                         && v.capacity() <= POOL_MAX_BYTES
@@ -95,6 +106,14 @@ impl Engine {
             }
             None => vec![0; len],
         }
+    }
+
+    /// The steps of a completed schedule of `shape`, ready to run again, with the sizes of
+    /// its accumulator and scratch.
+    pub fn reuse(&mut self, shape: &Shape) -> Option<(Builder, usize, usize)> {
+        let i = self.steps.iter().rposition(|(s, ..)| s == shape)?;
+        let (_, b, acc, tmp) = self.steps.remove(i);
+        Some((b, acc, tmp))
     }
 
     /// How many steps have completed or moved data so far: a poll that leaves it

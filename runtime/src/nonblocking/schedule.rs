@@ -207,6 +207,34 @@ impl Builder {
     }
 }
 
+/// What a schedule's steps depend on besides its context (view and settings): calls of
+/// one shape on one context build the same steps, so the steps of a completed schedule,
+/// reset, serve the next call of its shape ([`super::Engine::reuse`]) without building
+/// or allocating anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// The collective (its MPI name) and, for an Allgather, its algorithm.
+    pub op: &'static str,
+    /// The Allgather's algorithm (`None` for the other collectives).
+    pub alg: Option<topo_hierarchy::settings::AllgatherAlg>,
+    /// The root (0 where there is none).
+    pub root: u32,
+    /// The bytes the builder was given.
+    pub len: usize,
+    /// Whether the caller passed a send buffer (not in place).
+    pub has_send: bool,
+}
+
+impl Builder {
+    /// Makes the steps of a completed schedule new again.
+    fn reset(&mut self) {
+        for step in self.rounds.iter_mut().flatten() {
+            step.done = false;
+            step.x = Transfer::default();
+        }
+    }
+}
+
 /// Base address and length of a buffer.
 #[derive(Debug, Clone, Copy)]
 struct Base {
@@ -233,6 +261,8 @@ pub struct Schedule {
     /// Owns the memory `acc` and `tmp` point into.
     owned: (Vec<u8>, Vec<u8>),
     op: Option<Box<dyn Combine>>,
+    /// The shape its steps were built for, if they may serve later calls.
+    shape: Option<Shape>,
 }
 
 impl std::fmt::Debug for Schedule {
@@ -294,12 +324,29 @@ impl Schedule {
             tmp: base(tmp.as_mut_ptr(), tmp.len()),
             owned: (acc, tmp),
             op,
+            shape: None,
         }
     }
 
-    /// The accumulator and scratch, for reuse by a later schedule.
-    pub(crate) fn into_buffers(self) -> (Vec<u8>, Vec<u8>) {
-        self.owned
+    /// Marks the schedule's steps as those of every call of `shape` on its context: once
+    /// complete, they serve the next such call.
+    pub fn shaped(mut self, shape: Shape) -> Self {
+        self.shape = Some(shape);
+        self
+    }
+
+    /// The accumulator and scratch, for reuse by a later schedule; and the steps, reset,
+    /// with their shape, if the schedule has one.
+    pub(crate) fn into_parts(self) -> (Vec<u8>, Vec<u8>, Option<(Shape, Builder)>) {
+        let (acc, tmp) = self.owned;
+        let steps = self.shape.map(|shape| {
+            let mut b = Builder {
+                rounds: self.rounds,
+            };
+            b.reset();
+            (shape, b)
+        });
+        (acc, tmp, steps)
     }
 
     /// The collective's name.
@@ -376,6 +423,18 @@ fn post_ahead(
     let Some((current, later)) = rounds.split_first_mut() else {
         return Ok(());
     };
+    // Most polls have nothing to post (every transport of a node posts nothing ahead):
+    // find out before collecting the regions in use.
+    let candidate = |fabric: &mut dyn Fabric, step: &Step| {
+        !step.done
+            && step.action.sender().is_some()
+            && !step.x.started
+            && step.link != Link::Local
+            && link(fabric, step.link).posts_ahead()
+    };
+    if !later.iter().flatten().any(|s| candidate(fabric, s)) {
+        return Ok(());
+    }
     // Regions that steps not yet completed still use.
     let mut pending: Vec<Region> = current
         .iter()
@@ -385,10 +444,8 @@ fn post_ahead(
     // Senders of earlier receives that are still unposted: MPI matches in posting order.
     let mut held: Vec<u32> = Vec::new();
     for step in later.iter_mut().flatten().filter(|s| !s.done) {
-        if let Some(from) = step.action.sender()
-            && !step.x.started
-            && step.link != Link::Local
-            && link(fabric, step.link).posts_ahead()
+        if candidate(fabric, step)
+            && let Some(from) = step.action.sender()
         {
             if !held.contains(&from) && step.action.lands_clear_of(&pending) {
                 // A transport that posts ahead only posts on the first poll; should one
@@ -807,6 +864,88 @@ mod tests {
         let polls = (1..=10).find(|_| s.poll(&mut net, Reach::All, &mut moves).unwrap());
         assert!(polls.is_some(), "the schedule never completed");
         assert_eq!(net.posted.len(), 10, "{:?}", net.posted);
+    }
+
+    #[test]
+    fn a_completed_schedule_of_a_shape_serves_the_next_call_of_that_shape_once() {
+        let r = |buf, off| Region { buf, off, len: 8 };
+        let build = || {
+            let mut b = Builder::default();
+            b.round([(
+                Link::Level(0),
+                Action::Recv {
+                    from: 1,
+                    dst: r(Buf::Tmp, 0),
+                },
+            )]);
+            b.round([(
+                Link::Local,
+                Action::Combine {
+                    acc: r(Buf::Recv, 0),
+                    src: r(Buf::Tmp, 0),
+                },
+            )]);
+            b.step(
+                Link::Level(0),
+                Action::Send {
+                    to: vec![1],
+                    src: r(Buf::Recv, 0),
+                },
+            );
+            b
+        };
+        let steps =
+            |b: &Builder| format!("{:?}", b.rounds().map(Vec::from_iter).collect::<Vec<_>>());
+        let shape = Shape {
+            op: "MPI_Iallreduce",
+            alg: None,
+            root: 0,
+            len: 8,
+            has_send: false,
+        };
+        let mut engine = crate::nonblocking::Engine::default();
+        let mut net = Posting {
+            posted: Vec::new(),
+            open: true,
+        };
+        let mut outs = [[1u8; 8], [1u8; 8]];
+        for (call, out) in outs.iter_mut().enumerate() {
+            let (b, acc, tmp) = match engine.reuse(&shape) {
+                Some(kept) => {
+                    assert_eq!(call, 1, "nothing is kept before a schedule completes");
+                    kept
+                }
+                None => (build(), 0, 8),
+            };
+            assert_eq!(steps(&b), steps(&build()));
+            assert_eq!((acc, tmp), (0, 8));
+            // SAFETY: `out` outlives the schedule, which completes in this iteration.
+            let s = unsafe {
+                Schedule::new(
+                    "MPI_Iallreduce",
+                    b,
+                    None,
+                    Some(out),
+                    acc,
+                    tmp,
+                    Some(Box::new(Sum)),
+                )
+            }
+            .shaped(shape);
+            engine.start(call as u64, s, &mut net).unwrap();
+            let polls = (0..10).find(|_| {
+                engine.progress(&mut net, Reach::All).unwrap();
+                engine.is_idle()
+            });
+            assert!(polls.is_some(), "call {call} never completed");
+        }
+        // The reused steps ran in full again: posted the same transfers, gave the same result.
+        assert_eq!(net.posted[..2], net.posted[2..]);
+        assert_eq!(outs[0], outs[1]);
+        // Another shape finds nothing; the kept steps serve one call at a time.
+        assert!(engine.reuse(&Shape { len: 16, ..shape }).is_none());
+        assert!(engine.reuse(&shape).is_some());
+        assert!(engine.reuse(&shape).is_none());
     }
 
     #[test]
