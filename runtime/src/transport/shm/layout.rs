@@ -14,11 +14,23 @@
 //! [`SINGLE_COPY`] set marks a descriptor instead of data: the slot holds the address and
 //! length of the writer's own buffer, which readers copy with `process_vm_readv`, and the
 //! writer waits until every reader has cleared its word before it reuses the buffer.
+//!
+//! A fragment of at most [`INLINE_MAX`] bytes rides in the reader's control line itself,
+//! after the word ([`INLINE`] set in `len`): the reader then gets the word and the data
+//! in one cache-line transfer instead of two (the floor for small messages).
 
-/// Identifies a topo-run segment, version 4 of this layout.
-pub const MAGIC: u64 = 0x746f_706f_7275_6e34;
+/// Identifies a topo-run segment, version 5 of this layout.
+pub const MAGIC: u64 = 0x746f_706f_7275_6e35;
 /// The `len` bit of a control word that marks a single-copy descriptor.
 pub const SINGLE_COPY: u64 = 1 << 31;
+/// The `len` bit of a control word whose fragment follows the word in its own line.
+pub const INLINE: u64 = 1 << 30;
+/// The bits of a control word's `len` that hold the length.
+pub const LEN_MASK: u64 = INLINE - 1;
+/// The largest fragment that rides in a control line (the line after its word).
+pub const INLINE_MAX: usize = CONTROL_STRIDE - 8;
+/// Where an inline fragment starts in its control line.
+pub const INLINE_AT: usize = 8;
 /// Bytes of a single-copy descriptor: the writer's buffer address and length (`u64` each).
 pub const DESCRIPTOR: usize = 16;
 /// Bytes per control word, padded to a cache line so readers never share one.

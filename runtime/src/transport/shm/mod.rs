@@ -376,6 +376,17 @@ impl ShmTransport {
             unsafe { self.seg.write(l.data(self.me, k), &d) };
             self.pending = Some(k);
             layout::SINGLE_COPY | layout::DESCRIPTOR as u64
+        } else if frag.len() <= layout::INLINE_MAX {
+            for &j in &self.readers {
+                // SAFETY: reader j's word of slot k is 0, so j does not read its line, and
+                // only this rank writes its own queue's lines (the bytes after the word,
+                // which the Release store of the word below publishes).
+                unsafe {
+                    self.seg
+                        .write(l.control(self.me, k, j) + layout::INLINE_AT, frag)
+                };
+            }
+            layout::INLINE | frag.len() as u64
         } else {
             // SAFETY: every reader's word of slot k is 0, so nobody reads the slot, and
             // only this rank writes its own queue.
@@ -432,9 +443,9 @@ impl ShmTransport {
             } else {
                 rest.len().min(l.fragment)
             };
-            // SAFETY (both reads below): the word addressed this slot to us, and the
-            // writer leaves the slot (and, for a descriptor, its buffer) alone until we
-            // clear the word below.
+            // SAFETY (the reads below): the word addressed this slot to us, and the
+            // writer leaves the slot and our control line (and, for a descriptor, its
+            // buffer) alone until we clear the word below.
             let (len, frag) = if direct {
                 let mut d = [0u8; layout::DESCRIPTOR];
                 unsafe { self.seg.read(l.data(w, k), &mut d) };
@@ -442,8 +453,13 @@ impl ShmTransport {
                 let len = u64::from_ne_bytes(d[8..].try_into().expect("8 bytes"));
                 let pid = self.seg.pid(w);
                 (len as usize, Frag::Remote { pid, addr })
+            } else if word & layout::INLINE != 0 {
+                let len = (word & layout::LEN_MASK) as usize;
+                let at = l.control(w, k, self.me) + layout::INLINE_AT;
+                let n = len.min(expect).min(layout::INLINE_MAX);
+                (len, Frag::Queue(unsafe { self.seg.slice(at, n) }))
             } else {
-                let len = (word & 0xffff_ffff) as usize;
+                let len = (word & layout::LEN_MASK) as usize;
                 let frag = unsafe { self.seg.slice(l.data(w, k), len.min(expect)) };
                 (len, Frag::Queue(frag))
             };
