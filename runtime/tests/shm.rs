@@ -134,9 +134,10 @@ fn rank_main(me: usize) -> i32 {
         }
     }
     // Thousands of small back-to-back calls: any slot-reuse race shows up as a wrong sum.
+    // 8 to 72 bytes: fragments in the control lines (up to 56 bytes) and in the slots.
     for i in 0..3000u32 {
         let root = i % RANKS;
-        let len = 1 + (i as usize % 5);
+        let len = 1 + (i as usize % 9);
         let mut a = bytes(&data(rank + i, len));
         allreduce::allreduce(&view, &mut links, &s, None, &mut a, &op, &mut scratch).unwrap();
         let want: Vec<i64> = (0..RANKS).fold(vec![0; len], |acc, r| {
