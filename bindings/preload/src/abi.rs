@@ -227,63 +227,6 @@ pub(crate) unsafe extern "C" fn grequest_query(
     SUCCESS
 }
 
-/// A new attribute key for topo-run's contexts (its callbacks below).
-pub(crate) fn context_keyval() -> c_int {
-    let mut keyval: c_int = ffi::MPI_KEYVAL_INVALID as c_int;
-    // SAFETY: the callbacks have the signatures MPI expects; MPI writes the new key.
-    unsafe {
-        ffi::PMPI_Comm_create_keyval(
-            Some(context_no_copy),
-            Some(context_deleted),
-            &mut keyval,
-            std::ptr::null_mut(),
-        )
-    };
-    keyval
-}
-
-/// A communicator's context attribute is not copied to its duplicates (a duplicate gets a
-/// context of its own, in `MPI_Comm_dup`).
-pub(crate) unsafe extern "C" fn context_no_copy(
-    _old: MPI_Comm,
-    _keyval: c_int,
-    _extra: *mut c_void,
-    _value_in: *mut c_void,
-    _value_out: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    if !flag.is_null() {
-        // SAFETY: MPI passes a valid `int *`.
-        unsafe { *flag = 0 };
-    }
-    SUCCESS
-}
-
-/// MPI is freeing a communicator that has a context of ours (through any binding, the
-/// `mpi_f08` one and `MPI_Comm_disconnect` included): the context goes with it.
-pub(crate) unsafe extern "C" fn context_deleted(
-    _comm: MPI_Comm,
-    _keyval: c_int,
-    value: *mut c_void,
-    _extra: *mut c_void,
-) -> c_int {
-    // As an entry point: MPI calls made while the context is torn down (rsmpi freeing its
-    // duplicates through `MPI_Comm_free`) go straight to MPI. Called from inside the
-    // library, the context is dropped at the library's next call instead.
-    let id = value as u64;
-    entry(
-        None,
-        || {
-            crate::state::context_deleted(id);
-            true
-        },
-        || {
-            crate::state::defer_deleted(id);
-            SUCCESS
-        },
-    )
-}
-
 /// Nothing to free: the library keeps its own state for the request.
 pub(crate) unsafe extern "C" fn grequest_free(_extra: *mut c_void) -> c_int {
     SUCCESS
@@ -428,26 +371,4 @@ pub(crate) fn op_kind(op: MPI_Op) -> Option<OpKind> {
         ]
     };
     known.iter().position(|&k| k == op).map(|i| OpKind::ALL[i])
-}
-
-/// Asks Open MPI's progress engine to call `mpi_progress` in every turn, as it does its
-/// own nonblocking collectives: every MPI call that waits (`MPI_Recv`, `MPI_Probe`, a
-/// collective MPI runs, ...) then advances topo-run's too. Returns whether it could.
-pub(crate) fn register_progress() -> bool {
-    topo_runtime::mpi_hook::register(mpi_progress)
-}
-
-/// Undoes [`register_progress`] (before `MPI_Finalize`).
-pub(crate) fn unregister_progress() {
-    topo_runtime::mpi_hook::unregister(mpi_progress);
-}
-
-/// Called by Open MPI's progress engine, inside MPI calls: advances topo-run's
-/// collectives in flight, unless this thread is inside the library already (the runtime's
-/// own MPI calls) or nothing is in flight.
-unsafe extern "C" fn mpi_progress() -> c_int {
-    if !crate::state::in_flight() {
-        return 0;
-    }
-    entry_rc(None, || Some(crate::state::progress_from_mpi()), || 0)
 }

@@ -4,7 +4,7 @@
 //! library runs: so a wait polls (advance everything, test the application's requests,
 //! pause, check the peers now and then) instead of blocking inside MPI, and a test
 //! advances everything first. (Inside other MPI calls, Open MPI's progress engine
-//! advances them: see `abi::register_progress`.)
+//! advances them: see `state::register_progress`.)
 
 use std::os::raw::c_int;
 

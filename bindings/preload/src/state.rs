@@ -1,5 +1,7 @@
 //! The library's one global: topo-run's contexts (one per communicator it handles), the
-//! nonblocking collectives in flight, the datatype lookups it caches and the statistics.
+//! nonblocking collectives in flight, the datatype lookups it caches and the statistics;
+//! and the callbacks through which MPI reaches it (a communicator's attribute deleted, a
+//! turn of Open MPI's progress engine).
 //!
 //! World's context is set up collectively: in `MPI_Init`/`MPI_Init_thread`, or, when the
 //! program initialised MPI without passing through them (Fortran's `MPI_INIT` calls
@@ -32,7 +34,7 @@ use mpi::raw::FromRaw;
 use mpi::topology::SimpleCommunicator;
 use topo_runtime::{Pace, Progress, RawRequest, Topo, with_progress_hook};
 
-use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, TypeInfo};
+use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
 use crate::classify::{Call, HandOff};
 use crate::packed::Finish;
 use crate::stats::{self, Stats};
@@ -213,7 +215,7 @@ impl State {
                 }
                 if topo.is_hierarchical() {
                     abi::learn_collective_status();
-                    st.hooked = abi::register_progress();
+                    st.hooked = register_progress();
                     if !st.hooked && rank == 0 {
                         eprintln!(
                             "topo-run: warning: this MPI library has no progress hook \
@@ -222,7 +224,7 @@ impl State {
                         );
                     }
                     st.quiet = Some(abi::quiet_self());
-                    st.keyval = abi::context_keyval();
+                    st.keyval = context_keyval();
                     st.on = true;
                     st.attach(abi::world(), Active { topo, rank, size });
                 }
@@ -331,7 +333,7 @@ pub(crate) fn finalize() {
     // rank is left waiting for this one.
     wait_idle(&mut st);
     if st.hooked {
-        abi::unregister_progress();
+        unregister_progress();
     }
     if let Some(quiet) = st.quiet.take() {
         abi::free_comm(quiet);
@@ -719,4 +721,85 @@ impl Lookup<'_> {
         }
         t
     }
+}
+
+// The callbacks through which MPI reaches the state.
+
+/// A new attribute key for topo-run's contexts (its callbacks below).
+pub(crate) fn context_keyval() -> c_int {
+    let mut keyval: c_int = ffi::MPI_KEYVAL_INVALID as c_int;
+    // SAFETY: the callbacks have the signatures MPI expects; MPI writes the new key.
+    unsafe {
+        ffi::PMPI_Comm_create_keyval(
+            Some(context_no_copy),
+            Some(context_deleted_callback),
+            &mut keyval,
+            std::ptr::null_mut(),
+        )
+    };
+    keyval
+}
+
+/// A communicator's context attribute is not copied to its duplicates (a duplicate gets a
+/// context of its own, in `MPI_Comm_dup`).
+unsafe extern "C" fn context_no_copy(
+    _old: MPI_Comm,
+    _keyval: c_int,
+    _extra: *mut c_void,
+    _value_in: *mut c_void,
+    _value_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: MPI passes a valid `int *`.
+        unsafe { *flag = 0 };
+    }
+    SUCCESS
+}
+
+/// MPI is freeing a communicator that has a context of ours (through any binding, the
+/// `mpi_f08` one and `MPI_Comm_disconnect` included): the context goes with it.
+unsafe extern "C" fn context_deleted_callback(
+    _comm: MPI_Comm,
+    _keyval: c_int,
+    value: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    // As an entry point: MPI calls made while the context is torn down (rsmpi freeing its
+    // duplicates through `MPI_Comm_free`) go straight to MPI. Called from inside the
+    // library, the context is dropped at the library's next call instead.
+    let id = value as u64;
+    abi::entry(
+        None,
+        || {
+            context_deleted(id);
+            true
+        },
+        || {
+            defer_deleted(id);
+            SUCCESS
+        },
+    )
+}
+
+/// Asks Open MPI's progress engine to call `mpi_progress` in every turn, as it does its
+/// own nonblocking collectives: every MPI call that waits (`MPI_Recv`, `MPI_Probe`, a
+/// collective MPI runs, ...) then advances topo-run's too. Returns whether it could.
+pub(crate) fn register_progress() -> bool {
+    topo_runtime::mpi_hook::register(mpi_progress)
+}
+
+/// Undoes [`register_progress`] (before `MPI_Finalize`).
+pub(crate) fn unregister_progress() {
+    topo_runtime::mpi_hook::unregister(mpi_progress);
+}
+
+/// Called by Open MPI's progress engine, inside MPI calls: advances topo-run's
+/// collectives in flight, unless this thread is inside the library already (the runtime's
+/// own MPI calls) or nothing is in flight.
+unsafe extern "C" fn mpi_progress() -> c_int {
+    if !in_flight() {
+        return 0;
+    }
+    abi::entry_rc(None, || Some(progress_from_mpi()), || 0)
 }
