@@ -81,6 +81,12 @@ pub(crate) fn entry(
     entry_rc(comm, || ours().then_some(SUCCESS), native)
 }
 
+/// Whether this thread is inside one of the library's entry points (the runtime's own MPI
+/// calls, which go straight to MPI).
+pub(crate) fn inside() -> bool {
+    INSIDE.with(Cell::get)
+}
+
 /// Like [`entry`], for calls whose own path returns an MPI return code (`None`: hand the
 /// call to MPI).
 pub(crate) fn entry_rc(

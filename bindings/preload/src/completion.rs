@@ -8,9 +8,10 @@
 
 use std::os::raw::c_int;
 
-use crate::abi::SUCCESS;
+use mpi::ffi;
 use topo_runtime::Pace;
 
+use crate::abi::{self, MPI_Request, SUCCESS};
 use crate::state::{self, SPIN};
 
 /// A wait: `None` (block in MPI) when nothing of ours is in flight; otherwise
@@ -55,4 +56,36 @@ pub(crate) fn test() {
         },
         || SUCCESS,
     );
+}
+
+/// A blocking collective handed to MPI: `blocking`, except in an MPI without a progress
+/// hook (MPICH) while topo-run's path is on. There MPI would not advance our nonblocking
+/// collectives while it blocks, and a peer may need them to advance before it reaches
+/// this call (its part of our collective comes first); so the call runs as MPI's
+/// nonblocking form (`start`), polled with ours until it completes, as a wait is. Every
+/// rank decides alike (a blocking call never matches a nonblocking one in MPI), from what
+/// every rank shares: the MPI and whether the path is on.
+pub(crate) fn handed(
+    blocking: impl FnOnce() -> c_int,
+    start: impl FnOnce(*mut MPI_Request) -> c_int,
+) -> c_int {
+    if abi::inside() || !state::polls_handed() {
+        return blocking();
+    }
+    let mut req = abi::request_null();
+    let rc = start(&mut req);
+    if rc != SUCCESS {
+        return rc;
+    }
+    let req = &mut req as *mut MPI_Request;
+    let test = || {
+        let mut flag = 0;
+        // SAFETY: `req` is the active request just started, a local that outlives the loop.
+        let rc = unsafe { ffi::PMPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+        (rc, flag != 0)
+    };
+    // SAFETY: as above.
+    let wait = || unsafe { ffi::PMPI_Wait(req, ffi::RSMPI_STATUS_IGNORE) };
+    // Polled as an entry point: the runtime's own MPI calls inside go straight to MPI.
+    abi::entry_rc(None, || Some(poll(test, wait)), wait)
 }

@@ -138,7 +138,12 @@ pub unsafe extern "C" fn MPI_Bcast(
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::bcast(buf, count, dt, root, comm) },
         // SAFETY: passed on unchanged.
-        || unsafe { ffi::PMPI_Bcast(buf, count, dt, root, comm) },
+        || unsafe {
+            completion::handed(
+                || ffi::PMPI_Bcast(buf, count, dt, root, comm),
+                |req| ffi::PMPI_Ibcast(buf, count, dt, root, comm, req),
+            )
+        },
     )
 }
 
@@ -161,7 +166,12 @@ pub unsafe extern "C" fn MPI_Reduce(
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::reduce(send, recv, count, dt, op, root, comm) },
         // SAFETY: passed on unchanged.
-        || unsafe { ffi::PMPI_Reduce(send, recv, count, dt, op, root, comm) },
+        || unsafe {
+            completion::handed(
+                || ffi::PMPI_Reduce(send, recv, count, dt, op, root, comm),
+                |req| ffi::PMPI_Ireduce(send, recv, count, dt, op, root, comm, req),
+            )
+        },
     )
 }
 
@@ -183,7 +193,12 @@ pub unsafe extern "C" fn MPI_Allreduce(
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::allreduce(send, recv, count, dt, op, comm) },
         // SAFETY: passed on unchanged.
-        || unsafe { ffi::PMPI_Allreduce(send, recv, count, dt, op, comm) },
+        || unsafe {
+            completion::handed(
+                || ffi::PMPI_Allreduce(send, recv, count, dt, op, comm),
+                |req| ffi::PMPI_Iallreduce(send, recv, count, dt, op, comm, req),
+            )
+        },
     )
 }
 
@@ -212,8 +227,17 @@ pub unsafe extern "C" fn MPI_Allgather(
         },
         // SAFETY: passed on unchanged.
         || unsafe {
-            ffi::PMPI_Allgather(
-                send, send_count, send_type, recv, recv_count, recv_type, comm,
+            completion::handed(
+                || {
+                    ffi::PMPI_Allgather(
+                        send, send_count, send_type, recv, recv_count, recv_type, comm,
+                    )
+                },
+                |req| {
+                    ffi::PMPI_Iallgather(
+                        send, send_count, send_type, recv, recv_count, recv_type, comm, req,
+                    )
+                },
             )
         },
     )
@@ -229,7 +253,12 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
         Some(comm),
         || calls::barrier(comm),
         // SAFETY: passed on unchanged.
-        || unsafe { ffi::PMPI_Barrier(comm) },
+        || unsafe {
+            completion::handed(
+                || ffi::PMPI_Barrier(comm),
+                |req| ffi::PMPI_Ibarrier(comm, req),
+            )
+        },
     )
 }
 

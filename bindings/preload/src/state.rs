@@ -122,6 +122,9 @@ struct State {
     peer_check: PeerCheck,
     /// Whether `progress_from_mpi` is registered with Open MPI's progress engine.
     hooked: bool,
+    /// Without that hook, MPICH's `MPIX_Grequest_start`, if the MPI has it: requests that
+    /// MPI's own waits and tests advance through [`grequest_poll`].
+    mpix_start: Option<MpixStart>,
     /// The library's own communicator for probes whose errors must not reach the
     /// program (`abi::quiet_self`; set while the path is on).
     quiet: Option<MPI_Comm>,
@@ -192,6 +195,7 @@ impl State {
             node: String::new(),
             peer_check: PeerCheck::new(),
             hooked: false,
+            mpix_start: None,
             quiet: None,
         };
         if abi::thread_multiple() {
@@ -216,16 +220,26 @@ impl State {
                 if topo.is_hierarchical() {
                     abi::learn_collective_status();
                     st.hooked = register_progress();
+                    if !st.hooked {
+                        st.mpix_start = mpix_start();
+                    }
                     if !st.hooked && rank == 0 {
+                        let waits = if st.mpix_start.is_some() {
+                            "the wait and test calls (also MPI's own, through MPICH's \
+                             MPIX_Grequest_start)"
+                        } else {
+                            "the wait and test calls"
+                        };
                         eprintln!(
                             "topo-run: warning: this MPI library has no progress hook \
                              (Open MPI's opal_progress_register): nonblocking collectives \
-                             of topo-run's advance only in the wait and test calls"
+                             of topo-run's advance only in {waits}"
                         );
                     }
                     st.quiet = Some(abi::quiet_self());
                     st.keyval = context_keyval();
                     st.on = true;
+                    UNHOOKED.store(!st.hooked, Ordering::Relaxed);
                     st.attach(abi::world(), Active { topo, rank, size });
                 }
             }
@@ -326,6 +340,7 @@ fn world_abort(code: i32) -> ! {
 pub(crate) fn finalize() {
     let mut g = lock();
     g.0.finalized = true;
+    UNHOOKED.store(false, Ordering::Relaxed);
     let Some(mut st) = g.0.state.take() else {
         return;
     };
@@ -571,13 +586,24 @@ pub(crate) unsafe fn run_nonblocking(
     // local that MPI fills in. Starting a generalized request runs no progress callback
     // of ours (and one would find the state locked and return).
     unsafe {
-        ffi::PMPI_Grequest_start(
-            Some(abi::grequest_query),
-            Some(abi::grequest_free),
-            Some(abi::grequest_cancel),
-            std::ptr::null_mut(),
-            &mut handle,
-        );
+        match st.mpix_start {
+            Some(start) => start(
+                abi::grequest_query,
+                abi::grequest_free,
+                abi::grequest_cancel,
+                grequest_poll,
+                grequest_wait,
+                std::ptr::null_mut(),
+                &mut handle,
+            ),
+            None => ffi::PMPI_Grequest_start(
+                Some(abi::grequest_query),
+                Some(abi::grequest_free),
+                Some(abi::grequest_cancel),
+                std::ptr::null_mut(),
+                &mut handle,
+            ),
+        };
         *request = handle;
     }
     match req.complete() {
@@ -614,6 +640,16 @@ unsafe fn finish(handle: MPI_Request, unpack: Option<Box<dyn Finish>>) {
 /// that every MPI call the library intercepts can read without taking the lock (and
 /// while it is held, when the runtime re-enters the library).
 static IN_FLIGHT: AtomicBool = AtomicBool::new(false);
+
+/// Whether topo-run's path is on in an MPI whose progress engine does not call the library
+/// (no Open MPI hook): the same on every rank.
+static UNHOOKED: AtomicBool = AtomicBool::new(false);
+
+/// Whether blocking collectives handed to MPI run as MPI's nonblocking form, polled with
+/// ours (`completion::handed`).
+pub(crate) fn polls_handed() -> bool {
+    UNHOOKED.load(Ordering::Relaxed)
+}
 
 /// Whether any nonblocking collective of ours is in flight.
 pub(crate) fn in_flight() -> bool {
@@ -802,4 +838,54 @@ unsafe extern "C" fn mpi_progress() -> c_int {
         return 0;
     }
     abi::entry_rc(None, || Some(progress_from_mpi()), || 0)
+}
+
+/// `MPIX_Grequest_start` (MPICH's extended generalized requests, `mpi_proto.h`): a
+/// generalized request with a poll function that MPI calls while it tests the request, and
+/// a wait function (never null) that it calls, with the states of every such request it
+/// waits on, while it waits.
+type MpixStart = unsafe extern "C" fn(
+    unsafe extern "C" fn(*mut c_void, *mut ffi::MPI_Status) -> c_int,
+    unsafe extern "C" fn(*mut c_void) -> c_int,
+    unsafe extern "C" fn(*mut c_void, c_int) -> c_int,
+    unsafe extern "C" fn(*mut c_void, *mut ffi::MPI_Status) -> c_int,
+    unsafe extern "C" fn(c_int, *mut *mut c_void, f64, *mut ffi::MPI_Status) -> c_int,
+    *mut c_void,
+    *mut MPI_Request,
+) -> c_int;
+
+/// `MPIX_Grequest_start` of the MPI in the process, if it has one (its profiling name
+/// first, so that no tool's interception of it runs).
+fn mpix_start() -> Option<MpixStart> {
+    [c"PMPIX_Grequest_start", c"MPIX_Grequest_start"]
+        .iter()
+        .find_map(|name| {
+            // SAFETY: dlsym with a NUL-terminated name.
+            let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+            // SAFETY: MPICH's MPIX_Grequest_start has this signature (mpi_proto.h).
+            (!f.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, MpixStart>(f) })
+        })
+}
+
+/// The poll function of our extended generalized requests: MPI calls it while it waits on
+/// or tests one of them (a wait that does not pass through this library, such as a
+/// Fortran `MPI_WAIT` or a library's `PMPI_Wait`); it advances every collective in flight
+/// and completes the requests of those that are done.
+unsafe extern "C" fn grequest_poll(_extra: *mut c_void, _status: *mut ffi::MPI_Status) -> c_int {
+    if in_flight() {
+        abi::entry_rc(None, || Some(progress_from_mpi()), || 0);
+    }
+    SUCCESS
+}
+
+/// The wait function of our extended generalized requests: one turn, as
+/// [`grequest_poll`]; MPI calls it again until its requests have completed.
+unsafe extern "C" fn grequest_wait(
+    _count: c_int,
+    _states: *mut *mut c_void,
+    _timeout: f64,
+    status: *mut ffi::MPI_Status,
+) -> c_int {
+    // SAFETY: as MPI calls the poll function.
+    unsafe { grequest_poll(std::ptr::null_mut(), status) }
 }
