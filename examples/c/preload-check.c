@@ -260,8 +260,12 @@ static void errors(void) {
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
     int x[4] = {1, 2, 3, 4}, y[4];
     result(MPI_Bcast(x, 4, MPI_INT, size, c) != MPI_SUCCESS, "MPI_Bcast with root = size fails");
+#ifndef MPICH_VERSION
+    /* MPICH 4.0.2 does not check the count: a negative one fails an assertion inside it
+     * (yaksa), which aborts the job, with or without topo-run. */
     result(MPI_Allreduce(x, y, -1, MPI_INT, MPI_SUM, c) != MPI_SUCCESS,
            "MPI_Allreduce with count -1 fails");
+#endif
     result(MPI_Allreduce(x, y, 4, MPI_DATATYPE_NULL, MPI_SUM, c) != MPI_SUCCESS,
            "MPI_Allreduce with MPI_DATATYPE_NULL fails");
     result(MPI_Reduce(x, y, 4, MPI_INT, MPI_OP_NULL, 0, c) != MPI_SUCCESS,

@@ -113,9 +113,12 @@ fn resolve(program: &OsStr, path: Option<&OsStr>) -> Option<PathBuf> {
         .find(|c| c.is_file())
 }
 
-/// The MPI library a file needs: a `DT_NEEDED` entry naming `libmpi*` or `libmpich*`. Open
-/// MPI's Fortran and C++ layers (`libmpi_mpifh.so.40`, ...) stand for the `libmpi.so` of
-/// the same version, which they need (a Fortran program may name only the layer).
+/// The MPI library a file needs: a `DT_NEEDED` entry naming `libmpi*` or `libmpich*`. The
+/// Fortran and C++ layers stand for the MPI library of the same version, which they need
+/// (a Fortran program may name only the layer): Open MPI's `libmpi_mpifh.so.40`, ... for
+/// `libmpi.so.40`; MPICH's `libmpichfort.so.12` and `libmpichcxx.so.12` for
+/// `libmpich.so.12`, and the MPICH ABI's `libmpifort.so.12` and `libmpicxx.so.12` (Intel
+/// MPI) for `libmpi.so.12`.
 fn mpi_soname(info: &elf::ElfInfo) -> Option<String> {
     let direct = info
         .needed
@@ -125,11 +128,18 @@ fn mpi_soname(info: &elf::ElfInfo) -> Option<String> {
         return Some(n.clone());
     }
     info.needed.iter().find_map(|n| {
-        let layer = n
-            .strip_prefix("libmpi_")
-            .or_else(|| n.strip_prefix("libmpi++"))?;
+        let (base, layer) = [
+            ("libmpich", "libmpichfort"),
+            ("libmpich", "libmpichcxx"),
+            ("libmpi", "libmpifort"),
+            ("libmpi", "libmpicxx"),
+            ("libmpi", "libmpi_"),
+            ("libmpi", "libmpi++"),
+        ]
+        .into_iter()
+        .find_map(|(base, prefix)| Some((base, n.strip_prefix(prefix)?)))?;
         let version = &layer[layer.find(".so")?..];
-        Some(format!("libmpi{version}"))
+        Some(format!("{base}{version}"))
     })
 }
 
@@ -359,6 +369,17 @@ mod tests {
         assert_eq!(mpi_soname(&both), some("libmpi.so.40"));
         let fortran = info(&["libmpi_mpifh.so.40", "libgfortran.so.5"]);
         assert_eq!(mpi_soname(&fortran), some("libmpi.so.40"));
+        let mpich_fortran = info(&["libmpichfort.so.12", "libgfortran.so.5"]);
+        assert_eq!(mpi_soname(&mpich_fortran), some("libmpich.so.12"));
+        assert_eq!(
+            mpi_soname(&info(&["libmpichcxx.so.12"])),
+            some("libmpich.so.12")
+        );
+        assert_eq!(
+            mpi_soname(&info(&["libmpifort.so.12"])),
+            some("libmpi.so.12")
+        );
+        assert_eq!(mpi_soname(&info(&["libgfortran.so.5"])), None);
         assert_eq!(
             mpi_soname(&info(&["libmpich.so.12"])),
             some("libmpich.so.12")

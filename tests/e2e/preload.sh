@@ -57,6 +57,29 @@ MHELLO="$WORK/mpi-hello-mpich"
 if ! mpicc.mpich -O2 -Wall -o "$MHELLO" "$ROOT/examples/c/mpi-hello.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc.mpich examples/c/mpi-hello.c"
 fi
+# The C and Fortran test programs built with MPICH's wrappers.
+MCPROG="$WORK/preload-check-mpich"
+MNBPROG="$WORK/preload-nonblocking-mpich"
+MFPROG="$WORK/preload-check-f-mpich"
+for c in "preload-check:$MCPROG" "preload-nonblocking:$MNBPROG"; do
+  if ! mpicc.mpich -O2 -Wall -o "${c#*:}" "$ROOT/examples/c/${c%%:*}.c" 2>"$WORK/cc.log"; then
+    cat "$WORK/cc.log"; give_up "mpicc.mpich examples/c/${c%%:*}.c"
+  fi
+done
+if ! mpif90.mpich -O2 -o "$MFPROG" "$ROOT/examples/fortran/preload-check.f90" 2>"$WORK/fc.log"; then
+  cat "$WORK/fc.log"; give_up "mpif90.mpich examples/fortran/preload-check.f90"
+fi
+# The C benchmarks of the library (run by hand, docs/preload.md) still compile.
+for b in preload-bench back-to-back; do
+  if ! mpicc -O2 -Wall -o "$WORK/$b" "$ROOT/benchmarks/$b.c" 2>"$WORK/cc.log"; then
+    cat "$WORK/cc.log"; give_up "mpicc benchmarks/$b.c"
+  fi
+done
+# MPICH 4.0.2's own device (ch4) collectives crash on an in-place MPI_Reduce at a root other
+# than 0 (a SIGSEGV reading MPI_IN_PLACE's address, without topo-run; the test programs'
+# calls on a reversed split are handed to MPI): the runs of the MPICH programs, with and
+# without topo-run, use MPICH's generic collectives.
+MPICH_GENERIC=--export=ALL,MPIR_CVAR_DEVICE_COLLECTIVES=none
 
 passed_line() { [[ $(tail -1 "$1") =~ ^[0-9]+\ passed,\ 0\ failed$ ]]; }
 digest() { grep -o 'digest: [0-9a-f]*' "$1"; }
@@ -126,6 +149,12 @@ check_nb() {
 # its calls take topo-run's path.
 check_f() {
   local name=$1; shift
+  check_fortran "$name" "$FPROG" "$@"
+}
+
+# check_fortran NAME PROG SRUN_ARGS...: check_f for the Fortran program PROG.
+check_fortran() {
+  local name=$1 FPROG=$2; shift 2
   run "$WORK/native.out" "$WORK/native.err" srun "$@" "$FPROG"
   if [[ $RC -ne 0 ]] || ! passed_line "$WORK/native.out"; then
     bad "$name: without topo-run" "exit $RC: $(tail -1 "$WORK/native.out")" "$(head -4 "$WORK/native.err")"; return
@@ -170,6 +199,21 @@ check_mpich() {
 }
 check_mpich "MPICH C program through the MPICH-built PMPI library, 1 node x 2 (srun --mpi=pmi2)" 2 \
   -N1 -n2 --mpi=pmi2 --cpu-bind=cores
+
+# check_mpich_progs NAME SRUN_ARGS...: the C, nonblocking C and Fortran programs built
+# with MPICH, as check_c, check_nb and check_f (the MPICH library chosen by topo-run).
+check_mpich_progs() {
+  local name=$1; shift
+  if [[ ! -f $MPICH_LIB ]]; then
+    bad "$name: $MPICH_LIB is not built"; return
+  fi
+  check_prog "MPICH C, $name" "$MCPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" \
+    "communicator without a topo-run context|derived datatype|MINLOC/MAXLOC pair datatype" "$@" "$MPICH_GENERIC"
+  check_prog "MPICH C nonblocking, $name" "$MNBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather" \
+    "communicator without a topo-run context|zero count" "$@" "$MPICH_GENERIC"
+  check_fortran "MPICH Fortran, $name" "$MFPROG" "$@" "$MPICH_GENERIC"
+}
+check_mpich_progs "1 node x 2 ranks (srun --mpi=pmi2)" -N1 -n2 --mpi=pmi2 --cpu-bind=cores
 
 # check_over N: both C programs on 1 node x N ranks oversubscribed (N ranks on 2 cores,
 # through salloc + srun -O, as runtime.sh), results as without topo-run and the Allgathers
@@ -291,6 +335,31 @@ if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Ibcast failed: rank 1 on node 
   ok "a rank killed while rank 0 is blocked in MPI_Recv with an MPI_Ibcast in flight: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
 else bad "a rank killed while rank 0 is blocked in MPI_Recv" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
 
+# The fault cases under MPICH, through the MPICH build of the library: a rank killed
+# mid-collective, a corrupted plan, /dev/shm too small.
+MONE=(-N1 -n2 --mpi=pmi2 --cpu-bind=cores)
+t0=$SECONDS
+run "$WORK/out" "$WORK/err" srun "${MONE[@]}" "$TOPO_RUN" -- "$MCPROG" --die 1
+if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Allreduce failed: rank 1 on node .* died during MPI_Allreduce" "$WORK/err" \
+   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
+  ok "MPICH: a rank killed mid-collective: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
+else bad "MPICH: a rank killed mid-collective" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+run "$WORK/out" "$WORK/err" env TOPO_RUN_PRELOAD_LIB="$MPICH_LIB" srun "${MONE[@]}" "$TOPO_RUN" --preload -- \
+  sh -c 'TOPO_RUN_PLAN="v3;corrupted" exec "$0" --quick' "$MCPROG"
+if [[ $RC -ne 0 ]] && grep -q "error: cannot set up topo-run's collectives: .*aborting the job (exit code 9)" "$WORK/err" \
+   && ! grep -q passed "$WORK/out"; then
+  ok "MPICH: a corrupted plan in the environment: a clear error (exit $RC)"
+else bad "MPICH: a corrupted plan" "exit $RC" "$(head -4 "$WORK/err")"; fi
+mkdir -p "$WORK/tinyshm" && mount -t tmpfs -o size=16k tmpfs "$WORK/tinyshm"
+run "$WORK/out" "$WORK/err" env TOPO_RUN_SHM_DIR="$WORK/tinyshm" TOPO_RUN_STATS=1 \
+  srun "${MONE[@]}" "$MPICH_GENERIC" "$TOPO_RUN" -- "$MCPROG" --quick
+if [[ $RC -eq 0 ]] && passed_line "$WORK/out" \
+   && grep -Eq "warning: rank 0 on .*: shared-memory segment $WORK/tinyshm/topo-run.*No space left.*collectives use MPI's own" "$WORK/err" \
+   && grep -q "MPI_Allreduce: 0 topo-run, [0-9]* MPI ([0-9]* topo-run inactive)" "$WORK/err"; then
+  ok "MPICH: shared memory too small: one warning, MPI's own collectives, correct results"
+else bad "MPICH: shared memory too small" "exit $RC" "$(grep -v '^ok' "$WORK/err" | head -4)"; fi
+umount "$WORK/tinyshm"
+
 echo "== 2 emulated nodes"
 start_cluster 2
 TWO=(-N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores)
@@ -300,6 +369,7 @@ check_nb "C nonblocking, 2 nodes x 2 ranks" "${TWO[@]}"
 check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
 check_mpich "MPICH C program through the MPICH-built PMPI library, 2 nodes x 2 (srun --mpi=pmi2)" 4 \
   -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores
+check_mpich_progs "2 nodes x 2 ranks (srun --mpi=pmi2)" -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores
 # The hierarchical Allgather (up, an exchange among the node leaders, down): blocking, on
 # topo-run's path; its nonblocking form is MPI's own, with the reason in the statistics.
 check_prog "C, 2 nodes x 2 ranks, hierarchical Allgather (TOPO_RUN_ALLGATHER=hier:ring)" "$CPROG" \
