@@ -1,0 +1,105 @@
+/* back-to-back: small collectives called back to back, as IMB and many applications call
+ * them: N calls of 8 bytes between two clock readings, no barrier in between, so a root
+ * may run ahead of its receivers. Each operation is timed through the program's own calls
+ * (through libtopo_preload.so when topo-run preloads it) and through MPI's own entry
+ * points (PMPI_*), interleaved, 9 times each after a warm-up; the table gives the medians
+ * of the slowest rank's time per call and the ratio topo/native (below 1: faster).
+ * Nonblocking calls are each followed at once by MPI_Wait.
+ *
+ *   mpicc -O2 -o back-to-back benchmarks/back-to-back.c
+ *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./back-to-back [CALLS] [OP]
+ *
+ * CALLS per timing (default 20000); OP runs one operation only (its index in the table).
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { IBCAST, IBARRIER, IALLREDUCE, BCAST, ALLREDUCE, BARRIER, IREDUCE, REDUCE, OPS };
+static const char *names[OPS] = {"ibcast", "ibarrier", "iallreduce", "bcast",
+                                 "allreduce", "barrier", "ireduce", "reduce"};
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One call of `op`, through the library (native = 0) or MPI's own entry point. */
+static void call(int op, int native, double *s, double *r) {
+    MPI_Request q;
+    MPI_Comm w = MPI_COMM_WORLD;
+    switch (op) {
+    case IBCAST:
+        if (native) PMPI_Ibcast(r, 8, MPI_BYTE, 0, w, &q);
+        else MPI_Ibcast(r, 8, MPI_BYTE, 0, w, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
+    case IBARRIER:
+        if (native) PMPI_Ibarrier(w, &q);
+        else MPI_Ibarrier(w, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
+    case IALLREDUCE:
+        if (native) PMPI_Iallreduce(s, r, 1, MPI_DOUBLE, MPI_SUM, w, &q);
+        else MPI_Iallreduce(s, r, 1, MPI_DOUBLE, MPI_SUM, w, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
+    case BCAST:
+        if (native) PMPI_Bcast(r, 1, MPI_DOUBLE, 0, w);
+        else MPI_Bcast(r, 1, MPI_DOUBLE, 0, w);
+        break;
+    case ALLREDUCE:
+        if (native) PMPI_Allreduce(s, r, 1, MPI_DOUBLE, MPI_SUM, w);
+        else MPI_Allreduce(s, r, 1, MPI_DOUBLE, MPI_SUM, w);
+        break;
+    case BARRIER:
+        if (native) PMPI_Barrier(w);
+        else MPI_Barrier(w);
+        break;
+    case IREDUCE:
+        if (native) PMPI_Ireduce(s, r, 1, MPI_DOUBLE, MPI_SUM, 0, w, &q);
+        else MPI_Ireduce(s, r, 1, MPI_DOUBLE, MPI_SUM, 0, w, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
+    case REDUCE:
+        if (native) PMPI_Reduce(s, r, 1, MPI_DOUBLE, MPI_SUM, 0, w);
+        else MPI_Reduce(s, r, 1, MPI_DOUBLE, MPI_SUM, 0, w);
+        break;
+    }
+}
+
+/* The slowest rank's time per call of `n` calls back to back, in microseconds. */
+static double timed(int op, int native, int n, double *s, double *r) {
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t = MPI_Wtime();
+    for (int i = 0; i < n; i++) call(op, native, s, r);
+    double us = (MPI_Wtime() - t) / n * 1e6, slowest;
+    PMPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int n = argc > 1 ? atoi(argv[1]) : 20000, only = argc > 2 ? atoi(argv[2]) : -1, rank;
+    enum { REPS = 9 };
+    double s[8] = {1}, r[8] = {0};
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) printf("op,bytes,topo_us,native_us,ratio\n");
+    for (int op = 0; op < OPS; op++) {
+        if (only >= 0 && op != only) continue;
+        double a[REPS], b[REPS];
+        timed(op, 0, n / 4, s, r);
+        timed(op, 1, n / 4, s, r);
+        for (int k = 0; k < REPS; k++) {
+            a[k] = timed(op, 0, n, s, r);
+            b[k] = timed(op, 1, n, s, r);
+        }
+        qsort(a, REPS, sizeof *a, cmp);
+        qsort(b, REPS, sizeof *b, cmp);
+        if (rank == 0)
+            printf("%s,8,%.3f,%.3f,%.2f\n", names[op], a[REPS / 2], b[REPS / 2],
+                   a[REPS / 2] / b[REPS / 2]);
+    }
+    MPI_Finalize();
+    return 0;
+}
