@@ -86,25 +86,25 @@ digest() { grep -o 'digest: [0-9a-f]*' "$1"; }
 # The statistics line of CALL shows at least one call on topo-run's path.
 took_our_path() { grep -Eq "topo-run: stats: rank 0.*: $2: [1-9][0-9]* topo-run" "$1"; }
 
-# check_prog NAME PROG "CALLS" "HANDOFFS" SRUN_ARGS...: PROG --quick passes natively and
-# under topo-run, with the same digest, no segment left, every call in CALLS on topo-run's
+# check_prog NAME PROG "CALLS" "HANDOFFS" SRUN_ARGS...: PROG --quick (or $PROG_OPTS) passes
+# natively and under topo-run, with the same digest, no segment left, every call in CALLS on topo-run's
 # path, and every reason in HANDOFFS ('|'-separated) in the statistics.
 check_prog() {
   local name=$1 prog=$2 calls=$3 handoffs=$4; shift 4
-  local t0=$SECONDS
-  run "$WORK/native.out" "$WORK/native.err" srun "$@" "$prog" --quick
+  local t0=$SECONDS opts=${PROG_OPTS:---quick}
+  run "$WORK/native.out" "$WORK/native.err" srun "$@" "$prog" $opts
   # The reference run has no topo-run in it, but Open MPI 4.1.4 itself dies by a signal now
   # and then on the emulated nodes (a SIGSEGV at address 0 in 1 of many CI runs): it is
   # taken once more then, and the line says so.
   local again=""
   if (( RC > 128 )); then
     again=", the run without topo-run taken twice (it died by signal $((RC - 128)) first)"
-    run "$WORK/native.out" "$WORK/native.err" srun "$@" "$prog" --quick
+    run "$WORK/native.out" "$WORK/native.err" srun "$@" "$prog" $opts
   fi
   if [[ $RC -ne 0 ]] || ! passed_line "$WORK/native.out"; then
     bad "$name: without topo-run" "exit $RC: $(tail -1 "$WORK/native.out")" "$(head -4 "$WORK/native.err")"; return
   fi
-  run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$prog" --quick
+  run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$prog" $opts
   local missing="" unseen="" c h
   for c in $calls; do
     took_our_path "$WORK/topo.err" "$c" || missing+=" $c"
@@ -200,20 +200,21 @@ check_mpich() {
 check_mpich "MPICH C program through the MPICH-built PMPI library, 1 node x 2 (srun --mpi=pmi2)" 2 \
   -N1 -n2 --mpi=pmi2 --cpu-bind=cores
 
-# check_mpich_progs NAME SRUN_ARGS...: the C, nonblocking C and Fortran programs built
-# with MPICH, as check_c, check_nb and check_f (the MPICH library chosen by topo-run).
+# check_mpich_progs NAME C_OPTS SRUN_ARGS...: the C (run with C_OPTS), nonblocking C and
+# Fortran programs built with MPICH, as check_c, check_nb and check_f (the MPICH library
+# chosen by topo-run).
 check_mpich_progs() {
-  local name=$1; shift
+  local name=$1 c_opts=$2; shift 2
   if [[ ! -f $MPICH_LIB ]]; then
     bad "$name: $MPICH_LIB is not built"; return
   fi
-  check_prog "MPICH C, $name" "$MCPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" \
+  PROG_OPTS=$c_opts check_prog "MPICH C, $name" "$MCPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" \
     "communicator without a topo-run context|derived datatype|MINLOC/MAXLOC pair datatype" "$@" "$MPICH_GENERIC"
   check_prog "MPICH C nonblocking, $name" "$MNBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather" \
     "communicator without a topo-run context|zero count" "$@" "$MPICH_GENERIC"
   check_fortran "MPICH Fortran, $name" "$MFPROG" "$@" "$MPICH_GENERIC"
 }
-check_mpich_progs "1 node x 2 ranks (srun --mpi=pmi2)" -N1 -n2 --mpi=pmi2 --cpu-bind=cores
+check_mpich_progs "1 node x 2 ranks (srun --mpi=pmi2)" --quick -N1 -n2 --mpi=pmi2 --cpu-bind=cores
 
 # check_over N: both C programs on 1 node x N ranks oversubscribed (N ranks on 2 cores,
 # through salloc + srun -O, as runtime.sh), results as without topo-run and the Allgathers
@@ -369,7 +370,10 @@ check_nb "C nonblocking, 2 nodes x 2 ranks" "${TWO[@]}"
 check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
 check_mpich "MPICH C program through the MPICH-built PMPI library, 2 nodes x 2 (srun --mpi=pmi2)" 4 \
   -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores
-check_mpich_progs "2 nodes x 2 ranks (srun --mpi=pmi2)" -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores
+# MPICH busy-polls without yielding: 4 ranks on 2 cores pay scheduler slices in every call
+# (preload-check --quick took 90-100 s a run here), so its C program runs --brief (every
+# path, fewer repetitions; the Open MPI runs above cover --quick on 2 nodes).
+check_mpich_progs "2 nodes x 2 ranks (srun --mpi=pmi2)" --brief -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores
 # The hierarchical Allgather (up, an exchange among the node leaders, down): blocking, on
 # topo-run's path; its nonblocking form is MPI's own, with the reason in the statistics.
 check_prog "C, 2 nodes x 2 ranks, hierarchical Allgather (TOPO_RUN_ALLGATHER=hier:ring)" "$CPROG" \
