@@ -49,6 +49,8 @@ pub struct Topo {
     fallback: Option<Fallback>,
     node: String,
     local: Option<(u32, u32)>,
+    /// Whether a progress thread advances this context's collectives.
+    thread: bool,
 }
 
 impl Drop for Topo {
@@ -304,6 +306,7 @@ impl Topo {
             s.progress_thread && s.spin > 0
         });
         let core = Arc::new(Mutex::new(Core::new(hier, world.rank(), node.clone())));
+        let threaded = thread == Some(true);
         if let Some(thread) = thread {
             crate::mpi_hook::track(&core);
             if thread {
@@ -316,6 +319,7 @@ impl Topo {
             fallback,
             node,
             local,
+            thread: threaded,
         }
     }
 
@@ -542,6 +546,12 @@ impl Topo {
     /// Whether the hierarchical path is active.
     pub fn is_hierarchical(&self) -> bool {
         context::lock(&self.core).hier.is_some()
+    }
+
+    /// Whether a progress thread advances this context's nonblocking collectives
+    /// (`--progress-thread`, unless `--spin 0` turned it off).
+    pub fn has_progress_thread(&self) -> bool {
+        self.thread
     }
 
     /// The world communicator topo-run works on (a duplicate of the application's).

@@ -215,6 +215,14 @@ check_mpich_progs() {
   check_fortran "MPICH Fortran, $name" "$MFPROG" "$@" "$MPICH_GENERIC"
 }
 check_mpich_progs "1 node x 2 ranks (srun --mpi=pmi2)" --quick -N1 -n2 --mpi=pmi2 --cpu-bind=cores
+# The nonblocking program under MPICH with the progress thread; the warning about MPICH's
+# missing progress hook names what advances the collectives instead.
+check_prog "MPICH C nonblocking, 1 node x 2 ranks, progress thread (srun --mpi=pmi2)" "$MNBPROG" \
+  "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather" "communicator without a topo-run context|zero count" \
+  -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$MPICH_GENERIC,TOPO_RUN_PROGRESS=thread"
+if grep -q "no progress hook .* advance only in the wait and test calls (also MPI's own, through MPICH's MPIX_Grequest_start) and in the progress thread" "$WORK/topo.err"; then
+  ok "MPICH with the progress thread: the warning names the waits, MPIX_Grequest_start and the thread"
+else bad "MPICH with the progress thread: the warning" "$(grep warning "$WORK/topo.err" | head -3)"; fi
 
 # check_over N: both C programs on 1 node x N ranks oversubscribed (N ranks on 2 cores,
 # through salloc + srun -O, as runtime.sh), results as without topo-run and the Allgathers

@@ -82,6 +82,10 @@ fi
 if [[ -x $MCHECK ]]; then
   coll_check "MPICH: 1 node x 2 ranks (srun --mpi=pmi2)" "$HIER, single copy from 16384 bytes" \
     srun -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" -- "$MCHECK" --require-topo --quick
+  # The progress thread under MPICH (no progress hook there: the thread and the waits).
+  coll_check "MPICH: 1 node x 2 ranks, progress thread (srun --mpi=pmi2)" \
+    "$HIER, single copy from 16384 bytes, progress thread" \
+    srun -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" --progress-thread -- "$MCHECK" --require-topo --quick
   t0=$SECONDS
   run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" -- "$MCHECK" --quick --die 1
   if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_(Allreduce|Bcast|Barrier) failed: rank 1 on node .* died during MPI_" "$WORK/err" \
@@ -318,10 +322,15 @@ if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "5 passed, 0 failed" ]]; then
   ok "2 nodes x 2 ranks, cyclic: coll-cases allgather basic: $(tail -1 "$WORK/out")"
 else bad "2 nodes x 2 cyclic: coll-cases allgather basic" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
-# MPICH across nodes (its TCP between the emulated nodes).
+# MPICH across nodes; and its progress thread at MPI_THREAD_MULTIPLE, one rank per node on
+# a core of its own (the thread runs the network steps too).
 if [[ -x $MCHECK ]]; then
   coll_check "MPICH: 2 nodes x 2 ranks (srun --mpi=pmi2)" "$HIER" \
     srun -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$MCHECK" --require-topo --quick
+  coll_check "MPICH: 2 nodes x 1 rank on its own core, progress thread, MPI_THREAD_MULTIPLE (srun --mpi=pmi2)" \
+    "$HIER.*, progress thread" \
+    srun -N2 -n2 --mpi=pmi2 sh -c 'exec taskset -c "$SLURM_NODEID" "$0" --progress-thread -- "$1" --require-topo --quick --thread-multiple' \
+    "$TOPO_RUN" "$MCHECK"
 fi
 
 # The ring Allgather across nodes (the default runs it only for job sizes that are not a

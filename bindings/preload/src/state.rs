@@ -224,11 +224,17 @@ impl State {
                         st.mpix_start = mpix_start();
                     }
                     if !st.hooked && rank == 0 {
-                        let waits = if st.mpix_start.is_some() {
-                            "the wait and test calls (also MPI's own, through MPICH's \
-                             MPIX_Grequest_start)"
-                        } else {
-                            "the wait and test calls"
+                        let waits = match (st.mpix_start.is_some(), topo.has_progress_thread()) {
+                            (true, true) => {
+                                "the wait and test calls (also MPI's own, through MPICH's \
+                                 MPIX_Grequest_start) and in the progress thread"
+                            }
+                            (true, false) => {
+                                "the wait and test calls (also MPI's own, through MPICH's \
+                                 MPIX_Grequest_start)"
+                            }
+                            (false, true) => "the wait and test calls and in the progress thread",
+                            (false, false) => "the wait and test calls",
                         };
                         eprintln!(
                             "topo-run: warning: this MPI library has no progress hook \
