@@ -168,15 +168,16 @@ if [[ $RC -ne 0 ]] && grep -q "start the tuner with .srun --mpi=pmix topo-run tu
   ok "topo-run-tune without topo-run: a clear error (exit $RC)"
 else bad "topo-run-tune without topo-run" "exit $RC" "$(head -4 "$WORK/err")"; fi
 # coll-bench, briefly: it measures the cache-line floor, the cases run shuffled, the rows
-# come out sorted, one per op and size.
+# come out sorted, one per op and size (the barrier once, as 0 bytes).
 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- \
-  "$BIN/coll-bench" --csv --min 4 --max 64 --iters 5 --warmup 1 --offset 16 --seed 7
-expect=$(for op in bcast reduce allreduce; do for b in 4 8 16 32 64; do echo "$op,$b"; done; done)
-got=$(grep -E '^(bcast|reduce|allreduce),' "$WORK/out" | cut -d, -f1,2)
+  "$BIN/coll-bench" --csv --min 4 --max 64 --iters 5 --warmup 1 --offset 16 --seed 7 \
+  --ops bcast,reduce,allreduce,barrier
+expect=$(for op in bcast reduce allreduce; do for b in 4 8 16 32 64; do echo "$op,$b"; done; done; echo barrier,0)
+got=$(grep -E '^(bcast|reduce|allreduce|barrier),' "$WORK/out" | cut -d, -f1,2)
 if [[ $RC -eq 0 && $got == "$expect" ]] && grep -q 'shuffled order (--seed 7)' "$WORK/err" \
    && grep -Eq 'a cache line takes [0-9]+ ns one way between ranks 0 and 1' "$WORK/err" \
    && (( $(shm_leftovers) == 0 )); then
-  ok "coll-bench --seed 7 --offset 16: $(grep -o 'a cache line takes [0-9]* ns' "$WORK/err"); 15 cases shuffled, rows sorted"
+  ok "coll-bench --seed 7 --offset 16: $(grep -o 'a cache line takes [0-9]* ns' "$WORK/err"); 16 cases shuffled, rows sorted"
 else bad "coll-bench" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 # A bad --offset is refused before MPI starts, naming the rule.
 timeout 20 "$BIN/coll-bench" --offset 17 >"$WORK/out" 2>"$WORK/err"; RC=$?

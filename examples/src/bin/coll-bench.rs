@@ -29,7 +29,7 @@ struct Args {
     #[arg(long)]
     thread_multiple: bool,
     /// Collectives to measure, comma-separated: bcast, reduce, allreduce, allgather (its
-    /// size is each rank's block).
+    /// size is each rank's block), barrier (measured once, as 0 bytes).
     #[arg(long, default_value = "bcast,reduce,allreduce", value_delimiter = ',')]
     ops: Vec<String>,
     /// Smallest message in bytes (a power of two; at least 4).
@@ -205,6 +205,8 @@ fn measure(
                 ("reduce", _) => world.process_at_rank(args.root).reduce_into(&send[..], sum),
                 ("allgather", 0) => topo.all_gather_into(&send[..], &mut all[..]),
                 ("allgather", _) => world.all_gather_into(&send[..], &mut all[..]),
+                ("barrier", 0) => topo.barrier(),
+                ("barrier", _) => world.barrier(),
                 (_, 0) => topo.all_reduce_into(&send[..], &mut recv[..], sum),
                 (_, _) => world.all_reduce_into(&send[..], &mut recv[..], sum),
             }
@@ -220,7 +222,7 @@ fn measure(
     }
     Row {
         op: op.to_string(),
-        bytes: n * 4,
+        bytes: if op == "barrier" { 0 } else { n * 4 },
         topo_us: slowest_median(world, &t_topo),
         native_us: slowest_median(world, &t_native),
     }
@@ -648,10 +650,14 @@ fn main() -> anyhow::Result<()> {
     let mut cases = Vec::new();
     for (i, op) in args.ops.iter().enumerate() {
         anyhow::ensure!(
-            ["bcast", "reduce", "allreduce", "allgather"].contains(&op.as_str()),
-            "unknown collective {op:?}; use bcast, reduce, allreduce or allgather"
+            ["bcast", "reduce", "allreduce", "allgather", "barrier"].contains(&op.as_str()),
+            "unknown collective {op:?}; use bcast, reduce, allreduce, allgather or barrier"
         );
-        cases.extend(sizes.iter().map(|&bytes| (i, op.as_str(), bytes)));
+        if op == "barrier" {
+            cases.push((i, op.as_str(), 0));
+        } else {
+            cases.extend(sizes.iter().map(|&bytes| (i, op.as_str(), bytes)));
+        }
     }
     if args.order == "shuffle" {
         let mut seed = args.seed.unwrap_or_else(|| {
@@ -688,6 +694,8 @@ fn main() -> anyhow::Result<()> {
     if rank == 0
         && let Some(path) = &args.svg
     {
+        // The plot's axis is the message size: the barrier has none.
+        measured.retain(|(_, r, _)| r.op != "barrier");
         let copies: Vec<_> = measured.iter().map(|(_, r, c)| (r.bytes, *c)).collect();
         let rows: Vec<_> = measured.into_iter().map(|(_, r, _)| r).collect();
         plot(path, &rows, &copies, size)?;
