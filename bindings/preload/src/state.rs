@@ -224,18 +224,13 @@ impl State {
                         st.mpix_start = mpix_start();
                     }
                     if !st.hooked && rank == 0 {
-                        let waits = match (st.mpix_start.is_some(), topo.has_progress_thread()) {
-                            (true, true) => {
-                                "the wait and test calls (also MPI's own, through MPICH's \
-                                 MPIX_Grequest_start) and in the progress thread"
-                            }
-                            (true, false) => {
-                                "the wait and test calls (also MPI's own, through MPICH's \
-                                 MPIX_Grequest_start)"
-                            }
-                            (false, true) => "the wait and test calls and in the progress thread",
-                            (false, false) => "the wait and test calls",
-                        };
+                        let mut waits = String::from("the wait and test calls");
+                        if st.mpix_start.is_some() {
+                            waits += " (also MPI's own, through MPICH's MPIX_Grequest_start)";
+                        }
+                        if topo.has_progress_thread() {
+                            waits += " and in the progress thread";
+                        }
                         eprintln!(
                             "topo-run: warning: this MPI library has no progress hook \
                              (Open MPI's opal_progress_register): nonblocking collectives \
