@@ -323,36 +323,33 @@ for call in MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier; do
   else bad "Fortran $upper with an internal error" "exit $RC" "$(cat "$WORK/out")" "$(grep topo-run "$WORK/err" | head -3)"; fi
 done
 
-t0=$SECONDS
-run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" -- "$CPROG" --die 1
-if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Allreduce failed: rank 1 on node .* died during MPI_Allreduce" "$WORK/err" \
-   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
-  ok "a rank killed mid-collective: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
-else bad "a rank killed mid-collective" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+# check_killed NAME CALL PROG_AND_ARGS... -- SRUN_ARGS...: a rank killed by the program's
+# own fault switch: rank 0 names it and CALL within a minute, the job fails, and nothing is
+# left in /dev/shm.
+check_killed() {
+  local name=$1 call=$2; shift 2
+  local prog=() t0=$SECONDS
+  while [[ $1 != -- ]]; do prog+=("$1"); shift; done
+  shift
+  run "$WORK/out" "$WORK/err" srun "$@" "$TOPO_RUN" -- "${prog[@]}"
+  if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: $call failed: rank 1 on node .* died during $call" "$WORK/err" \
+     && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
+    ok "$name: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
+  else bad "$name" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+}
 
-t0=$SECONDS
-run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" -- "$NBPROG" --die 1
-if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Iallreduce failed: rank 1 on node .* died during MPI_Iallreduce" "$WORK/err" \
-   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
-  ok "a rank killed while a nonblocking collective is in flight: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
-else bad "a rank killed during MPI_Iallreduce" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+check_killed "a rank killed mid-collective" MPI_Allreduce "$CPROG" --die 1 -- "${ONE[@]}"
 
-t0=$SECONDS
-run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" -- "$NBPROG" --die-in-recv 1
-if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Ibcast failed: rank 1 on node .* died during MPI_Ibcast" "$WORK/err" \
-   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
-  ok "a rank killed while rank 0 is blocked in MPI_Recv with an MPI_Ibcast in flight: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
-else bad "a rank killed while rank 0 is blocked in MPI_Recv" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+check_killed "a rank killed while a nonblocking collective is in flight" MPI_Iallreduce \
+  "$NBPROG" --die 1 -- "${ONE[@]}"
+
+check_killed "a rank killed while rank 0 is blocked in MPI_Recv with an MPI_Ibcast in flight" MPI_Ibcast \
+  "$NBPROG" --die-in-recv 1 -- "${ONE[@]}"
 
 # The fault cases under MPICH, through the MPICH build of the library: a rank killed
 # mid-collective, a corrupted plan, /dev/shm too small.
 MONE=(-N1 -n2 --mpi=pmi2 --cpu-bind=cores)
-t0=$SECONDS
-run "$WORK/out" "$WORK/err" srun "${MONE[@]}" "$TOPO_RUN" -- "$MCPROG" --die 1
-if [[ $RC -ne 0 ]] && grep -Eq "rank 0 on .*: MPI_Allreduce failed: rank 1 on node .* died during MPI_Allreduce" "$WORK/err" \
-   && (( $(shm_leftovers) == 0 )) && (( SECONDS - t0 < 60 )); then
-  ok "MPICH: a rank killed mid-collective: rank 0 names it ($((SECONDS - t0)) s, exit $RC, nothing left in /dev/shm)"
-else bad "MPICH: a rank killed mid-collective" "exit $RC after $((SECONDS - t0)) s" "$(head -6 "$WORK/err")"; fi
+check_killed "MPICH: a rank killed mid-collective" MPI_Allreduce "$MCPROG" --die 1 -- "${MONE[@]}"
 run "$WORK/out" "$WORK/err" env TOPO_RUN_PRELOAD_LIB="$MPICH_LIB" srun "${MONE[@]}" "$TOPO_RUN" --preload -- \
   sh -c 'TOPO_RUN_PLAN="v3;corrupted" exec "$0" --quick' "$MCPROG"
 if [[ $RC -ne 0 ]] && grep -q "error: cannot set up topo-run's collectives: .*aborting the job (exit code 9)" "$WORK/err" \
