@@ -66,9 +66,16 @@ pub struct MpiCombine {
 type Kernel = fn(&mut [u8], &[u8]);
 
 /// A Rust kernel for `op` over `T`, elementwise on native-endian bytes.
+///
+/// On x86-64 the loop is compiled twice: for the baseline instruction set and for AVX2,
+/// which the kernel takes when the processor has it (std caches the detection, so the
+/// check is one load). Each element is still one operation on two values, so both give
+/// the same bits; AVX2 halves the time of an 8 KiB fragment in cache (0.56 against
+/// 0.28 us for an `f64` sum, docs/runtime.md), where the baseline build uses SSE2 only.
 macro_rules! kernel {
     ($t:ty, $f:expr) => {{
-        fn k(acc: &mut [u8], x: &[u8]) {
+        #[inline(always)]
+        fn body(acc: &mut [u8], x: &[u8]) {
             const N: usize = std::mem::size_of::<$t>();
             let f: fn($t, $t) -> $t = $f;
             for (a, b) in acc.chunks_exact_mut(N).zip(x.chunks_exact(N)) {
@@ -76,6 +83,19 @@ macro_rules! kernel {
                 let q = <$t>::from_ne_bytes(b.try_into().unwrap_or_default());
                 a.copy_from_slice(&f(p, q).to_ne_bytes());
             }
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        fn body_avx2(acc: &mut [u8], x: &[u8]) {
+            body(acc, x)
+        }
+        fn k(acc: &mut [u8], x: &[u8]) {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the processor has AVX2, checked just above.
+                return unsafe { body_avx2(acc, x) };
+            }
+            body(acc, x)
         }
         Some(k as Kernel)
     }};
@@ -305,6 +325,71 @@ mod tests {
         let x = bytes(x).to_vec();
         c.combine(bytes_mut(acc), &x);
         true
+    }
+
+    /// Long buffers, so that the vector loop of the kernels (AVX2 where the processor has
+    /// it) and its scalar tail both run: every element as one scalar operation gives.
+    #[test]
+    fn vector_kernels_match_scalar_operations() {
+        const N: usize = 1027;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let x: Vec<u64> = (0..N).map(|_| next()).collect();
+        let y: Vec<u64> = (0..N).map(|_| next()).collect();
+
+        let fx: Vec<f64> = x.iter().map(|&v| (v as i64) as f64 * 1e-7).collect();
+        let fy: Vec<f64> = y.iter().map(|&v| (v as i64) as f64 * 3e-9).collect();
+        let mut acc = fx.clone();
+        assert!(run(SystemOperation::sum(), &mut acc, &fy));
+        for i in 0..N {
+            assert_eq!(
+                acc[i].to_bits(),
+                (fx[i] + fy[i]).to_bits(),
+                "f64 sum at {i}"
+            );
+        }
+        let gx: Vec<f32> = x.iter().map(|&v| (v as i32) as f32 * 1e-3).collect();
+        let gy: Vec<f32> = y.iter().map(|&v| (v as i32) as f32 * 1e-6).collect();
+        let mut acc = gx.clone();
+        assert!(run(SystemOperation::product(), &mut acc, &gy));
+        for i in 0..N {
+            assert_eq!(
+                acc[i].to_bits(),
+                (gx[i] * gy[i]).to_bits(),
+                "f32 product at {i}"
+            );
+        }
+        let ix: Vec<i32> = x.iter().map(|&v| v as i32).collect();
+        let iy: Vec<i32> = y.iter().map(|&v| v as i32).collect();
+        let mut acc = ix.clone();
+        assert!(run(SystemOperation::product(), &mut acc, &iy));
+        let want: Vec<i32> = ix
+            .iter()
+            .zip(&iy)
+            .map(|(a, b)| a.wrapping_mul(*b))
+            .collect();
+        assert_eq!(acc, want);
+        let lx: Vec<i64> = x.iter().map(|&v| v as i64).collect();
+        let ly: Vec<i64> = y.iter().map(|&v| v as i64).collect();
+        let mut acc = lx.clone();
+        assert!(run(SystemOperation::max(), &mut acc, &ly));
+        let want: Vec<i64> = lx.iter().zip(&ly).map(|(a, b)| *a.max(b)).collect();
+        assert_eq!(acc, want);
+        let bx: Vec<u8> = x.iter().map(|&v| v as u8).collect();
+        let by: Vec<u8> = y.iter().map(|&v| v as u8).collect();
+        let mut acc = bx.clone();
+        assert!(run(SystemOperation::sum(), &mut acc, &by));
+        let want: Vec<u8> = bx
+            .iter()
+            .zip(&by)
+            .map(|(a, b)| a.wrapping_add(*b))
+            .collect();
+        assert_eq!(acc, want);
     }
 
     #[test]
