@@ -81,6 +81,15 @@ done
 # without topo-run, use MPICH's generic collectives.
 MPICH_GENERIC=--export=ALL,MPIR_CVAR_DEVICE_COLLECTIVES=none
 
+# tcp_warning ERR: the message and error of Open MPI's TCP warning in ERR, on one line.
+tcp_warning() {
+  grep -E '^ *(Message|Error): ' "$1" | head -2 | sed 's/^ *//' | paste -sd ';' -
+}
+# crash_lines ERR: what a process that died by a signal left in ERR beyond its first
+# lines: the signal, its address, the frames and the TCP warning's reason.
+crash_lines() {
+  grep -E 'Signal:|Signal code|Failing at address|\[ *[0-9]+\] |^ *(Message|Error): ' "$1" | head -14
+}
 passed_line() { [[ $(tail -1 "$1") =~ ^[0-9]+\ passed,\ 0\ failed$ ]]; }
 digest() { grep -o 'digest: [0-9a-f]*' "$1"; }
 # The statistics line of CALL shows at least one call on topo-run's path.
@@ -105,6 +114,16 @@ check_prog() {
     bad "$name: without topo-run" "exit $RC: $(tail -1 "$WORK/native.out")" "$(head -4 "$WORK/native.err")"; return
   fi
   run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$prog" $opts
+  # The same for Open MPI's TCP transport between emulated nodes: in 1 of many CI runs of
+  # 4 nodes x 2 a process died by SIGSEGV right after Open MPI's own warning that a TCP
+  # connect() between two of its processes failed. topo-run does not open, close or touch
+  # MPI's sockets; a death by signal that follows that warning is taken once more, the
+  # line says so and keeps the first run's reason. Any other failure counts at once.
+  if (( RC > 128 )) && grep -q "Open MPI failed to TCP connect\|failed to handshake with a connecting peer" "$WORK/topo.err"; then
+    again+=", the run under topo-run taken twice (it died by signal $((RC - 128)) after Open MPI's TCP warning: $(tcp_warning "$WORK/topo.err"))"
+    cp "$WORK/topo.err" "$WORK/topo.first.err"
+    run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$prog" $opts
+  fi
   local missing="" unseen="" c h
   for c in $calls; do
     took_our_path "$WORK/topo.err" "$c" || missing+=" $c"
@@ -115,7 +134,8 @@ check_prog() {
   done
   unset IFS
   if [[ $RC -ne 0 ]] || ! passed_line "$WORK/topo.out"; then
-    bad "$name: under topo-run" "exit $RC: $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -6)"
+    bad "$name: under topo-run" "exit $RC: $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -6)" \
+      "$(crash_lines "$WORK/topo.err")"
   elif [[ "$(digest "$WORK/topo.out")" != "$(digest "$WORK/native.out")" ]]; then
     bad "$name: results differ from MPI's own" "$(digest "$WORK/topo.out") vs $(digest "$WORK/native.out")"
   elif [[ -n $missing ]]; then
