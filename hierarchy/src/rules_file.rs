@@ -9,7 +9,7 @@
 //! bcast        inter<64K    knomial:4
 //! allreduce    <64K         rab:rd
 //! # KEY        VALUE                        (queue geometry and thresholds)
-//! fragment     8K
+//! fragment     128K
 //! single-copy  16K
 //! ```
 //!
@@ -192,6 +192,7 @@ fn example(key: &str) -> &'static str {
         "spin" => "1024",
         "chunk" => "256K",
         "single-copy" => "16K",
+        "fragment" => "128K",
         _ => "8K",
     }
 }

@@ -26,7 +26,7 @@ use crate::level::LevelName;
 /// Slots per shared-memory queue when not set.
 pub const DEFAULT_SLOTS: u32 = 8;
 /// Bytes per shared-memory slot (fragment) when not set.
-pub const DEFAULT_FRAGMENT: u32 = 8 << 10;
+pub const DEFAULT_FRAGMENT: u32 = 128 << 10;
 /// Bytes per pipeline chunk when not set.
 pub const DEFAULT_CHUNK: u32 = 256 << 10;
 /// Busy-wait rounds before a waiting rank starts yielding its core, when not set.
@@ -45,7 +45,7 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "fragment",
         "TOPO_RUN_FRAGMENT",
-        "bytes per shared-memory slot, a multiple of 64 (64..=16M, default 8K)",
+        "bytes per shared-memory slot, a multiple of 64 (64..=16M, default 128K)",
     ),
     (
         "chunk",

@@ -428,7 +428,7 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "N", env = "TOPO_RUN_SLOTS")]
     pub slots: Option<String>,
 
-    /// Bytes per shared-memory slot, a multiple of 64 (default 8K).
+    /// Bytes per shared-memory slot, a multiple of 64 (default 128K).
     #[arg(long, value_name = "BYTES", env = "TOPO_RUN_FRAGMENT")]
     pub fragment: Option<String>,
 

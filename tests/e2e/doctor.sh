@@ -132,8 +132,10 @@ mount -t tmpfs -o size=16k tmpfs "$WORK/tinyshm"
 both env TOPO_RUN_SHM_DIR="$WORK/tinyshm" "$TOPO_RUN" doctor
 expect "a tiny shared-memory directory: FAIL, exit 16" 16 \
   "^FAIL +shared memory +$WORK/tinyshm: 16.0 KiB in all; .*too small" 'fix: make .* larger'
-mount -t tmpfs -o size=1m tmpfs "$WORK/fullshm"
-head -c 1000000 /dev/zero >"$WORK/fullshm/filler" 2>/dev/null
+# Large enough for a node's segment (about 2 MiB for 2 tasks with the default 128 KiB
+# slots), but all but 0.4 MiB of it taken.
+mount -t tmpfs -o size=8m tmpfs "$WORK/fullshm"
+head -c 8000000 /dev/zero >"$WORK/fullshm/filler" 2>/dev/null
 both env TOPO_RUN_SHM_DIR="$WORK/fullshm" "$TOPO_RUN" doctor
 expect "a full shared-memory directory: FAIL, exit 16" 16 \
   "^FAIL +shared memory +$WORK/fullshm: .*reserving it failed: .*No space left"

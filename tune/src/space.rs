@@ -125,7 +125,7 @@ pub fn knobs(current: impl Fn(&str) -> String, pipelined: bool, single_copy: boo
     }
     out.push(Knob {
         key: "fragment",
-        values: with_current("fragment", &["2K", "4K", "8K", "16K", "32K", "64K"]),
+        values: with_current("fragment", &["2K", "8K", "32K", "64K", "128K", "256K"]),
         from: 1 << 10,
         to: usize::MAX,
     });
