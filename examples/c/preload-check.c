@@ -11,8 +11,8 @@
  * MPI_MINLOC on MPI_2INT; errors MPI must report (bad root, negative count, null datatype,
  * null op, a derived type not committed) under MPI_ERRORS_RETURN; broadcasts of derived types (topo-run packs them): a
  * strided vector, and ranks passing different datatypes with the same type signature;
- * 2000 back-to-back calls. MPI_Allgather: counts 0, 1, primes and the 8 KiB fragment
- * boundary +-1 (and a total of 16 MiB), in place and not, on world and a duplicate; send
+ * 2000 back-to-back calls. MPI_Allgather: counts 0, 1, primes and the 8 KiB boundary
+ * (the Allgather's in-place block size) +-1 (and a total of 16 MiB), in place and not, on world and a duplicate; send
  * and receive types that differ with the same signature (contiguous, strided vector,
  * MPI_DOUBLE_INT against an equivalent struct); back to back with Allreduce.
  *
@@ -494,7 +494,7 @@ int main(int argc, char **argv) {
     check_long(same, small);
     MPI_Comm_free(&same);
 
-    /* Allgather: 0, 1, primes, the 8 KiB fragment boundary +-1, 16 MiB in all. */
+    /* Allgather: 0, 1, primes, the 8 KiB in-place block boundary +-1, 16 MiB in all. */
     const long ag_full[] = {0, 1, 7, 1031, 2047, 2048, 2049, 65539, -1};
     const long ag_small[] = {0, 1, 1031, 2049, -1};
     for (const long *c = quick ? ag_small : ag_full; *c >= 0; c++) allgather_ints(MPI_COMM_WORLD, *c);

@@ -335,9 +335,11 @@ impl Checker<'_> {
             r
         };
         let e = std::mem::size_of::<T>();
-        // Fragment (8 KiB) and pipeline chunk (256 KiB) boundaries, each +-1 element.
+        // The default fragment and pipeline chunk, and 8 KiB (the fragment of earlier
+        // versions, the Allgather's in-place block size), each +-1 element.
+        let defaults = topo_runtime::Settings::default();
         let mut sizes = vec![0, 1, 7, 1021];
-        for b in [8 << 10, 256 << 10] {
+        for b in [8 << 10, defaults.fragment as usize, defaults.chunk as usize] {
             sizes.extend([b / e - 1, b / e, b / e + 1]);
         }
         if !quick {
