@@ -163,6 +163,12 @@ pub fn choose(times: &[f64], current: usize) -> usize {
     }
 }
 
+/// Whether settings that took `tuned` us lose against the `start` ones' time: by more
+/// than three margins, as a knob may lose nowhere ([`choose_overall`]).
+pub fn loses(start: f64, tuned: f64) -> bool {
+    tuned > start * (1.0 + 3.0 * MARGIN)
+}
+
 /// A knob's value applies to every size, so it must pay overall and hurt nowhere: the
 /// candidate with the smallest geometric mean of its time ratios to the current value
 /// (`ratios[candidate][size]`), if that mean is below `1 - MARGIN` and no ratio exceeds
