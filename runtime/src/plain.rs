@@ -342,54 +342,43 @@ mod tests {
         let x: Vec<u64> = (0..N).map(|_| next()).collect();
         let y: Vec<u64> = (0..N).map(|_| next()).collect();
 
-        let fx: Vec<f64> = x.iter().map(|&v| (v as i64) as f64 * 1e-7).collect();
-        let fy: Vec<f64> = y.iter().map(|&v| (v as i64) as f64 * 3e-9).collect();
-        let mut acc = fx.clone();
-        assert!(run(SystemOperation::sum(), &mut acc, &fy));
-        for i in 0..N {
-            assert_eq!(
-                acc[i].to_bits(),
-                (fx[i] + fy[i]).to_bits(),
-                "f64 sum at {i}"
-            );
+        /// The kernel of `op` gives, element by element, the bytes of `f`.
+        fn same_as_scalar<T: Equivalence + Copy + 'static>(
+            op: SystemOperation,
+            x: &[T],
+            y: &[T],
+            f: fn(T, T) -> T,
+        ) {
+            let mut acc = x.to_vec();
+            assert!(run(op, &mut acc, y));
+            let want: Vec<T> = x.iter().zip(y).map(|(&a, &b)| f(a, b)).collect();
+            assert_eq!(bytes(&acc), bytes(&want));
         }
-        let gx: Vec<f32> = x.iter().map(|&v| (v as i32) as f32 * 1e-3).collect();
-        let gy: Vec<f32> = y.iter().map(|&v| (v as i32) as f32 * 1e-6).collect();
-        let mut acc = gx.clone();
-        assert!(run(SystemOperation::product(), &mut acc, &gy));
-        for i in 0..N {
-            assert_eq!(
-                acc[i].to_bits(),
-                (gx[i] * gy[i]).to_bits(),
-                "f32 product at {i}"
-            );
-        }
-        let ix: Vec<i32> = x.iter().map(|&v| v as i32).collect();
-        let iy: Vec<i32> = y.iter().map(|&v| v as i32).collect();
-        let mut acc = ix.clone();
-        assert!(run(SystemOperation::product(), &mut acc, &iy));
-        let want: Vec<i32> = ix
-            .iter()
-            .zip(&iy)
-            .map(|(a, b)| a.wrapping_mul(*b))
-            .collect();
-        assert_eq!(acc, want);
-        let lx: Vec<i64> = x.iter().map(|&v| v as i64).collect();
-        let ly: Vec<i64> = y.iter().map(|&v| v as i64).collect();
-        let mut acc = lx.clone();
-        assert!(run(SystemOperation::max(), &mut acc, &ly));
-        let want: Vec<i64> = lx.iter().zip(&ly).map(|(a, b)| *a.max(b)).collect();
-        assert_eq!(acc, want);
-        let bx: Vec<u8> = x.iter().map(|&v| v as u8).collect();
-        let by: Vec<u8> = y.iter().map(|&v| v as u8).collect();
-        let mut acc = bx.clone();
-        assert!(run(SystemOperation::sum(), &mut acc, &by));
-        let want: Vec<u8> = bx
-            .iter()
-            .zip(&by)
-            .map(|(a, b)| a.wrapping_add(*b))
-            .collect();
-        assert_eq!(acc, want);
+        let f64s = |v: &[u64], k: f64| v.iter().map(|&v| (v as i64) as f64 * k).collect::<Vec<_>>();
+        same_as_scalar(
+            SystemOperation::sum(),
+            &f64s(&x, 1e-7),
+            &f64s(&y, 3e-9),
+            |a, b| a + b,
+        );
+        let f32s = |v: &[u64], k: f32| v.iter().map(|&v| (v as i32) as f32 * k).collect::<Vec<_>>();
+        same_as_scalar(
+            SystemOperation::product(),
+            &f32s(&x, 1e-3),
+            &f32s(&y, 1e-6),
+            |a, b| a * b,
+        );
+        let i32s = |v: &[u64]| v.iter().map(|&v| v as i32).collect::<Vec<_>>();
+        same_as_scalar(
+            SystemOperation::product(),
+            &i32s(&x),
+            &i32s(&y),
+            i32::wrapping_mul,
+        );
+        let i64s = |v: &[u64]| v.iter().map(|&v| v as i64).collect::<Vec<_>>();
+        same_as_scalar(SystemOperation::max(), &i64s(&x), &i64s(&y), i64::max);
+        let u8s = |v: &[u64]| v.iter().map(|&v| v as u8).collect::<Vec<_>>();
+        same_as_scalar(SystemOperation::sum(), &u8s(&x), &u8s(&y), u8::wrapping_add);
     }
 
     #[test]
