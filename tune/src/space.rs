@@ -182,7 +182,7 @@ pub fn choose_overall(ratios: &[Vec<f64>], current: usize) -> usize {
         }
     };
     let best = (0..ratios.len())
-        .filter(|&c| ratios[c].iter().all(|&r| r <= 1.0 + 3.0 * MARGIN))
+        .filter(|&c| ratios[c].iter().all(|&r| !loses(1.0, r)))
         .min_by(|&a, &b| geomean(&ratios[a]).total_cmp(&geomean(&ratios[b])));
     match best {
         Some(b) if geomean(&ratios[b]) < 1.0 - MARGIN => b,
