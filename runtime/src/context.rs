@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::os::raw::c_int;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use mpi::ffi;
 use mpi::topology::Communicator;
@@ -20,6 +20,7 @@ use crate::links::Links;
 use crate::nonblocking::iallgather::Exchange;
 use crate::nonblocking::{Builder, Engine, Reach, Schedule, Shape};
 use crate::reduce::Scratch;
+use crate::serial_lock::{SerialGuard, SerialLock};
 use crate::transport::mpi::MpiTransport;
 use crate::view::View;
 
@@ -72,23 +73,23 @@ impl Exchanges {
     }
 }
 
-/// A context's state, shared with its requests and the progress hooks.
-pub(crate) type Shared = Arc<Mutex<Core>>;
+/// A context's state, shared with its requests and the progress hooks. Its lock is a
+/// plain flag unless a progress thread shares it ([`crate::serial_lock`]).
+pub(crate) type Shared = Arc<SerialLock<Core>>;
+
+/// The guard of a context's state.
+pub(crate) type Locked<'a> = SerialGuard<'a, Core>;
 
 /// Locks `shared`, waiting for it. A panic while it was held (a request dropped before it
 /// completed panics) leaves the state consistent: every change to it is made whole
 /// before anything can panic, and poisoning is reported by [`Core::check_poison`].
-pub(crate) fn lock(shared: &Shared) -> MutexGuard<'_, Core> {
-    shared.lock().unwrap_or_else(PoisonError::into_inner)
+pub(crate) fn lock(shared: &Shared) -> Locked<'_> {
+    shared.lock()
 }
 
 /// Locks `shared` if nobody holds it.
-pub(crate) fn try_lock(shared: &Shared) -> Option<MutexGuard<'_, Core>> {
-    match shared.try_lock() {
-        Ok(g) => Some(g),
-        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
-        Err(std::sync::TryLockError::WouldBlock) => None,
-    }
+pub(crate) fn try_lock(shared: &Shared) -> Option<Locked<'_>> {
+    shared.try_lock()
 }
 
 /// State shared by a [`crate::Topo`] and its requests.

@@ -26,6 +26,7 @@ pub mod progress_thread;
 pub mod reduce;
 pub mod request;
 pub mod ring;
+pub mod serial_lock;
 mod topo;
 pub mod transport;
 pub mod tree;

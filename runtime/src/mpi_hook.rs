@@ -16,11 +16,12 @@ use std::cell::RefCell;
 use std::ffi::{CStr, c_void};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use crate::backoff::LIVENESS_PERIOD;
 use crate::context::{Core, Shared, try_lock};
+use crate::serial_lock::SerialLock;
 
 /// A callback of Open MPI's progress engine: returns how many events it completed.
 pub type Callback = unsafe extern "C" fn() -> c_int;
@@ -65,7 +66,7 @@ pub fn manual() {
 
 thread_local! {
     /// The contexts of this thread that the callback advances.
-    static CONTEXTS: RefCell<Vec<Weak<Mutex<Core>>>> = const { RefCell::new(Vec::new()) };
+    static CONTEXTS: RefCell<Vec<Weak<SerialLock<Core>>>> = const { RefCell::new(Vec::new()) };
     /// When the callback last checked the peers.
     static LAST_CHECK: RefCell<Option<Instant>> = const { RefCell::new(None) };
 }

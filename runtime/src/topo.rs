@@ -9,17 +9,19 @@ use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use topo_hierarchy::{LevelName, PLAN_ENV, RankPlan, Settings};
 
+use std::marker::PhantomData;
 use std::os::raw::c_int;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 pub use crate::context::ABORT_CODE;
 use crate::context::Exchanges;
-use crate::context::{self, Core, Hier, Shared, abort};
+use crate::context::{self, Core, Hier, Locked, Shared, abort};
 use crate::error::{Error, Result};
 use crate::links::Links;
 use crate::nonblocking::iallgather::{Exchange, Order};
 use crate::plain::{self, MpiCombine};
 use crate::reduce::Scratch;
+use crate::serial_lock::SerialLock;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
@@ -51,6 +53,9 @@ pub struct Topo {
     local: Option<(u32, u32)>,
     /// Whether a progress thread advances this context's collectives.
     thread: bool,
+    /// Not `Send`: without a progress thread the state's lock is a plain flag, which
+    /// relies on one thread using the context (and its requests, also not `Send`).
+    _not_send: PhantomData<*const ()>,
 }
 
 impl Drop for Topo {
@@ -305,8 +310,18 @@ impl Topo {
             }
             s.progress_thread && s.spin > 0
         });
-        let core = Arc::new(Mutex::new(Core::new(hier, world.rank(), node.clone())));
         let threaded = thread == Some(true);
+        let state = Core::new(hier, world.rank(), node.clone());
+        let core = Arc::new(if threaded {
+            SerialLock::new(state)
+        } else {
+            // SAFETY: without a progress thread the state is reached only through this
+            // context, its requests and `Progress` handles (none of them `Send`), and
+            // this thread's MPI progress hook: one thread. (The PMPI library, which moves
+            // contexts between threads under MPI_THREAD_SERIALIZED, has the program's own
+            // ordering of its MPI calls between such uses.)
+            unsafe { SerialLock::new_serial(state) }
+        });
         if let Some(thread) = thread {
             crate::mpi_hook::track(&core);
             if thread {
@@ -320,12 +335,13 @@ impl Topo {
             node,
             local,
             thread: threaded,
+            _not_send: PhantomData,
         }
     }
 
     /// The shared state, after every nonblocking collective in flight has completed (a
     /// blocking call must not overtake them).
-    fn quiesced(&self) -> MutexGuard<'_, Core> {
+    fn quiesced(&self) -> Locked<'_> {
         let mut core = context::lock(&self.core);
         if let Err(e) = core.quiesce() {
             // Named after the nonblocking collective that failed.

@@ -25,13 +25,14 @@ use std::ffi::c_void;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::ManuallyDrop;
 use std::os::raw::c_int;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use mpi::ffi;
 use mpi::raw::FromRaw;
 use mpi::topology::SimpleCommunicator;
+use topo_runtime::serial_lock::{SerialGuard, SerialLock};
 use topo_runtime::{Pace, Progress, RawRequest, Topo, with_progress_hook};
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
@@ -140,19 +141,34 @@ struct Shared(Global);
 
 // SAFETY: `Topo`, `RawRequest` and `Progress` are not `Send` only because of the `Rc`s
 // that tie a context to its requests. All of them live here, and are only used with the
-// global mutex held (progress hooks run inside such a use, on the same thread). The
+// global lock held (progress hooks run inside such a use, on the same thread). The
 // library is only active at thread levels up to MPI_THREAD_SERIALIZED, where MPI calls
 // never run concurrently anyway.
 unsafe impl Send for Shared {}
 
-static GLOBAL: Mutex<Shared> = Mutex::new(Shared(Global {
+/// The library's state. Its lock is a mutex until MPI is initialised below
+/// `MPI_THREAD_MULTIPLE`, then a plain flag (`SERIAL_NEXT`): the per-call cost of a
+/// mutex is a full fence at each end of every intercepted call (docs/runtime.md).
+static GLOBAL: SerialLock<Shared> = SerialLock::new(Shared(Global {
     state: None,
     finalized: false,
 }));
 
-fn lock() -> MutexGuard<'static, Shared> {
-    // A panic while the lock was held was already reported; the counters stay usable.
-    let mut g = GLOBAL.lock().unwrap_or_else(|p| p.into_inner());
+/// Set once MPI is known to run below `MPI_THREAD_MULTIPLE`: the next [`lock`] turns
+/// `GLOBAL` into a flag (not while it is held, as it is where this is learnt).
+static SERIAL_NEXT: AtomicBool = AtomicBool::new(false);
+
+fn lock() -> SerialGuard<'static, Shared> {
+    if SERIAL_NEXT.load(Ordering::Relaxed) {
+        SERIAL_NEXT.store(false, Ordering::Relaxed);
+        // SAFETY: below MPI_THREAD_MULTIPLE the program makes one MPI call at a time,
+        // ordered by its own synchronisation between threads, and MPI runs the library's
+        // callbacks (attribute deletion, progress) inside such calls: no two threads use
+        // the state at once. Nobody holds the lock here: this thread is about to take
+        // it, and no other thread is in an MPI call.
+        unsafe { GLOBAL.make_serial() };
+    }
+    let mut g = GLOBAL.lock();
     if ANY_DELETED.load(Ordering::Relaxed) && ANY_DELETED.swap(false, Ordering::Acquire) {
         let ids = std::mem::take(&mut *DELETED.lock().unwrap_or_else(|p| p.into_inner()));
         for id in ids {
@@ -208,6 +224,7 @@ impl State {
             }
             return st;
         }
+        SERIAL_NEXT.store(true, Ordering::Relaxed);
         // This library's own callback advances the contexts and completes their requests.
         topo_runtime::mpi_hook::manual();
         let world = SimpleCommunicator::world();
@@ -456,11 +473,10 @@ pub(crate) fn forget_comm(comm: MPI_Comm) {
 /// The delete callback of context `id`'s attribute: MPI is freeing its communicator.
 pub(crate) fn context_deleted(id: u64) {
     match GLOBAL.try_lock() {
-        Ok(mut g) => forget_id(&mut g, id),
-        Err(TryLockError::Poisoned(p)) => forget_id(&mut p.into_inner(), id),
+        Some(mut g) => forget_id(&mut g, id),
         // Freed while the library holds its state (it frees no application communicator
         // itself, so another thread's doing): dropped at the next lock.
-        Err(TryLockError::WouldBlock) => defer_deleted(id),
+        None => defer_deleted(id),
     }
 }
 
@@ -673,10 +689,8 @@ pub(crate) fn progress(check_peers: bool) -> bool {
 /// advances every collective in flight unless another thread holds the state, checking
 /// the peers every 50 ms. Returns how many collectives it completed.
 pub(crate) fn progress_from_mpi() -> c_int {
-    let mut g = match GLOBAL.try_lock() {
-        Ok(g) => g,
-        Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(TryLockError::WouldBlock) => return 0,
+    let Some(mut g) = GLOBAL.try_lock() else {
+        return 0;
     };
     let Some(st) = &mut g.0.state else {
         return 0;
