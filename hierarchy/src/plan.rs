@@ -187,6 +187,37 @@ fn unescape(s: &str, field: &str) -> Result<String> {
 }
 
 impl RankPlan {
+    /// For each rank of this node (in `peers` order), whether it is in this rank's lowest
+    /// group inside the node: the ranks it shares its nearest cache or memory with, as the
+    /// node reported them. When the node has no level below `node` (the machine reports
+    /// one cache and memory for all its ranks, or nothing), every rank counts as near; a
+    /// rank alone at every level below `node` is near only itself.
+    pub fn near_peers(&self) -> Vec<bool> {
+        if let Some(g) = self
+            .groups
+            .iter()
+            .find(|g| matches!(g.level, LevelName::Intra(_)))
+        {
+            return self
+                .peers
+                .iter()
+                .map(|p| g.members.binary_search(p).is_ok())
+                .collect();
+        }
+        // No group of ours below `node`: either the node has no such level, or this rank
+        // is alone at each (then `node` gathers the leaders of the level below, fewer than
+        // the node's ranks).
+        let levels_below_node = self
+            .groups
+            .iter()
+            .find(|g| g.level == LevelName::Node)
+            .is_some_and(|g| g.members.len() < self.peers.len());
+        self.peers
+            .iter()
+            .map(|&p| !levels_below_node || p == self.rank)
+            .collect()
+    }
+
     /// The plan as one line of text for the environment.
     pub fn encode(&self) -> String {
         let mut s = String::new();

@@ -375,3 +375,51 @@ fn million_rank_job_plans_stay_under_4_kib() {
         .unwrap();
     assert!(longest < 4096, "longest encoded plan is {longest} bytes");
 }
+
+/// `near_peers` of `rank`, as the ranks it marks near.
+fn near(job: &str, rank: u32) -> Vec<u32> {
+    let j = job_from_str(job).unwrap();
+    let h = build(&j, None, &LevelFilter::all()).unwrap();
+    let digest = topo_hierarchy::Digest::of_job(&j, None, &LevelFilter::all(), "");
+    let p = h.rank_plan(&j, rank, "/shm", digest, Vec::new());
+    p.peers
+        .iter()
+        .zip(p.near_peers())
+        .filter_map(|(&r, near)| near.then_some(r))
+        .collect()
+}
+
+#[test]
+fn near_peers_are_the_lowest_group_inside_the_node() {
+    let numa = "layout: {nodes: 'n[1-2]', ranks_per_node: 16,
+                hardware: {sockets: 2, numa_per_socket: 2, cores_per_numa: 4}}";
+    assert_eq!(near(numa, 0), [0, 1, 2, 3]);
+    assert_eq!(near(numa, 6), [4, 5, 6, 7]);
+    assert_eq!(near(numa, 29), [28, 29, 30, 31]);
+    // One socket, one NUMA node, one L3: no level below `node`, every rank is near.
+    let flat = "layout: {nodes: n1, ranks_per_node: 2, hardware: {sockets: 1, cores_per_numa: 2}}";
+    assert_eq!(near(flat, 1), [0, 1]);
+    // A rank alone at the levels below `node` (its group of one is not recorded): near
+    // only itself, told apart from a node without such levels by `node`'s members.
+    let alone = topo_hierarchy::RankPlan {
+        rank: 2,
+        peers: vec![0, 1, 2],
+        groups: vec![topo_hierarchy::PlanGroup {
+            level: topo_hierarchy::LevelName::Node,
+            members: vec![0, 2],
+        }],
+        ..topo_hierarchy::RankPlan::decode(&flat_plan()).unwrap()
+    };
+    assert_eq!(alone.near_peers(), [false, false, true]);
+}
+
+/// Any valid encoded plan, to fill the fields a test does not set.
+fn flat_plan() -> String {
+    let j = job_from_str(
+        "layout: {nodes: n1, ranks_per_node: 1, hardware: {sockets: 1, cores_per_numa: 1}}",
+    )
+    .unwrap();
+    let h = build(&j, None, &LevelFilter::all()).unwrap();
+    let digest = topo_hierarchy::Digest::of_job(&j, None, &LevelFilter::all(), "");
+    h.rank_plan(&j, 0, "/shm", digest, Vec::new()).encode()
+}

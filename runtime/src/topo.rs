@@ -474,13 +474,15 @@ impl Topo {
         };
         fail_all(removed.as_ref().err())?;
         Ok(seg.map(|seg| {
-            ShmTransport::new(
+            let mut t = ShmTransport::new(
                 seg,
                 plan.local_rank as usize,
                 plan.peers.clone(),
                 plan.node.clone(),
                 s.spin,
-            )
+            );
+            t.set_near(plan.near_peers());
+            t
         }))
     }
 

@@ -11,7 +11,7 @@ use topo_runtime::reduce::Scratch;
 use topo_runtime::transport::shm::{Layout, Segment, ShmTransport};
 use topo_runtime::{allreduce, barrier, bcast, reduce};
 
-use crate::sim::{bytes, data, ints, plans, sum, view};
+use crate::sim::{bytes, data, ints, plans, plans_of, sum, view};
 
 const ROLE: &str = "TOPO_TEST_SHM_ROLE";
 const PATH: &str = "TOPO_TEST_SHM_PATH";
@@ -64,7 +64,17 @@ fn rank_main(me: usize) -> i32 {
     let path = std::env::var(PATH).unwrap();
     let scenario = std::env::var(SCENARIO).unwrap();
     let s = settings();
-    let plans = plans(1, RANKS, 2, "numa,socket,node,world", false);
+    let plans = if scenario.ends_with("-single") {
+        // Two NUMA nodes of two ranks: the node level's members are not near each other.
+        let job = topo_hierarchy::job_from_str(
+            "layout: {nodes: n1, ranks_per_node: 4, hardware: {sockets: 1, numa_per_socket: 2, \
+             cores_per_numa: 2}}",
+        )
+        .unwrap();
+        plans_of(&job, None, "numa,socket,node,world")
+    } else {
+        plans(1, RANKS, 2, "numa,socket,node,world", false)
+    };
     let plan = &plans[me];
     let view = view(&plans, plan.rank);
     let seg = join(me, &path, &s);
@@ -76,7 +86,14 @@ fn rank_main(me: usize) -> i32 {
     let mut fallback = false;
     if scenario.ends_with("-single") {
         match shm.probe_single_copy() {
-            Ok(()) => shm.set_single_copy(Some(2048)),
+            Ok(()) => {
+                shm.set_single_copy(Some(2048));
+                // The NUMA groups' leaders are not near each other: their reduce's
+                // partial results go by single copy too, combined from the sender's buffer.
+                let near = plan.near_peers();
+                assert_eq!(near.iter().filter(|&&n| n).count(), 2, "{near:?}");
+                shm.set_near(near);
+            }
             Err(why) => {
                 eprintln!(
                     "rank {me}: single copy is not possible here ({why}): testing the queues"

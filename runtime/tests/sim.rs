@@ -42,7 +42,7 @@ pub(crate) fn plans(
 }
 
 /// Every rank's plan of `job`, with `map` and the `levels` kept.
-fn plans_of(job: &Job, map: Option<&NetworkMap>, levels: &str) -> Vec<RankPlan> {
+pub(crate) fn plans_of(job: &Job, map: Option<&NetworkMap>, levels: &str) -> Vec<RankPlan> {
     let filter = LevelFilter::parse(levels).unwrap();
     let h = build(job, map, &filter).unwrap();
     let digest = Digest::of_job(job, map, &filter, "");

@@ -67,6 +67,9 @@ pub struct ShmTransport {
     recv_hint: Vec<usize>,
     /// Reused list of local reader indices.
     readers: Vec<usize>,
+    /// Whether each local rank shares this rank's lowest group inside the node (its
+    /// nearest cache or memory); see [`ShmTransport::set_near`].
+    near: Vec<bool>,
 }
 
 /// A fragment as its reader finds it.
@@ -160,6 +163,7 @@ impl ShmTransport {
             recv_seq: vec![0; p],
             recv_hint: vec![0; p],
             readers: Vec::with_capacity(p),
+            near: vec![true; p],
         }
     }
 
@@ -168,6 +172,17 @@ impl ShmTransport {
     /// [`ShmTransport::probe_single_copy`] first.
     pub fn set_single_copy(&mut self, threshold: Option<usize>) {
         self.single_copy = threshold.map(|t| t.max(1));
+    }
+
+    /// Which local ranks (by local index) share this rank's lowest group inside the node
+    /// (`RankPlan::near_peers`); all of them unless set. A reduce's partial result for a
+    /// rank that does not goes by single copy from the threshold: across dies or sockets
+    /// the queues pay two transfers of every line (the slot's lines come back from the
+    /// reader's cache before the writer can fill them, then go to the reader), while the
+    /// reader of the sender's own buffer pays one.
+    pub fn set_near(&mut self, near: Vec<bool>) {
+        assert_eq!(near.len(), self.peers.len(), "one entry per local rank");
+        self.near = near;
     }
 
     /// The single-copy threshold in force.
@@ -488,6 +503,10 @@ impl ShmTransport {
             word_ref.store(0, Ordering::Release);
             self.recv_seq[w] = want;
             self.recv_hint[w] = (k + 1) % l.slots;
+            // Start fetching the line where the writer's next fragment to us will be: when
+            // the writer is ahead it is there already, and the transfer overlaps whatever
+            // this rank does until it looks.
+            self.seg.prefetch(l.control(w, self.recv_hint[w], self.me));
             return Ok(Some(len));
         }
         Ok(None)
@@ -554,10 +573,14 @@ impl Transport for ShmTransport {
         self.send_as(to, data, direct)
     }
 
-    /// Stays in the queues: the receiver combines each fragment as it arrives while this
-    /// rank copies in the next, which beats reading everything first and combining after.
+    /// For a rank that shares this rank's nearest cache, stays in the queues: the
+    /// receiver combines each fragment as it arrives while this rank copies in the next,
+    /// which beats reading everything first and combining after. For one that does not
+    /// ([`ShmTransport::set_near`]), from the single-copy threshold the receiver reads and
+    /// combines straight from `data`.
     fn send_to_combine(&mut self, to: u32, data: &[u8]) -> Result<()> {
-        self.send_as(&[to], data, false)
+        let direct = !self.near[self.local(to)?] && self.direct(data.len());
+        self.send_as(&[to], data, direct)
     }
 
     fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
