@@ -335,11 +335,20 @@ impl Checker<'_> {
             r
         };
         let e = std::mem::size_of::<T>();
-        // The default fragment and pipeline chunk, and 8 KiB (the fragment of earlier
-        // versions, the Allgather's in-place block size), each +-1 element.
+        // The default fragment and pipeline chunk, 8 KiB (the fragment of earlier
+        // versions, the Allgather's in-place block size), and the single-copy threshold
+        // and its double (where messages among ranks that share a cache switch), each +-1
+        // element.
         let defaults = topo_runtime::Settings::default();
         let mut sizes = vec![0, 1, 7, 1021];
-        for b in [8 << 10, defaults.fragment as usize, defaults.chunk as usize] {
+        let single = defaults.single_copy as usize;
+        for b in [
+            8 << 10,
+            single,
+            2 * single,
+            defaults.fragment as usize,
+            defaults.chunk as usize,
+        ] {
             sizes.extend([b / e - 1, b / e, b / e + 1]);
         }
         if !quick {
