@@ -257,6 +257,9 @@ impl Topo {
             }
         };
         Self::setup_single_copy(&world, &settings, shm.as_mut());
+        if let Some(t) = shm.as_mut() {
+            t.check_near()?;
+        }
         let net = MpiTransport::new(world.duplicate());
         let node_label = plan.peers.first().copied().unwrap_or(plan.rank);
         let switch_label = view

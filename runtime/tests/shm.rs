@@ -102,6 +102,21 @@ fn rank_main(me: usize) -> i32 {
             }
         }
     }
+    if scenario == "ok" {
+        // Partners (local ranks 0-1, 2-3) share a NUMA group here, so they time a line;
+        // a slow one turns every peer far.
+        let ns = shm
+            .check_near()
+            .unwrap()
+            .expect("partners in one group measure");
+        assert!(ns.is_finite() && ns > 0.0, "{ns}");
+        let far = (0..RANKS as usize).all(|j| !shm.is_near(j));
+        assert_eq!(
+            far,
+            ns > topo_runtime::transport::shm::NEAR_LINE_NS,
+            "{ns} ns"
+        );
+    }
     let mut links = Links::new(&view, plan.peers.clone(), Some(shm), NoNetwork);
     let mut scratch = Scratch::default();
     let op = sum_i64();

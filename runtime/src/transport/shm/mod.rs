@@ -45,6 +45,12 @@ const SENDRECV_FACTOR: usize = 4;
 /// the queues, 0.91 by single copy; across dies 1.51 and 0.85; docs/runtime.md).
 const NEAR_FACTOR: usize = 2;
 
+/// A cache line that takes longer than this (nanoseconds, one way) between two ranks
+/// says they do not share a cache, whatever the node reports: on the dev cluster's VM, a
+/// line takes 27 ns between hardware threads of one core, 35-58 ns between cores sharing
+/// an L3 and 120-240 ns between cores on different dies, while the guest reports one L3.
+pub const NEAR_LINE_NS: f64 = 100.0;
+
 /// Bytes of a remote buffer read and combined at a time by a single-copy reduce.
 const REDUCE_PIECE: usize = 64 << 10;
 
@@ -191,6 +197,31 @@ impl ShmTransport {
         self.near = near;
     }
 
+    /// Checks the node's report of what its ranks share against the machine: this rank
+    /// and its partner (the local rank whose index differs in the last bit), if the plan
+    /// puts them in one group, time a cache line between them ([`ShmTransport::line_time`],
+    /// 3 x 64 round trips, well under a millisecond). If it takes more than
+    /// [`NEAR_LINE_NS`], the report is wrong (a virtual machine's, typically) and this rank
+    /// treats every peer as far. Both partners call it; nothing happens with `spin` 0
+    /// (ranks outnumber cores, so the time would be the scheduler's). Returns the time
+    /// measured.
+    pub fn check_near(&mut self) -> Result<Option<f64>> {
+        let partner = self.me ^ 1;
+        if self.spin == 0 || partner >= self.peers.len() || !self.near[partner] {
+            return Ok(None);
+        }
+        let ns = self.line_time(self.peers[partner], 3, 64)?;
+        if ns > NEAR_LINE_NS {
+            self.near.fill(false);
+        }
+        Ok(Some(ns))
+    }
+
+    /// Whether local rank `j` counts as near (see [`ShmTransport::set_near`]).
+    pub fn is_near(&self, j: usize) -> bool {
+        self.near[j]
+    }
+
     /// The single-copy threshold in force.
     pub fn single_copy(&self) -> Option<usize> {
         self.single_copy
@@ -250,28 +281,11 @@ impl ShmTransport {
         }
         let l = self.seg.layout();
         let mine = self.seg.atomic_u64(l.probe(self.me));
-        let theirs = self.seg.atomic_u64(l.probe(p));
         let leads = self.me < p;
         // A value names the follower and the round, so a line left from an earlier
         // measurement (a higher round, or another follower) never passes for a new one.
         let tag = (p.max(self.me) as u64) << 32;
-        // Spins; yields the core now and then (a round trip takes well under the first
-        // yield when both ranks have cores of their own) and checks the peer is alive.
-        let wait_for = |v: u64| -> Result<()> {
-            let mut spins = 0u32;
-            // SYNC: Acquire pairs with the other side's Release store of `v`.
-            while theirs.load(Ordering::Acquire) != v {
-                std::hint::spin_loop();
-                spins = spins.wrapping_add(1);
-                if spins.is_multiple_of(1 << 10) {
-                    std::thread::yield_now();
-                }
-                if spins.is_multiple_of(1 << 16) {
-                    self.check_alive(p)?;
-                }
-            }
-            Ok(())
-        };
+        let wait_for = |v: u64| self.wait_probe(p, |x| x == v).map(drop);
         let mut out = Vec::with_capacity(if leads { batches } else { 0 });
         for b in 0..batches as u64 {
             let t0 = Instant::now();
@@ -291,6 +305,61 @@ impl ShmTransport {
             }
         }
         Ok(out)
+    }
+
+    /// Waits until local rank `p`'s probe line holds a value that `done` accepts, and
+    /// returns it. Spins; yields the core now and then (a round trip takes well under the
+    /// first yield when both ranks have cores of their own) and checks `p` is alive.
+    fn wait_probe(&self, p: usize, done: impl Fn(u64) -> bool) -> Result<u64> {
+        let theirs = self.seg.atomic_u64(self.seg.layout().probe(p));
+        let mut spins = 0u32;
+        loop {
+            // SYNC: Acquire pairs with the other side's Release store of the value.
+            let v = theirs.load(Ordering::Acquire);
+            if done(v) {
+                return Ok(v);
+            }
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(1 << 10) {
+                std::thread::yield_now();
+            }
+            if spins.is_multiple_of(1 << 16) {
+                self.check_alive(p)?;
+            }
+        }
+    }
+
+    /// The one-way time of a cache line between this rank and `peer` (a world rank on
+    /// this node), in nanoseconds: the median of [`ShmTransport::ping_pong`]'s batches,
+    /// which the leader then hands to the other, so both get it. Both call it, each naming
+    /// the other; a rank naming itself gets 0.
+    pub fn line_time(&self, peer: u32, batches: usize, rounds: u32) -> Result<f64> {
+        let p = self.local(peer)?;
+        if p == self.me {
+            return Ok(0.0);
+        }
+        let mut t = self.ping_pong(peer, batches, rounds)?;
+        // Bit 31 marks the result (in nanoseconds, below 2^31), apart from round numbers.
+        const RESULT: u64 = 1 << 31;
+        let tag = (p.max(self.me) as u64) << 32 | RESULT;
+        let mine = self.seg.atomic_u64(self.seg.layout().probe(self.me));
+        // The leader sends the result and waits until the other echoes it (so that
+        // neither line is used again before both know it).
+        if self.me < p {
+            t.sort_by(f64::total_cmp);
+            let ns = t[t.len() / 2];
+            let code = (ns.round() as u64).min(RESULT - 1);
+            // SYNC: Release/Acquire with the other side's wait; the value is the message.
+            mine.store(tag | code, Ordering::Release);
+            self.wait_probe(p, |v| v == tag | code)?;
+            Ok(ns)
+        } else {
+            let v = self.wait_probe(p, |v| v & !(RESULT - 1) == tag)?;
+            // SYNC: as above.
+            mine.store(v, Ordering::Release);
+            Ok((v & (RESULT - 1)) as f64)
+        }
     }
 
     fn local(&self, rank: u32) -> Result<usize> {
