@@ -20,10 +20,10 @@ pub fn init_mpi(multiple: bool) -> anyhow::Result<Universe> {
     Ok(universe)
 }
 
-/// How a program's collectives run, for its first line of output: the path, and the
-/// progress thread if it runs.
+/// How a program's collectives run, for its first line of output: the path, the progress
+/// thread if it runs, and how many local ranks share this rank's cache.
 pub fn describe(topo: &topo_runtime::Topo) -> String {
-    let path = match topo.fallback() {
+    let mut line = match topo.fallback() {
         None => match topo.single_copy() {
             Some(t) => format!("hierarchical collectives, single copy from {t} bytes"),
             None => "hierarchical collectives, single copy off".to_string(),
@@ -31,10 +31,19 @@ pub fn describe(topo: &topo_runtime::Topo) -> String {
         Some(f) => format!("MPI's collectives ({f:?})"),
     };
     if topo_runtime::progress_thread::running() {
-        format!("{path}, progress thread")
-    } else {
-        path
+        line += ", progress thread";
     }
+    match topo.near_peers() {
+        Some((n, Some(ns))) => {
+            line += &format!(
+                "; {n} local rank(s) share this rank's cache (a line took {ns:.0} ns one way \
+                 at setup)"
+            );
+        }
+        Some((n, None)) => line += &format!("; {n} local rank(s) share this rank's cache"),
+        None => {}
+    }
+    line
 }
 
 /// An element type the examples test, built from small integers so that every reduction

@@ -529,6 +529,20 @@ impl Topo {
         core.hier.as_ref()?.links.shm.as_ref()?.single_copy()
     }
 
+    /// How many other ranks of this node share this rank's nearest cache or memory (its
+    /// lowest group inside the node, unless the check at setup found the node's report
+    /// wrong), and the one-way cache-line time that check measured, if it ran. `None`
+    /// without shared memory.
+    pub fn near_peers(&self) -> Option<(usize, Option<f64>)> {
+        let core = context::lock(&self.core);
+        let t = core.hier.as_ref()?.links.shm.as_ref()?;
+        let me = t.local_index();
+        let near = (0..t.peers().len())
+            .filter(|&j| j != me && t.is_near(j))
+            .count();
+        Some((near, t.checked_line_ns()))
+    }
+
     /// Measures how long a cache line takes between this node's cores: the node's first
     /// local rank bounces one with each other local rank in turn (`batches` batches of
     /// `rounds` round trips) and gets, per peer, its world rank and the median one-way

@@ -82,6 +82,8 @@ pub struct ShmTransport {
     /// Whether each local rank shares this rank's lowest group inside the node (its
     /// nearest cache or memory); see [`ShmTransport::set_near`].
     near: Vec<bool>,
+    /// The one-way cache-line time [`ShmTransport::check_near`] measured.
+    checked_ns: Option<f64>,
 }
 
 /// A fragment as its reader finds it.
@@ -176,6 +178,7 @@ impl ShmTransport {
             recv_hint: vec![0; p],
             readers: Vec::with_capacity(p),
             near: vec![true; p],
+            checked_ns: None,
         }
     }
 
@@ -200,7 +203,7 @@ impl ShmTransport {
     /// Checks the node's report of what its ranks share against the machine: this rank
     /// and its partner (the local rank whose index differs in the last bit), if the plan
     /// puts them in one group, time a cache line between them ([`ShmTransport::line_time`],
-    /// 3 x 64 round trips, well under a millisecond). If it takes more than
+    /// the fastest of 5 x 32 round trips, well under a millisecond). If it takes more than
     /// [`NEAR_LINE_NS`], the report is wrong (a virtual machine's, typically) and this rank
     /// treats every peer as far. Both partners call it; nothing happens with `spin` 0
     /// (ranks outnumber cores, so the time would be the scheduler's). Returns the time
@@ -210,11 +213,17 @@ impl ShmTransport {
         if self.spin == 0 || partner >= self.peers.len() || !self.near[partner] {
             return Ok(None);
         }
-        let ns = self.line_time(self.peers[partner], 3, 64)?;
+        let ns = self.line_time(self.peers[partner], 5, 32)?;
         if ns > NEAR_LINE_NS {
             self.near.fill(false);
         }
+        self.checked_ns = Some(ns);
         Ok(Some(ns))
+    }
+
+    /// The one-way cache-line time [`ShmTransport::check_near`] measured, if it ran.
+    pub fn checked_line_ns(&self) -> Option<f64> {
+        self.checked_ns
     }
 
     /// Whether local rank `j` counts as near (see [`ShmTransport::set_near`]).
@@ -331,15 +340,16 @@ impl ShmTransport {
     }
 
     /// The one-way time of a cache line between this rank and `peer` (a world rank on
-    /// this node), in nanoseconds: the median of [`ShmTransport::ping_pong`]'s batches,
-    /// which the leader then hands to the other, so both get it. Both call it, each naming
+    /// this node), in nanoseconds: the fastest of [`ShmTransport::ping_pong`]'s batches
+    /// (whatever else runs on the cores only adds to a batch), which the leader then hands
+    /// to the other, so both get it. Both call it, each naming
     /// the other; a rank naming itself gets 0.
     pub fn line_time(&self, peer: u32, batches: usize, rounds: u32) -> Result<f64> {
         let p = self.local(peer)?;
         if p == self.me {
             return Ok(0.0);
         }
-        let mut t = self.ping_pong(peer, batches, rounds)?;
+        let t = self.ping_pong(peer, batches, rounds)?;
         // Bit 31 marks the result (in nanoseconds, below 2^31), apart from round numbers.
         const RESULT: u64 = 1 << 31;
         let tag = (p.max(self.me) as u64) << 32 | RESULT;
@@ -347,8 +357,7 @@ impl ShmTransport {
         // The leader sends the result and waits until the other echoes it (so that
         // neither line is used again before both know it).
         if self.me < p {
-            t.sort_by(f64::total_cmp);
-            let ns = t[t.len() / 2];
+            let ns = t.iter().copied().fold(f64::INFINITY, f64::min);
             let code = (ns.round() as u64).min(RESULT - 1);
             // SYNC: Release/Acquire with the other side's wait; the value is the message.
             mine.store(tag | code, Ordering::Release);
