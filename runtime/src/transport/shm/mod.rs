@@ -342,8 +342,8 @@ impl ShmTransport {
     /// The one-way time of a cache line between this rank and `peer` (a world rank on
     /// this node), in nanoseconds: the fastest of [`ShmTransport::ping_pong`]'s batches
     /// (whatever else runs on the cores only adds to a batch), which the leader then hands
-    /// to the other, so both get it. Both call it, each naming
-    /// the other; a rank naming itself gets 0.
+    /// to the other, so both get it. Both call it, each naming the other; a rank naming
+    /// itself gets 0.
     pub fn line_time(&self, peer: u32, batches: usize, rounds: u32) -> Result<f64> {
         let p = self.local(peer)?;
         if p == self.me {
