@@ -78,15 +78,9 @@ impl<T> SerialLock<T> {
     /// deadlock on a mutex.
     pub fn lock(&self) -> SerialGuard<'_, T> {
         if self.serial.load(Ordering::Relaxed) {
-            assert!(
-                !self.held.load(Ordering::Relaxed),
-                "topo-run: internal error: a lock was taken again by the thread that holds it"
+            return self.try_lock().expect(
+                "topo-run: internal error: a lock was taken again by the thread that holds it",
             );
-            self.held.store(true, Ordering::Relaxed);
-            return SerialGuard {
-                lock: self,
-                _mutex: None,
-            };
         }
         // A panic while a guard was alive left the value consistent (its users make every
         // change whole before anything can panic), so poisoning is ignored.

@@ -103,8 +103,9 @@ fn rank_main(me: usize) -> i32 {
         }
     }
     if scenario == "ok" {
-        // Partners (local ranks 0-1, 2-3) share a NUMA group here, so they time a line;
-        // a slow one turns every peer far.
+        // All four ranks are in one NUMA node here (no level below `node`), so the
+        // partners (local ranks 0-1, 2-3) count as near and time a line; a slow one turns
+        // every peer far.
         let ns = shm
             .check_near()
             .unwrap()
