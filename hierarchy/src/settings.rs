@@ -493,7 +493,7 @@ impl Settings {
     pub fn segment_bound(&self, ranks: u64) -> u64 {
         const PAGE: u64 = 4096;
         let (slots, fragment) = (u64::from(self.slots), u64::from(self.fragment));
-        let header = 64 + 80 * ranks + 2 * PAGE;
+        let header = 64 + 144 * ranks + 2 * PAGE;
         let queue = slots * ranks * 64 + slots * fragment + 2 * PAGE;
         header + ranks * queue
     }

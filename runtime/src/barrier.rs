@@ -52,12 +52,13 @@ pub fn barrier(view: &View, fabric: &mut dyn Fabric, s: &Settings) -> Result<()>
 /// The dissemination barrier among `members` (this rank is `members[me]`).
 fn dissemination(t: &mut dyn Transport, members: &[u32], me: usize) -> Result<()> {
     let n = members.len();
-    let mut d = 1;
+    let (mut d, mut round) = (1, 0);
     while d < n {
         let to = members[(me + d) % n];
         let from = members[(me + n - d) % n];
-        t.sendrecv(to, &[], from, &mut [])?;
+        t.signal(round, to, from)?;
         d *= 2;
+        round += 1;
     }
     Ok(())
 }

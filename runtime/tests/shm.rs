@@ -148,6 +148,38 @@ fn rank_main(me: usize) -> i32 {
             }
         };
     }
+    if scenario.starts_with("mismatch") {
+        // Rank 0 calls one collective and the others another (an erroneous program): the
+        // ranks that wait on the odd one out say so instead of waiting forever.
+        barrier::barrier(&view, &mut links, &s).unwrap();
+        let in_barrier = (rank == 0) == (scenario == "mismatch");
+        let r = if in_barrier {
+            barrier::barrier(&view, &mut links, &s)
+        } else {
+            let mut b = vec![7u8; 8];
+            bcast::bcast(&view, &mut links, &s, 0, &mut b)
+        };
+        return match r {
+            Ok(()) => {
+                // Rank 0's broadcast is done once written; it stays until the others see
+                // it (a rank that has exited is reported as dead instead).
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                0
+            }
+            Err(e) if e.to_string().contains("called different collectives") => {
+                eprintln!("rank {rank}: {e}");
+                44
+            }
+            Err(e @ topo_runtime::Error::PeerDied { .. }) => {
+                eprintln!("rank {rank}: {e}");
+                43
+            }
+            Err(e) => {
+                eprintln!("rank {rank}: unexpected {e}");
+                1
+            }
+        };
+    }
     if scenario == "ok" {
         // Local rank 0 bounces a cache line with each other rank in turn, twice (the second
         // time over the lines the first left behind); the others only answer.
@@ -219,7 +251,25 @@ fn rank_main(me: usize) -> i32 {
         bcast::bcast(&view, &mut links, &s, 1, &mut b).unwrap();
         assert_eq!(ints(&b), data(1, len), "bcast {len}");
     }
+    // Nobody leaves a barrier before everyone has entered it: each rank leaves a mark,
+    // arriving in a different order each time, and looks for everyone's after the barrier.
+    let mark = |round: u32, r: u32| format!("{path}.barrier{round}.{r}");
+    for round in 0..40u32 {
+        let late = (rank + round) % RANKS;
+        std::thread::sleep(std::time::Duration::from_micros(u64::from(late) * 300));
+        std::fs::write(mark(round, rank), b"").unwrap();
+        barrier::barrier(&view, &mut links, &s).unwrap();
+        for r in 0..RANKS {
+            assert!(
+                std::path::Path::new(&mark(round, r)).exists(),
+                "rank {rank} left barrier {round} before rank {r} entered it"
+            );
+        }
+    }
     barrier::barrier(&view, &mut links, &s).unwrap();
+    for round in 0..40u32 {
+        std::fs::remove_file(mark(round, rank)).unwrap();
+    }
     if fallback { FALLBACK } else { 0 }
 }
 
@@ -341,6 +391,41 @@ fn dead_peer(scenario: &str) {
     );
     assert!(t.elapsed() < Duration::from_secs(30));
     assert!(!std::path::Path::new(&path).exists(), "{path} left behind");
+}
+
+#[test]
+fn ranks_in_different_collectives_are_told_not_left_waiting() {
+    // "mismatch": rank 0 in a barrier, the others in a broadcast from it;
+    // "mismatch-rev": rank 0 broadcasts (and is done), the others are in a barrier.
+    // A rank that waits on the odd one out says so (exit 44 here; the runtime aborts the
+    // job, which ends the ranks still waiting, as the test does).
+    for scenario in ["mismatch", "mismatch-rev"] {
+        let path = test_path(scenario);
+        let mut children = spawn(scenario, &path);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut codes = vec![None; children.len()];
+        while !codes.contains(&Some(44)) && Instant::now() < deadline {
+            for (i, c) in children.iter_mut().enumerate() {
+                if codes[i].is_none() {
+                    codes[i] = c.try_wait().unwrap().map(|st| st.code().unwrap_or(-1));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for c in &mut children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        assert!(
+            codes.contains(&Some(44)),
+            "{scenario}: nobody noticed: {codes:?}"
+        );
+        assert!(
+            codes.iter().all(|c| matches!(c, None | Some(0 | 43 | 44))),
+            "{scenario}: {codes:?}"
+        );
+        assert!(!std::path::Path::new(&path).exists(), "{path} left behind");
+    }
 }
 
 #[test]

@@ -49,29 +49,41 @@ impl Program {
         for round in b.rounds() {
             p.round(
                 round
-                    .map(|(_, action)| match action {
-                        Action::Send { to, src } => Step::Send {
+                    .flat_map(|(_, action)| match action {
+                        Action::Send { to, src } => vec![Step::Send {
                             to: to.clone(),
                             bytes: src.len as u64,
-                        },
-                        Action::Recv { from, dst } => Step::Recv {
+                        }],
+                        Action::Recv { from, dst } => vec![Step::Recv {
                             from: *from,
                             bytes: dst.len as u64,
                             combine: false,
-                        },
-                        Action::RecvReduce { from, acc } => Step::Recv {
+                        }],
+                        Action::RecvReduce { from, acc } => vec![Step::Recv {
                             from: *from,
                             bytes: acc.len as u64,
                             combine: true,
-                        },
-                        Action::Copy { dst, .. } => Step::Local {
+                        }],
+                        Action::Copy { dst, .. } => vec![Step::Local {
                             bytes: dst.len as u64,
                             combine: false,
-                        },
-                        Action::Combine { acc, .. } => Step::Local {
+                        }],
+                        Action::Combine { acc, .. } => vec![Step::Local {
                             bytes: acc.len as u64,
                             combine: true,
-                        },
+                        }],
+                        // A barrier's round: an empty message each way.
+                        Action::Signal { to, from, .. } => vec![
+                            Step::Send {
+                                to: vec![*to],
+                                bytes: 0,
+                            },
+                            Step::Recv {
+                                from: *from,
+                                bytes: 0,
+                                combine: false,
+                            },
+                        ],
                     })
                     .collect(),
             );

@@ -23,15 +23,13 @@ pub fn build(view: &View, s: &Settings) -> Builder {
     ireduce::up(&mut b, view, s, 0, 0, top, nothing);
     let l = &view.levels[top];
     let m = l.members.len();
-    let mut d = 1;
+    let (mut d, mut round) = (1, 0);
     while d < m {
-        let to = vec![l.members[(l.me + d) % m]];
+        let to = l.members[(l.me + d) % m];
         let from = l.members[(l.me + m - d) % m];
-        b.round([
-            (Link::Level(top), Action::Send { to, src: nothing }),
-            (Link::Level(top), Action::Recv { from, dst: nothing }),
-        ]);
+        b.step(Link::Level(top), Action::Signal { round, to, from });
         d *= 2;
+        round += 1;
     }
     ibcast::down(&mut b, view, s, 0, 0, top, nothing);
     b

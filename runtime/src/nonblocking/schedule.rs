@@ -104,6 +104,16 @@ pub enum Action {
         /// What is combined in (another buffer).
         src: Region,
     },
+    /// Round `round` of a dissemination barrier: tell `to` that this rank has reached it,
+    /// and hear the same from `from` ([`Transport::poll_signal`]).
+    Signal {
+        /// The barrier's round.
+        round: usize,
+        /// Who learns that this rank got here.
+        to: u32,
+        /// Whom this rank waits for.
+        from: u32,
+    },
 }
 
 impl Region {
@@ -126,6 +136,7 @@ impl Action {
             Action::RecvReduce { acc, .. } => (acc, None),
             Action::Copy { src, dst } => (dst, Some(src)),
             Action::Combine { acc, src } => (acc, Some(src)),
+            Action::Signal { .. } => (Region::whole(Buf::Acc, 0), None),
         };
         std::iter::once(a).chain(b)
     }
@@ -136,7 +147,10 @@ impl Action {
     fn sender(&self) -> Option<u32> {
         match *self {
             Action::Recv { from, .. } | Action::RecvReduce { from, .. } => Some(from),
-            Action::Send { .. } | Action::Copy { .. } | Action::Combine { .. } => None,
+            Action::Send { .. }
+            | Action::Copy { .. }
+            | Action::Combine { .. }
+            | Action::Signal { .. } => None,
         }
     }
 
@@ -154,9 +168,9 @@ impl Action {
     fn peers(&self) -> &[u32] {
         match self {
             Action::Send { to, .. } => to,
-            Action::Recv { from, .. } | Action::RecvReduce { from, .. } => {
-                std::slice::from_ref(from)
-            }
+            Action::Recv { from, .. }
+            | Action::RecvReduce { from, .. }
+            | Action::Signal { from, .. } => std::slice::from_ref(from),
             Action::Copy { .. } | Action::Combine { .. } => &[],
         }
     }
@@ -479,7 +493,8 @@ pub enum Reach {
 /// Whether the start of a collective runs `step` ([`Reach::Start`]).
 fn starts(fabric: &mut dyn Fabric, step: &Step) -> bool {
     match step.action {
-        Action::Copy { .. } | Action::Send { .. } => true,
+        // A signal's first poll announces this rank; it waits for nothing.
+        Action::Copy { .. } | Action::Send { .. } | Action::Signal { .. } => true,
         Action::Combine { .. } => false,
         Action::Recv { .. } | Action::RecvReduce { .. } => {
             !step.x.started && link(fabric, step.link).posts_ahead()
@@ -580,6 +595,9 @@ fn run(
             assert_ne!(acc.buf, src.buf, "schedule combines within one buffer");
             need_op().combine(mem.get_mut(*acc), mem.get(*src));
             Ok(true)
+        }
+        Action::Signal { round, to, from } => {
+            link(fabric, step.link).poll_signal(x, *round, *to, *from)
         }
     }
 }

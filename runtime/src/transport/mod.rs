@@ -30,6 +30,23 @@ pub trait Transport {
     /// deadlocking when both sides do the same with messages larger than any buffer.
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()>;
 
+    /// Round `round` of a dissemination barrier: tells `to` that this rank has reached it
+    /// and waits until `from` has told this rank the same. Every member of the barrier
+    /// passes the same rounds in the same order, each time with the same `to` and `from`
+    /// for a round. By default an empty [`Transport::sendrecv`].
+    fn signal(&mut self, round: usize, to: u32, from: u32) -> Result<()> {
+        let _ = round;
+        self.sendrecv(to, &[], from, &mut [])
+    }
+
+    /// The nonblocking form of [`Transport::signal`]: call it again with the same
+    /// arguments and `x` until it returns true. By default an empty message each way
+    /// ([`exchange_empty`]).
+    fn poll_signal(&mut self, x: &mut Transfer, round: usize, to: u32, from: u32) -> Result<bool> {
+        let _ = round;
+        exchange_empty(self, x, to, from)
+    }
+
     /// Receives `acc.len()` bytes from `from` and combines them into `acc` (`tmp` is
     /// scratch of the same length). Shared memory combines straight from the queue.
     fn recv_reduce(
@@ -82,6 +99,24 @@ pub trait Transport {
     }
 }
 
+/// Sends an empty message to `to` and receives one from `from`, both at once, as the
+/// nonblocking transfers of `x` (call it again until it returns true).
+pub fn exchange_empty<T: Transport + ?Sized>(
+    t: &mut T,
+    x: &mut Transfer,
+    to: u32,
+    from: u32,
+) -> Result<bool> {
+    let [s, r] = &mut **x.halves.get_or_insert_with(Default::default);
+    if !s.complete {
+        s.complete = t.poll_send(s, &[to], &[])?;
+    }
+    if !r.complete {
+        r.complete = t.poll_recv(r, from, &mut [], None)?;
+    }
+    Ok(s.complete && r.complete)
+}
+
 /// The state of one nonblocking transfer ([`Transport::poll_send`],
 /// [`Transport::poll_recv`]). Start each transfer with a fresh one.
 #[derive(Debug, Default)]
@@ -97,4 +132,8 @@ pub struct Transfer {
     /// The queue slot of a single-copy descriptor whose readers may still read the
     /// sender's buffer.
     pub(crate) slot: Option<usize>,
+    /// The two halves of a signal sent as empty messages ([`exchange_empty`]).
+    pub(crate) halves: Option<Box<[Transfer; 2]>>,
+    /// Whether a half of [`Transfer::halves`] has completed.
+    pub(crate) complete: bool,
 }

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! header   magic, sizes, each local rank's PID and mapping address, then one probe
-//!          line per local rank (page-aligned)
+//!          line and one signal line per local rank (page-aligned)
 //! queue 0  control words c[slot][reader], one cache line each  (page-aligned)
 //!          data slots q[slot], `fragment` bytes each           (page-aligned)
 //! queue 1  ...
@@ -18,9 +18,14 @@
 //! A fragment of at most [`INLINE_MAX`] bytes rides in the reader's control line itself,
 //! after the word ([`INLINE`] set in `len`): the reader then gets the word and the data
 //! in one cache-line transfer instead of two (the floor for small messages).
+//!
+//! A barrier's rounds use no queue: local rank `r`'s signal line holds, per round, how
+//! many times `r` has passed that round; a peer waits until the count reaches its own. The
+//! writer never waits for a slot and the reader clears nothing, so a round costs the one
+//! transfer of the writer's line.
 
-/// Identifies a topo-run segment, version 5 of this layout.
-pub const MAGIC: u64 = 0x746f_706f_7275_6e35;
+/// Identifies a topo-run segment, version 6 of this layout.
+pub const MAGIC: u64 = 0x746f_706f_7275_6e36;
 /// The `len` bit of a control word that marks a single-copy descriptor.
 pub const SINGLE_COPY: u64 = 1 << 31;
 /// The `len` bit of a control word whose fragment follows the word in its own line.
@@ -36,6 +41,9 @@ pub const DESCRIPTOR: usize = 16;
 /// Bytes per control word, padded to a cache line so readers never share one.
 pub const CONTROL_STRIDE: usize = 64;
 const PAGE: usize = 4096;
+/// Barrier rounds with a count in the signal line (a `u64` each): enough for 256 ranks
+/// meeting in one group; rounds beyond go through the queues.
+pub const SIGNAL_ROUNDS: usize = CONTROL_STRIDE / 8;
 /// Header fields occupy the first cache line; one record per local rank follows.
 pub const RECORDS_OFFSET: usize = 64;
 /// Bytes per local rank's record: its PID (`i32`, padded) and where it mapped the segment
@@ -76,13 +84,20 @@ pub mod header {
 impl Layout {
     /// Header bytes (fields, records and probe lines).
     pub fn header_len(&self) -> usize {
-        page_round(self.probe(0) + CONTROL_STRIDE * self.ranks)
+        page_round(self.probe(0) + 2 * CONTROL_STRIDE * self.ranks)
     }
 
     /// Offset of local rank `r`'s probe line (a `u64` only `r` writes, alone in its cache
     /// line), for measuring how long a cache line takes between two cores.
     pub fn probe(&self, r: usize) -> usize {
         (RECORDS_OFFSET + RECORD * self.ranks).next_multiple_of(CONTROL_STRIDE) + CONTROL_STRIDE * r
+    }
+
+    /// Offset of round `round`'s count in local rank `r`'s signal line (`u64`s only `r`
+    /// writes, their line shared with nobody else's).
+    pub fn signal(&self, r: usize, round: usize) -> usize {
+        debug_assert!(r < self.ranks && round < SIGNAL_ROUNDS);
+        self.probe(self.ranks) + CONTROL_STRIDE * r + 8 * round
     }
 
     fn control_len(&self) -> usize {
@@ -142,7 +157,10 @@ mod tests {
         assert_eq!(l.header_len() % PAGE, 0);
         assert!(l.base(35) + 8 <= l.probe(0));
         assert_eq!(l.probe(0) % CONTROL_STRIDE, 0);
-        assert!(l.probe(35) + CONTROL_STRIDE <= l.header_len());
+        assert!(l.probe(35) + CONTROL_STRIDE <= l.signal(0, 0));
+        assert_eq!(l.signal(0, 0) % CONTROL_STRIDE, 0);
+        assert_eq!(l.signal(1, 0) - l.signal(0, 0), CONTROL_STRIDE);
+        assert!(l.signal(35, SIGNAL_ROUNDS - 1) + 8 <= l.header_len());
         for r in 0..l.ranks {
             let q = l.queue(r);
             assert_eq!(q.start % PAGE, 0);
@@ -173,7 +191,7 @@ mod tests {
                     let bound = settings.segment_bound(ranks as u64) as usize;
                     assert!(l.total() <= bound, "{ranks} {slots} {fragment}");
                     // and not wildly above it: at most two pages per rank and header more.
-                    assert!(bound <= l.total() + (2 * ranks + 3) * PAGE + 80 * ranks + 64);
+                    assert!(bound <= l.total() + (2 * ranks + 3) * PAGE + 144 * ranks + 64);
                 }
             }
         }

@@ -84,6 +84,11 @@ pub struct ShmTransport {
     near: Vec<bool>,
     /// The one-way cache-line time [`ShmTransport::check_near`] measured.
     checked_ns: Option<f64>,
+    /// How many times this rank has passed each barrier round ([`Transport::signal`]).
+    signals: [u64; layout::SIGNAL_ROUNDS],
+    /// The local rank this one waits for in each barrier round, once it has: the one
+    /// whose counts move with this rank's.
+    signal_from: [Option<usize>; layout::SIGNAL_ROUNDS],
 }
 
 /// A fragment as its reader finds it.
@@ -179,6 +184,8 @@ impl ShmTransport {
             readers: Vec::with_capacity(p),
             near: vec![true; p],
             checked_ns: None,
+            signals: [0; layout::SIGNAL_ROUNDS],
+            signal_from: [None; layout::SIGNAL_ROUNDS],
         }
     }
 
@@ -371,6 +378,72 @@ impl ShmTransport {
         }
     }
 
+    /// Counts one more pass of barrier round `round` in this rank's signal line and
+    /// returns the count.
+    fn raise(&mut self, round: usize, from: usize) -> u64 {
+        self.signal_from[round] = Some(from);
+        self.signals[round] += 1;
+        let n = self.signals[round];
+        // SYNC: Release orders everything this rank did before the barrier before the
+        // count; the Acquire load in `reached` pairs with it.
+        self.seg
+            .atomic_u64(self.seg.layout().signal(self.me, round))
+            .store(n, Ordering::Release);
+        n
+    }
+
+    /// Whether local rank `w` has passed barrier round `round` `n` times.
+    fn reached(&self, w: usize, round: usize, n: u64) -> bool {
+        // SYNC: Acquire pairs with `w`'s Release store in `raise`.
+        self.seg
+            .atomic_u64(self.seg.layout().signal(w, round))
+            .load(Ordering::Acquire)
+            >= n
+    }
+
+    /// Fails if writer `w`, whose signal this rank has waited for a while, has a message
+    /// for this rank that it has not taken: `w` is in a collective other than the barrier
+    /// this rank is in (every earlier message from `w` was taken before the barrier).
+    fn check_not_sending(&self, w: usize) -> Result<()> {
+        let l = self.seg.layout();
+        let want = next_seq(self.recv_seq[w]);
+        let waiting = (0..l.slots).any(|k| {
+            // SYNC: Relaxed: a hint on a slow path; the wait goes on either way.
+            let word = self
+                .seg
+                .atomic_u64(l.control(w, k, self.me))
+                .load(Ordering::Relaxed);
+            (word >> 32) as u32 == want
+        });
+        if waiting {
+            return Err(self.mismatch(w, "a barrier", "another collective"));
+        }
+        Ok(())
+    }
+
+    /// Fails if writer `w`, whose message this rank has waited for a while, has passed a
+    /// barrier round more often than this rank, in a round where this rank waits for `w`
+    /// (their counts move together): `w` is in a barrier while this rank waits for data
+    /// (which `w` would have sent before the barrier).
+    fn check_not_in_barrier(&self, w: usize) -> Result<()> {
+        let ahead = (0..layout::SIGNAL_ROUNDS)
+            .any(|r| self.signal_from[r] == Some(w) && self.reached(w, r, self.signals[r] + 1));
+        if ahead {
+            return Err(self.mismatch(w, "another collective", "a barrier"));
+        }
+        Ok(())
+    }
+
+    fn mismatch(&self, w: usize, mine: &str, theirs: &str) -> Error {
+        Error::Mismatch {
+            reason: format!(
+                "rank {} waits in {mine} while rank {} is in {theirs}; the ranks called \
+                 different collectives",
+                self.peers[self.me], self.peers[w]
+            ),
+        }
+    }
+
     fn local(&self, rank: u32) -> Result<usize> {
         self.peers
             .binary_search(&rank)
@@ -429,6 +502,7 @@ impl ShmTransport {
                 }
                 if backoff.pause() {
                     self.check_alive(w)?;
+                    self.check_not_in_barrier(w)?;
                 }
             };
             off += n;
@@ -753,6 +827,41 @@ impl Transport for ShmTransport {
     fn check_peer(&mut self, peer: u32) -> Result<()> {
         let j = self.local(peer)?;
         self.check_alive(j)
+    }
+
+    /// Through the signal lines (layout.rs): this rank counts the round in its own line,
+    /// which `to` waits on, and waits until `from`'s count reaches the same. Every member
+    /// passes each round once per barrier, so the counts agree; a count beyond ours means
+    /// `from` has already gone on to a later barrier, which it could not without us.
+    fn signal(&mut self, round: usize, to: u32, from: u32) -> Result<()> {
+        if round >= layout::SIGNAL_ROUNDS {
+            return self.sendrecv(to, &[], from, &mut []);
+        }
+        let w = self.local(from)?;
+        self.local(to)?;
+        let n = self.raise(round, w);
+        let mut backoff = Backoff::new(self.spin);
+        while !self.reached(w, round, n) {
+            if backoff.pause() {
+                self.check_alive(w)?;
+                self.check_not_sending(w)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The nonblocking [`ShmTransport::signal`]: the first poll raises this rank's count.
+    fn poll_signal(&mut self, x: &mut Transfer, round: usize, to: u32, from: u32) -> Result<bool> {
+        if round >= layout::SIGNAL_ROUNDS {
+            return super::exchange_empty(self, x, to, from);
+        }
+        let w = self.local(from)?;
+        self.local(to)?;
+        if !x.started {
+            x.started = true;
+            x.done = self.raise(round, w) as usize;
+        }
+        Ok(self.reached(w, round, x.done as u64))
     }
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
