@@ -109,6 +109,11 @@ pub(crate) fn run_hook() {
     unsafe { (*hook)() };
 }
 
+/// The first pauses of a spinning wait return at once: a peer that is about to answer
+/// is seen the moment its line arrives (a `pause` instruction holds the core for tens of
+/// nanoseconds, as long as the transfer itself).
+const TIGHT: u32 = 32;
+
 /// How often a waiting rank checks that its peers are alive.
 pub(crate) const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
 
@@ -133,6 +138,11 @@ impl Pace {
         }
     }
 
+    /// Whether the next pause returns at once (see [`TIGHT`]).
+    pub fn tight(&self) -> bool {
+        self.round < self.spin.min(TIGHT)
+    }
+
     /// Whether the wait still spins (the next pause will not yield).
     pub fn spinning(&self) -> bool {
         self.round < self.spin
@@ -141,6 +151,10 @@ impl Pace {
     /// Waits a little: spins while [`Pace::spinning`], else yields the core. Returns true
     /// when the caller should check that its peers are alive.
     pub fn pause(&mut self) -> bool {
+        if self.round < self.spin.min(TIGHT) {
+            self.round += 1;
+            return false;
+        }
         if self.round < self.spin {
             std::hint::spin_loop();
             self.round += 1;
@@ -170,6 +184,9 @@ impl Backoff {
 
     /// Waits a little. Returns true when the caller should check liveness.
     pub(crate) fn pause(&mut self) -> bool {
+        if self.0.tight() {
+            return self.0.pause();
+        }
         run_hook();
         let spinning = self.0.spinning();
         let check = self.0.pause();
@@ -196,8 +213,9 @@ mod tests {
         };
         with_progress_hook(&mut hook, || {
             assert!(hooked());
-            let mut b = Backoff::new(4);
-            for _ in 0..10 {
+            // The first TIGHT pauses only poll; every later one calls the hook.
+            let mut b = Backoff::new(TIGHT + 4);
+            for _ in 0..TIGHT + 10 {
                 b.pause();
             }
         });
@@ -205,6 +223,18 @@ mod tests {
         Backoff::new(0).pause();
         assert_eq!(calls, 10);
         assert!(!nested);
+    }
+
+    #[test]
+    fn a_wait_that_may_not_spin_never_polls_tight() {
+        let p = Pace::new(0);
+        assert!(!p.tight() && !p.spinning());
+        let mut p = Pace::new(3);
+        for _ in 0..3 {
+            assert!(p.tight());
+            p.pause();
+        }
+        assert!(!p.tight() && !p.spinning());
     }
 
     #[test]

@@ -67,6 +67,14 @@ struct Args {
     /// (topo-run's barrier, which leaves less skew between ranks). Both columns use it.
     #[arg(long, default_value = "mpi", value_parser = ["mpi", "topo"])]
     sync: String,
+    /// Time calls chained back to back instead of lined up by a barrier each: the root of
+    /// bcast and reduce moves to the next rank every call, so every call starts when the
+    /// previous one's data has arrived, and a call's time is the collective's latency,
+    /// both sides' software included (on 2 ranks: one tree edge, to set beside the
+    /// cache-line time printed first). A sample is a chain of 20 calls, each side's in
+    /// turn; --root and --vary do not apply.
+    #[arg(long)]
+    chain: bool,
     /// Print CSV lines `op,bytes,ranks,topo_us,native_us,ratio` instead of a table.
     #[arg(long)]
     csv: bool,
@@ -211,6 +219,73 @@ fn measure(
                 (_, _) => world.all_reduce_into(&send[..], &mut recv[..], sum),
             }
             let dt = t0.elapsed().as_secs_f64() * 1e6;
+            if it >= args.warmup {
+                if side == 0 {
+                    t_topo.push(dt)
+                } else {
+                    t_native.push(dt)
+                }
+            }
+        }
+    }
+    Row {
+        op: op.to_string(),
+        bytes: if op == "barrier" { 0 } else { n * 4 },
+        topo_us: slowest_median(world, &t_topo),
+        native_us: slowest_median(world, &t_native),
+    }
+}
+
+/// Calls per sample with `--chain`.
+const CHAIN: usize = 20;
+
+/// `--chain`: [`CHAIN`] calls back to back per sample, topo-run's and MPI's in turn, the
+/// root of bcast and reduce moving on every call; the per-call time of each sample.
+fn measure_chain(
+    args: &Args,
+    topo: &mut Topo,
+    world: &SimpleCommunicator,
+    op: &str,
+    bytes: usize,
+) -> Row {
+    let n = (bytes / 4).max(1);
+    let (rank, size) = (world.rank(), world.size());
+    let (mut send, mut recv) = (vec![rank as f32; n], vec![0f32; n]);
+    let mut all = if op == "allgather" {
+        vec![0f32; n * size as usize]
+    } else {
+        Vec::new()
+    };
+    let samples = iterations(args, bytes);
+    let (mut t_topo, mut t_native) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+    let sum = SystemOperation::sum();
+    for it in 0..args.warmup + samples {
+        for side in [0, 1] {
+            world.barrier();
+            let t0 = Instant::now();
+            for k in 0..CHAIN {
+                let root = (k % size as usize) as i32;
+                let at = world.process_at_rank(root);
+                match (op, side) {
+                    ("bcast", 0) => topo.broadcast_into(root, &mut send[..]),
+                    ("bcast", _) => at.broadcast_into(&mut send[..]),
+                    ("reduce", 0) if rank == root => {
+                        topo.reduce_into_root(&send[..], &mut recv[..], sum)
+                    }
+                    ("reduce", 0) => topo.reduce_into(root, &send[..], sum),
+                    ("reduce", _) if rank == root => {
+                        at.reduce_into_root(&send[..], &mut recv[..], sum)
+                    }
+                    ("reduce", _) => at.reduce_into(&send[..], sum),
+                    ("allgather", 0) => topo.all_gather_into(&send[..], &mut all[..]),
+                    ("allgather", _) => world.all_gather_into(&send[..], &mut all[..]),
+                    ("barrier", 0) => topo.barrier(),
+                    ("barrier", _) => world.barrier(),
+                    (_, 0) => topo.all_reduce_into(&send[..], &mut recv[..], sum),
+                    (_, _) => world.all_reduce_into(&send[..], &mut recv[..], sum),
+                }
+            }
+            let dt = t0.elapsed().as_secs_f64() * 1e6 / CHAIN as f64;
             if it >= args.warmup {
                 if side == 0 {
                     t_topo.push(dt)
@@ -672,7 +747,11 @@ fn main() -> anyhow::Result<()> {
         shuffle(&mut cases, seed);
     }
     for &(i, op, bytes) in &cases {
-        let row = measure(&args, &mut topo, &world, op, bytes);
+        let row = if args.chain {
+            measure_chain(&args, &mut topo, &world, op, bytes)
+        } else {
+            measure(&args, &mut topo, &world, op, bytes)
+        };
         let copy = memcpy_us(row.bytes);
         measured.push((i, row, copy));
     }
