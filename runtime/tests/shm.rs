@@ -117,6 +117,11 @@ fn rank_main(me: usize) -> i32 {
             ns > topo_runtime::transport::shm::NEAR_LINE_NS,
             "{ns} ns"
         );
+        // The pair measured once: a second check (another context of the same processes,
+        // which starts from the node's report again) takes the time both kept.
+        shm.set_near(vec![true; RANKS as usize]);
+        assert_eq!(shm.check_near().unwrap(), Some(ns));
+        assert_eq!((0..RANKS as usize).all(|j| !shm.is_near(j)), far);
     }
     let mut links = Links::new(&view, plan.peers.clone(), Some(shm), NoNetwork);
     let mut scratch = Scratch::default();
