@@ -121,13 +121,13 @@ pub fn reduce(
         let (a, tmp) = scratch.pair(len);
         // The root accumulates straight into its receive buffer (unless the result comes
         // back through rank 0).
+        // Its own contribution goes in with the first message it takes, where it can
+        // (`own`, see `up_onto`).
+        let mut own = None;
         let acc: &mut [u8] = match (&mut recv, is_root && !detour) {
             (Some(r), true) => {
-                let acc = &mut r[off..end];
-                if let Some(sb) = send {
-                    acc.copy_from_slice(&sb[off..end]);
-                }
-                acc
+                own = send.map(|sb| &sb[off..end]);
+                &mut r[off..end]
             }
             _ => {
                 match (send, &recv) {
@@ -138,17 +138,7 @@ pub fn reduce(
                 a
             }
         };
-        up(
-            view,
-            fabric,
-            s,
-            root,
-            total,
-            view.levels.len(),
-            acc,
-            tmp,
-            op,
-        )?;
+        up_onto(view, fabric, s, root, total, acc, own, tmp, op)?;
         if detour {
             if view.rank == 0 {
                 fabric.direct(root).send(&[root], acc)?;
@@ -179,6 +169,48 @@ fn leaf_parent(view: &View, s: &Settings, root: u32, total: usize) -> Option<u32
     }
 }
 
+/// The root's bottom-up part through every level, with `acc` not yet holding the root's
+/// contribution `own` (when there is one). A root whose lowest group reduces flat takes
+/// the first message onto `own` ([`Transport::recv_reduce_onto`]: from a sender's buffer,
+/// the result is read straight into `acc` and `own` combined in, instead of copying `own`
+/// to `acc` first and reading the message into scratch); otherwise `own` is copied first.
+#[allow(clippy::too_many_arguments)]
+fn up_onto(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    s: &Settings,
+    root: u32,
+    total: usize,
+    acc: &mut [u8],
+    own: Option<&[u8]>,
+    tmp: &mut [u8],
+    op: &dyn Combine,
+) -> Result<bool> {
+    let until = view.levels.len();
+    let Some(own) = own else {
+        return up(view, fabric, s, root, total, until, acc, tmp, op);
+    };
+    let first = view.levels.first().filter(|l| {
+        l.me == view.group_root(0, root)
+            && l.members.len() > 1
+            && s.reduce_for(l.name, l.intra, total) == ReduceAlg::Flat
+    });
+    let Some(l) = first else {
+        acc.copy_from_slice(own);
+        return up(view, fabric, s, root, total, until, acc, tmp, op);
+    };
+    // As `group_reduce`'s flat root: highest position first.
+    let t = fabric.level(0);
+    let mut senders = (0..l.members.len()).rev().filter(|&i| i != l.me);
+    if let Some(i) = senders.next() {
+        t.recv_reduce_onto(l.members[i], acc, own, tmp, op)?;
+    }
+    for i in senders {
+        t.recv_reduce(l.members[i], acc, tmp, op)?;
+    }
+    up_from(view, fabric, s, root, total, 1, until, acc, tmp, op)
+}
+
 /// The bottom-up part: reduce `acc` through `view.levels[..until]`. Returns whether this
 /// rank still holds a partial result (it is the group root of every level it passed).
 #[allow(clippy::too_many_arguments)]
@@ -193,7 +225,24 @@ pub(crate) fn up(
     tmp: &mut [u8],
     op: &dyn Combine,
 ) -> Result<bool> {
-    for i in 0..until {
+    up_from(view, fabric, s, root, total, 0, until, acc, tmp, op)
+}
+
+/// [`up`] through `view.levels[start..until]`.
+#[allow(clippy::too_many_arguments)]
+fn up_from(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    s: &Settings,
+    root: u32,
+    total: usize,
+    start: usize,
+    until: usize,
+    acc: &mut [u8],
+    tmp: &mut [u8],
+    op: &dyn Combine,
+) -> Result<bool> {
+    for i in start..until {
         let l = &view.levels[i];
         let alg = s.reduce_for(l.name, l.intra, total);
         let r = view.group_root(i, root);

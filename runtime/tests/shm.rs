@@ -225,6 +225,27 @@ fn rank_main(me: usize) -> i32 {
         bcast::bcast(&view, &mut links, &s, root, &mut b).unwrap();
         assert_eq!(ints(&b), data(i, len), "bcast {i}");
     }
+    // A partial result taken onto the receiver's own contribution (a reduce's root), from
+    // a near rank (queue fragments) and from a far one (its buffer, by single copy where
+    // the scenario has it): 3 is near 2, 0 is far from 2 in "-single".
+    for (len, from, to) in [(100usize, 3u32, 2u32), (3000, 2, 0), (70_000, 2, 0)] {
+        use topo_runtime::transport::Transport;
+        let t = links.shm.as_mut().unwrap();
+        if rank == from {
+            t.send_to_combine(to, &bytes(&data(from, len))).unwrap();
+        } else if rank == to {
+            let own = bytes(&data(to, len));
+            let (mut acc, mut tmp) = (vec![0u8; len * 8], vec![0u8; len * 8]);
+            t.recv_reduce_onto(from, &mut acc, &own, &mut tmp, &op)
+                .unwrap();
+            let want: Vec<i64> = data(to, len)
+                .iter()
+                .zip(data(from, len))
+                .map(|(a, b)| a.wrapping_add(b))
+                .collect();
+            assert_eq!(ints(&acc), want, "onto {len} from {from}");
+        }
+    }
     // Large messages stream through the 4 x 4 KiB queues in fragments and chunks.
     for len in [511, 512, 513, 131_072 + 1, 393_216] {
         let root = RANKS - 1;

@@ -61,6 +61,22 @@ pub trait Transport {
         Ok(())
     }
 
+    /// [`Transport::recv_reduce`] into an `acc` that does not hold this rank's
+    /// contribution yet: leaves `own` combined with the message in `acc` (`own` and `acc`
+    /// of one length; the operation is commutative). By default `own` is copied to `acc`
+    /// first.
+    fn recv_reduce_onto(
+        &mut self,
+        from: u32,
+        acc: &mut [u8],
+        own: &[u8],
+        tmp: &mut [u8],
+        op: &dyn Combine,
+    ) -> Result<()> {
+        acc.copy_from_slice(own);
+        self.recv_reduce(from, acc, tmp, op)
+    }
+
     /// The nonblocking form of [`Transport::send`]: makes what progress it can without
     /// waiting and returns whether `data` may be reused. Call it again with the same
     /// arguments and `x` until it returns true; `data` must stay put until then.

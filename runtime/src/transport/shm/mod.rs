@@ -798,6 +798,47 @@ impl Transport for ShmTransport {
     /// descriptor of `data`: the transfer completes once every reader has copied it out
     /// (the caller keeps `data` in place until then). Anything smaller goes through the
     /// queues, a fragment per free slot.
+    /// A message that the sender sends from its own buffer ([`Transport::send_to_combine`]
+    /// to a far rank) is read straight into `acc`, a piece at a time, and `own` combined
+    /// into it: two passes over the data instead of three (no copy of `own` first, no
+    /// scratch). One that comes through the queues is combined fragment by fragment onto
+    /// `own`, copied first while the sender fills the queues.
+    fn recv_reduce_onto(
+        &mut self,
+        from: u32,
+        acc: &mut [u8],
+        own: &[u8],
+        tmp: &mut [u8],
+        op: &dyn Combine,
+    ) -> Result<()> {
+        assert_eq!(acc.len(), own.len(), "recv_reduce_onto: lengths differ");
+        let w = self.local(from)?;
+        // The sender's choice in `send_to_combine` (both sides agree on who is near).
+        if self.near[w] || !self.direct(acc.len()) {
+            acc.copy_from_slice(own);
+            return self.recv_reduce(from, acc, tmp, op);
+        }
+        let mut at = 0;
+        self.take(from, acc, |frag, part| {
+            let mine = &own[at..at + part.len()];
+            at += part.len();
+            match frag {
+                Frag::Queue(src) => {
+                    part.copy_from_slice(mine);
+                    op.combine(part, src);
+                }
+                Frag::Remote { pid, addr } => {
+                    let piece = (REDUCE_PIECE - REDUCE_PIECE % op.elem_size()).max(op.elem_size());
+                    for (i, (p, m)) in part.chunks_mut(piece).zip(mine.chunks(piece)).enumerate() {
+                        read_remote(pid, addr + (i * piece) as u64, p)?;
+                        op.combine(p, m);
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
     fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
         self.set_readers(to)?;
         if self.direct_to_readers(data.len()) {
