@@ -246,6 +246,24 @@ fn rank_main(me: usize) -> i32 {
             assert_eq!(ints(&acc), want, "onto {len} from {from}");
         }
     }
+    // An exchange whose message is taken onto this rank's own contribution (the first
+    // step of recursive doubling): pairs 0-1 and 2-3, through the queues and (in
+    // "-single", from 8 KiB) by single copy.
+    for len in [7usize, 100, 3000, 70_000] {
+        use topo_runtime::transport::Transport;
+        let t = links.shm.as_mut().unwrap();
+        let partner = rank ^ 1;
+        let own = bytes(&data(rank, len));
+        let (mut acc, mut tmp) = (vec![0u8; len * 8], vec![0u8; len * 8]);
+        t.sendrecv_onto(partner, &own, partner, &mut acc, &own, &mut tmp, &op)
+            .unwrap();
+        let want: Vec<i64> = data(rank, len)
+            .iter()
+            .zip(data(partner, len))
+            .map(|(a, b)| a.wrapping_add(b))
+            .collect();
+        assert_eq!(ints(&acc), want, "sendrecv onto {len} with {partner}");
+    }
     // Large messages stream through the 4 x 4 KiB queues in fragments and chunks.
     for len in [511, 512, 513, 131_072 + 1, 393_216] {
         let root = RANKS - 1;

@@ -77,6 +77,28 @@ pub trait Transport {
         self.recv_reduce(from, acc, tmp, op)
     }
 
+    /// [`Transport::sendrecv`] of `data` to `to`, with the message from `from` combined
+    /// onto this rank's contribution `own` into `acc` (`own` and `acc` of one length, `tmp`
+    /// at least as long; the operation is commutative). By default the message is received
+    /// into `tmp` and combined after.
+    #[allow(clippy::too_many_arguments)]
+    fn sendrecv_onto(
+        &mut self,
+        to: u32,
+        data: &[u8],
+        from: u32,
+        acc: &mut [u8],
+        own: &[u8],
+        tmp: &mut [u8],
+        op: &dyn Combine,
+    ) -> Result<()> {
+        let tmp = &mut tmp[..acc.len()];
+        self.sendrecv(to, data, from, tmp)?;
+        acc.copy_from_slice(own);
+        op.combine(acc, tmp);
+        Ok(())
+    }
+
     /// The nonblocking form of [`Transport::send`]: makes what progress it can without
     /// waiting and returns whether `data` may be reused. Call it again with the same
     /// arguments and `x` until it returns true; `data` must stay put until then.

@@ -146,6 +146,34 @@ fn combine_in(op: &dyn Combine, frag: Frag<'_>, acc: &mut [u8], tmp: &mut [u8]) 
     Ok(())
 }
 
+/// Combines a fragment onto `mine` (this rank's own contribution) in `part`: a queue
+/// fragment into `part`, which already holds `mine` if `ready`; a remote buffer read
+/// straight into `part`, a piece at a time, with `mine` combined in.
+fn combine_onto(
+    op: &dyn Combine,
+    frag: Frag<'_>,
+    part: &mut [u8],
+    mine: &[u8],
+    ready: bool,
+) -> nix::Result<()> {
+    match frag {
+        Frag::Queue(src) => {
+            if !ready {
+                part.copy_from_slice(mine);
+            }
+            op.combine(part, src);
+        }
+        Frag::Remote { pid, addr } => {
+            let piece = (REDUCE_PIECE - REDUCE_PIECE % op.elem_size()).max(op.elem_size());
+            for (i, (p, m)) in part.chunks_mut(piece).zip(mine.chunks(piece)).enumerate() {
+                read_remote(pid, addr + (i * piece) as u64, p)?;
+                op.combine(p, m);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Copies a fragment into `dst`.
 fn copy_out(frag: Frag<'_>, dst: &mut [u8]) -> nix::Result<()> {
     match frag {
@@ -822,20 +850,37 @@ impl Transport for ShmTransport {
         self.take(from, acc, |frag, part| {
             let mine = &own[at..at + part.len()];
             at += part.len();
-            match frag {
-                Frag::Queue(src) => {
-                    part.copy_from_slice(mine);
-                    op.combine(part, src);
-                }
-                Frag::Remote { pid, addr } => {
-                    let piece = (REDUCE_PIECE - REDUCE_PIECE % op.elem_size()).max(op.elem_size());
-                    for (i, (p, m)) in part.chunks_mut(piece).zip(mine.chunks(piece)).enumerate() {
-                        read_remote(pid, addr + (i * piece) as u64, p)?;
-                        op.combine(p, m);
-                    }
-                }
-            }
-            Ok(())
+            combine_onto(op, frag, part, mine, false)
+        })
+    }
+
+    /// Through the exchange of [`Transport::sendrecv`], with the partner's message
+    /// combined onto `own` as it is taken (as in `recv_reduce_onto`): from the partner's
+    /// buffer, read straight into `acc` and `own` combined in; through the queues,
+    /// combined fragment by fragment onto `own`, copied first. No scratch either way.
+    #[allow(clippy::too_many_arguments)]
+    fn sendrecv_onto(
+        &mut self,
+        to: u32,
+        data: &[u8],
+        from: u32,
+        acc: &mut [u8],
+        own: &[u8],
+        _tmp: &mut [u8],
+        op: &dyn Combine,
+    ) -> Result<()> {
+        assert_eq!(acc.len(), own.len(), "sendrecv_onto: lengths differ");
+        // The partner sends as this rank does (`exchange`): through the queues, `acc`
+        // holds `own` before the first fragment comes.
+        let ready = !self.exchange_direct(self.local(from)?, acc.len());
+        if ready {
+            acc.copy_from_slice(own);
+        }
+        let mut at = 0;
+        self.exchange(to, data, from, acc, &mut |frag, part| {
+            let mine = &own[at..at + part.len()];
+            at += part.len();
+            combine_onto(op, frag, part, mine, ready)
         })
     }
 
@@ -937,11 +982,32 @@ impl Transport for ShmTransport {
     }
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
+        self.exchange(to, data, from, buf, &mut copy_out)
+    }
+}
+
+impl ShmTransport {
+    /// Whether an exchange of `len` bytes with local rank `j` goes by single copy. Both
+    /// ranks copy in parallel there, so the queues stay faster than the system calls of
+    /// single copy up to a larger size (measured: 4x the threshold).
+    fn exchange_direct(&self, j: usize, len: usize) -> bool {
+        let _ = j;
+        self.direct(len / SENDRECV_FACTOR)
+    }
+
+    /// Sends `data` to `to` while taking `buf.len()` bytes from `from` into `buf` through
+    /// `consume`.
+    fn exchange(
+        &mut self,
+        to: u32,
+        data: &[u8],
+        from: u32,
+        buf: &mut [u8],
+        consume: &mut impl FnMut(Frag<'_>, &mut [u8]) -> nix::Result<()>,
+    ) -> Result<()> {
         self.set_readers(&[to])?;
         let w = self.local(from)?;
-        // Both ranks copy in parallel here, so the queues stay faster than the system
-        // calls of single copy up to a larger size (measured: 4x the threshold).
-        let direct = self.direct(data.len() / SENDRECV_FACTOR);
+        let direct = self.exchange_direct(self.readers[0], data.len());
         let ns = self.units(data.len(), direct);
         let (mut si, mut got, mut finished) = (0, 0, false);
         // An empty message still takes one entry.
@@ -953,7 +1019,7 @@ impl Transport for ShmTransport {
                 si += 1;
                 progress = true;
             }
-            if !recv_done && let Some(n) = self.try_take(w, &mut buf[got..], &mut copy_out)? {
+            if !recv_done && let Some(n) = self.try_take(w, &mut buf[got..], consume)? {
                 got += n;
                 recv_done = got == buf.len();
                 progress = true;
