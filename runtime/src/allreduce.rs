@@ -86,10 +86,12 @@ pub fn group_allreduce_rd_onto(
     Ok(())
 }
 
-/// Below this many bytes (the whole message) a top group of two runs recursive doubling
-/// where the ring was asked for: its one exchange of the whole message beat the ring's two of half on 1 node x 2,
+/// Below this many bytes (the whole message) a top group of two inside a node runs
+/// recursive doubling where the ring was asked for: its one exchange of the whole message beat the ring's two of half on 1 node x 2,
 /// on a shared L3 and across dies (64-512 KiB: 0.72-0.90 of Open MPI's time against
 /// 0.92-1.59, docs/runtime.md); from 1 MiB the ring's halved combining evens it out.
+/// Between two nodes over TCP it lost at 64 KiB (the ring's 32 KiB halves go eagerly, a
+/// 64 KiB message does not) though it won from 128 KiB, so there the rules decide.
 pub const PAIR_RD_BELOW: usize = 1 << 20;
 
 /// Ring allreduce: reduce-scatter then allgather, each `n - 1` steps moving 1/n of the
@@ -146,8 +148,10 @@ pub fn allreduce(
         Some(_) if view.is_top(n - 1) => n - 1,
         _ => n,
     };
-    // A top group of two takes recursive doubling below PAIR_RD_BELOW whatever was asked.
-    let pair_rd = view.levels[n - 1].members.len() == 2 && total < PAIR_RD_BELOW;
+    // A top group of two inside a node takes recursive doubling below PAIR_RD_BELOW
+    // whatever was asked.
+    let top = &view.levels[n - 1];
+    let pair_rd = top.intra && top.members.len() == 2 && total < PAIR_RD_BELOW;
     let rd = matches!(top_alg, Some(TopAlg::RecursiveDoubling)) || (top_alg.is_some() && pair_rd);
     // A rank whose only level is the top group, running recursive doubling there, takes
     // its first exchange onto its send buffer; everyone else starts from a copy.
