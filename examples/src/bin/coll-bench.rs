@@ -185,7 +185,6 @@ fn measure(
     };
     let iters = iterations(args, bytes);
     let (mut t_topo, mut t_native) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
-    let sum = SystemOperation::sum();
     for it in 0..args.warmup + iters {
         for side in [0, 1] {
             if args.vary {
@@ -198,26 +197,7 @@ fn measure(
                 world.barrier();
             }
             let t0 = Instant::now();
-            match (op, side) {
-                ("bcast", 0) => topo.broadcast_into(args.root, &mut send[..]),
-                ("bcast", _) => world
-                    .process_at_rank(args.root)
-                    .broadcast_into(&mut send[..]),
-                ("reduce", 0) if rank == args.root => {
-                    topo.reduce_into_root(&send[..], &mut recv[..], sum)
-                }
-                ("reduce", 0) => topo.reduce_into(args.root, &send[..], sum),
-                ("reduce", _) if rank == args.root => world
-                    .process_at_rank(args.root)
-                    .reduce_into_root(&send[..], &mut recv[..], sum),
-                ("reduce", _) => world.process_at_rank(args.root).reduce_into(&send[..], sum),
-                ("allgather", 0) => topo.all_gather_into(&send[..], &mut all[..]),
-                ("allgather", _) => world.all_gather_into(&send[..], &mut all[..]),
-                ("barrier", 0) => topo.barrier(),
-                ("barrier", _) => world.barrier(),
-                (_, 0) => topo.all_reduce_into(&send[..], &mut recv[..], sum),
-                (_, _) => world.all_reduce_into(&send[..], &mut recv[..], sum),
-            }
+            call(topo, world, op, side, args.root, send, recv, &mut all);
             let dt = t0.elapsed().as_secs_f64() * 1e6;
             if it >= args.warmup {
                 if side == 0 {
@@ -233,6 +213,38 @@ fn measure(
         bytes: if op == "barrier" { 0 } else { n * 4 },
         topo_us: slowest_median(world, &t_topo),
         native_us: slowest_median(world, &t_native),
+    }
+}
+
+/// One call of `op` rooted at `root`: topo-run's (`side` 0) or MPI's own. A broadcast
+/// goes from and into `send`.
+#[allow(clippy::too_many_arguments)]
+fn call(
+    topo: &mut Topo,
+    world: &SimpleCommunicator,
+    op: &str,
+    side: usize,
+    root: i32,
+    send: &mut [f32],
+    recv: &mut [f32],
+    all: &mut [f32],
+) {
+    let sum = SystemOperation::sum();
+    let at = world.process_at_rank(root);
+    let me = world.rank() == root;
+    match (op, side) {
+        ("bcast", 0) => topo.broadcast_into(root, send),
+        ("bcast", _) => at.broadcast_into(send),
+        ("reduce", 0) if me => topo.reduce_into_root(send, recv, sum),
+        ("reduce", 0) => topo.reduce_into(root, send, sum),
+        ("reduce", _) if me => at.reduce_into_root(send, recv, sum),
+        ("reduce", _) => at.reduce_into(send, sum),
+        ("allgather", 0) => topo.all_gather_into(send, all),
+        ("allgather", _) => world.all_gather_into(send, all),
+        ("barrier", 0) => topo.barrier(),
+        ("barrier", _) => world.barrier(),
+        (_, 0) => topo.all_reduce_into(send, recv, sum),
+        (_, _) => world.all_reduce_into(send, recv, sum),
     }
 }
 
@@ -258,32 +270,13 @@ fn measure_chain(
     };
     let samples = iterations(args, bytes);
     let (mut t_topo, mut t_native) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-    let sum = SystemOperation::sum();
     for it in 0..args.warmup + samples {
         for side in [0, 1] {
             world.barrier();
             let t0 = Instant::now();
             for k in 0..CHAIN {
                 let root = (k % size as usize) as i32;
-                let at = world.process_at_rank(root);
-                match (op, side) {
-                    ("bcast", 0) => topo.broadcast_into(root, &mut send[..]),
-                    ("bcast", _) => at.broadcast_into(&mut send[..]),
-                    ("reduce", 0) if rank == root => {
-                        topo.reduce_into_root(&send[..], &mut recv[..], sum)
-                    }
-                    ("reduce", 0) => topo.reduce_into(root, &send[..], sum),
-                    ("reduce", _) if rank == root => {
-                        at.reduce_into_root(&send[..], &mut recv[..], sum)
-                    }
-                    ("reduce", _) => at.reduce_into(&send[..], sum),
-                    ("allgather", 0) => topo.all_gather_into(&send[..], &mut all[..]),
-                    ("allgather", _) => world.all_gather_into(&send[..], &mut all[..]),
-                    ("barrier", 0) => topo.barrier(),
-                    ("barrier", _) => world.barrier(),
-                    (_, 0) => topo.all_reduce_into(&send[..], &mut recv[..], sum),
-                    (_, _) => world.all_reduce_into(&send[..], &mut recv[..], sum),
-                }
+                call(topo, world, op, side, root, &mut send, &mut recv, &mut all);
             }
             let dt = t0.elapsed().as_secs_f64() * 1e6 / CHAIN as f64;
             if it >= args.warmup {

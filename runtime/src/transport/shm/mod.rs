@@ -872,7 +872,7 @@ impl Transport for ShmTransport {
         assert_eq!(acc.len(), own.len(), "sendrecv_onto: lengths differ");
         // The partner sends as this rank does (`exchange`): through the queues, `acc`
         // holds `own` before the first fragment comes.
-        let ready = !self.exchange_direct(self.local(from)?, acc.len());
+        let ready = !self.exchange_direct(acc.len());
         if ready {
             acc.copy_from_slice(own);
         }
@@ -987,11 +987,10 @@ impl Transport for ShmTransport {
 }
 
 impl ShmTransport {
-    /// Whether an exchange of `len` bytes with local rank `j` goes by single copy. Both
-    /// ranks copy in parallel there, so the queues stay faster than the system calls of
-    /// single copy up to a larger size (measured: 4x the threshold).
-    fn exchange_direct(&self, j: usize, len: usize) -> bool {
-        let _ = j;
+    /// Whether an exchange of `len` bytes goes by single copy. Both ranks copy in parallel
+    /// there, so the queues stay faster than the system calls of single copy up to a
+    /// larger size (measured: 4x the threshold).
+    fn exchange_direct(&self, len: usize) -> bool {
         self.direct(len / SENDRECV_FACTOR)
     }
 
@@ -1007,7 +1006,7 @@ impl ShmTransport {
     ) -> Result<()> {
         self.set_readers(&[to])?;
         let w = self.local(from)?;
-        let direct = self.exchange_direct(self.readers[0], data.len());
+        let direct = self.exchange_direct(data.len());
         let ns = self.units(data.len(), direct);
         let (mut si, mut got, mut finished) = (0, 0, false);
         // An empty message still takes one entry.
