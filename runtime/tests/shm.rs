@@ -247,12 +247,14 @@ fn rank_main(me: usize) -> i32 {
         }
     }
     // An exchange whose message is taken onto this rank's own contribution (the first
-    // step of recursive doubling): pairs 0-1 and 2-3, through the queues and (in
-    // "-single", from 8 KiB) by single copy.
-    for len in [7usize, 100, 3000, 70_000] {
+    // step of recursive doubling): near pairs 0-1 and 2-3, through the queues and (in
+    // "-single", from 8 KiB) by single copy; then far pairs 0-2 and 1-3 (in "-single"),
+    // by single copy from the 2 KiB threshold (500 elements: 4000 bytes).
+    let pairs = [7usize, 100, 3000, 70_000].map(|len| (len, rank ^ 1));
+    let far = [7usize, 500, 3000].map(|len| (len, rank ^ 2));
+    for (len, partner) in pairs.into_iter().chain(far) {
         use topo_runtime::transport::Transport;
         let t = links.shm.as_mut().unwrap();
-        let partner = rank ^ 1;
         let own = bytes(&data(rank, len));
         let (mut acc, mut tmp) = (vec![0u8; len * 8], vec![0u8; len * 8]);
         t.sendrecv_onto(partner, &own, partner, &mut acc, &own, &mut tmp, &op)

@@ -872,7 +872,7 @@ impl Transport for ShmTransport {
         assert_eq!(acc.len(), own.len(), "sendrecv_onto: lengths differ");
         // The partner sends as this rank does (`exchange`): through the queues, `acc`
         // holds `own` before the first fragment comes.
-        let ready = !self.exchange_direct(acc.len());
+        let ready = !self.exchange_direct(acc.len(), self.local(from)?);
         if ready {
             acc.copy_from_slice(own);
         }
@@ -987,11 +987,18 @@ impl Transport for ShmTransport {
 }
 
 impl ShmTransport {
-    /// Whether an exchange of `len` bytes goes by single copy. Both ranks copy in parallel
-    /// there, so the queues stay faster than the system calls of single copy up to a
-    /// larger size (measured: 4x the threshold).
-    fn exchange_direct(&self, len: usize) -> bool {
-        self.direct(len / SENDRECV_FACTOR)
+    /// Whether an exchange of `len` bytes with local rank `j` goes by single copy. Both
+    /// ranks copy in parallel there, so between ranks that share a cache the queues stay
+    /// faster than the system calls of single copy up to a larger size (measured: 4x the
+    /// threshold); between far ones every fragment's line crosses the dies twice, and
+    /// single copy wins from the threshold (docs/runtime.md). Both partners decide alike:
+    /// they agree on who is near ([`ShmTransport::check_near`]).
+    fn exchange_direct(&self, len: usize, j: usize) -> bool {
+        if self.near[j] {
+            self.direct(len / SENDRECV_FACTOR)
+        } else {
+            self.direct(len)
+        }
     }
 
     /// Sends `data` to `to` while taking `buf.len()` bytes from `from` into `buf` through
@@ -1006,7 +1013,7 @@ impl ShmTransport {
     ) -> Result<()> {
         self.set_readers(&[to])?;
         let w = self.local(from)?;
-        let direct = self.exchange_direct(data.len());
+        let direct = self.exchange_direct(data.len(), self.readers[0]);
         let ns = self.units(data.len(), direct);
         let (mut si, mut got, mut finished) = (0, 0, false);
         // An empty message still takes one entry.
