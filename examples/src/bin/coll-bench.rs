@@ -64,8 +64,10 @@ struct Args {
     #[arg(long)]
     vary: bool,
     /// How ranks line up before every timed call: `mpi` (MPI_Barrier) or `topo`
-    /// (topo-run's barrier, which leaves less skew between ranks). Both columns use it.
-    #[arg(long, default_value = "mpi", value_parser = ["mpi", "topo"])]
+    /// (topo-run's barrier, which leaves less skew between ranks) for both columns, or
+    /// `own`: each side by its own barrier, as a program lines up with and without
+    /// topo-run (whose library takes `MPI_Barrier` too).
+    #[arg(long, default_value = "mpi", value_parser = ["mpi", "topo", "own"])]
     sync: String,
     /// Time calls chained back to back instead of lined up by a barrier each: the root of
     /// bcast and reduce moves to the next rank every call, so every call starts when the
@@ -191,7 +193,7 @@ fn measure(
                 let v = (it * 2 + side + rank as usize) as f32;
                 send.iter_mut().for_each(|x| *x = v);
             }
-            if args.sync == "topo" {
+            if args.sync == "topo" || (args.sync == "own" && side == 0) {
                 topo.barrier();
             } else {
                 world.barrier();
