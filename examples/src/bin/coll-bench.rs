@@ -69,6 +69,10 @@ struct Args {
     /// topo-run (whose library takes `MPI_Barrier` too).
     #[arg(long, default_value = "mpi", value_parser = ["mpi", "topo", "own"])]
     sync: String,
+    /// Time the lining-up barrier with each call: the time of one iteration of a loop that
+    /// calls a barrier and the collective (with `--sync own`, the whole of OSU's loop).
+    #[arg(long)]
+    with_sync: bool,
     /// Time calls chained back to back instead of lined up by a barrier each: the root of
     /// bcast and reduce moves to the next rank every call, so every call starts when the
     /// previous one's data has arrived, and a call's time is the collective's latency,
@@ -193,12 +197,17 @@ fn measure(
                 let v = (it * 2 + side + rank as usize) as f32;
                 send.iter_mut().for_each(|x| *x = v);
             }
+            let t_sync = Instant::now();
             if args.sync == "topo" || (args.sync == "own" && side == 0) {
                 topo.barrier();
             } else {
                 world.barrier();
             }
-            let t0 = Instant::now();
+            let t0 = if args.with_sync {
+                t_sync
+            } else {
+                Instant::now()
+            };
             call(topo, world, op, side, args.root, send, recv, &mut all);
             let dt = t0.elapsed().as_secs_f64() * 1e6;
             if it >= args.warmup {
