@@ -406,11 +406,11 @@ impl Topo {
         if instance > 0 {
             path.push_str(&format!(".c{instance}"));
         }
-        let layout = Layout {
-            ranks: plan.local_size as usize,
-            slots: s.slots as usize,
-            fragment: s.fragment as usize,
-        };
+        let layout = Layout::new(
+            plan.local_size as usize,
+            s.slots as usize,
+            s.fragment as usize,
+        );
         let leader = plan.local_rank == 0;
         let fail_all = |e: Option<&Error>| -> std::result::Result<(), String> {
             let mine = e.map(|e| format!("rank {} on {}: {e}", plan.rank, plan.node));

@@ -31,11 +31,7 @@ fn settings() -> Settings {
 /// Joins the node's segment as local rank `me` (the leader creates it and removes its name
 /// once everyone has attached).
 fn join(me: usize, path: &str, s: &Settings) -> Segment {
-    let layout = Layout {
-        ranks: RANKS as usize,
-        slots: s.slots as usize,
-        fragment: s.fragment as usize,
-    };
+    let layout = Layout::new(RANKS as usize, s.slots as usize, s.fragment as usize);
     let deadline = Instant::now() + Duration::from_secs(20);
     let seg = if me == 0 {
         Segment::create(path, layout, 0).unwrap()
@@ -478,11 +474,7 @@ fn ranks_in_different_collectives_are_told_not_left_waiting() {
 fn a_stale_segment_does_not_block_a_new_one() {
     let path = test_path("stale");
     std::fs::write(&path, b"left by a crashed job").unwrap();
-    let layout = Layout {
-        ranks: 2,
-        slots: 2,
-        fragment: 64,
-    };
+    let layout = Layout::new(2, 2, 64);
     let seg = Segment::create(&path, layout, 0).unwrap();
     assert_eq!(
         std::fs::metadata(&path).unwrap().len() as usize,
@@ -494,11 +486,7 @@ fn a_stale_segment_does_not_block_a_new_one() {
 #[test]
 fn a_segment_in_use_is_never_removed_by_another_launch() {
     let path = test_path("live");
-    let layout = Layout {
-        ranks: 2,
-        slots: 2,
-        fragment: 64,
-    };
+    let layout = Layout::new(2, 2, 64);
     // Another launch's leader created the segment, and its peer attached; the name is
     // still there (setup is under way).
     let first = Segment::create(&path, layout, 0).unwrap();
@@ -534,11 +522,7 @@ fn a_segment_in_use_is_never_removed_by_another_launch() {
 #[test]
 fn ranks_planned_differently_cannot_attach() {
     let path = test_path("nodeplan");
-    let layout = Layout {
-        ranks: 2,
-        slots: 2,
-        fragment: 64,
-    };
+    let layout = Layout::new(2, 2, 64);
     let leader = Segment::create(&path, layout, 0xaaaa).unwrap();
     let e = Segment::attach(&path, layout, 0xbbbb).unwrap_err();
     assert!(matches!(e, topo_runtime::Error::NodePlans { .. }), "{e}");

@@ -54,7 +54,8 @@ fn page_round(n: usize) -> usize {
     n.div_ceil(PAGE) * PAGE
 }
 
-/// The geometry of a segment for `ranks` local ranks.
+/// The geometry of a segment for `ranks` local ranks. The sizes of its parts are worked
+/// out once, in [`Layout::new`]: every queue operation computes offsets from them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     /// Local ranks (queues).
@@ -63,6 +64,11 @@ pub struct Layout {
     pub slots: usize,
     /// Bytes per slot.
     pub fragment: usize,
+    probe_at: usize,
+    header_len: usize,
+    control_len: usize,
+    queue_len: usize,
+    total: usize,
 }
 
 /// Header field offsets.
@@ -82,15 +88,35 @@ pub mod header {
 }
 
 impl Layout {
+    /// The geometry for `ranks` local ranks, `slots` slots per queue and `fragment` bytes
+    /// per slot.
+    pub fn new(ranks: usize, slots: usize, fragment: usize) -> Self {
+        let mut l = Layout {
+            ranks,
+            slots,
+            fragment,
+            probe_at: (RECORDS_OFFSET + RECORD * ranks).next_multiple_of(CONTROL_STRIDE),
+            header_len: 0,
+            control_len: 0,
+            queue_len: 0,
+            total: 0,
+        };
+        l.header_len = page_round(l.probe(0) + 2 * CONTROL_STRIDE * ranks);
+        l.control_len = page_round(slots * ranks * CONTROL_STRIDE);
+        l.queue_len = l.control_len + page_round(slots * fragment);
+        l.total = l.header_len + ranks * l.queue_len;
+        l
+    }
+
     /// Header bytes (fields, records and probe lines).
     pub fn header_len(&self) -> usize {
-        page_round(self.probe(0) + 2 * CONTROL_STRIDE * self.ranks)
+        self.header_len
     }
 
     /// Offset of local rank `r`'s probe line (a `u64` only `r` writes, alone in its cache
     /// line), for measuring how long a cache line takes between two cores.
     pub fn probe(&self, r: usize) -> usize {
-        (RECORDS_OFFSET + RECORD * self.ranks).next_multiple_of(CONTROL_STRIDE) + CONTROL_STRIDE * r
+        self.probe_at + CONTROL_STRIDE * r
     }
 
     /// Offset of round `round`'s count in local rank `r`'s signal line (`u64`s only `r`
@@ -98,14 +124,6 @@ impl Layout {
     pub fn signal(&self, r: usize, round: usize) -> usize {
         debug_assert!(r < self.ranks && round < SIGNAL_ROUNDS);
         self.probe(self.ranks) + CONTROL_STRIDE * r + 8 * round
-    }
-
-    fn control_len(&self) -> usize {
-        page_round(self.slots * self.ranks * CONTROL_STRIDE)
-    }
-
-    fn queue_len(&self) -> usize {
-        self.control_len() + page_round(self.slots * self.fragment)
     }
 
     /// Offset of local rank `r`'s PID (`i32`).
@@ -121,25 +139,25 @@ impl Layout {
 
     /// The byte range of queue `r` (control words and slots).
     pub fn queue(&self, r: usize) -> std::ops::Range<usize> {
-        let start = self.header_len() + r * self.queue_len();
-        start..start + self.queue_len()
+        let start = self.header_len + r * self.queue_len;
+        start..start + self.queue_len
     }
 
     /// Offset of the control word of slot `k` of queue `r` for reader `j`.
     pub fn control(&self, r: usize, k: usize, j: usize) -> usize {
         debug_assert!(r < self.ranks && k < self.slots && j < self.ranks);
-        self.queue(r).start + (k * self.ranks + j) * CONTROL_STRIDE
+        self.header_len + r * self.queue_len + (k * self.ranks + j) * CONTROL_STRIDE
     }
 
     /// Offset of the data of slot `k` of queue `r`.
     pub fn data(&self, r: usize, k: usize) -> usize {
         debug_assert!(r < self.ranks && k < self.slots);
-        self.queue(r).start + self.control_len() + k * self.fragment
+        self.header_len + r * self.queue_len + self.control_len + k * self.fragment
     }
 
     /// Total bytes of the segment.
     pub fn total(&self) -> usize {
-        self.header_len() + self.ranks * self.queue_len()
+        self.total
     }
 }
 
@@ -149,11 +167,7 @@ mod tests {
 
     #[test]
     fn blocks_are_page_aligned_and_disjoint() {
-        let l = Layout {
-            ranks: 36,
-            slots: 8,
-            fragment: 8192,
-        };
+        let l = Layout::new(36, 8, 8192);
         assert_eq!(l.header_len() % PAGE, 0);
         assert!(l.base(35) + 8 <= l.probe(0));
         assert_eq!(l.probe(0) % CONTROL_STRIDE, 0);
@@ -178,11 +192,7 @@ mod tests {
         for ranks in [1usize, 2, 3, 36, 128, 257] {
             for slots in [1usize, 8, 64] {
                 for fragment in [64usize, 8192, 65536] {
-                    let l = Layout {
-                        ranks,
-                        slots,
-                        fragment,
-                    };
+                    let l = Layout::new(ranks, slots, fragment);
                     let settings = topo_hierarchy::Settings {
                         slots: slots as u32,
                         fragment: fragment as u32,
