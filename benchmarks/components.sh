@@ -14,11 +14,17 @@
 # the best component. The cache-line floor of each run (coll-bench's first line) is
 # printed too: this machine changes speed between runs, and the floor says in which
 # state a run was.
-# Extra options go to coll-bench (for example --max 1048576 or --vary).
+# Extra options go to coll-bench (for example --max 1048576 or --vary). Without --ops it
+# runs every collective coll-bench has: barrier, bcast, reduce, allreduce and allgather
+# (coll/sm has no allgather of its own; Open MPI then takes tuned's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
 shift || true
+case " $* " in
+  *" --ops "* | *" --ops="*) ;;
+  *) set -- --ops barrier,bcast,reduce,allreduce,allgather "$@" ;;
+esac
 cargo build --release --locked -p topo-run -p topo-examples >/dev/null 2>&1
 TR=$PWD/target/release/topo-run
 BENCH=$PWD/target/release/coll-bench
@@ -55,7 +61,7 @@ for c in comps:
             topo.setdefault(key, []).append(t)
             native[c].setdefault(key, []).append(m)
             ratio[c].setdefault(key, []).append(t / m)
-order = {"bcast": 0, "reduce": 1, "allreduce": 2}
+order = {"barrier": 0, "bcast": 1, "reduce": 2, "allreduce": 3, "allgather": 4}
 med = statistics.median
 print(f"{'op':<10} {'bytes':>9} {'topo_us':>8} " + " ".join(f"{c + '_us':>8}" for c in comps)
       + " " + " ".join(f"{'/' + c:>7}" for c in comps) + f" {'worst':>6}")
