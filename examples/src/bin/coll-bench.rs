@@ -71,7 +71,8 @@ struct Args {
     sync: String,
     /// Time the lining-up barrier with each call: the time of one iteration of a loop that
     /// calls a barrier and the collective (with `--sync own`, the whole of OSU's loop).
-    #[arg(long)]
+    /// Not with --chain or --overlap, which line nothing up before each call.
+    #[arg(long, conflicts_with_all = ["chain", "overlap"])]
     with_sync: bool,
     /// Time calls chained back to back instead of lined up by a barrier each: the root of
     /// bcast and reduce moves to the next rank every call, so every call starts when the
