@@ -91,21 +91,21 @@ impl Layout {
     /// The geometry for `ranks` local ranks, `slots` slots per queue and `fragment` bytes
     /// per slot.
     pub fn new(ranks: usize, slots: usize, fragment: usize) -> Self {
-        let mut l = Layout {
+        let probe_at = (RECORDS_OFFSET + RECORD * ranks).next_multiple_of(CONTROL_STRIDE);
+        // Probe lines, then signal lines: one of each per local rank.
+        let header_len = page_round(probe_at + 2 * CONTROL_STRIDE * ranks);
+        let control_len = page_round(slots * ranks * CONTROL_STRIDE);
+        let queue_len = control_len + page_round(slots * fragment);
+        Layout {
             ranks,
             slots,
             fragment,
-            probe_at: (RECORDS_OFFSET + RECORD * ranks).next_multiple_of(CONTROL_STRIDE),
-            header_len: 0,
-            control_len: 0,
-            queue_len: 0,
-            total: 0,
-        };
-        l.header_len = page_round(l.probe(0) + 2 * CONTROL_STRIDE * ranks);
-        l.control_len = page_round(slots * ranks * CONTROL_STRIDE);
-        l.queue_len = l.control_len + page_round(slots * fragment);
-        l.total = l.header_len + ranks * l.queue_len;
-        l
+            probe_at,
+            header_len,
+            control_len,
+            queue_len,
+            total: header_len + ranks * queue_len,
+        }
     }
 
     /// Header bytes (fields, records and probe lines).
@@ -139,20 +139,24 @@ impl Layout {
 
     /// The byte range of queue `r` (control words and slots).
     pub fn queue(&self, r: usize) -> std::ops::Range<usize> {
-        let start = self.header_len + r * self.queue_len;
+        let start = self.queue_start(r);
         start..start + self.queue_len
+    }
+
+    fn queue_start(&self, r: usize) -> usize {
+        self.header_len + r * self.queue_len
     }
 
     /// Offset of the control word of slot `k` of queue `r` for reader `j`.
     pub fn control(&self, r: usize, k: usize, j: usize) -> usize {
         debug_assert!(r < self.ranks && k < self.slots && j < self.ranks);
-        self.header_len + r * self.queue_len + (k * self.ranks + j) * CONTROL_STRIDE
+        self.queue_start(r) + (k * self.ranks + j) * CONTROL_STRIDE
     }
 
     /// Offset of the data of slot `k` of queue `r`.
     pub fn data(&self, r: usize, k: usize) -> usize {
         debug_assert!(r < self.ranks && k < self.slots);
-        self.header_len + r * self.queue_len + self.control_len + k * self.fragment
+        self.queue_start(r) + self.control_len + k * self.fragment
     }
 
     /// Total bytes of the segment.
