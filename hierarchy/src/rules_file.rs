@@ -8,6 +8,8 @@
 //! bcast        intra        flat
 //! bcast        inter<64K    knomial:4
 //! allreduce    <64K         rab:rd
+//! chunk        allreduce    1M              (pipeline chunks, first match wins)
+//! chunk        256K
 //! # KEY        VALUE                        (queue geometry and thresholds)
 //! fragment     128K
 //! single-copy  16K
@@ -16,9 +18,11 @@
 //! The first line that is not blank or a comment (`#` to the end of the line) is the
 //! header `topo-run-rules 1`. Every other line is either an algorithm rule, `bcast`,
 //! `reduce`, `allreduce` or `allgather` followed by a selector (`[SCOPE][<BYTES]`, or `*`) and an
-//! algorithm, in the order they are tried; or a setting, `slots`, `fragment`, `chunk`,
-//! `spin` or `single-copy` followed by its value, at most once each. Values are those of
-//! the options of the same names (docs/runtime.md, "Settings").
+//! algorithm, in the order they are tried; or a pipeline-chunk rule, `chunk` followed by
+//! an optional selector (`[COLLECTIVE][<BYTES]`, or `*`) and a size, in the order they are
+//! tried; or a setting, `slots`, `fragment`, `spin` or `single-copy` followed by its value,
+//! at most once each. Values are those of the options of the same names (docs/runtime.md,
+//! "Settings").
 //!
 //! A file becomes the `key:value` pairs of a plan's settings ([`RulesFile::pairs`]), so
 //! the plan digest covers it; [`merge`] puts the command line's settings first.
@@ -29,10 +33,11 @@ use crate::settings::Settings;
 /// The header line of version 1 of the format.
 pub const RULES_HEADER: &str = "topo-run-rules 1";
 
-/// The keys of algorithm rules, which may repeat.
-const RULE_KEYS: [&str; 4] = ["bcast", "reduce", "allreduce", "allgather"];
+/// The keys of rules, which may repeat: algorithm rules, and pipeline-chunk rules
+/// (`chunk [SELECTOR] BYTES`, whose selector is `[COLLECTIVE][<BYTES]` or `*`).
+const RULE_KEYS: [&str; 5] = ["bcast", "reduce", "allreduce", "allgather", "chunk"];
 /// The keys of settings, at most once each.
-const VALUE_KEYS: [&str; 5] = ["slots", "fragment", "chunk", "spin", "single-copy"];
+const VALUE_KEYS: [&str; 4] = ["slots", "fragment", "spin", "single-copy"];
 
 /// A parsed rules file: its settings, in the form a plan stores them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -92,16 +97,31 @@ impl RulesFile {
     fn add(&mut self, fields: &[&str]) -> std::result::Result<(), String> {
         let key = fields[0];
         if let Some(&k) = RULE_KEYS.iter().find(|&&k| k == key) {
-            let [_, selector, algorithm] = fields[..] else {
-                return Err(format!(
-                    "{key} takes a selector and an algorithm, like `{key} inter<64K knomial:4`"
-                ));
+            let (selector, algorithm) = match fields[..] {
+                [_, selector, algorithm] => (selector, algorithm),
+                ["chunk", size] => ("*", size),
+                _ if k == "chunk" => {
+                    return Err(
+                        "chunk takes a size, or a selector and a size, like `chunk 256K` or \
+                         `chunk allreduce<4M 1M`"
+                            .to_string(),
+                    );
+                }
+                _ => {
+                    return Err(format!(
+                        "{key} takes a selector and an algorithm, like `{key} inter<64K \
+                         knomial:4`"
+                    ));
+                }
             };
             let rule = format!("{selector}={algorithm}");
             if selector.contains('=') || selector.contains(',') {
-                return Err(format!(
-                    "{selector:?} is not a selector ([SCOPE][<BYTES] or *)"
-                ));
+                let form = if k == "chunk" {
+                    "[COLLECTIVE][<BYTES]"
+                } else {
+                    "[SCOPE][<BYTES]"
+                };
+                return Err(format!("{selector:?} is not a selector ({form} or *)"));
             }
             Settings::from_pairs(&[(k, rule.as_str())]).map_err(reason_of)?;
             self.rule_list(k).push(rule);
@@ -190,7 +210,6 @@ fn example(key: &str) -> &'static str {
     match key {
         "slots" => "8",
         "spin" => "1024",
-        "chunk" => "256K",
         "single-copy" => "16K",
         "fragment" => "128K",
         _ => "8K",
@@ -201,7 +220,7 @@ fn example(key: &str) -> &'static str {
 mod tests {
     use super::*;
     use crate::level::LevelName;
-    use crate::settings::BcastAlg;
+    use crate::settings::{BcastAlg, Collective};
     use proptest::prelude::*;
 
     const GOOD: &str = "# tuned on the dev cluster\n\
@@ -241,9 +260,18 @@ mod tests {
         let s = Settings::from_pairs(&RulesFile::parse(text).unwrap().pairs()).unwrap();
         let d = Settings::default();
         assert_eq!(
-            (s.slots, s.fragment, s.chunk, s.spin, s.single_copy),
-            (d.slots, d.fragment, d.chunk, d.spin, d.single_copy)
+            (s.slots, s.fragment, s.spin, s.single_copy),
+            (d.slots, d.fragment, d.spin, d.single_copy)
         );
+        for c in Collective::ALL {
+            for bytes in [0, 8, 65535, 65536, 1 << 20, 1 << 30] {
+                assert_eq!(
+                    s.chunk_for(c, bytes),
+                    d.chunk_for(c, bytes),
+                    "{c:?} {bytes}"
+                );
+            }
+        }
         for level in [
             "core", "l3", "numa", "socket", "node", "switch1", "switch2", "world",
         ] {
@@ -282,6 +310,14 @@ mod tests {
             ("topo-run-rules 1\nfragment 100\n", 2, "multiple of 64"),
             ("topo-run-rules 1\nslots 8\n\nslots 4\n", 4, "twice"),
             ("topo-run-rules 1\nslots\n", 2, "one value"),
+            ("topo-run-rules 1\nchunk\n", 2, "a selector and a size"),
+            (
+                "topo-run-rules 1\nchunk gather 1M\n",
+                2,
+                "unknown collective",
+            ),
+            ("topo-run-rules 1\nchunk bcast 1K\n", 2, "between"),
+            ("topo-run-rules 1\nchunk bcast=x 1M\n", 2, "[COLLECTIVE]"),
             ("topo-run-rules 1\nprogress thread\n", 2, "per run"),
             ("topo-run-rules 1\nfrobnicate 3\n", 2, "unknown key"),
         ];
@@ -314,6 +350,29 @@ mod tests {
              bcast        node         knomial:4\nfragment     16K\n"
         );
         assert_eq!(RulesFile::parse(&f.to_text()).unwrap(), f);
+    }
+
+    #[test]
+    fn chunk_rules_keep_their_order_and_the_command_line_comes_first() {
+        let text = "topo-run-rules 1\nchunk bcast<128K 16K\nslots 4\nchunk allreduce 1M\n\
+                    chunk 512K\n";
+        let f = RulesFile::parse(text).unwrap();
+        let pairs = f.pairs();
+        assert_eq!(
+            pairs[1],
+            ("chunk".into(), "bcast<128K=16K,allreduce=1M,*=512K".into())
+        );
+        let s = Settings::from_pairs(&pairs).unwrap();
+        assert_eq!(s.chunk_for(Collective::Bcast, 64 << 10), 16 << 10);
+        assert_eq!(s.chunk_for(Collective::Allreduce, 64 << 10), 1 << 20);
+        assert_eq!(s.chunk_for(Collective::Reduce, 64 << 10), 512 << 10);
+        assert_eq!(RulesFile::parse(&f.to_text()).unwrap(), f);
+        // `--chunk 64K` on the command line is tried before the file's rules.
+        let m = merge(&[("chunk".into(), "64K".into())], &pairs);
+        let s = Settings::from_pairs(&m).unwrap();
+        for c in Collective::ALL {
+            assert_eq!(s.chunk_for(c, 64 << 10), 64 << 10);
+        }
     }
 
     #[test]
@@ -356,6 +415,11 @@ mod tests {
                 prop::sample::select(vec!["rb", "rab:rd", "rab:ring"])
             )
                 .prop_map(|(s, a)| format!("allreduce {s} {a}")),
+            (
+                prop::sample::select(vec!["", "*", "bcast", "reduce<64K", "<1M", "allgather<4K"]),
+                prop::sample::select(vec!["4K", "256K", "1M"])
+            )
+                .prop_map(|(s, c)| format!("chunk {s} {c}")),
         ]
     }
 

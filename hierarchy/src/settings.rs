@@ -27,7 +27,8 @@ use crate::level::LevelName;
 pub const DEFAULT_SLOTS: u32 = 8;
 /// Bytes per shared-memory slot (fragment) when not set.
 pub const DEFAULT_FRAGMENT: u32 = 128 << 10;
-/// Bytes per pipeline chunk when not set.
+/// Bytes per pipeline chunk where no rule, of the user's or the built-in ones, says
+/// otherwise.
 pub const DEFAULT_CHUNK: u32 = 256 << 10;
 /// Busy-wait rounds before a waiting rank starts yielding its core, when not set.
 pub const DEFAULT_SPIN: u32 = 1 << 10;
@@ -51,7 +52,8 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "chunk",
         "TOPO_RUN_CHUNK",
         "pipeline chunk: larger messages move through the levels in pieces of this size \
-         (4K..=1G, default 256K)",
+         (4K..=1G); one size, or rules per collective and message size, e.g. \
+         bcast<128K=16K,allreduce=1M,256K (default: docs/runtime.md, Settings)",
     ),
     (
         "spin",
@@ -103,6 +105,141 @@ pub const KEYS: &[(&str, &str, &str)] = &[
          a power of two; ring = a ring over the whole job in node-major order)",
     ),
 ];
+
+/// A collective, as pipeline-chunk rules name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collective {
+    Bcast,
+    Reduce,
+    Allreduce,
+    Allgather,
+}
+
+impl Collective {
+    /// Every collective that pipelines.
+    pub const ALL: [Collective; 4] = [
+        Collective::Bcast,
+        Collective::Reduce,
+        Collective::Allreduce,
+        Collective::Allgather,
+    ];
+
+    /// Its name in settings and rules files.
+    pub fn key(self) -> &'static str {
+        match self {
+            Collective::Bcast => "bcast",
+            Collective::Reduce => "reduce",
+            Collective::Allreduce => "allreduce",
+            Collective::Allgather => "allgather",
+        }
+    }
+}
+
+impl FromStr for Collective {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Collective::ALL
+            .into_iter()
+            .find(|c| c.key() == s)
+            .ok_or_else(|| {
+                format!("unknown collective {s:?}; use bcast, reduce, allreduce or allgather")
+            })
+    }
+}
+
+/// One `[COLLECTIVE][<BYTES]=CHUNK` pipeline-chunk rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkRule {
+    /// The collective it applies to (`None`: every one).
+    pub collective: Option<Collective>,
+    /// It applies to messages smaller than this many bytes (an Allgather's whole result).
+    pub below: Option<u64>,
+    /// The chunk in bytes.
+    pub bytes: u32,
+}
+
+impl ChunkRule {
+    fn matches(&self, c: Collective, bytes: usize) -> bool {
+        self.collective.is_none_or(|x| x == c) && self.below.is_none_or(|b| (bytes as u64) < b)
+    }
+}
+
+impl fmt::Display for ChunkRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = self.collective.map_or("", Collective::key);
+        match self.below {
+            Some(b) => write!(f, "{c}<{}", format_bytes(b))?,
+            None if c.is_empty() => f.write_str("*")?,
+            None => f.write_str(c)?,
+        }
+        write!(f, "={}", format_bytes(self.bytes.into()))
+    }
+}
+
+/// The built-in pipeline chunks, after the user's rules, measured on 2 emulated nodes x 2
+/// (docs/runtime.md, "Pipeline chunks"): Broadcasts below 256 KiB in 16 KiB pieces,
+/// larger ones and Reduce and Allreduce in 1 MiB pieces (an Allreduce's pieces do not
+/// overlap each other, so each piece only costs), everything else in [`DEFAULT_CHUNK`].
+const CHUNK_DEFAULTS: [ChunkRule; 5] = [
+    ChunkRule {
+        collective: Some(Collective::Bcast),
+        below: Some(256 << 10),
+        bytes: 16 << 10,
+    },
+    ChunkRule {
+        collective: Some(Collective::Bcast),
+        below: None,
+        bytes: 1 << 20,
+    },
+    ChunkRule {
+        collective: Some(Collective::Reduce),
+        below: None,
+        bytes: 1 << 20,
+    },
+    ChunkRule {
+        collective: Some(Collective::Allreduce),
+        below: None,
+        bytes: 1 << 20,
+    },
+    ChunkRule {
+        collective: None,
+        below: None,
+        bytes: DEFAULT_CHUNK,
+    },
+];
+
+/// Parses comma-separated `[COLLECTIVE][<BYTES]=CHUNK` rules; a bare `CHUNK` is `*=CHUNK`.
+fn parse_chunk_rules(text: &str) -> std::result::Result<Vec<ChunkRule>, String> {
+    let mut rules = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lhs, size) = part.split_once('=').unwrap_or(("*", part));
+        let (collective, below) = match lhs.split_once('<') {
+            Some((c, bytes)) => (c, Some(parse_bytes(bytes)?)),
+            None => (lhs, None),
+        };
+        let collective = match collective {
+            "" | "*" => None,
+            c => Some(c.parse().map_err(|e| format!("rule {part:?}: {e}"))?),
+        };
+        let bytes = parse_bytes(size)?;
+        if !(4 << 10..=1 << 30).contains(&bytes) {
+            return Err(format!(
+                "rule {part:?}: the chunk must be between {} and {} bytes",
+                4 << 10,
+                1 << 30
+            ));
+        }
+        rules.push(ChunkRule {
+            collective,
+            below,
+            bytes: bytes as u32,
+        });
+    }
+    if rules.is_empty() {
+        return Err("no chunk given".to_string());
+    }
+    Ok(rules)
+}
 
 /// Where a rule applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -383,8 +520,8 @@ pub struct Settings {
     pub slots: u32,
     /// Bytes per slot.
     pub fragment: u32,
-    /// Pipeline chunk in bytes.
-    pub chunk: u32,
+    /// User pipeline-chunk rules (before the defaults).
+    pub chunk: Vec<ChunkRule>,
     /// Busy-wait rounds before yielding.
     pub spin: u32,
     /// Single-copy threshold in bytes (0: never).
@@ -406,7 +543,7 @@ impl Default for Settings {
         Settings {
             slots: DEFAULT_SLOTS,
             fragment: DEFAULT_FRAGMENT,
-            chunk: DEFAULT_CHUNK,
+            chunk: Vec::new(),
             spin: DEFAULT_SPIN,
             single_copy: DEFAULT_SINGLE_COPY,
             progress_thread: false,
@@ -529,7 +666,7 @@ impl Settings {
                         return Err(bad("must be a multiple of 64".into()));
                     }
                 }
-                "chunk" => s.chunk = bytes(4 << 10, 1 << 30)?,
+                "chunk" => s.chunk = parse_chunk_rules(value).map_err(bad)?,
                 "spin" => {
                     s.spin = value
                         .parse()
@@ -577,6 +714,20 @@ impl Settings {
             &ALLGATHER_DEFAULTS_ANY_SIZE
         };
         pick(&self.allgather, defaults, LevelName::World, false, bytes)
+    }
+
+    /// The pipeline chunk of `collective` for a message of `bytes` (an Allgather's whole
+    /// result): the first matching rule of the user's, then of the defaults.
+    pub fn chunk_for(&self, collective: Collective, bytes: usize) -> u32 {
+        self.chunk_rules()
+            .find(|r| r.matches(collective, bytes))
+            .map_or(DEFAULT_CHUNK, |r| r.bytes)
+    }
+
+    /// Every pipeline-chunk rule in the order they are tried: the user's, then the
+    /// built-in ones.
+    pub fn chunk_rules(&self) -> impl Iterator<Item = &ChunkRule> {
+        self.chunk.iter().chain(&CHUNK_DEFAULTS)
     }
 
     /// The allreduce variant for a message of `bytes`.
@@ -704,6 +855,39 @@ mod tests {
             BcastAlg::Knomial(2)
         );
         assert_eq!(s.allreduce_for(4), AllreduceAlg::ReduceBcast);
+    }
+
+    #[test]
+    fn chunk_rules_by_collective_and_size() {
+        let d = Settings::default();
+        assert_eq!(d.chunk_for(Collective::Bcast, (256 << 10) - 1), 16 << 10);
+        assert_eq!(d.chunk_for(Collective::Bcast, 256 << 10), 1 << 20);
+        assert_eq!(d.chunk_for(Collective::Reduce, 4), 1 << 20);
+        assert_eq!(d.chunk_for(Collective::Allreduce, 1 << 30), 1 << 20);
+        assert_eq!(d.chunk_for(Collective::Allgather, 1 << 30), DEFAULT_CHUNK);
+        let s = Settings::from_pairs(&[("chunk", "bcast<128K=16K,allreduce=1M,512K")]).unwrap();
+        assert_eq!(s.chunk_for(Collective::Bcast, (128 << 10) - 1), 16 << 10);
+        assert_eq!(s.chunk_for(Collective::Bcast, 128 << 10), 512 << 10);
+        assert_eq!(s.chunk_for(Collective::Allreduce, 4), 1 << 20);
+        assert_eq!(s.chunk_for(Collective::Reduce, 1 << 30), 512 << 10);
+        // Without a rule for every size, the defaults take the rest.
+        let s = Settings::from_pairs(&[("chunk", "<64K=8K")]).unwrap();
+        assert_eq!(s.chunk_for(Collective::Allgather, 100), 8 << 10);
+        assert_eq!(s.chunk_for(Collective::Allgather, 64 << 10), DEFAULT_CHUNK);
+        // Rules print as they parse.
+        let text = "bcast<128K=16K,allreduce=1M,<2M=64K,*=256K";
+        let s = Settings::from_pairs(&[("chunk", text)]).unwrap();
+        let shown: Vec<String> = s.chunk.iter().map(ToString::to_string).collect();
+        assert_eq!(shown.join(","), text);
+        for (v, needle) in [
+            ("gather=1M", "unknown collective"),
+            ("bcast<1Q=1M", "byte count"),
+            ("bcast=1K", "between"),
+            ("", "no chunk"),
+        ] {
+            let e = Settings::from_pairs(&[("chunk", v)]).unwrap_err();
+            assert!(e.to_string().contains(needle), "{v}: {e}");
+        }
     }
 
     #[test]

@@ -109,9 +109,10 @@ pub enum Command {
     /// plan, then runs topo-run-tune (installed beside topo-run). Starting from the
     /// settings given here (the defaults, options, or a rules file with --rules), it tries,
     /// one at a time and against the current choice in the same job: the single-copy
-    /// threshold, the fragment size, the slots per queue and the pipeline chunk (one value
-    /// each, kept only if it pays overall and hurts at no size), then per level and
-    /// message size the broadcast and reduce algorithms, then the allreduce variant. It
+    /// threshold, the fragment size and the slots per queue (one value each, kept only if
+    /// it pays overall and hurts at no size), then per level and message size the
+    /// broadcast and reduce algorithms, then the allreduce variant, and, where ranks have
+    /// two or more levels, each collective's pipeline chunk per message size. It
     /// ends by timing the settings it started from against the tuned ones at every size,
     /// prints that table and keeps it in the file's comments. Rank 0 writes the file.
     #[command(after_help = TUNE_HELP)]
@@ -432,8 +433,10 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "BYTES", env = "TOPO_RUN_FRAGMENT")]
     pub fragment: Option<String>,
 
-    /// Pipeline chunk: larger messages move through the levels in pieces (default 256K).
-    #[arg(long, value_name = "BYTES", env = "TOPO_RUN_CHUNK")]
+    /// Pipeline chunk: larger messages move through the levels in pieces of this size. One
+    /// size, or comma-separated rules `[COLLECTIVE][<BYTES]=CHUNK` tried in order, e.g.
+    /// `bcast<128K=16K,allreduce=1M,256K` (defaults: docs/runtime.md).
+    #[arg(long, value_name = "BYTES|RULES", env = "TOPO_RUN_CHUNK")]
     pub chunk: Option<String>,
 
     /// Busy-wait rounds before a waiting rank yields its core (default 1024; 0 when ranks

@@ -21,7 +21,7 @@
 
 use topo_hierarchy::Settings;
 use topo_hierarchy::remap::RdPeers;
-use topo_hierarchy::settings::TopAlg;
+use topo_hierarchy::settings::{Collective, TopAlg};
 
 use crate::bcast;
 use crate::error::{Error, Result};
@@ -93,7 +93,7 @@ pub fn allgather(
     // Down: the whole result, as a broadcast from rank 0 would go below the top group, in
     // the broadcast's chunks.
     let total = recv.len();
-    for piece in recv.chunks_mut(view.chunk_bytes(s, 1)) {
+    for piece in recv.chunks_mut(view.chunk_bytes(s, Collective::Allgather, total, 1)) {
         bcast::down(view, fabric, s, 0, total, from, piece)?;
     }
     Ok(())

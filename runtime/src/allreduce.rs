@@ -1,7 +1,7 @@
 //! Allreduce: the top group's algorithms (recursive doubling, ring) and the two
 //! hierarchical variants of coll/tcl, ReduceAllreduceBcast and ReduceBcast.
 
-use topo_hierarchy::settings::{AllreduceAlg, Settings, TopAlg};
+use topo_hierarchy::settings::{AllreduceAlg, Collective, Settings, TopAlg};
 
 use crate::bcast;
 use crate::combine::Combine;
@@ -133,7 +133,7 @@ pub fn allreduce(
         AllreduceAlg::ReduceBcast => None,
         AllreduceAlg::ReduceAllreduceBcast(t) => Some(t),
     };
-    let chunk = view.chunk_bytes(s, op.elem_size());
+    let chunk = view.chunk_bytes(s, Collective::Allreduce, total, op.elem_size());
     let n = view.levels.len();
     if n == 0 {
         if let Some(sb) = send {

@@ -1,7 +1,7 @@
 //! Broadcast: per-level algorithms (flat, k-nomial, scatter-allgather) and the
 //! hierarchical broadcast (coll/tcl BcastGroup, top-down), pipelined in chunks.
 
-use topo_hierarchy::settings::{BcastAlg, Settings};
+use topo_hierarchy::settings::{BcastAlg, Collective, Settings};
 
 use crate::error::Result;
 use crate::ring::{self, Blocks};
@@ -82,7 +82,7 @@ pub fn bcast(
         return Ok(());
     }
     let detour = root != 0 && (view.rank == root || view.rank == 0) && !view.top_has(root);
-    for piece in buf.chunks_mut(view.chunk_bytes(s, 1)) {
+    for piece in buf.chunks_mut(view.chunk_bytes(s, Collective::Bcast, total, 1)) {
         if detour {
             if view.rank == root {
                 fabric.direct(0).send(&[0], piece)?;

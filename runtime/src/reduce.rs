@@ -2,7 +2,7 @@
 //! hierarchical reduce (coll/tcl ReduceGroup, bottom-up), pipelined in chunks. Only
 //! commutative operations come here.
 
-use topo_hierarchy::settings::{ReduceAlg, Settings};
+use topo_hierarchy::settings::{Collective, ReduceAlg, Settings};
 
 use crate::combine::Combine;
 use crate::error::Result;
@@ -104,7 +104,7 @@ pub fn reduce(
     if total == 0 {
         return Ok(());
     }
-    let chunk = view.chunk_bytes(s, op.elem_size());
+    let chunk = view.chunk_bytes(s, Collective::Reduce, total, op.elem_size());
     let is_root = view.rank == root;
     let detour = root != 0 && (is_root || view.rank == 0) && !view.top_has(root);
     // A rank that only sends (a leaf of its lowest group) sends its buffer as it is.

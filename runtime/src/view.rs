@@ -1,6 +1,7 @@
 //! One rank's view of the hierarchy, taken from its plan, and the [`Fabric`] that gives
 //! each level its transport.
 
+use topo_hierarchy::settings::Collective;
 use topo_hierarchy::{LevelName, RankPlan, Settings};
 
 use crate::transport::Transport;
@@ -70,12 +71,18 @@ impl View {
         }
     }
 
-    /// The pipeline chunk rounded down to whole `elem`-byte elements (at least one
-    /// element). Without pipelining there is nothing to overlap, so the whole message
-    /// goes at once.
-    pub fn chunk_bytes(&self, s: &Settings, elem: usize) -> usize {
+    /// The pipeline chunk of `collective` for a message of `total` bytes, rounded down to
+    /// whole `elem`-byte elements (at least one element). Without pipelining there is
+    /// nothing to overlap, so the whole message goes at once.
+    pub fn chunk_bytes(
+        &self,
+        s: &Settings,
+        collective: Collective,
+        total: usize,
+        elem: usize,
+    ) -> usize {
         let c = if self.pipeline {
-            s.chunk as usize
+            s.chunk_for(collective, total) as usize
         } else {
             usize::MAX / 2
         };

@@ -99,11 +99,16 @@ else
   bad "installed: coll-check" "exit $RC, last line: $last" "$(head -4 "$WORK/err")"
 fi
 
-# topo-run tune finds its tuner in libexec/topo-run/.
-run "$WORK/out" "$WORK/err" env PATH="$IPATH" srun -N1 -n2 --cpu-bind=cores \
-  topo-run tune --budget 20 --ops bcast --max 1K -o "$WORK/site.rules"
-if [[ $RC -eq 0 ]] && grep -q '^topo-run-rules 1' "$WORK/site.rules" 2>/dev/null; then
-  ok "installed: topo-run tune (libexec/topo-run/topo-run-tune) wrote a rules file"
+# topo-run tune finds its tuner in libexec/topo-run/; on 2 nodes x 2 (two levels) it also
+# measures the pipeline chunk, and the file it writes loads.
+run "$WORK/out" "$WORK/err" env PATH="$IPATH" OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 \
+  --exclusive --cpu-bind=cores topo-run tune --spin 0 --budget 20 --ops bcast --min 16K --max 64K \
+  -o "$WORK/site.rules"
+if [[ $RC -eq 0 ]] && grep -q '^topo-run-rules 1' "$WORK/site.rules" 2>/dev/null \
+  && grep -Eq 'chunk bcast 64K: 16K [0-9.]+, 64K [0-9.]+, .* -> ' "$WORK/err" \
+  && env PATH="$IPATH" topo-run plan --job "$PREFIX/share/topo-run/examples/jobs/paper.yaml" \
+       --rules "$WORK/site.rules" --format env --rank 0 | grep -q '^TOPO_RUN_PLAN=.*settings=.*fragment'; then
+  ok "installed: topo-run tune on 2 nodes x 2 (libexec/topo-run/topo-run-tune) measured the chunk, wrote a rules file that loads"
 else
   bad "installed: topo-run tune" "exit $RC" "$(tail -4 "$WORK/err")"
 fi

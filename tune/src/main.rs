@@ -5,10 +5,12 @@
 //! It starts from the settings of its plan (the defaults, or what the command line and
 //! `--rules` gave) and improves them one part at a time, each measured against the current
 //! choice in the same job, interleaved:
-//! 1. the queue geometry and thresholds (`single-copy`, `fragment`, `slots`, `chunk`), one
-//!    value for all sizes each, kept only if it pays overall and hurts nowhere;
+//! 1. the queue geometry and thresholds (`single-copy`, `fragment`, `slots`), one value for
+//!    all sizes each, kept only if it pays overall and hurts nowhere;
 //! 2. per level, bottom-up, the broadcast and reduce algorithm for each message size;
-//! 3. the allreduce variant for each message size.
+//! 3. the allreduce variant for each message size;
+//! 4. where some rank has two or more levels, each collective's pipeline chunk for each
+//!    message size (after its algorithms, which the chunk serves).
 //!
 //! Then it measures the settings it started from against the tuned ones at every size and
 //! writes both columns into the file's comments. The whole run keeps to `--budget`.
@@ -148,6 +150,9 @@ struct State {
     /// Per op, the levels whose rules were tuned (the base's rules of that op for them
     /// are dropped).
     tuned_levels: Vec<(&'static str, String)>,
+    /// Pipeline-chunk rules found so far, as (selector, chunk); each selector starts with
+    /// its op's key.
+    chunks: Vec<(String, String)>,
 }
 
 impl State {
@@ -157,6 +162,7 @@ impl State {
             values: BTreeMap::new(),
             tuned: BTreeMap::new(),
             tuned_levels: Vec::new(),
+            chunks: Vec::new(),
         }
     }
 
@@ -171,7 +177,6 @@ impl State {
         match key {
             "slots" => d.slots.to_string(),
             "fragment" => format_bytes(d.fragment.into()),
-            "chunk" => format_bytes(d.chunk.into()),
             "single-copy" => format_bytes(d.single_copy.into()),
             _ => d.spin.to_string(),
         }
@@ -206,14 +211,39 @@ impl State {
         out
     }
 
-    /// The settings pairs, with `knob` set to a candidate value or `rule` first in its op.
+    /// The chunk rules in order: `first`, those found so far, then the base's.
+    fn chunk_rules(&self, first: Option<(String, String)>) -> Vec<(String, String)> {
+        let mut out: Vec<_> = first
+            .into_iter()
+            .chain(self.chunks.iter().cloned())
+            .collect();
+        if let Some((_, text)) = self.base.iter().find(|(k, _)| k == "chunk") {
+            out.extend(text.split(',').map(|r| {
+                let (sel, size) = r.split_once('=').unwrap_or(("*", r));
+                (sel.to_string(), size.to_string())
+            }));
+        }
+        out
+    }
+
+    /// The settings pairs, with `knob` set to a candidate value, `rule` first in its op and
+    /// `chunk` (selector, chunk) the first chunk rule.
     fn pairs(
         &self,
         knob: Option<(&str, &str)>,
         rule: Option<(Op, String, String)>,
+        chunk: Option<(String, String)>,
     ) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
-        for key in ["slots", "fragment", "chunk", "spin", "single-copy"] {
+        let chunks: Vec<String> = self
+            .chunk_rules(chunk)
+            .iter()
+            .map(|(sel, size)| format!("{sel}={size}"))
+            .collect();
+        if !chunks.is_empty() {
+            out.push(("chunk".to_string(), chunks.join(",")));
+        }
+        for key in ["slots", "fragment", "spin", "single-copy"] {
             let v = match knob {
                 Some((k, v)) if k == key => v.to_string(),
                 _ => self.value(key),
@@ -234,9 +264,17 @@ impl State {
         out
     }
 
+    /// The pipeline chunk the settings give `op` for `bytes` now.
+    fn current_chunk(&self, op: Op, bytes: usize) -> String {
+        let s =
+            Settings::from_pairs(&self.pairs(None, None, None)).expect("tuned settings are valid");
+        format_bytes(s.chunk_for(op.collective(), bytes).into())
+    }
+
     /// What the settings pick for `op` at `level` for `bytes` now.
     fn current(&self, op: Op, level: LevelName, intra: bool, bytes: usize) -> String {
-        let s = Settings::from_pairs(&self.pairs(None, None)).expect("tuned settings are valid");
+        let s =
+            Settings::from_pairs(&self.pairs(None, None, None)).expect("tuned settings are valid");
         let alg = match op {
             Op::Bcast => s.bcast_for(level, intra, bytes).to_string(),
             Op::Reduce => s.reduce_for(level, intra, bytes).to_string(),
@@ -245,10 +283,13 @@ impl State {
         space::canonical(alg)
     }
 
-    /// Drops the algorithm rules tuned for `op`: the base's rules for it apply again.
+    /// Drops the algorithm and chunk rules tuned for `op`: the base's rules for it apply
+    /// again.
     fn revert_rules(&mut self, op: Op) {
         self.tuned.remove(op.key());
         self.tuned_levels.retain(|(o, _)| *o != op.key());
+        self.chunks
+            .retain(|(sel, _)| sel.split('<').next() != Some(op.key()));
     }
 
     /// The rules file of these settings.
@@ -260,7 +301,11 @@ impl State {
                     .map_err(anyhow::Error::msg)?;
             }
         }
-        for key in ["slots", "fragment", "chunk", "single-copy"] {
+        for (sel, size) in self.chunk_rules(None) {
+            f.add_line(&format!("chunk {sel} {size}"))
+                .map_err(anyhow::Error::msg)?;
+        }
+        for key in ["slots", "fragment", "single-copy"] {
             f.add_line(&format!("{key} {}", self.value(key)))
                 .map_err(anyhow::Error::msg)?;
         }
@@ -356,7 +401,7 @@ fn tune_knob(
     let pairs: Vec<_> = knob
         .values
         .iter()
-        .map(|v| state.pairs(Some((knob.key, v)), None))
+        .map(|v| state.pairs(Some((knob.key, v)), None, None))
         .collect();
     let mut cands = run.open(&pairs)?;
     let mut ratios = vec![Vec::new(); knob.values.len()];
@@ -413,7 +458,7 @@ fn tune_algorithm(
     }
     let pairs: Vec<_> = algs
         .iter()
-        .map(|a| state.pairs(None, Some((op, scope.clone(), a.clone()))))
+        .map(|a| state.pairs(None, Some((op, scope.clone(), a.clone())), None))
         .collect();
     let mut cands = run.open(&pairs)?;
     let mut picks = Vec::new();
@@ -442,6 +487,56 @@ fn tune_algorithm(
     state.tuned.entry(op.key()).or_default().extend(rules);
     if level.is_some() {
         state.tuned_levels.push((op.key(), scope));
+    }
+    Ok(())
+}
+
+/// Tunes the pipeline chunk of `op` per size, from [`space::CHUNK_FROM`] up.
+fn tune_chunk(run: &mut Run, state: &mut State, op: Op, sizes: &[usize]) -> anyhow::Result<()> {
+    let sizes: Vec<usize> = sizes
+        .iter()
+        .copied()
+        .filter(|&b| b >= space::CHUNK_FROM)
+        .collect();
+    if sizes.is_empty() || !run.time_left() {
+        return Ok(());
+    }
+    let now: Vec<String> = sizes.iter().map(|&b| state.current_chunk(op, b)).collect();
+    let mut values = space::chunks(&now[0]);
+    for c in &now {
+        if !values.contains(c) {
+            values.push(c.clone());
+        }
+    }
+    let pairs: Vec<_> = values
+        .iter()
+        .map(|v| state.pairs(None, None, Some((op.key().to_string(), v.clone()))))
+        .collect();
+    let mut cands = run.open(&pairs)?;
+    let mut picks = Vec::new();
+    for (i, &b) in sizes.iter().enumerate() {
+        let c = values
+            .iter()
+            .position(|v| *v == now[i])
+            .expect("the current chunk is a candidate");
+        if !run.time_left() {
+            picks.push(now[i].clone());
+            continue;
+        }
+        let t = run.compare(&mut cands, op, b);
+        let pick = space::choose(&t, c);
+        run.say(&format!(
+            "chunk {} {}: {} us -> {}",
+            op.key(),
+            format_bytes(b as u64),
+            show_times(&values, &t),
+            values[pick]
+        ));
+        picks.push(values[pick].clone());
+    }
+    if picks != now {
+        let rules = space::rules(op.key(), &sizes, &picks);
+        state.chunks.extend(rules);
     }
     Ok(())
 }
@@ -488,12 +583,12 @@ fn run(args: &Args) -> anyhow::Result<()> {
         out_of_time: false,
     };
     // Can this node's ranks read each other's memory? A context with single copy on says.
-    let probe = run.open(&[state.pairs(Some(("single-copy", "16K")), None)])?;
+    let probe = run.open(&[state.pairs(Some(("single-copy", "16K")), None, None)])?;
     let single_copy = probe[0].as_ref().is_some_and(|t| t.single_copy().is_some());
     drop(probe);
     let intra = job.levels.iter().any(|l| l.1);
     let knobs = if intra {
-        space::knobs(|k| state.value(k), job.pipelined, single_copy)
+        space::knobs(|k| state.value(k), single_copy)
     } else {
         Vec::new()
     };
@@ -513,6 +608,9 @@ fn run(args: &Args) -> anyhow::Result<()> {
                 .sum(),
         };
         units += per_level * sizes.len() + 2 * sizes.len();
+        if job.pipelined {
+            units += space::chunks("").len() * count(space::CHUNK_FROM, usize::MAX);
+        }
     }
     run.units = units;
     // Warm-up rounds, barriers and opening contexts take their share too.
@@ -537,6 +635,9 @@ fn run(args: &Args) -> anyhow::Result<()> {
             for &level in &job.levels {
                 tune_algorithm(&mut run, &mut state, op, Some(level), &sizes)?;
             }
+        }
+        if job.pipelined {
+            tune_chunk(&mut run, &mut state, op, &sizes)?;
         }
     }
     // Both settings, side by side, at every size: the table the file keeps. A size where
@@ -622,7 +723,7 @@ fn side_by_side(
     ops: &[Op],
     sizes: &[usize],
 ) -> anyhow::Result<Vec<Row>> {
-    let mut both = run.open(&[start.pairs(None, None), state.pairs(None, None)])?;
+    let mut both = run.open(&[start.pairs(None, None, None), state.pairs(None, None, None)])?;
     let slice = run.slice.max(0.01);
     let mut table = Vec::new();
     for &op in ops {
@@ -692,7 +793,7 @@ mod tests {
         s.tuned
             .insert("bcast", vec![("node".into(), "knomial:4".into())]);
         s.tuned_levels.push(("bcast", "node".into()));
-        let pairs = s.pairs(None, None);
+        let pairs = s.pairs(None, None, None);
         let get = |k: &str| {
             pairs
                 .iter()
@@ -715,7 +816,7 @@ mod tests {
             .insert("allreduce", vec![("*".into(), "rab:ring".into())]);
         s.values.insert("fragment", "32K".into());
         s.revert_rules(Op::Bcast);
-        let (p, q) = (s.pairs(None, None), start.pairs(None, None));
+        let (p, q) = (s.pairs(None, None, None), start.pairs(None, None, None));
         let get = |v: &[(String, String)], k: &str| {
             v.iter().find(|(key, _)| key == k).map(|(_, x)| x.clone())
         };
@@ -725,7 +826,37 @@ mod tests {
         assert_eq!(get(&p, "fragment").as_deref(), Some("32K"));
         s.revert_rules(Op::Allreduce);
         s.values.clear();
-        assert_eq!(s.pairs(None, None), start.pairs(None, None));
+        assert_eq!(s.pairs(None, None, None), start.pairs(None, None, None));
+    }
+
+    #[test]
+    fn chunk_rules_come_before_the_base_ones_and_undo_per_op() {
+        let mut base = base();
+        base.push(("chunk".into(), "512K".into()));
+        let mut s = State::new(&base);
+        assert_eq!(s.current_chunk(Op::Allreduce, 1 << 20), "512K");
+        s.chunks.push(("allreduce<2M".into(), "1M".into()));
+        s.chunks.push(("bcast".into(), "64K".into()));
+        assert_eq!(s.current_chunk(Op::Allreduce, 1 << 20), "1M");
+        assert_eq!(s.current_chunk(Op::Allreduce, 2 << 20), "512K");
+        assert_eq!(s.current_chunk(Op::Bcast, 2 << 20), "64K");
+        // A candidate goes first.
+        let p = s.pairs(None, None, Some(("allreduce".into(), "16K".into())));
+        let t = Settings::from_pairs(&p).unwrap();
+        assert_eq!(t.chunk_for(Op::Allreduce.collective(), 1 << 20), 16 << 10);
+        // The file holds every chunk rule, in order, and loads back to the same choices.
+        let f = s.file().unwrap();
+        let back = Settings::from_pairs(&f.pairs()).unwrap();
+        let now = Settings::from_pairs(&s.pairs(None, None, None)).unwrap();
+        assert_eq!(back.chunk, now.chunk);
+        assert!(
+            f.to_text().contains("chunk        allreduce<2M 1M"),
+            "{}",
+            f.to_text()
+        );
+        s.revert_rules(Op::Allreduce);
+        assert_eq!(s.current_chunk(Op::Allreduce, 1 << 20), "512K");
+        assert_eq!(s.current_chunk(Op::Bcast, 2 << 20), "64K");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! phase, the choice between measured candidates and the rules a choice becomes. Pure
 //! code, without MPI, so that it is tested on its own.
 
-use topo_hierarchy::settings::format_bytes;
+use topo_hierarchy::settings::{Collective, format_bytes};
 
 /// A collective the tuner measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +13,15 @@ pub enum Op {
 }
 
 impl Op {
+    /// The collective the settings' chunk rules name.
+    pub fn collective(self) -> Collective {
+        match self {
+            Op::Bcast => Collective::Bcast,
+            Op::Reduce => Collective::Reduce,
+            Op::Allreduce => Collective::Allreduce,
+        }
+    }
+
     /// Every op, in the order the tuner measures them.
     pub const ALL: [Op; 3] = [Op::Bcast, Op::Reduce, Op::Allreduce];
 
@@ -89,7 +98,7 @@ pub fn canonical(alg: String) -> String {
 /// it can make a difference.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Knob {
-    /// The settings key (`fragment`, `slots`, `single-copy`, `chunk`).
+    /// The settings key (`fragment`, `slots`, `single-copy`).
     pub key: &'static str,
     /// Values to try, in the form the settings take.
     pub values: Vec<String>,
@@ -100,9 +109,9 @@ pub struct Knob {
 }
 
 /// The knobs, in the order they are tuned. `current` gives the current value of a key;
-/// `pipelined`: some rank has more than one level (else the chunk plays no part);
-/// `single_copy`: the node's ranks can read each other's memory.
-pub fn knobs(current: impl Fn(&str) -> String, pipelined: bool, single_copy: bool) -> Vec<Knob> {
+/// `single_copy`: the node's ranks can read each other's memory. (The pipeline chunk is
+/// tuned per collective and size, after its algorithms: [`chunks`].)
+pub fn knobs(current: impl Fn(&str) -> String, single_copy: bool) -> Vec<Knob> {
     let with_current = |key: &'static str, values: &[&str]| {
         let mut v: Vec<String> = values.iter().map(|s| s.to_string()).collect();
         let now = current(key);
@@ -135,16 +144,24 @@ pub fn knobs(current: impl Fn(&str) -> String, pipelined: bool, single_copy: boo
         from: 4 << 10,
         to: usize::MAX,
     });
-    if pipelined {
-        out.push(Knob {
-            key: "chunk",
-            values: with_current("chunk", &["64K", "128K", "256K", "512K", "1M", "4M"]),
-            from: 64 << 10,
-            to: usize::MAX,
-        });
-    }
     out
 }
+
+/// The pipeline chunks worth measuring, plus `current` if it is not among them.
+pub fn chunks(current: &str) -> Vec<String> {
+    let mut v: Vec<String> = ["16K", "64K", "256K", "1M", "4M"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if !v.iter().any(|c| c == current) {
+        v.push(current.to_string());
+    }
+    v
+}
+
+/// Messages of at least this many bytes feel the pipeline chunk (they are larger than the
+/// smallest candidate of [`chunks`]).
+pub const CHUNK_FROM: usize = 32 << 10;
 
 /// A candidate must be this much faster than the current choice to replace it
 /// (measurements on a busy machine wobble by a few per cent).
@@ -257,12 +274,18 @@ mod tests {
                 "8K".into()
             }
         };
-        let all = knobs(current, true, true);
+        let all = knobs(current, true);
         let keys: Vec<_> = all.iter().map(|k| k.key).collect();
-        assert_eq!(keys, ["single-copy", "fragment", "slots", "chunk"]);
+        assert_eq!(keys, ["single-copy", "fragment", "slots"]);
         assert!(all[2].values.contains(&"12".to_string()));
-        let keys: Vec<_> = knobs(current, false, false).iter().map(|k| k.key).collect();
+        let keys: Vec<_> = knobs(current, false).iter().map(|k| k.key).collect();
         assert_eq!(keys, ["fragment", "slots"]);
+        // Chunks: the candidates and the current one, each one the settings accept.
+        assert_eq!(chunks("256K").len(), 5);
+        assert_eq!(chunks("512K").last().map(String::as_str), Some("512K"));
+        for c in chunks("8K") {
+            Settings::from_pairs(&[("chunk", c.as_str())]).unwrap();
+        }
         // Every value tried is one the settings accept.
         for k in &all {
             for v in &k.values {

@@ -335,20 +335,26 @@ impl Checker<'_> {
             r
         };
         let e = std::mem::size_of::<T>();
-        // The default fragment and pipeline chunk, 8 KiB (the fragment of earlier
+        // The default fragment and pipeline chunks, 8 KiB (the fragment of earlier
         // versions, the Allgather's in-place block size), and the single-copy threshold
         // and its double (where messages among ranks that share a cache switch), each +-1
         // element.
         let defaults = topo_runtime::Settings::default();
         let mut sizes = vec![0, 1, 7, 1021];
         let single = defaults.single_copy as usize;
-        for b in [
-            8 << 10,
-            single,
-            2 * single,
-            defaults.fragment as usize,
-            defaults.chunk as usize,
-        ] {
+        // Every chunk of the built-in rules, and the sizes where they change.
+        let mut edges: Vec<usize> = defaults
+            .chunk_rules()
+            .flat_map(|r| [Some(r.bytes as usize), r.below.map(|b| b as usize)])
+            .flatten()
+            .filter(|&b| !quick || b <= 4 << 20)
+            .collect();
+        edges.sort_unstable();
+        edges.dedup();
+        for b in [8 << 10, single, 2 * single, defaults.fragment as usize]
+            .into_iter()
+            .chain(edges)
+        {
             sizes.extend([b / e - 1, b / e, b / e + 1]);
         }
         if !quick {
