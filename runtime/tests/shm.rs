@@ -223,8 +223,14 @@ fn rank_main(me: usize) -> i32 {
     }
     // A partial result taken onto the receiver's own contribution (a reduce's root), from
     // a near rank (queue fragments) and from a far one (its buffer, by single copy where
-    // the scenario has it): 3 is near 2, 0 is far from 2 in "-single".
-    for (len, from, to) in [(100usize, 3u32, 2u32), (3000, 2, 0), (70_000, 2, 0)] {
+    // the scenario has it, from half the 2 KiB threshold: 200 elements are 1600 bytes): 3
+    // is near 2, 0 is far from 2 in "-single".
+    for (len, from, to) in [
+        (100usize, 3u32, 2u32),
+        (200, 2, 0),
+        (3000, 2, 0),
+        (70_000, 2, 0),
+    ] {
         use topo_runtime::transport::Transport;
         let t = links.shm.as_mut().unwrap();
         if rank == from {
@@ -245,9 +251,9 @@ fn rank_main(me: usize) -> i32 {
     // An exchange whose message is taken onto this rank's own contribution (the first
     // step of recursive doubling): near pairs 0-1 and 2-3, through the queues and (in
     // "-single", from 8 KiB) by single copy; then far pairs 0-2 and 1-3 (in "-single"),
-    // by single copy from the 2 KiB threshold (500 elements: 4000 bytes).
+    // by single copy from half the 2 KiB threshold (200 elements: 1600 bytes).
     let pairs = [7usize, 100, 3000, 70_000].map(|len| (len, rank ^ 1));
-    let far = [7usize, 500, 3000].map(|len| (len, rank ^ 2));
+    let far = [7usize, 100, 200, 500, 3000].map(|len| (len, rank ^ 2));
     for (len, partner) in pairs.into_iter().chain(far) {
         use topo_runtime::transport::Transport;
         let t = links.shm.as_mut().unwrap();

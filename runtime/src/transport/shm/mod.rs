@@ -45,6 +45,13 @@ const SENDRECV_FACTOR: usize = 4;
 /// the queues, 0.91 by single copy; across dies 1.51 and 0.85; docs/runtime.md).
 const NEAR_FACTOR: usize = 2;
 
+/// A message to a rank that does not share the sender's nearest cache uses single copy
+/// from the threshold divided by this: there every fragment's lines cross the dies twice,
+/// and single copy won from 8 KiB with the default threshold of 16 KiB (Allgather of 8
+/// KiB blocks 1.03 of Open MPI's time through the queues, 0.51-0.54 by single copy;
+/// docs/runtime.md).
+const FAR_DIVISOR: usize = 2;
+
 /// A cache line that takes longer than this (nanoseconds, one way) between two ranks
 /// says they do not share a cache, whatever the node reports: on the dev cluster's VM, a
 /// line takes 27 ns between hardware threads of one core, 35-58 ns between cores sharing
@@ -239,7 +246,7 @@ impl ShmTransport {
 
     /// Which local ranks (by local index) share this rank's lowest group inside the node
     /// (`RankPlan::near_peers`); all of them unless set. A reduce's partial result for a
-    /// rank that does not goes by single copy from the threshold: across dies or sockets
+    /// rank that does not goes by single copy from half the threshold: across dies or sockets
     /// the queues pay two transfers of every line (the slot's lines come back from the
     /// reader's cache before the writer can fill them, then go to the reader), while the
     /// reader of the sender's own buffer pays one.
@@ -518,11 +525,19 @@ impl ShmTransport {
         self.single_copy.is_some_and(|t| len >= t)
     }
 
+    /// [`ShmTransport::direct`] for a message to a rank that is not near.
+    fn direct_far(&self, len: usize) -> bool {
+        self.direct(len.saturating_mul(FAR_DIVISOR))
+    }
+
     /// [`ShmTransport::direct`] for a one-way message to `self.readers`: later when all of
     /// them are near.
     fn direct_to_readers(&self, len: usize) -> bool {
-        let near = self.readers.iter().all(|&j| self.near[j]);
-        self.direct(if near { len / NEAR_FACTOR } else { len })
+        if self.readers.iter().all(|&j| self.near[j]) {
+            self.direct(len / NEAR_FACTOR)
+        } else {
+            self.direct_far(len)
+        }
     }
 
     /// How many queue entries a message of `len` bytes takes.
@@ -800,11 +815,11 @@ impl Transport for ShmTransport {
     /// For a rank that shares this rank's nearest cache, stays in the queues: the
     /// receiver combines each fragment as it arrives while this rank copies in the next,
     /// which beats reading everything first and combining after. For one that does not
-    /// ([`ShmTransport::set_near`]), from the single-copy threshold the receiver reads and
-    /// combines straight from `data`.
+    /// ([`ShmTransport::set_near`]), from half the single-copy threshold the receiver reads
+    /// and combines straight from `data`.
     fn send_to_combine(&mut self, to: u32, data: &[u8]) -> Result<()> {
         self.set_readers(&[to])?;
-        let direct = !self.near[self.readers[0]] && self.direct(data.len());
+        let direct = !self.near[self.readers[0]] && self.direct_far(data.len());
         self.send_as(data, direct)
     }
 
@@ -842,7 +857,7 @@ impl Transport for ShmTransport {
         assert_eq!(acc.len(), own.len(), "recv_reduce_onto: lengths differ");
         let w = self.local(from)?;
         // The sender's choice in `send_to_combine` (both sides agree on who is near).
-        if self.near[w] || !self.direct(acc.len()) {
+        if self.near[w] || !self.direct_far(acc.len()) {
             acc.copy_from_slice(own);
             return self.recv_reduce(from, acc, tmp, op);
         }
@@ -991,13 +1006,13 @@ impl ShmTransport {
     /// ranks copy in parallel there, so between ranks that share a cache the queues stay
     /// faster than the system calls of single copy up to a larger size (measured: 4x the
     /// threshold); between far ones every fragment's line crosses the dies twice, and
-    /// single copy wins from the threshold (docs/runtime.md). Both partners decide alike:
+    /// single copy wins from half the threshold (docs/runtime.md). Both partners decide alike:
     /// they agree on who is near ([`ShmTransport::check_near`]).
     fn exchange_direct(&self, len: usize, j: usize) -> bool {
         if self.near[j] {
             self.direct(len / SENDRECV_FACTOR)
         } else {
-            self.direct(len)
+            self.direct_far(len)
         }
     }
 
