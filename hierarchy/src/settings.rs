@@ -211,12 +211,7 @@ const CHUNK_DEFAULTS: [ChunkRule; 5] = [
 /// Parses comma-separated `[COLLECTIVE][<BYTES]=CHUNK` rules; a bare `CHUNK` is `*=CHUNK`.
 fn parse_chunk_rules(text: &str) -> std::result::Result<Vec<ChunkRule>, String> {
     let mut rules = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (lhs, size) = part.split_once('=').unwrap_or(("*", part));
-        let (collective, below) = match lhs.split_once('<') {
-            Some((c, bytes)) => (c, Some(parse_bytes(bytes)?)),
-            None => (lhs, None),
-        };
+    for (part, collective, below, size) in rule_parts(text)? {
         let collective = match collective {
             "" | "*" => None,
             c => Some(c.parse().map_err(|e| format!("rule {part:?}: {e}"))?),
@@ -474,14 +469,26 @@ pub fn format_bytes(n: u64) -> String {
     n.to_string()
 }
 
-fn parse_rules<A: FromStr<Err = String>>(text: &str) -> std::result::Result<Vec<Rule<A>>, String> {
-    let mut rules = Vec::new();
+/// One rule of a list, split: the rule's text, `WHERE`, the bound and `VALUE`.
+type RulePart<'a> = (&'a str, &'a str, Option<u64>, &'a str);
+
+/// Splits comma-separated `[WHERE][<BYTES]=VALUE` rules (a bare `VALUE` is `*=VALUE`).
+fn rule_parts(text: &str) -> std::result::Result<Vec<RulePart<'_>>, String> {
+    let mut out = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (lhs, alg) = part.split_once('=').unwrap_or(("*", part));
-        let (scope, below) = match lhs.split_once('<') {
-            Some((scope, bytes)) => (scope, Some(parse_bytes(bytes)?)),
+        let (lhs, value) = part.split_once('=').unwrap_or(("*", part));
+        let (head, below) = match lhs.split_once('<') {
+            Some((head, bytes)) => (head, Some(parse_bytes(bytes)?)),
             None => (lhs, None),
         };
+        out.push((part, head, below, value));
+    }
+    Ok(out)
+}
+
+fn parse_rules<A: FromStr<Err = String>>(text: &str) -> std::result::Result<Vec<Rule<A>>, String> {
+    let mut rules = Vec::new();
+    for (part, scope, below, alg) in rule_parts(text)? {
         let scope = match scope {
             "" | "*" => Scope::Any,
             "intra" => Scope::Intra,
