@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::os::raw::c_int;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use mpi::ffi;
 use mpi::topology::Communicator;
@@ -105,6 +106,10 @@ pub(crate) struct Core {
     thread_multiple: bool,
     /// A failure met by the progress thread, reported by the caller's next call.
     deferred: Option<Error>,
+    /// Set when a collective starts, cleared (under the lock) by MPI's progress callback
+    /// when it finds none in flight, so that the callback skips an idle context with one
+    /// load (see `mpi_hook`).
+    busy: Arc<AtomicBool>,
     rank: i32,
     node: String,
 }
@@ -128,9 +133,26 @@ impl Core {
             poisoned: false,
             thread_multiple: mpi_thread_multiple(),
             deferred: None,
+            busy: Arc::new(AtomicBool::new(false)),
             rank,
             node,
         }
+    }
+
+    /// The flag that says this context may have collectives in flight (see `busy`).
+    pub(crate) fn busy_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.busy)
+    }
+
+    /// Clears the busy flag if nothing is in flight. Returns whether something is.
+    pub(crate) fn settle(&self) -> bool {
+        let busy = !self.is_idle();
+        if !busy {
+            // Relaxed: set and cleared under the lock; a reader that sees a stale value
+            // either takes the lock for nothing or looks again at its next turn.
+            self.busy.store(false, Ordering::Relaxed);
+        }
+        busy
     }
 
     pub(crate) fn check_poison(&self) {
@@ -263,6 +285,7 @@ impl Core {
             .hier
             .as_mut()
             .expect("schedules run on the hierarchical path");
+        self.busy.store(true, Ordering::Relaxed);
         if let Err(e) = self.engine.start(id, sched, &mut h.links) {
             self.fail(e);
         }
@@ -281,6 +304,7 @@ impl Core {
 
     /// Records an MPI request as request `id`.
     pub(crate) fn start_native(&mut self, id: u64, req: ffi::MPI_Request) {
+        self.busy.store(true, Ordering::Relaxed);
         self.native.insert(id, req);
     }
 

@@ -65,10 +65,19 @@ pub fn manual() {
 }
 
 thread_local! {
-    /// The contexts of this thread that the callback advances.
-    static CONTEXTS: RefCell<Vec<Weak<SerialLock<Core>>>> = const { RefCell::new(Vec::new()) };
+    /// The contexts of this thread that the callback advances, each with its busy flag.
+    static CONTEXTS: RefCell<Vec<Tracked>> = const { RefCell::new(Vec::new()) };
     /// When the callback last checked the peers.
     static LAST_CHECK: RefCell<Option<Instant>> = const { RefCell::new(None) };
+}
+
+/// A context the callback advances, and its flag that says it may have collectives in
+/// flight (`Core::busy_flag`): the callback runs in every turn of MPI's progress engine,
+/// inside every MPI call the program makes, so an idle context costs it one load, not the
+/// atomic updates of taking a reference and the lock.
+struct Tracked {
+    core: Weak<SerialLock<Core>>,
+    busy: Arc<AtomicBool>,
 }
 
 /// Adds a context of this thread to the callback's list, registering the callback first
@@ -77,10 +86,14 @@ pub(crate) fn track(core: &Shared) {
     if MANUAL.load(Ordering::Relaxed) {
         return;
     }
+    let busy = crate::context::lock(core).busy_flag();
     CONTEXTS.with(|c| {
         let mut list = c.borrow_mut();
-        list.retain(|w| w.strong_count() > 0);
-        list.push(Arc::downgrade(core));
+        list.retain(|t| t.core.strong_count() > 0);
+        list.push(Tracked {
+            core: Arc::downgrade(core),
+            busy,
+        });
     });
     if !REGISTERED.swap(true, Ordering::AcqRel) && !register(advance) {
         // Not Open MPI: nothing to register with.
@@ -96,15 +109,24 @@ unsafe extern "C" fn advance() -> c_int {
         let Ok(list) = c.try_borrow() else {
             return 0;
         };
-        // Nothing in flight (the common case inside the program's own MPI calls): no
-        // clock reading, nothing else.
+        // Nothing in flight (the common case inside the program's own MPI calls): one
+        // load per context, no clock reading, nothing else.
         let mut check = None;
-        for core in list.iter().filter_map(Weak::upgrade) {
+        for t in list.iter() {
+            // Relaxed: the flag is set under the context's lock before a collective starts
+            // (on this thread, which made the context); a stale `true` costs a look.
+            if !t.busy.load(Ordering::Relaxed) {
+                continue;
+            }
+            let Some(core) = t.core.upgrade() else {
+                continue;
+            };
             if let Some(mut core) = try_lock(&core)
-                && !core.is_idle()
+                && core.settle()
             {
                 let check = *check.get_or_insert_with(liveness_due);
                 core.advance_from_mpi(check);
+                core.settle();
             }
         }
         0

@@ -217,9 +217,10 @@ if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "6 passed, 0 failed" ]]; then
 else bad "coll-cases wait-any-contexts mpi-progress allgather" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
 # Rank 0 blocked in MPI's own MPI_Recv while its broadcast still has to be pushed through
-# the queues (single copy off): it completes only if topo-run's collectives advance inside
-# MPI's calls (Open MPI's progress engine).
-T=60 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --single-copy 0 -- \
+# the queues (single copy off, 8 slots of 4 KiB: the 1 MiB message does not fit, as it
+# would in the default 8 x 128 KiB): it completes only if topo-run's collectives advance
+# inside MPI's calls (Open MPI's progress engine). Without the callback it hangs.
+T=60 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --single-copy 0 --fragment 4K -- \
   "$BIN/coll-cases" --require-topo progress-in-mpi
 if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "1 passed, 0 failed" ]]; then
   ok "coll-cases progress-in-mpi (Rust requests advance inside MPI_Recv): $(tail -1 "$WORK/out")"
