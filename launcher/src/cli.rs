@@ -111,8 +111,9 @@ pub enum Command {
     /// one at a time and against the current choice in the same job: the single-copy
     /// threshold, the fragment size and the slots per queue (one value each, kept only if
     /// it pays overall and hurts at no size), then per level and message size the
-    /// broadcast and reduce algorithms, then the allreduce variant, and, where ranks have
-    /// two or more levels, each collective's pipeline chunk per message size. It
+    /// broadcast and reduce algorithms, then the allreduce variant and the allgather
+    /// algorithm, and, where ranks have two or more levels, each collective's pipeline
+    /// chunk per message size. It
     /// ends by timing the settings it started from against the tuned ones at every size,
     /// prints that table and keeps it in the file's comments. Rank 0 writes the file.
     #[command(after_help = TUNE_HELP)]
@@ -286,8 +287,13 @@ pub struct TuneArgs {
     #[arg(long, short, value_name = "FILE", default_value = "topo-run.rules")]
     pub output: PathBuf,
 
-    /// Collectives to tune, comma-separated: bcast, reduce, allreduce.
-    #[arg(long, value_name = "LIST", default_value = "bcast,reduce,allreduce")]
+    /// Collectives to tune, comma-separated: bcast, reduce, allreduce, allgather (an
+    /// allgather's sizes are the whole gathered result).
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "bcast,reduce,allreduce,allgather"
+    )]
     pub ops: String,
 
     /// Smallest message measured, in bytes (K, M suffixes).

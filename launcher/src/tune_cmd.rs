@@ -16,9 +16,9 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
             .map_err(|e| UsageError(format!("{name}: {e}")))?;
     }
     for op in args.ops.split(',') {
-        if !["bcast", "reduce", "allreduce"].contains(&op) {
+        if !["bcast", "reduce", "allreduce", "allgather"].contains(&op) {
             return Err(UsageError(format!(
-                "--ops: unknown collective {op:?}; use bcast, reduce, allreduce"
+                "--ops: unknown collective {op:?}; use bcast, reduce, allreduce, allgather"
             ))
             .into());
         }

@@ -8,7 +8,7 @@
 //! 1. the queue geometry and thresholds (`single-copy`, `fragment`, `slots`), one value for
 //!    all sizes each, kept only if it pays overall and hurts nowhere;
 //! 2. per level, bottom-up, the broadcast and reduce algorithm for each message size;
-//! 3. the allreduce variant for each message size;
+//! 3. the allreduce variant and the allgather algorithm for each message size;
 //! 4. where some rank has two or more levels, each collective's pipeline chunk for each
 //!    message size (after its algorithms, which the chunk serves).
 //!
@@ -46,8 +46,13 @@ struct Args {
     /// The rules file to write (rank 0 writes it; replaced if it exists).
     #[arg(long, short, default_value = "topo-run.rules")]
     output: PathBuf,
-    /// Collectives to tune, comma-separated: bcast, reduce, allreduce.
-    #[arg(long, default_value = "bcast,reduce,allreduce", value_delimiter = ',')]
+    /// Collectives to tune, comma-separated: bcast, reduce, allreduce, allgather (its sizes
+    /// are the whole gathered result).
+    #[arg(
+        long,
+        default_value = "bcast,reduce,allreduce,allgather",
+        value_delimiter = ','
+    )]
     ops: Vec<String>,
     /// Smallest message in bytes.
     #[arg(long, default_value = "4", value_parser = bytes)]
@@ -153,11 +158,14 @@ struct State {
     /// Pipeline-chunk rules found so far, as (selector, chunk); each selector starts with
     /// its op's key.
     chunks: Vec<(String, String)>,
+    /// Ranks in the job (the allgather defaults depend on it).
+    ranks: usize,
 }
 
 impl State {
-    fn new(base: &[(String, String)]) -> Self {
+    fn new(base: &[(String, String)], ranks: usize) -> Self {
         State {
+            ranks,
             base: base.to_vec(),
             values: BTreeMap::new(),
             tuned: BTreeMap::new(),
@@ -187,7 +195,7 @@ impl State {
         let Some((_, text)) = self.base.iter().find(|(k, _)| k == op.key()) else {
             return Vec::new();
         };
-        if op == Op::Allreduce && self.tuned.contains_key(op.key()) {
+        if matches!(op, Op::Allreduce | Op::Allgather) && self.tuned.contains_key(op.key()) {
             return Vec::new(); // the tuned rules end with one for every size
         }
         text.split(',')
@@ -279,6 +287,7 @@ impl State {
             Op::Bcast => s.bcast_for(level, intra, bytes).to_string(),
             Op::Reduce => s.reduce_for(level, intra, bytes).to_string(),
             Op::Allreduce => s.allreduce_for(bytes).to_string(),
+            Op::Allgather => s.allgather_for(bytes, self.ranks).to_string(),
         };
         space::canonical(alg)
     }
@@ -547,7 +556,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         .iter()
         .map(|s| {
             Op::parse(s).with_context(|| {
-                format!("--ops: unknown collective {s:?}; use bcast, reduce, allreduce")
+                format!("--ops: unknown collective {s:?}; use bcast, reduce, allreduce, allgather")
             })
         })
         .collect::<anyhow::Result<_>>()?;
@@ -570,7 +579,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     drop(main);
     let job = job(&world)?;
     let rank0 = world.rank() == 0;
-    let mut state = State::new(&job.base);
+    let mut state = State::new(&job.base, job.size as usize);
     let mut run = Run {
         world: &world,
         contexts: Contexts::new(&world),
@@ -600,7 +609,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         .sum();
     for &op in &ops {
         let per_level = match op {
-            Op::Allreduce => space::algorithms(op, 2, "rb").len(),
+            Op::Allreduce | Op::Allgather => space::algorithms(op, 2, "rb").len(),
             _ => job
                 .levels
                 .iter()
@@ -629,7 +638,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         tune_knob(&mut run, &mut state, knob, &ops, &sizes)?;
     }
     for &op in &ops {
-        if op == Op::Allreduce {
+        if matches!(op, Op::Allreduce | Op::Allgather) {
             tune_algorithm(&mut run, &mut state, op, None, &sizes)?;
         } else {
             for &level in &job.levels {
@@ -646,7 +655,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     // tuned queue settings first (each was judged on the sizes it touches most, and
     // reaches the others too), then, where a loss remains, the tuned rules of its op, so
     // the file is never worse than where tuning started (within the runs' noise).
-    let start = State::new(&job.base);
+    let start = State::new(&job.base, job.size as usize);
     let mut table = side_by_side(&mut run, &start, &state, &ops, &sizes)?;
     if table.iter().any(|r| r.4) && !state.values.is_empty() {
         run.say(&format!(
@@ -789,7 +798,7 @@ mod tests {
 
     #[test]
     fn a_tuned_level_replaces_the_base_rules_of_its_own_op_only() {
-        let mut s = State::new(&base());
+        let mut s = State::new(&base(), 4);
         s.tuned
             .insert("bcast", vec![("node".into(), "knomial:4".into())]);
         s.tuned_levels.push(("bcast", "node".into()));
@@ -807,7 +816,7 @@ mod tests {
 
     #[test]
     fn undoing_an_ops_rules_gives_back_where_tuning_started() {
-        let start = State::new(&base());
+        let start = State::new(&base(), 4);
         let mut s = start.clone();
         s.tuned
             .insert("bcast", vec![("node".into(), "knomial:4".into())]);
@@ -833,7 +842,7 @@ mod tests {
     fn chunk_rules_come_before_the_base_ones_and_undo_per_op() {
         let mut base = base();
         base.push(("chunk".into(), "512K".into()));
-        let mut s = State::new(&base);
+        let mut s = State::new(&base, 4);
         assert_eq!(s.current_chunk(Op::Allreduce, 1 << 20), "512K");
         s.chunks.push(("allreduce<2M".into(), "1M".into()));
         s.chunks.push(("bcast".into(), "64K".into()));

@@ -66,14 +66,19 @@ impl<'w> Contexts<'w> {
     }
 }
 
-/// Runs `op` of `bytes` (as `f32`, root 0, sum) on `topo`.
-fn call(topo: &mut Topo, op: Op, rank: i32, a: &mut [f32], b: &mut [f32]) {
+/// Runs `op` on `a` and `b` (as `f32`, root 0, sum) on `topo`; an allgather gathers
+/// `a.len() / size` elements from each of the `size` ranks into `b`.
+fn call(topo: &mut Topo, op: Op, rank: i32, size: usize, a: &mut [f32], b: &mut [f32]) {
     let sum = SystemOperation::sum();
     match op {
         Op::Bcast => topo.broadcast_into(0, a),
         Op::Reduce if rank == 0 => topo.reduce_into_root(a, b, sum),
         Op::Reduce => topo.reduce_into(0, a, sum),
         Op::Allreduce => topo.all_reduce_into(a, b, sum),
+        Op::Allgather => {
+            let k = a.len() / size;
+            topo.all_gather_into(&a[..k], &mut b[..k * size]);
+        }
     }
 }
 
@@ -105,7 +110,12 @@ pub fn compare(
     seconds: f64,
 ) -> Vec<f64> {
     let rank = world.rank();
-    let n = (bytes / 4).max(1);
+    let size = world.size() as usize;
+    // An allgather's `bytes` are the gathered result: at least one element per rank.
+    let n = match op {
+        Op::Allgather => (bytes / 4).max(size),
+        _ => (bytes / 4).max(1),
+    };
     // The buffers, at each offset of OFFSETS from a page boundary in turn.
     let page = PAGE / 4;
     let mut a0 = vec![rank as f32 + 1.0; n + 2 * page];
@@ -119,7 +129,7 @@ pub fn compare(
         for _ in 0..count {
             world.barrier();
             let t0 = Instant::now();
-            call(topo, op, rank, a, b);
+            call(topo, op, rank, size, a, b);
             let dt = t0.elapsed().as_secs_f64() * 1e6;
             if let Some(t) = times.as_deref_mut() {
                 t.push(dt);

@@ -10,6 +10,8 @@ pub enum Op {
     Bcast,
     Reduce,
     Allreduce,
+    /// Sizes are the whole gathered result, as the allgather rules take them.
+    Allgather,
 }
 
 impl Op {
@@ -19,11 +21,12 @@ impl Op {
             Op::Bcast => Collective::Bcast,
             Op::Reduce => Collective::Reduce,
             Op::Allreduce => Collective::Allreduce,
+            Op::Allgather => Collective::Allgather,
         }
     }
 
     /// Every op, in the order the tuner measures them.
-    pub const ALL: [Op; 3] = [Op::Bcast, Op::Reduce, Op::Allreduce];
+    pub const ALL: [Op; 4] = [Op::Bcast, Op::Reduce, Op::Allreduce, Op::Allgather];
 
     /// Its name on the command line, in the settings and in rules files.
     pub fn key(self) -> &'static str {
@@ -31,6 +34,7 @@ impl Op {
             Op::Bcast => "bcast",
             Op::Reduce => "reduce",
             Op::Allreduce => "allreduce",
+            Op::Allgather => "allgather",
         }
     }
 
@@ -78,6 +82,9 @@ pub fn algorithms(op: Op, members: u32, current: &str) -> Vec<String> {
         Op::Bcast => trees("scatter-allgather"),
         Op::Reduce => trees("reduce-scatter-gather"),
         Op::Allreduce => vec!["rb".into(), "rab:rd".into(), "rab:ring".into()],
+        Op::Allgather => ["rd", "ring", "hier:rd", "hier:ring"]
+            .map(String::from)
+            .to_vec(),
     };
     if !out.iter().any(|a| a == current) {
         out.push(current.to_string());
@@ -263,6 +270,15 @@ mod tests {
             ]
         );
         assert_eq!(algorithms(Op::Allreduce, 64, "rab:rd").len(), 3);
+        assert_eq!(
+            algorithms(Op::Allgather, 4, "hier"),
+            ["rd", "ring", "hier:rd", "hier:ring", "hier"]
+        );
+        // Every candidate is one the settings accept, under the name they print.
+        for a in algorithms(Op::Allgather, 4, "rd") {
+            let s = Settings::from_pairs(&[("allgather", a.as_str())]).unwrap();
+            assert_eq!(s.allgather_for(64, 4).to_string(), a);
+        }
     }
 
     #[test]
