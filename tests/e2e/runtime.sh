@@ -288,6 +288,12 @@ start_cluster 2
 coll_check "2 nodes x 2 ranks" "$HIER" \
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
   "$TOPO_RUN" -- "$CHECK" --require-topo --quick
+# Pipeline chunks per collective and size, some not a multiple of the element size (each
+# collective rounds its chunk down to whole elements, and every rank must agree on it).
+coll_check "2 nodes x 2 ranks, small and odd chunks per collective" "$HIER" \
+  env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --chunk 'allreduce=4K,reduce<100K=12K,bcast=5000,allgather<1M=4K,8K' -- \
+  "$CHECK" --require-topo --quick
 
 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix \
   --cpu-bind=cores "$TOPO_RUN" -- "$BIN/wave2d" --n 200 --eps 2e-2 --mode both
