@@ -245,10 +245,10 @@ impl ShmTransport {
 
     /// Which local ranks (by local index) share this rank's lowest group inside the node
     /// (`RankPlan::near_peers`); all of them unless set. A reduce's partial result for a
-    /// rank that does not goes by single copy from half the threshold: across dies or sockets
-    /// the queues pay two transfers of every line (the slot's lines come back from the
-    /// reader's cache before the writer can fill them, then go to the reader), while the
-    /// reader of the sender's own buffer pays one.
+    /// rank that does not goes by single copy from half the threshold: across dies or
+    /// sockets the queues pay two transfers of every line (the slot's lines come back from
+    /// the reader's cache before the writer can fill them, then go to the reader), while
+    /// the reader of the sender's own buffer pays one.
     pub fn set_near(&mut self, near: Vec<bool>) {
         assert_eq!(near.len(), self.peers.len(), "one entry per local rank");
         self.near = near;
@@ -1004,8 +1004,8 @@ impl ShmTransport {
     /// Whether an exchange of `len` bytes with local rank `j` goes by single copy: between
     /// ranks that share a cache from twice the threshold, as a one-way message (measured:
     /// 4x lost Allgather's 32 KiB exchange); between far ones, where every fragment's line
-    /// crosses the dies twice, from half the threshold (docs/runtime.md). Both partners decide alike:
-    /// they agree on who is near ([`ShmTransport::check_near`]).
+    /// crosses the dies twice, from half the threshold (docs/runtime.md). Both partners
+    /// decide alike: they agree on who is near ([`ShmTransport::check_near`]).
     fn exchange_direct(&self, len: usize, j: usize) -> bool {
         if self.near[j] {
             self.direct(len / NEAR_FACTOR)
