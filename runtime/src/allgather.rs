@@ -326,6 +326,14 @@ pub fn recursive_doubling(
         let width = 1usize << k;
         let mine = p & !(width - 1);
         let theirs = mine ^ width;
+        // The first swap sends this rank's own block: from `send` where it is there (the
+        // partner then reads lines this rank has not just written), else from `recv`.
+        if let (0, Some(own), true) = (k, send, p == rank as usize) {
+            fabric
+                .direct(partner)
+                .sendrecv(partner, own, partner, &mut recv[at(theirs)])?;
+            continue;
+        }
         let (lo, hi) = recv.split_at_mut(mine.max(theirs) * len);
         let (data, buf) = if mine < theirs {
             (
