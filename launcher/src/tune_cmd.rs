@@ -16,7 +16,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
             .map_err(|e| UsageError(format!("{name}: {e}")))?;
     }
     for op in args.ops.split(',') {
-        if !["bcast", "reduce", "allreduce", "allgather"].contains(&op) {
+        if op.parse::<topo_hierarchy::settings::Collective>().is_err() {
             return Err(UsageError(format!(
                 "--ops: unknown collective {op:?}; use bcast, reduce, allreduce, allgather"
             ))

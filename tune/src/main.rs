@@ -276,7 +276,7 @@ impl State {
     fn current_chunk(&self, op: Op, bytes: usize) -> String {
         let s =
             Settings::from_pairs(&self.pairs(None, None, None)).expect("tuned settings are valid");
-        format_bytes(s.chunk_for(op.collective(), bytes).into())
+        format_bytes(s.chunk_for(op, bytes).into())
     }
 
     /// What the settings pick for `op` at `level` for `bytes` now.
@@ -555,7 +555,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         .ops
         .iter()
         .map(|s| {
-            Op::parse(s).with_context(|| {
+            s.parse::<Op>().ok().with_context(|| {
                 format!("--ops: unknown collective {s:?}; use bcast, reduce, allreduce, allgather")
             })
         })
@@ -852,7 +852,7 @@ mod tests {
         // A candidate goes first.
         let p = s.pairs(None, None, Some(("allreduce".into(), "16K".into())));
         let t = Settings::from_pairs(&p).unwrap();
-        assert_eq!(t.chunk_for(Op::Allreduce.collective(), 1 << 20), 16 << 10);
+        assert_eq!(t.chunk_for(Op::Allreduce, 1 << 20), 16 << 10);
         // The file holds every chunk rule, in order, and loads back to the same choices.
         let f = s.file().unwrap();
         let back = Settings::from_pairs(&f.pairs()).unwrap();

@@ -2,47 +2,12 @@
 //! phase, the choice between measured candidates and the rules a choice becomes. Pure
 //! code, without MPI, so that it is tested on its own.
 
-use topo_hierarchy::settings::{Collective, format_bytes};
+use topo_hierarchy::settings::format_bytes;
 
-/// A collective the tuner measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Bcast,
-    Reduce,
-    Allreduce,
-    /// Sizes are the whole gathered result, as the allgather rules take them.
-    Allgather,
-}
-
-impl Op {
-    /// The collective the settings' chunk rules name.
-    pub fn collective(self) -> Collective {
-        match self {
-            Op::Bcast => Collective::Bcast,
-            Op::Reduce => Collective::Reduce,
-            Op::Allreduce => Collective::Allreduce,
-            Op::Allgather => Collective::Allgather,
-        }
-    }
-
-    /// Every op, in the order the tuner measures them.
-    pub const ALL: [Op; 4] = [Op::Bcast, Op::Reduce, Op::Allreduce, Op::Allgather];
-
-    /// Its name on the command line, in the settings and in rules files.
-    pub fn key(self) -> &'static str {
-        match self {
-            Op::Bcast => "bcast",
-            Op::Reduce => "reduce",
-            Op::Allreduce => "allreduce",
-            Op::Allgather => "allgather",
-        }
-    }
-
-    /// Parses a name of [`Op::key`].
-    pub fn parse(s: &str) -> Option<Op> {
-        Op::ALL.into_iter().find(|op| op.key() == s)
-    }
-}
+/// A collective the tuner measures: the settings' own (`key` is its name on the command
+/// line, in the settings and in rules files; `ALL` the order the tuner measures them in).
+/// An Allgather's sizes are the whole gathered result, as its rules take them.
+pub use topo_hierarchy::settings::Collective as Op;
 
 /// Message sizes from `min` to `max` bytes: powers of 4 (4, 16, 64, ... 1M, 4M) and
 /// `max` itself. `min` is at least 4 (one `f32`).
