@@ -81,6 +81,12 @@ pub fn bcast(
     if total == 0 || view.size == 1 {
         return Ok(());
     }
+    if let Some(l) = view.only_level() {
+        // One group holds the whole job and nothing is pipelined: straight to it.
+        let alg = s.bcast_for(l.name, l.intra, total);
+        let r = l.members.binary_search(&root).unwrap_or(0);
+        return group_bcast(fabric.level(0), &l.members, l.me, r, alg, buf);
+    }
     let detour = root != 0 && (view.rank == root || view.rank == 0) && !view.top_has(root);
     for piece in buf.chunks_mut(view.chunk_bytes(s, Collective::Bcast, total, 1)) {
         if detour {

@@ -89,6 +89,17 @@ impl View {
         (c - c % elem).max(elem)
     }
 
+    /// The one group of a job whose ranks all share it and nothing else (one node, or one
+    /// rank per node under one switch), when messages are not pipelined: every
+    /// collective is then that group's algorithm alone, with no chunks and no detour
+    /// (every root is a member).
+    pub fn only_level(&self) -> Option<&Level> {
+        match self.levels.as_slice() {
+            [l] if !self.pipeline && self.is_top(0) => Some(l),
+            _ => None,
+        }
+    }
+
     /// Whether `levels[i]` is the job's top group.
     pub fn is_top(&self, i: usize) -> bool {
         i + 1 == self.levels.len() && Some(self.levels[i].name) == self.top
@@ -112,4 +123,36 @@ pub trait Fabric {
     fn level(&mut self, i: usize) -> &mut dyn Transport;
     /// The transport that reaches `peer` directly.
     fn direct(&mut self, peer: u32) -> &mut dyn Transport;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(levels: usize, pipeline: bool, top: bool) -> View {
+        let names = [LevelName::Node, LevelName::World];
+        View {
+            rank: 0,
+            size: 4,
+            levels: (0..levels)
+                .map(|i| Level {
+                    name: names[i],
+                    members: vec![0, 1, 2, 3],
+                    me: 0,
+                    intra: i == 0,
+                })
+                .collect(),
+            top: top.then_some(names[levels.max(1) - 1]),
+            pipeline,
+        }
+    }
+
+    #[test]
+    fn only_a_single_top_level_without_pipelining_is_the_only_level() {
+        assert!(view(1, false, true).only_level().is_some());
+        assert!(view(1, true, true).only_level().is_none());
+        assert!(view(1, false, false).only_level().is_none());
+        assert!(view(2, false, true).only_level().is_none());
+        assert!(view(0, false, false).only_level().is_none());
+    }
 }

@@ -1,0 +1,259 @@
+//! queue-floor: what a small broadcast costs at each layer, on this machine, without MPI.
+//!
+//! Two threads pinned to two cores pass a broadcast back and forth (the root moves every
+//! call, so each call starts when the previous one's data has arrived, as `coll-bench
+//! --chain` does) through, in turn:
+//!
+//! - `pingpong`: one shared cache line, a counter written by one side and awaited by the
+//!   other: the one-way line transfer, the hardware's floor;
+//! - `minimal`: the smallest queue that can be reused, eight one-line slots, each with a
+//!   word the writer sets and the reader clears and the data beside it: what any queue
+//!   that must know a slot is free pays;
+//! - `shm`: topo-run's shared-memory transport (`send` / `recv`);
+//! - `bcast`: topo-run's broadcast over that transport (the runtime's call without MPI
+//!   and without the context's lock).
+//!
+//! Each line prints the median of the rounds, in nanoseconds per call. The machine's
+//! speed changes between stretches of time (docs/runtime.md), so the layers run in turn
+//! within every round.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::unistd::Pid;
+use topo_runtime::Settings;
+use topo_runtime::links::{Links, NoNetwork};
+use topo_runtime::transport::Transport;
+use topo_runtime::transport::shm::{Layout, Segment, ShmTransport};
+use topo_runtime::view::{Level, View};
+
+/// Time a small broadcast at each layer between two cores.
+#[derive(Parser)]
+struct Args {
+    /// Bytes per broadcast.
+    #[arg(long, default_value_t = 8)]
+    bytes: usize,
+    /// Calls per measurement.
+    #[arg(long, default_value_t = 200_000)]
+    calls: usize,
+    /// Rounds (every layer once per round).
+    #[arg(long, default_value_t = 7)]
+    rounds: usize,
+    /// The two cores.
+    #[arg(long, num_args = 2, default_values_t = [0, 1])]
+    cores: Vec<usize>,
+}
+
+const LAYERS: [&str; 4] = ["pingpong", "minimal", "shm", "bcast"];
+const SLOTS: usize = 8;
+
+#[repr(C, align(64))]
+struct Line {
+    word: AtomicU64,
+    data: [AtomicU64; 7],
+}
+
+/// The minimal queues: one per side.
+struct Minimal {
+    queues: [[Line; SLOTS]; 2],
+    /// The ping-pong's line.
+    ball: Line,
+}
+
+impl Minimal {
+    fn new() -> Self {
+        let line = || Line {
+            word: AtomicU64::new(0),
+            data: std::array::from_fn(|_| AtomicU64::new(0)),
+        };
+        Minimal {
+            queues: std::array::from_fn(|_| std::array::from_fn(|_| line())),
+            ball: line(),
+        }
+    }
+
+    /// Side `me`'s part in `calls` calls, the root alternating.
+    fn run(&self, me: usize, calls: usize) -> u64 {
+        let (mut next, mut seq, mut expect, mut at, mut sink) = (0, 0u64, 0u64, 0, 0u64);
+        for i in 0..calls {
+            if i % 2 == me {
+                let l = &self.queues[me][next];
+                while l.word.load(Ordering::Acquire) != 0 {
+                    std::hint::spin_loop();
+                }
+                l.data[0].store(i as u64, Ordering::Relaxed);
+                seq += 1;
+                l.word.store(seq, Ordering::Release);
+                next = (next + 1) % SLOTS;
+            } else {
+                let l = &self.queues[1 - me][at];
+                expect += 1;
+                while l.word.load(Ordering::Acquire) != expect {
+                    std::hint::spin_loop();
+                }
+                sink ^= l.data[0].load(Ordering::Relaxed);
+                l.word.store(0, Ordering::Release);
+                at = (at + 1) % SLOTS;
+            }
+        }
+        sink
+    }
+
+    /// One line, written in turn: call `i` of round `round` stores a value of its own,
+    /// which the other side waits for.
+    fn pingpong(&self, me: usize, calls: usize, round: usize) {
+        let w = &self.ball.word;
+        for i in 0..calls {
+            let v = (round * calls + i) as u64 + 1;
+            if i % 2 == me {
+                w.store(v, Ordering::Release);
+            } else {
+                while w.load(Ordering::Acquire) != v {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+}
+
+fn pin(core: usize) -> Result<()> {
+    let mut set = CpuSet::new();
+    set.set(core).context("core number")?;
+    sched_setaffinity(Pid::from_raw(0), &set).with_context(|| format!("pinning to core {core}"))
+}
+
+/// One side: pinned, attached to the segment, then every layer `rounds` times, each
+/// measurement started together with the other side. Returns ns per call, by layer.
+fn side(
+    me: usize,
+    args: &Args,
+    seg: Segment,
+    minimal: &Minimal,
+    start: &std::sync::Barrier,
+) -> Result<Vec<Vec<f64>>> {
+    pin(args.cores[me])?;
+    let view = View {
+        rank: me as u32,
+        size: 2,
+        levels: vec![Level {
+            name: topo_runtime::LevelName::Node,
+            members: vec![0, 1],
+            me,
+            intra: true,
+        }],
+        top: Some(topo_runtime::LevelName::Node),
+        pipeline: false,
+    };
+    let settings = Settings::default();
+    let shm = ShmTransport::new(seg, me, vec![0, 1], "this node".into(), settings.spin);
+    let mut links = Links::new(&view, vec![0, 1], Some(shm), NoNetwork);
+    let mut buf = vec![0u8; args.bytes];
+    let mut times = vec![Vec::new(); LAYERS.len()];
+    for round in 0..args.rounds {
+        for (k, layer) in LAYERS.iter().enumerate() {
+            start.wait();
+            let t0 = Instant::now();
+            match *layer {
+                "pingpong" => minimal.pingpong(me, args.calls, round),
+                "minimal" => {
+                    std::hint::black_box(minimal.run(me, args.calls));
+                }
+                "shm" => {
+                    let t = links.shm.as_mut().context("queues")?;
+                    for i in 0..args.calls {
+                        let root = (i % 2) as u32;
+                        if root == me as u32 {
+                            t.send(&[1 - root], &buf)?;
+                        } else {
+                            t.recv(root, &mut buf)?;
+                        }
+                    }
+                }
+                _ => {
+                    for i in 0..args.calls {
+                        topo_runtime::bcast::bcast(
+                            &view,
+                            &mut links,
+                            &settings,
+                            (i % 2) as u32,
+                            &mut buf,
+                        )?;
+                    }
+                }
+            }
+            times[k].push(t0.elapsed().as_secs_f64() * 1e9 / args.calls as f64);
+        }
+    }
+    Ok(times)
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    anyhow::ensure!(
+        args.calls % 2 == 0,
+        "--calls must be even (the root alternates)"
+    );
+    // Checked here, before either side starts: a side that failed to pin would leave the
+    // other waiting for it.
+    let allowed = sched_getaffinity(Pid::from_raw(0)).context("reading this process's cores")?;
+    for &c in &args.cores {
+        anyhow::ensure!(
+            allowed.is_set(c).unwrap_or(false),
+            "core {c} is not one this process may run on; pick two with --cores A B"
+        );
+    }
+    anyhow::ensure!(
+        args.cores[0] != args.cores[1],
+        "--cores needs two different cores"
+    );
+    let settings = Settings::default();
+    let layout = Layout::new(2, settings.slots as usize, settings.fragment as usize);
+    let path = format!("/dev/shm/topo-run.queue-floor.{}", std::process::id());
+    let first = Segment::create(&path, layout, 0).context("creating the segment")?;
+    let second = Segment::attach(&path, layout, 0).context("attaching the segment")?;
+    first.reserve_queue(0)?;
+    second.reserve_queue(1)?;
+    first.unlink()?;
+    let minimal = Minimal::new();
+    let start = std::sync::Barrier::new(2);
+    let times = std::thread::scope(|s| {
+        let other = s.spawn(|| side(1, &args, second, &minimal, &start));
+        let mine = side(0, &args, first, &minimal, &start);
+        let theirs = other.join().expect("the second side panicked");
+        mine.and_then(|m| theirs.map(|t| (m, t)))
+    })?;
+    println!(
+        "{} bytes, cores {} and {}, median of {} rounds of {} calls, ns per call:",
+        args.bytes, args.cores[0], args.cores[1], args.rounds, args.calls
+    );
+    // Both sides time the same calls; the slower one counts.
+    let slower: Vec<Vec<f64>> = (0..LAYERS.len())
+        .map(|k| {
+            let (a, b) = (&times.0[k], &times.1[k]);
+            a.iter().zip(b).map(|(x, y)| x.max(*y)).collect()
+        })
+        .collect();
+    for (k, layer) in LAYERS.iter().enumerate() {
+        // Against the same round's ping-pong, which moves with the machine's state.
+        let ratios: Vec<f64> = slower[k]
+            .iter()
+            .zip(&slower[0])
+            .map(|(t, p)| t / p)
+            .collect();
+        println!(
+            "{layer:>9} {:8.1}  ({:.2} x pingpong, median of the rounds' ratios)",
+            median(&slower[k]),
+            median(&ratios)
+        );
+    }
+    Ok(())
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s[s.len() / 2]
+}
