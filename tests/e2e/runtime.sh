@@ -183,7 +183,7 @@ else bad "coll-bench" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err"
 # its segment is gone afterwards.
 timeout 60 "$BIN/queue-floor" --calls 2000 --rounds 1 >"$WORK/out" 2>"$WORK/err"; RC=$?
 got=$(awk 'NR > 1 {print $1}' "$WORK/out" | tr '\n' ' ')
-if [[ $RC -eq 0 && $got == "pingpong minimal shm bcast " ]] && (( $(shm_leftovers) == 0 )); then
+if [[ $RC -eq 0 && $got == "pingpong minimal shm bcast reduce " ]] && (( $(shm_leftovers) == 0 )); then
   ok "queue-floor: $(awk 'NR > 1 {printf "%s %s ns; ", $1, $2}' "$WORK/out")"
 else bad "queue-floor" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 # A bad --offset is refused before MPI starts, naming the rule.

@@ -47,7 +47,7 @@ struct Args {
     cores: Vec<usize>,
 }
 
-const LAYERS: [&str; 4] = ["pingpong", "minimal", "shm", "bcast"];
+const LAYERS: [&str; 5] = ["pingpong", "minimal", "shm", "bcast", "reduce"];
 const SLOTS: usize = 8;
 
 #[repr(C, align(64))]
@@ -151,6 +151,8 @@ fn side(
     let shm = ShmTransport::new(seg, me, vec![0, 1], "this node".into(), settings.spin);
     let mut links = Links::new(&view, vec![0, 1], Some(shm), NoNetwork);
     let mut buf = vec![0u8; args.bytes];
+    let sum = topo_runtime::combine::sum_i64();
+    let mut scratch = topo_runtime::reduce::Scratch::default();
     let mut times = vec![Vec::new(); LAYERS.len()];
     for round in 0..args.rounds {
         for (k, layer) in LAYERS.iter().enumerate() {
@@ -172,14 +174,27 @@ fn side(
                         }
                     }
                 }
-                _ => {
+                "bcast" => {
                     for i in 0..args.calls {
-                        topo_runtime::bcast::bcast(
+                        let root = (i % 2) as u32;
+                        topo_runtime::bcast::bcast(&view, &mut links, &settings, root, &mut buf)?;
+                    }
+                }
+                _ => {
+                    let len = args.bytes.div_ceil(8) * 8;
+                    let (send, mut recv) = (vec![1u8; len], vec![0u8; len]);
+                    for i in 0..args.calls {
+                        let root = (i % 2) as u32;
+                        let mine = (root == me as u32).then_some(&mut recv[..]);
+                        topo_runtime::reduce::reduce(
                             &view,
                             &mut links,
                             &settings,
-                            (i % 2) as u32,
-                            &mut buf,
+                            root,
+                            Some(&send),
+                            mine,
+                            &sum,
+                            &mut scratch,
                         )?;
                     }
                 }
