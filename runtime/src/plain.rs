@@ -309,6 +309,22 @@ impl MpiCombine {
     }
 }
 
+/// Whether `op` commutes. Every predefined operation does, and is known here without
+/// asking MPI (rsmpi's `Operation::is_commutative` calls `MPI_Op_commutative`, on every
+/// reduction); a user's operation is asked.
+pub(crate) fn commutes<O: Operation>(op: &O) -> bool {
+    let raw = op.as_raw();
+    // SAFETY: reading constant MPI handles.
+    let predefined = unsafe {
+        use mpi::ffi::*;
+        [
+            RSMPI_MAX, RSMPI_MIN, RSMPI_SUM, RSMPI_PROD, RSMPI_LAND, RSMPI_BAND, RSMPI_LOR,
+            RSMPI_BOR, RSMPI_LXOR, RSMPI_BXOR,
+        ]
+    };
+    predefined.contains(&raw) || op.is_commutative()
+}
+
 /// The largest element count passed to one MPI call (`INT_MAX`).
 pub(crate) const MAX_COUNT: usize = i32::MAX as usize;
 
@@ -325,6 +341,26 @@ mod tests {
         let x = bytes(x).to_vec();
         c.combine(bytes_mut(acc), &x);
         true
+    }
+
+    /// Unit tests run without MPI initialised, where `MPI_Op_commutative` would abort: the
+    /// predefined operations must be known without it.
+    #[test]
+    fn predefined_operations_commute_without_asking_mpi() {
+        for op in [
+            SystemOperation::max(),
+            SystemOperation::min(),
+            SystemOperation::sum(),
+            SystemOperation::product(),
+            SystemOperation::logical_and(),
+            SystemOperation::bitwise_and(),
+            SystemOperation::logical_or(),
+            SystemOperation::bitwise_or(),
+            SystemOperation::logical_xor(),
+            SystemOperation::bitwise_xor(),
+        ] {
+            assert!(commutes(&op));
+        }
     }
 
     /// Long buffers, so that the vector loop of the kernels (AVX2 where the processor has

@@ -459,7 +459,7 @@ impl Topo {
 
     /// Whether a reduction over `T` with `op` takes the hierarchical path.
     fn ours<T: 'static, O: Operation>(&self, op: &O) -> bool {
-        self.is_hierarchical() && plain::is_plain::<T>() && op.is_commutative()
+        self.is_hierarchical() && plain::is_plain::<T>() && plain::commutes(op)
     }
 }
 

@@ -687,7 +687,7 @@ impl Topo {
         mut recv: Option<&mut [T]>,
         op: O,
     ) {
-        if plain::is_plain::<T>() && op.is_commutative() {
+        if plain::is_plain::<T>() && plain::commutes(&op) {
             let combine = MpiCombine::new::<T, O>(&op);
             let r = recv.as_deref_mut().map(plain::bytes_mut);
             if self.raw_reduce(root, send.map(plain::bytes), r, &combine) {
@@ -738,7 +738,7 @@ impl Topo {
         recv: &mut [T],
         op: O,
     ) {
-        if plain::is_plain::<T>() && op.is_commutative() {
+        if plain::is_plain::<T>() && plain::commutes(&op) {
             let combine = MpiCombine::new::<T, O>(&op);
             if self.raw_all_reduce(send.map(plain::bytes), plain::bytes_mut(recv), &combine) {
                 return;
