@@ -186,6 +186,11 @@ got=$(awk 'NR > 1 {print $1}' "$WORK/out" | tr '\n' ' ')
 if [[ $RC -eq 0 && $got == "pingpong minimal shm bcast reduce " ]] && (( $(shm_leftovers) == 0 )); then
   ok "queue-floor: $(awk 'NR > 1 {printf "%s %s ns; ", $1, $2}' "$WORK/out")"
 else bad "queue-floor" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+# queue-floor refuses a core pair it cannot pin to before either thread starts.
+timeout 20 "$BIN/queue-floor" --cores 0 0 >"$WORK/out" 2>"$WORK/err"; RC=$?
+if [[ $RC -eq 1 ]] && grep -q -- '--cores needs two different cores' "$WORK/err"; then
+  ok "queue-floor --cores 0 0: refused (exit 1)"
+else bad "queue-floor --cores 0 0" "exit $RC" "$(head -4 "$WORK/err")"; fi
 # A bad --offset is refused before MPI starts, naming the rule.
 timeout 20 "$BIN/coll-bench" --offset 17 >"$WORK/out" 2>"$WORK/err"; RC=$?
 if [[ $RC -eq 2 ]] && grep -q '"17" is not a multiple of 4 below 4096' "$WORK/err"; then

@@ -859,26 +859,26 @@ impl ShmTransport {
 }
 
 impl ShmTransport {
+    /// Puts one entry for `self.readers` ([`ShmTransport::try_send`]), waiting for its
+    /// slot to be free.
+    fn put(&mut self, frag: &[u8], direct: bool) -> Result<()> {
+        let mut backoff = Backoff::new(self.spin);
+        while !self.try_send(frag, direct)? {
+            if backoff.pause() {
+                self.check_readers(self.waiting_slot())?;
+            }
+        }
+        Ok(())
+    }
+
     /// Sends `data` to `self.readers`, as one descriptor if `direct`, else in fragments.
     fn send_as(&mut self, data: &[u8], direct: bool) -> Result<()> {
         if !direct && data.len() <= layout::INLINE_MAX {
             // One entry in the readers' control lines, and nothing to wait for after it.
-            let mut backoff = Backoff::new(self.spin);
-            while !self.try_send(data, false)? {
-                if backoff.pause() {
-                    self.check_readers(self.waiting_slot())?;
-                }
-            }
-            return Ok(());
+            return self.put(data, false);
         }
         for i in 0..self.units(data.len(), direct) {
-            let frag = &data[self.unit_range(i, data.len(), direct)];
-            let mut backoff = Backoff::new(self.spin);
-            while !self.try_send(frag, direct)? {
-                if backoff.pause() {
-                    self.check_readers(self.waiting_slot())?;
-                }
-            }
+            self.put(&data[self.unit_range(i, data.len(), direct)], direct)?;
         }
         let mut backoff = Backoff::new(self.spin);
         while !self.try_finish() {
