@@ -18,52 +18,83 @@ pub fn group_bcast(
     alg: BcastAlg,
     buf: &mut [u8],
 ) -> Result<()> {
-    let n = members.len();
     match alg {
-        BcastAlg::Flat => {
-            if me == root {
-                // The others are a slice of `members` when the root is first or last (a
-                // group's leader is first): no list to build on every call.
-                match root {
-                    0 => t.send(&members[1..], buf),
-                    r if r + 1 == n => t.send(&members[..r], buf),
-                    _ => {
-                        let others: Vec<u32> =
-                            (0..n).filter(|&i| i != root).map(|i| members[i]).collect();
-                        t.send(&others, buf)
-                    }
-                }
-            } else {
-                t.recv(members[root], buf)
-            }
-        }
-        BcastAlg::Knomial(k) => {
-            let (parent, children) = tree::knomial(me, root, n, k as usize);
-            if let Some(p) = parent {
-                t.recv(members[p], buf)?;
-            }
-            if !children.is_empty() {
-                let to: Vec<u32> = children.iter().map(|&c| members[c]).collect();
-                t.send(&to, buf)?;
-            }
-            Ok(())
-        }
-        BcastAlg::ScatterAllgather => {
-            let blocks = Blocks::new(buf.len(), n, 1);
-            if !blocks.all_nonempty() {
-                return group_bcast(t, members, me, root, BcastAlg::Knomial(2), buf);
-            }
-            // Member i gets block i from the root, then the ring completes everyone's copy.
-            if me == root {
-                for i in (0..n).filter(|&i| i != root) {
-                    t.send(&[members[i]], &buf[blocks.get(i)])?;
-                }
-            } else {
-                t.recv(members[root], &mut buf[blocks.get(me)])?;
-            }
-            ring::allgather(t, members, me, blocks, 0, buf)
+        BcastAlg::Flat => flat(t, members, me, root, buf),
+        BcastAlg::Knomial(k) => knomial(t, members, me, root, k as usize, buf),
+        BcastAlg::ScatterAllgather => scatter_allgather(t, members, me, root, buf),
+    }
+}
+
+/// The root sends to every other member at once. Inlined: the small broadcast of a
+/// one-level job runs nothing else (the other forms stay out of line, so that this one
+/// is not slowed by their setup).
+#[inline]
+fn flat(
+    t: &mut dyn Transport,
+    members: &[u32],
+    me: usize,
+    root: usize,
+    buf: &mut [u8],
+) -> Result<()> {
+    let n = members.len();
+    if me != root {
+        return t.recv(members[root], buf);
+    }
+    // The others are a slice of `members` when the root is first or last (a group's
+    // leader is first): no list to build on every call.
+    match root {
+        0 => t.send(&members[1..], buf),
+        r if r + 1 == n => t.send(&members[..r], buf),
+        _ => {
+            let others: Vec<u32> = (0..n).filter(|&i| i != root).map(|i| members[i]).collect();
+            t.send(&others, buf)
         }
     }
+}
+
+/// A k-nomial tree rooted at `root`: receive from the parent, then send to the children.
+#[inline(never)]
+fn knomial(
+    t: &mut dyn Transport,
+    members: &[u32],
+    me: usize,
+    root: usize,
+    k: usize,
+    buf: &mut [u8],
+) -> Result<()> {
+    let (parent, children) = tree::knomial(me, root, members.len(), k);
+    if let Some(p) = parent {
+        t.recv(members[p], buf)?;
+    }
+    if !children.is_empty() {
+        let to: Vec<u32> = children.iter().map(|&c| members[c]).collect();
+        t.send(&to, buf)?;
+    }
+    Ok(())
+}
+
+/// Member i gets block i from the root, then the ring completes everyone's copy.
+#[inline(never)]
+fn scatter_allgather(
+    t: &mut dyn Transport,
+    members: &[u32],
+    me: usize,
+    root: usize,
+    buf: &mut [u8],
+) -> Result<()> {
+    let n = members.len();
+    let blocks = Blocks::new(buf.len(), n, 1);
+    if !blocks.all_nonempty() {
+        return knomial(t, members, me, root, 2, buf);
+    }
+    if me == root {
+        for i in (0..n).filter(|&i| i != root) {
+            t.send(&[members[i]], &buf[blocks.get(i)])?;
+        }
+    } else {
+        t.recv(members[root], &mut buf[blocks.get(me)])?;
+    }
+    ring::allgather(t, members, me, blocks, 0, buf)
 }
 
 /// Hierarchical broadcast of `buf` from world rank `root`.
@@ -84,7 +115,7 @@ pub fn bcast(
     if let Some(l) = view.only_level() {
         // One group holds the whole job and nothing is pipelined: straight to it.
         let alg = s.bcast_for(l.name, l.intra, total);
-        let r = l.members.binary_search(&root).unwrap_or(0);
+        let r = l.position(root);
         return group_bcast(fabric.level(0), &l.members, l.me, r, alg, buf);
     }
     let detour = root != 0 && (view.rank == root || view.rank == 0) && !view.top_has(root);

@@ -263,7 +263,17 @@ impl Core {
     }
 
     /// Completes everything in flight.
+    #[inline]
     pub(crate) fn quiesce(&mut self) -> Result<()> {
+        // The common case, first and inlined: a blocking collective after blocking ones.
+        if self.is_idle() && !self.poisoned && self.deferred.is_none() {
+            return Ok(());
+        }
+        self.quiesce_slow()
+    }
+
+    #[cold]
+    fn quiesce_slow(&mut self) -> Result<()> {
         if self.is_idle() {
             self.check_poison();
             return match self.deferred.take() {

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::ring::{self, Blocks};
 use crate::transport::Transport;
 use crate::tree;
-use crate::view::{Fabric, View};
+use crate::view::{Fabric, Level, View};
 
 /// Reduces the members' `acc` into `acc` at `members[root]`. `tmp` is scratch of the same
 /// length. On other members `acc` is left partially reduced.
@@ -104,6 +104,24 @@ pub fn reduce(
     if total == 0 {
         return Ok(());
     }
+    // One flat group holds the whole job and nothing is pipelined: a member sends its
+    // contribution as it is, the root combines everyone's into `recv`.
+    if let Some(l) = view
+        .only_level()
+        .filter(|l| l.members.len() > 1 && s.reduce_for(l.name, l.intra, total) == ReduceAlg::Flat)
+    {
+        let r = l.position(root);
+        match (send, recv.as_deref_mut()) {
+            (Some(sb), _) if l.me != r => {
+                return fabric.level(0).send_to_combine(l.members[r], sb);
+            }
+            (own, Some(acc)) if l.me == r => {
+                let tmp = scratch.pair(acc.len()).1;
+                return flat_root(fabric.level(0), l, acc, own, tmp, op);
+            }
+            _ => {}
+        }
+    }
     let chunk = view.chunk_bytes(s, Collective::Reduce, total, op.elem_size());
     let is_root = view.rank == root;
     let detour = root != 0 && (is_root || view.rank == 0) && !view.top_has(root);
@@ -147,6 +165,33 @@ pub fn reduce(
             }
         }
         off = end;
+    }
+    Ok(())
+}
+
+/// A flat group's root (`l.me`): combines every other member's message into `acc`,
+/// highest position first (as coll/sharm reads the queues). With `own`, `acc` does not
+/// hold this rank's contribution yet, and the first message is taken onto `own`
+/// ([`Transport::recv_reduce_onto`]: from a sender's buffer, the result is read straight
+/// into `acc` and `own` combined in, instead of copying `own` to `acc` first and reading
+/// the message into scratch).
+fn flat_root(
+    t: &mut dyn Transport,
+    l: &Level,
+    acc: &mut [u8],
+    own: Option<&[u8]>,
+    tmp: &mut [u8],
+    op: &dyn Combine,
+) -> Result<()> {
+    let mut senders = (0..l.members.len()).rev().filter(|&i| i != l.me);
+    if let Some(own) = own {
+        match senders.next() {
+            Some(i) => t.recv_reduce_onto(l.members[i], acc, own, tmp, op)?,
+            None => acc.copy_from_slice(own),
+        }
+    }
+    for i in senders {
+        t.recv_reduce(l.members[i], acc, tmp, op)?;
     }
     Ok(())
 }
@@ -199,15 +244,7 @@ fn up_onto(
         acc.copy_from_slice(own);
         return up(view, fabric, s, root, total, until, acc, tmp, op);
     };
-    // As `group_reduce`'s flat root: highest position first.
-    let t = fabric.level(0);
-    let mut senders = (0..l.members.len()).rev().filter(|&i| i != l.me);
-    if let Some(i) = senders.next() {
-        t.recv_reduce_onto(l.members[i], acc, own, tmp, op)?;
-    }
-    for i in senders {
-        t.recv_reduce(l.members[i], acc, tmp, op)?;
-    }
+    flat_root(fabric.level(0), l, acc, Some(own), tmp, op)?;
     up_from(view, fabric, s, root, total, 1, until, acc, tmp, op)
 }
 

@@ -19,6 +19,18 @@ pub struct Level {
     pub intra: bool,
 }
 
+impl Level {
+    /// The position of world rank `rank` in `members` (0 if it is not a member). A group
+    /// that holds ranks 0.. in order (every one-group job) finds it without a search.
+    #[inline]
+    pub fn position(&self, rank: u32) -> usize {
+        match self.members.get(rank as usize) {
+            Some(&r) if r == rank => rank as usize,
+            _ => self.members.binary_search(&rank).unwrap_or(0),
+        }
+    }
+}
+
 /// What a rank knows of the hierarchy: its groups bottom-up and the job's top level.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct View {
@@ -154,5 +166,27 @@ mod tests {
         assert!(view(1, false, false).only_level().is_none());
         assert!(view(2, false, true).only_level().is_none());
         assert!(view(0, false, false).only_level().is_none());
+    }
+
+    #[test]
+    fn a_position_is_found_with_or_without_the_shortcut() {
+        let level = |members: Vec<u32>| Level {
+            name: LevelName::Node,
+            members,
+            me: 0,
+            intra: true,
+        };
+        let dense = level(vec![0, 1, 2, 3]);
+        assert_eq!(
+            (0..4).map(|r| dense.position(r)).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        let sparse = level(vec![2, 5, 9]);
+        assert_eq!(sparse.position(2), 0);
+        assert_eq!(sparse.position(5), 1);
+        assert_eq!(sparse.position(9), 2);
+        // Rank 1 would be `members[1]` by the shortcut's guess, but that is 5.
+        assert_eq!(sparse.position(1), 0);
+        assert_eq!(level(vec![1, 2]).position(2), 1);
     }
 }

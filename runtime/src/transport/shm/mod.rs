@@ -540,6 +540,16 @@ impl ShmTransport {
         self.direct(len.saturating_mul(FAR_DIVISOR))
     }
 
+    /// [`ShmTransport::direct`] for a one-way message to local reader `j`: later when it is
+    /// near.
+    fn direct_to(&self, j: usize, len: usize) -> bool {
+        if self.near[j] {
+            self.direct(len / NEAR_FACTOR)
+        } else {
+            self.direct_far(len)
+        }
+    }
+
     /// [`ShmTransport::direct`] for a one-way message to `self.readers`: later when all of
     /// them are near.
     fn direct_to_readers(&self, len: usize) -> bool {
@@ -871,6 +881,43 @@ impl ShmTransport {
         Ok(())
     }
 
+    /// The small send to one reader: `data` (1 to [`layout::INLINE_MAX`] bytes) rides in
+    /// local reader `j`'s control line of this rank's next slot, as [`try_send`] would put
+    /// it, without the general path's reader list and fragment loop.
+    ///
+    /// [`try_send`]: ShmTransport::try_send
+    #[inline(always)]
+    fn send_inline(&mut self, j: usize, data: &[u8]) -> Result<()> {
+        let k = (self.written % self.seg.layout().slots as u64) as usize;
+        if !self.drained(k) {
+            self.wait_drained(k)?;
+        }
+        let at = self.seg.layout().control(self.me, k, j);
+        // SAFETY: every reader's word of slot k is 0, so j does not read its line, and
+        // only this rank writes its own queue's lines (the bytes after the word, which the
+        // Release store of the word below publishes).
+        unsafe { self.seg.write(at + layout::INLINE_AT, data) };
+        self.send_seq[j] = next_seq(self.send_seq[j]);
+        let word = u64::from(self.send_seq[j]) << 32 | layout::INLINE | data.len() as u64;
+        // SYNC: Release publishes the bytes; the reader's Acquire load of this word pairs
+        // with it.
+        self.seg.atomic_u64(at).store(word, Ordering::Release);
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Waits until every reader has released slot `k` of this rank's queue.
+    #[cold]
+    fn wait_drained(&self, k: usize) -> Result<()> {
+        let mut backoff = Backoff::new(self.spin);
+        while !self.drained(k) {
+            if backoff.pause() {
+                self.check_readers(k)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Sends `data` to `self.readers`, as one descriptor if `direct`, else in fragments.
     fn send_as(&mut self, data: &[u8], direct: bool) -> Result<()> {
         if !direct && data.len() <= layout::INLINE_MAX {
@@ -892,6 +939,14 @@ impl ShmTransport {
 
 impl Transport for ShmTransport {
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
+        if let [r] = *to
+            && (1..=layout::INLINE_MAX).contains(&data.len())
+        {
+            let j = self.local(r)?;
+            if !self.direct_to(j, data.len()) {
+                return self.send_inline(j, data);
+            }
+        }
         self.set_readers(to)?;
         let direct = self.direct_to_readers(data.len());
         self.send_as(data, direct)
@@ -903,8 +958,12 @@ impl Transport for ShmTransport {
     /// ([`ShmTransport::set_near`]), from half the single-copy threshold the receiver reads
     /// and combines straight from `data`.
     fn send_to_combine(&mut self, to: u32, data: &[u8]) -> Result<()> {
+        let j = self.local(to)?;
+        let direct = !self.near[j] && self.direct_far(data.len());
+        if !direct && (1..=layout::INLINE_MAX).contains(&data.len()) {
+            return self.send_inline(j, data);
+        }
         self.set_readers(&[to])?;
-        let direct = !self.near[self.readers[0]] && self.direct_far(data.len());
         self.send_as(data, direct)
     }
 
