@@ -291,6 +291,26 @@ fn rank_main(me: usize) -> i32 {
             }
         }
     }
+    // Exchanges in a row between pairs 0-1 and 2-3 whose lengths cross the inline limit
+    // both ways: a small one goes as one inline entry each way, a larger one by the
+    // general exchange, and after a larger one the partner's next small message is not
+    // where the first look expects it.
+    {
+        use topo_runtime::transport::Transport;
+        let t = links.shm.as_mut().unwrap();
+        let partner = rank ^ 1;
+        for i in 0..300u32 {
+            let len = [1usize, 7, 8, 3, 100, 7][i as usize % 6];
+            let mut got = vec![0u8; len * 8];
+            t.sendrecv(partner, &bytes(&data(rank + 4 * i, len)), partner, &mut got)
+                .unwrap();
+            assert_eq!(
+                ints(&got),
+                data(partner + 4 * i, len),
+                "exchange {i} with {partner}"
+            );
+        }
+    }
     // Large messages stream through the 4 x 4 KiB queues in fragments and chunks.
     for len in [511, 512, 513, 131_072 + 1, 393_216] {
         let root = RANKS - 1;

@@ -606,6 +606,18 @@ impl ShmTransport {
         }
     }
 
+    /// The error for a failed copy out of writer `w`'s memory.
+    fn consume_failed(&self, w: usize, source: Errno) -> Error {
+        match source {
+            Errno::ESRCH => self.died(w),
+            source => Error::SingleCopy {
+                rank: self.peers[w],
+                node: self.node.clone(),
+                source,
+            },
+        }
+    }
+
     fn check_alive(&self, local: usize) -> Result<()> {
         if is_dead(self.seg.pid(local)) {
             return Err(self.died(local));
@@ -747,16 +759,8 @@ impl ShmTransport {
                     ),
                 });
             }
-            match consume(frag, &mut rest[..len]) {
-                Ok(()) => {}
-                Err(Errno::ESRCH) => return Err(self.died(w)),
-                Err(source) => {
-                    return Err(Error::SingleCopy {
-                        rank: self.peers[w],
-                        node: self.node.clone(),
-                        source,
-                    });
-                }
+            if let Err(e) = consume(frag, &mut rest[..len]) {
+                return Err(self.consume_failed(w, e));
             }
             // SYNC: Release orders our copy before the writer's Acquire check in try_send.
             word_ref.store(0, Ordering::Release);
@@ -1176,6 +1180,23 @@ impl ShmTransport {
         buf: &mut [u8],
         consume: &mut impl FnMut(Frag<'_>, &mut [u8]) -> nix::Result<()>,
     ) -> Result<()> {
+        let small = 1..=layout::INLINE_MAX;
+        if small.contains(&data.len()) && small.contains(&buf.len()) {
+            // One inline entry each way: ours goes first (it waits for nothing but a free
+            // slot, which the partner frees without us), then the partner's is taken.
+            let j = self.local(to)?;
+            if !self.exchange_direct(data.len(), j) {
+                self.send_inline(j, data)?;
+                let w = self.local(from)?;
+                let mut taken = Ok(());
+                if self.hint_held[w]
+                    && self.take_inline(w, buf, |src, dst| taken = consume(Frag::Queue(src), dst))
+                {
+                    return taken.map_err(|e| self.consume_failed(w, e));
+                }
+                return self.take(from, buf, consume);
+            }
+        }
         self.set_readers(&[to])?;
         let w = self.local(from)?;
         let direct = self.exchange_direct(data.len(), self.readers[0]);
