@@ -54,7 +54,7 @@ const NEAR_FACTOR: usize = 2;
 const FAR_DIVISOR: usize = 2;
 
 /// How many times a small receive polls the hinted slot before it looks at every slot
-/// ([`ShmTransport::take_inline`]): a few hundred nanoseconds, what a peer that is already
+/// ([`ShmTransport::take_one`]): a few hundred nanoseconds, what a peer that is already
 /// in the same collective takes to send.
 const INLINE_POLLS: u32 = 16;
 
@@ -102,7 +102,7 @@ pub struct ShmTransport {
     /// Where the next fragment from each writer probably is.
     recv_hint: Vec<usize>,
     /// Whether the last fragment from each writer was where the hint said: only then does
-    /// a small receive poll the hinted slot alone first ([`ShmTransport::take_inline`]).
+    /// a small receive poll the hinted slot alone first ([`ShmTransport::take_one`]).
     hint_held: Vec<bool>,
     /// Reused list of local reader indices.
     readers: Vec<usize>,
@@ -776,24 +776,32 @@ impl ShmTransport {
         Ok(None)
     }
 
-    /// A receive of `buf.len()` bytes from `from` that fits a control line, taken by
-    /// [`ShmTransport::take_inline`] when the hint held last time: true if it was.
+    /// Whether a message of `len` bytes that does not go by single copy is one queue
+    /// entry: inline in the reader's control line up to [`layout::INLINE_MAX`] bytes, else
+    /// one fragment.
+    fn one_entry(&self, len: usize) -> bool {
+        (1..=self.seg.layout().fragment).contains(&len)
+    }
+
+    /// A receive of `buf.len()` bytes from `from` that is one queue entry, taken by
+    /// [`ShmTransport::take_one`] when the hint held last time: true if it was.
     fn take_small(
         &mut self,
         from: u32,
         buf: &mut [u8],
         consume: impl FnOnce(&[u8], &mut [u8]),
     ) -> Result<bool> {
-        if !(1..=layout::INLINE_MAX).contains(&buf.len()) {
+        if !self.one_entry(buf.len()) {
             return Ok(false);
         }
         let w = self.local(from)?;
-        Ok(self.hint_held[w] && self.take_inline(w, buf, consume))
+        Ok(self.hint_held[w] && self.take_one(w, buf, consume))
     }
 
     /// The small receive's first look: polls only the slot where writer `w`'s next
     /// fragment to this rank usually is, [`INLINE_POLLS`] times with a `pause` between
-    /// looks, and if it is an inline fragment of `buf`'s length, hands it and `buf` to
+    /// looks, and if it is the one entry of `buf`'s length (inline when it fits the
+    /// control line, as [`ShmTransport::send_one`] puts it), hands it and `buf` to
     /// `consume` (which copies or combines) and releases the slot. Returns false,
     /// having taken nothing, when the fragment did not come (the general path then scans
     /// every slot and waits) or came in another form (the general path takes it, or names
@@ -803,7 +811,7 @@ impl ShmTransport {
     /// away from the writer between its stores (a two-thread chain of 8-byte broadcasts,
     /// `queue-floor`, took 2.4 times the line's ping-pong this way against 2.5-2.8 polling
     /// flat out; docs/runtime.md).
-    fn take_inline(
+    fn take_one(
         &mut self,
         w: usize,
         buf: &mut [u8],
@@ -813,18 +821,20 @@ impl ShmTransport {
         let k = self.recv_hint[w];
         let at = l.control(w, k, self.me);
         let want = next_seq(self.recv_seq[w]);
-        let expect = u64::from(want) << 32 | layout::INLINE | buf.len() as u64;
+        let (form, src) = if buf.len() <= layout::INLINE_MAX {
+            (layout::INLINE, at + layout::INLINE_AT)
+        } else {
+            (0, l.data(w, k))
+        };
+        let expect = u64::from(want) << 32 | form | buf.len() as u64;
         let word = self.seg.atomic_u64(at);
         for _ in 0..INLINE_POLLS {
             // SYNC: Acquire pairs with the writer's Release store in try_send.
             let v = word.load(Ordering::Acquire);
             if v == expect {
-                // SAFETY: the word addressed this inline fragment to us, and the writer
-                // leaves our control line alone until we clear the word below.
-                consume(
-                    unsafe { self.seg.slice(at + layout::INLINE_AT, buf.len()) },
-                    buf,
-                );
+                // SAFETY: the word addressed this entry to us, and the writer leaves our
+                // control line and the slot's data alone until we clear the word below.
+                consume(unsafe { self.seg.slice(src, buf.len()) }, buf);
                 // SYNC: Release orders our copy before the writer's Acquire check in
                 // try_send.
                 word.store(0, Ordering::Release);
@@ -885,24 +895,31 @@ impl ShmTransport {
         Ok(())
     }
 
-    /// The small send to one reader: `data` (1 to [`layout::INLINE_MAX`] bytes) rides in
-    /// local reader `j`'s control line of this rank's next slot, as [`try_send`] would put
-    /// it, without the general path's reader list and fragment loop.
+    /// The small send to one reader: `data` (1 byte to one fragment, not by single copy)
+    /// goes into this rank's next slot as [`try_send`] would put it, inline in local
+    /// reader `j`'s control line when it fits there, else as the slot's fragment, without
+    /// the general path's reader list and fragment loop.
     ///
     /// [`try_send`]: ShmTransport::try_send
     #[inline(always)]
-    fn send_inline(&mut self, j: usize, data: &[u8]) -> Result<()> {
-        let k = (self.written % self.seg.layout().slots as u64) as usize;
+    fn send_one(&mut self, j: usize, data: &[u8]) -> Result<()> {
+        let l = *self.seg.layout();
+        let k = (self.written % l.slots as u64) as usize;
         if !self.drained(k) {
             self.wait_drained(k)?;
         }
-        let at = self.seg.layout().control(self.me, k, j);
-        // SAFETY: every reader's word of slot k is 0, so j does not read its line, and
-        // only this rank writes its own queue's lines (the bytes after the word, which the
-        // Release store of the word below publishes).
-        unsafe { self.seg.write(at + layout::INLINE_AT, data) };
+        let at = l.control(self.me, k, j);
+        let (form, dst) = if data.len() <= layout::INLINE_MAX {
+            (layout::INLINE, at + layout::INLINE_AT)
+        } else {
+            (0, l.data(self.me, k))
+        };
+        // SAFETY: every reader's word of slot k is 0, so nobody reads the slot or j's
+        // control line past the word, and only this rank writes its own queue (the bytes,
+        // which the Release store of the word below publishes).
+        unsafe { self.seg.write(dst, data) };
         self.send_seq[j] = next_seq(self.send_seq[j]);
-        let word = u64::from(self.send_seq[j]) << 32 | layout::INLINE | data.len() as u64;
+        let word = u64::from(self.send_seq[j]) << 32 | form | data.len() as u64;
         // SYNC: Release publishes the bytes; the reader's Acquire load of this word pairs
         // with it.
         self.seg.atomic_u64(at).store(word, Ordering::Release);
@@ -944,11 +961,11 @@ impl ShmTransport {
 impl Transport for ShmTransport {
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
         if let [r] = *to
-            && (1..=layout::INLINE_MAX).contains(&data.len())
+            && self.one_entry(data.len())
         {
             let j = self.local(r)?;
             if !self.direct_to(j, data.len()) {
-                return self.send_inline(j, data);
+                return self.send_one(j, data);
             }
         }
         self.set_readers(to)?;
@@ -964,8 +981,8 @@ impl Transport for ShmTransport {
     fn send_to_combine(&mut self, to: u32, data: &[u8]) -> Result<()> {
         let j = self.local(to)?;
         let direct = !self.near[j] && self.direct_far(data.len());
-        if !direct && (1..=layout::INLINE_MAX).contains(&data.len()) {
-            return self.send_inline(j, data);
+        if !direct && self.one_entry(data.len()) {
+            return self.send_one(j, data);
         }
         self.set_readers(&[to])?;
         self.send_as(data, direct)
@@ -1180,17 +1197,16 @@ impl ShmTransport {
         buf: &mut [u8],
         consume: &mut impl FnMut(Frag<'_>, &mut [u8]) -> nix::Result<()>,
     ) -> Result<()> {
-        let small = 1..=layout::INLINE_MAX;
-        if small.contains(&data.len()) && small.contains(&buf.len()) {
-            // One inline entry each way: ours goes first (it waits for nothing but a free
-            // slot, which the partner frees without us), then the partner's is taken.
+        if self.one_entry(data.len()) && self.one_entry(buf.len()) {
+            // One entry each way: ours goes first (it waits for nothing but a free slot,
+            // which the partner frees without us), then the partner's is taken.
             let j = self.local(to)?;
             if !self.exchange_direct(data.len(), j) {
-                self.send_inline(j, data)?;
+                self.send_one(j, data)?;
                 let w = self.local(from)?;
                 let mut taken = Ok(());
                 if self.hint_held[w]
-                    && self.take_inline(w, buf, |src, dst| taken = consume(Frag::Queue(src), dst))
+                    && self.take_one(w, buf, |src, dst| taken = consume(Frag::Queue(src), dst))
                 {
                     return taken.map_err(|e| self.consume_failed(w, e));
                 }
