@@ -54,7 +54,7 @@ pub fn bytes_mut<T: 'static>(s: &mut [T]) -> &mut [u8] {
 /// integers and floats in Rust ([`kernel`]), everything else (other predefined pairs, user
 /// operations) with `PMPI_Reduce_local`. (The profiling entry point, so that a PMPI
 /// library that loads this crate never re-enters itself.)
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct MpiCombine {
     datatype: mpi::ffi::MPI_Datatype,
     op: mpi::ffi::MPI_Op,
@@ -210,6 +210,30 @@ impl MpiCombine {
             elem: std::mem::size_of::<T>(),
             kernel: numeric_of(datatype).and_then(|(n, size)| kernel(n, size, op)),
         }
+    }
+
+    /// [`MpiCombine::new`], taken from `last` when that is the same pair: the search for
+    /// the kernel costs more than a small collective's own work. Only reductions with a
+    /// Rust kernel are kept there (a predefined operation on a predefined type, whose
+    /// handles never change meaning); a user's operation is looked at anew each call,
+    /// since a freed handle may come back as another operation.
+    pub fn reuse<T: Equivalence + 'static, O: Operation>(
+        op: &O,
+        last: &mut Option<MpiCombine>,
+    ) -> Self {
+        let (datatype, raw) = (T::equivalent_datatype().as_raw(), op.as_raw());
+        if let Some(c) = *last
+            && c.datatype == datatype
+            && c.op == raw
+            && c.elem == std::mem::size_of::<T>()
+        {
+            return c;
+        }
+        let c = MpiCombine::new::<T, O>(op);
+        if c.is_native() {
+            *last = Some(c);
+        }
+        c
     }
 
     /// The reduction `op` over elements of `datatype`, from raw MPI handles (for callers
@@ -415,6 +439,36 @@ mod tests {
         same_as_scalar(SystemOperation::max(), &i64s(&x), &i64s(&y), i64::max);
         let u8s = |v: &[u64]| v.iter().map(|&v| v as u8).collect::<Vec<_>>();
         same_as_scalar(SystemOperation::sum(), &u8s(&x), &u8s(&y), u8::wrapping_add);
+    }
+
+    #[test]
+    fn a_reused_reduction_is_the_one_asked_for() {
+        let mut last = None;
+        let combine = |c: MpiCombine, a: &mut [u8], b: &[u8]| c.combine(a, b);
+        let (sum, max) = (SystemOperation::sum(), SystemOperation::max());
+        let c = MpiCombine::reuse::<i64, _>(&sum, &mut last);
+        assert!(last.is_some());
+        let mut a = 5i64.to_ne_bytes();
+        combine(c, &mut a, &7i64.to_ne_bytes());
+        assert_eq!(i64::from_ne_bytes(a), 12);
+        // Another operation, then another type of the same size: each gets its kernel.
+        let c = MpiCombine::reuse::<i64, _>(&max, &mut last);
+        let mut a = 5i64.to_ne_bytes();
+        combine(c, &mut a, &7i64.to_ne_bytes());
+        assert_eq!(i64::from_ne_bytes(a), 7);
+        let c = MpiCombine::reuse::<f64, _>(&sum, &mut last);
+        let mut a = 0.5f64.to_ne_bytes();
+        combine(c, &mut a, &(-1.5f64).to_ne_bytes());
+        assert_eq!(f64::from_ne_bytes(a), -1.0);
+        // A pair without a Rust kernel (MPI would combine it) is not kept.
+        assert!(!MpiCombine::reuse::<f64, _>(&max, &mut last).is_native());
+        let kept = last.expect("kept");
+        assert_eq!((kept.datatype, kept.op), (c.datatype, c.op));
+        // The same pair again comes from `last`.
+        let again = MpiCombine::reuse::<f64, _>(&sum, &mut last);
+        let mut a = 0.5f64.to_ne_bytes();
+        combine(again, &mut a, &2.5f64.to_ne_bytes());
+        assert_eq!(f64::from_ne_bytes(a), 3.0);
     }
 
     #[test]

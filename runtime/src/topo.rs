@@ -53,6 +53,11 @@ pub struct Topo {
     local: Option<(u32, u32)>,
     /// Whether a progress thread advances this context's collectives.
     thread: bool,
+    /// This rank in `world` (asked of MPI once, not on every call).
+    rank: i32,
+    /// The last reduction of a predefined operation on a predefined type, reused while
+    /// calls keep the same pair (see [`MpiCombine::reuse`]).
+    combine: Option<MpiCombine>,
     /// Not `Send`: without a progress thread the state's lock is a plain flag, which
     /// relies on one thread using the context (and its requests, also not `Send`).
     _not_send: PhantomData<*const ()>,
@@ -332,12 +337,14 @@ impl Topo {
             }
         }
         Topo {
+            rank: world.rank(),
             world,
             core,
             fallback,
             node,
             local,
             thread: threaded,
+            combine: None,
             _not_send: PhantomData,
         }
     }
@@ -650,8 +657,7 @@ impl Topo {
             recv.len(),
             "reduce_into_root: send and receive lengths differ"
         );
-        let root = self.world.rank();
-        self.reduce_impl(root, Some(send), Some(recv), op);
+        self.reduce_impl(self.rank, Some(send), Some(recv), op);
     }
 
     /// Like [`Topo::reduce_into_root`], with the root's contribution in `buf` (in place).
@@ -660,8 +666,7 @@ impl Topo {
         buf: &mut [T],
         op: O,
     ) {
-        let root = self.world.rank();
-        self.reduce_impl(root, None, Some(buf), op);
+        self.reduce_impl(self.rank, None, Some(buf), op);
     }
 
     /// Contributes `send` to a reduction whose result goes to `root`
@@ -673,8 +678,7 @@ impl Topo {
         op: O,
     ) {
         assert_ne!(
-            root,
-            self.world.rank(),
+            root, self.rank,
             "reduce_into is for non-root ranks; the root calls reduce_into_root"
         );
         self.reduce_impl(root, Some(send), None, op);
@@ -688,7 +692,7 @@ impl Topo {
         op: O,
     ) {
         if plain::is_plain::<T>() && plain::commutes(&op) {
-            let combine = MpiCombine::new::<T, O>(&op);
+            let combine = MpiCombine::reuse::<T, O>(&op, &mut self.combine);
             let r = recv.as_deref_mut().map(plain::bytes_mut);
             if self.raw_reduce(root, send.map(plain::bytes), r, &combine) {
                 return;
@@ -739,7 +743,7 @@ impl Topo {
         op: O,
     ) {
         if plain::is_plain::<T>() && plain::commutes(&op) {
-            let combine = MpiCombine::new::<T, O>(&op);
+            let combine = MpiCombine::reuse::<T, O>(&op, &mut self.combine);
             if self.raw_all_reduce(send.map(plain::bytes), plain::bytes_mut(recv), &combine) {
                 return;
             }
