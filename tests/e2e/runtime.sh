@@ -186,6 +186,14 @@ got=$(awk 'NR > 1 {print $1}' "$WORK/out" | tr '\n' ' ')
 if [[ $RC -eq 0 && $got == "pingpong minimal shm bcast reduce " ]] && (( $(shm_leftovers) == 0 )); then
   ok "queue-floor: $(awk 'NR > 1 {printf "%s %s ns; ", $1, $2}' "$WORK/out")"
 else bad "queue-floor" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+# queue-floor --one-thread: both sides of each layer in one thread (what valgrind counts),
+# every result checked, an inline size and a fragment size.
+for layer in shm bcast reduce; do for bytes in 8 200; do
+  timeout 60 "$BIN/queue-floor" --one-thread $layer --bytes $bytes --calls 500 >"$WORK/out" 2>"$WORK/err"; RC=$?
+  if [[ $RC == 0 ]] && grep -q "every result right" "$WORK/out"; then
+    ok "queue-floor --one-thread $layer --bytes $bytes: $(cat "$WORK/out")"
+  else bad "queue-floor --one-thread $layer --bytes $bytes" "exit $RC" "$(head -4 "$WORK/err")"; fi
+done; done
 # queue-floor refuses a core pair it cannot pin to before either thread starts.
 timeout 20 "$BIN/queue-floor" --cores 0 0 >"$WORK/out" 2>"$WORK/err"; RC=$?
 if [[ $RC -eq 1 ]] && grep -q -- '--cores needs two different cores' "$WORK/err"; then

@@ -16,6 +16,11 @@
 //! Each line prints the median of the rounds, in nanoseconds per call. The machine's
 //! speed changes between stretches of time (docs/runtime.md), so the layers run in turn
 //! within every round.
+//!
+//! `--one-thread LAYER` (`shm`, `bcast` or `reduce`) instead plays both sides of the pair
+//! in this one thread, `--calls` times, checking every result, and times nothing: it is
+//! for counting the instructions each layer runs per call, where the waits cost nothing,
+//! with `valgrind --tool=callgrind` (docs/runtime.md).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -45,10 +50,17 @@ struct Args {
     /// The two cores.
     #[arg(long, num_args = 2, default_values_t = [0, 1])]
     cores: Vec<usize>,
+    /// Play both sides of LAYER (shm, bcast or reduce) in one thread instead, untimed (for
+    /// counting instructions under valgrind).
+    #[arg(long, value_name = "LAYER", value_parser = ["shm", "bcast", "reduce"])]
+    one_thread: Option<String>,
 }
 
 const LAYERS: [&str; 5] = ["pingpong", "minimal", "shm", "bcast", "reduce"];
 const SLOTS: usize = 8;
+/// The largest message `--one-thread` takes: one fragment, far below the single-copy
+/// threshold, so that no send waits for its reader.
+const ONE_THREAD_MAX: usize = 4096;
 
 #[repr(C, align(64))]
 struct Line {
@@ -135,21 +147,8 @@ fn side(
     start: &std::sync::Barrier,
 ) -> Result<Vec<Vec<f64>>> {
     pin(args.cores[me])?;
-    let view = View {
-        rank: me as u32,
-        size: 2,
-        levels: vec![Level {
-            name: topo_runtime::LevelName::Node,
-            members: vec![0, 1],
-            me,
-            intra: true,
-        }],
-        top: Some(topo_runtime::LevelName::Node),
-        pipeline: false,
-    };
     let settings = Settings::default();
-    let shm = ShmTransport::new(seg, me, vec![0, 1], "this node".into(), settings.spin);
-    let mut links = Links::new(&view, vec![0, 1], Some(shm), NoNetwork);
+    let (view, mut links) = pair_side(me, seg, &settings);
     let mut buf = vec![0u8; args.bytes];
     let sum = topo_runtime::combine::sum_i64();
     let mut scratch = topo_runtime::reduce::Scratch::default();
@@ -205,6 +204,99 @@ fn side(
     Ok(times)
 }
 
+/// Side `me` of the pair: its view of a one-node job of two ranks and its queues.
+fn pair_side(me: usize, seg: Segment, settings: &Settings) -> (View, Links<NoNetwork>) {
+    let view = View {
+        rank: me as u32,
+        size: 2,
+        levels: vec![Level {
+            name: topo_runtime::LevelName::Node,
+            members: vec![0, 1],
+            me,
+            intra: true,
+        }],
+        top: Some(topo_runtime::LevelName::Node),
+        pipeline: false,
+    };
+    let shm = ShmTransport::new(seg, me, vec![0, 1], "this node".into(), settings.spin);
+    let links = Links::new(&view, vec![0, 1], Some(shm), NoNetwork);
+    (view, links)
+}
+
+/// `--one-thread`: both sides of `layer` in turn, `calls` times, the root alternating;
+/// the side that only sends goes first, so nothing waits.
+fn one_thread(args: &Args, layer: &str, segs: [Segment; 2]) -> Result<()> {
+    let settings = Settings::default();
+    let [first, second] = segs;
+    let mut sides = [
+        pair_side(0, first, &settings),
+        pair_side(1, second, &settings),
+    ];
+    let sum = topo_runtime::combine::sum_i64();
+    let mut scratch = topo_runtime::reduce::Scratch::default();
+    let len = args.bytes.div_ceil(8).max(1) * 8;
+    // Buffers made once, so that the count is the layer's and not the harness's.
+    let (mut data, mut root_buf, mut got) = (vec![7u8; len], vec![0u8; len], vec![0u8; len]);
+    for i in 0..args.calls {
+        let root = i % 2;
+        data[..8].copy_from_slice(&(i as u64).to_ne_bytes());
+        match layer {
+            "shm" => {
+                let [(_, a), (_, b)] = &mut sides;
+                let (tx, rx) = if root == 0 { (a, b) } else { (b, a) };
+                let t = tx.shm.as_mut().context("queues")?;
+                t.send(&[1 - root as u32], &data)?;
+                rx.shm
+                    .as_mut()
+                    .context("queues")?
+                    .recv(root as u32, &mut got)?;
+            }
+            "bcast" => {
+                root_buf.copy_from_slice(&data);
+                for me in [root, 1 - root] {
+                    let (view, links) = &mut sides[me];
+                    let buf = if me == root { &mut root_buf } else { &mut got };
+                    topo_runtime::bcast::bcast(view, links, &settings, root as u32, buf)?;
+                }
+            }
+            _ => {
+                // Each side contributes `data`: the root gets twice each 8-byte word.
+                for me in [1 - root, root] {
+                    let (view, links) = &mut sides[me];
+                    let recv = (me == root).then_some(&mut got[..]);
+                    let (r, send) = (root as u32, Some(&data[..]));
+                    topo_runtime::reduce::reduce(
+                        view,
+                        links,
+                        &settings,
+                        r,
+                        send,
+                        recv,
+                        &sum,
+                        &mut scratch,
+                    )?;
+                }
+                let word = |b: &[u8], k: usize| {
+                    u64::from_ne_bytes(b[k..k + 8].try_into().expect("8 bytes"))
+                };
+                let last = len - 8;
+                anyhow::ensure!(
+                    word(&got, 0) == word(&data, 0).wrapping_mul(2)
+                        && word(&got, last) == word(&data, last).wrapping_mul(2),
+                    "reduce {i}: wrong result"
+                );
+                continue;
+            }
+        }
+        anyhow::ensure!(got == data, "{layer} {i}: wrong data");
+    }
+    println!(
+        "{layer}: {} calls of {len} bytes in one thread, every result right",
+        args.calls
+    );
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     anyhow::ensure!(
@@ -213,6 +305,23 @@ fn main() -> Result<()> {
     );
     // Checked here, before either side starts: a side that failed to pin would leave the
     // other waiting for it.
+    let settings = Settings::default();
+    let layout = Layout::new(2, settings.slots as usize, settings.fragment as usize);
+    let path = format!("/dev/shm/topo-run.queue-floor.{}", std::process::id());
+    let first = Segment::create(&path, layout, 0).context("creating the segment")?;
+    let second = Segment::attach(&path, layout, 0).context("attaching the segment")?;
+    first.reserve_queue(0)?;
+    second.reserve_queue(1)?;
+    first.unlink()?;
+    if let Some(layer) = &args.one_thread {
+        // A side that had to wait for the other would wait for ever in one thread.
+        anyhow::ensure!(
+            (1..=ONE_THREAD_MAX).contains(&args.bytes),
+            "--one-thread plays both sides in turn, so a message must go through the \
+             queues without waiting: 1 to {ONE_THREAD_MAX} bytes"
+        );
+        return one_thread(&args, layer, [first, second]);
+    }
     let allowed = sched_getaffinity(Pid::from_raw(0)).context("reading this process's cores")?;
     for &c in &args.cores {
         anyhow::ensure!(
@@ -224,14 +333,6 @@ fn main() -> Result<()> {
         args.cores[0] != args.cores[1],
         "--cores needs two different cores"
     );
-    let settings = Settings::default();
-    let layout = Layout::new(2, settings.slots as usize, settings.fragment as usize);
-    let path = format!("/dev/shm/topo-run.queue-floor.{}", std::process::id());
-    let first = Segment::create(&path, layout, 0).context("creating the segment")?;
-    let second = Segment::attach(&path, layout, 0).context("attaching the segment")?;
-    first.reserve_queue(0)?;
-    second.reserve_queue(1)?;
-    first.unlink()?;
     let minimal = Minimal::new();
     let start = std::sync::Barrier::new(2);
     let times = std::thread::scope(|s| {
