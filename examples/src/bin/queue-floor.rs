@@ -11,7 +11,8 @@
 //!   that must know a slot is free pays;
 //! - `shm`: topo-run's shared-memory transport (`send` / `recv`);
 //! - `bcast`: topo-run's broadcast over that transport (the runtime's call without MPI
-//!   and without the context's lock).
+//!   and without the context's lock);
+//! - `reduce`: topo-run's reduce of 8-byte integers over it, the same way.
 //!
 //! Each line prints the median of the rounds, in nanoseconds per call. The machine's
 //! speed changes between stretches of time (docs/runtime.md), so the layers run in turn
