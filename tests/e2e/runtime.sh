@@ -194,6 +194,11 @@ for layer in shm bcast reduce; do for bytes in 8 200; do
     ok "queue-floor --one-thread $layer --bytes $bytes: $(cat "$WORK/out")"
   else bad "queue-floor --one-thread $layer --bytes $bytes" "exit $RC" "$(head -4 "$WORK/err")"; fi
 done; done
+# --one-thread refuses a message that would make one side wait for the other (for ever).
+timeout 20 "$BIN/queue-floor" --one-thread shm --bytes 100000 >"$WORK/out" 2>"$WORK/err"; RC=$?
+if [[ $RC == 1 ]] && grep -q "1 to 4096 bytes" "$WORK/err"; then
+  ok "queue-floor --one-thread shm --bytes 100000: refused (exit 1)"
+else bad "queue-floor --one-thread --bytes 100000" "exit $RC" "$(head -4 "$WORK/err")"; fi
 # queue-floor refuses a core pair it cannot pin to before either thread starts.
 timeout 20 "$BIN/queue-floor" --cores 0 0 >"$WORK/out" 2>"$WORK/err"; RC=$?
 if [[ $RC -eq 1 ]] && grep -q -- '--cores needs two different cores' "$WORK/err"; then

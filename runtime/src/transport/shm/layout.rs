@@ -153,6 +153,17 @@ impl Layout {
         self.queue_start(r) + (k * self.ranks + j) * CONTROL_STRIDE
     }
 
+    /// Where an entry of `len` bytes (not a single-copy descriptor) in slot `k` of queue
+    /// `r` for reader `j` lives, and the form bits of its word: inline in `j`'s control
+    /// line after the word up to [`INLINE_MAX`] bytes, else in the slot's data.
+    pub fn entry(&self, r: usize, k: usize, j: usize, len: usize) -> (u64, usize) {
+        if len <= INLINE_MAX {
+            (INLINE, self.control(r, k, j) + INLINE_AT)
+        } else {
+            (0, self.data(r, k))
+        }
+    }
+
     /// Offset of the data of slot `k` of queue `r`.
     pub fn data(&self, r: usize, k: usize) -> usize {
         debug_assert!(r < self.ranks && k < self.slots);

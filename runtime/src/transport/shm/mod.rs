@@ -540,24 +540,24 @@ impl ShmTransport {
         self.direct(len.saturating_mul(FAR_DIVISOR))
     }
 
-    /// [`ShmTransport::direct`] for a one-way message to local reader `j`: later when it is
-    /// near.
-    fn direct_to(&self, j: usize, len: usize) -> bool {
-        if self.near[j] {
+    /// [`ShmTransport::direct`] for a one-way message to readers that are all near (later)
+    /// or not.
+    fn direct_one_way(&self, all_near: bool, len: usize) -> bool {
+        if all_near {
             self.direct(len / NEAR_FACTOR)
         } else {
             self.direct_far(len)
         }
     }
 
-    /// [`ShmTransport::direct`] for a one-way message to `self.readers`: later when all of
-    /// them are near.
+    /// [`ShmTransport::direct_one_way`] for `self.readers`.
     fn direct_to_readers(&self, len: usize) -> bool {
-        if self.readers.iter().all(|&j| self.near[j]) {
-            self.direct(len / NEAR_FACTOR)
-        } else {
-            self.direct_far(len)
-        }
+        self.direct_one_way(self.readers.iter().all(|&j| self.near[j]), len)
+    }
+
+    /// The slot of this rank's queue that its next entry goes to.
+    fn write_slot(&self) -> usize {
+        (self.written % self.seg.layout().slots as u64) as usize
     }
 
     /// How many queue entries a message of `len` bytes takes.
@@ -650,7 +650,7 @@ impl ShmTransport {
     /// the bytes of `frag`, or with `direct` a descriptor of `frag` itself.
     fn try_send(&mut self, frag: &[u8], direct: bool) -> Result<bool> {
         let l = *self.seg.layout();
-        let k = (self.written % l.slots as u64) as usize;
+        let k = self.write_slot();
         if !self.drained(k) {
             return Ok(false);
         }
@@ -821,11 +821,7 @@ impl ShmTransport {
         let k = self.recv_hint[w];
         let at = l.control(w, k, self.me);
         let want = next_seq(self.recv_seq[w]);
-        let (form, src) = if buf.len() <= layout::INLINE_MAX {
-            (layout::INLINE, at + layout::INLINE_AT)
-        } else {
-            (0, l.data(w, k))
-        };
+        let (form, src) = l.entry(w, k, self.me, buf.len());
         let expect = u64::from(want) << 32 | form | buf.len() as u64;
         let word = self.seg.atomic_u64(at);
         for _ in 0..INLINE_POLLS {
@@ -868,8 +864,7 @@ impl ShmTransport {
 
     /// The slot this rank is waiting on as a writer.
     fn waiting_slot(&self) -> usize {
-        self.pending
-            .unwrap_or((self.written % self.seg.layout().slots as u64) as usize)
+        self.pending.unwrap_or(self.write_slot())
     }
 
     fn set_readers(&mut self, to: &[u32]) -> Result<()> {
@@ -904,16 +899,12 @@ impl ShmTransport {
     #[inline(always)]
     fn send_one(&mut self, j: usize, data: &[u8]) -> Result<()> {
         let l = *self.seg.layout();
-        let k = (self.written % l.slots as u64) as usize;
+        let k = self.write_slot();
         if !self.drained(k) {
             self.wait_drained(k)?;
         }
         let at = l.control(self.me, k, j);
-        let (form, dst) = if data.len() <= layout::INLINE_MAX {
-            (layout::INLINE, at + layout::INLINE_AT)
-        } else {
-            (0, l.data(self.me, k))
-        };
+        let (form, dst) = l.entry(self.me, k, j, data.len());
         // SAFETY: every reader's word of slot k is 0, so nobody reads the slot or j's
         // control line past the word, and only this rank writes its own queue (the bytes,
         // which the Release store of the word below publishes).
@@ -964,7 +955,7 @@ impl Transport for ShmTransport {
             && self.one_entry(data.len())
         {
             let j = self.local(r)?;
-            if !self.direct_to(j, data.len()) {
+            if !self.direct_one_way(self.near[j], data.len()) {
                 return self.send_one(j, data);
             }
         }
