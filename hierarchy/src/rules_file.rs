@@ -20,7 +20,7 @@
 //! `reduce`, `allreduce` or `allgather` followed by a selector (`[SCOPE][<BYTES]`, or `*`) and an
 //! algorithm, in the order they are tried; or a pipeline-chunk rule, `chunk` followed by
 //! an optional selector (`[COLLECTIVE][<BYTES]`, or `*`) and a size, in the order they are
-//! tried; or a setting, `slots`, `fragment`, `spin` or `single-copy` followed by its value,
+//! tried; or a setting, `slots`, `fragment`, `spin`, `single-copy` or `barrier` followed by its value,
 //! at most once each. Values are those of the options of the same names (docs/runtime.md,
 //! "Settings").
 //!
@@ -37,7 +37,7 @@ pub const RULES_HEADER: &str = "topo-run-rules 1";
 /// (`chunk [SELECTOR] BYTES`, whose selector is `[COLLECTIVE][<BYTES]` or `*`).
 const RULE_KEYS: [&str; 5] = ["bcast", "reduce", "allreduce", "allgather", "chunk"];
 /// The keys of settings, at most once each.
-const VALUE_KEYS: [&str; 4] = ["slots", "fragment", "spin", "single-copy"];
+const VALUE_KEYS: [&str; 5] = ["slots", "fragment", "spin", "single-copy", "barrier"];
 
 /// A parsed rules file: its settings, in the form a plan stores them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -212,6 +212,7 @@ fn example(key: &str) -> &'static str {
         "spin" => "1024",
         "single-copy" => "16K",
         "fragment" => "128K",
+        "barrier" => "root-first",
         _ => "8K",
     }
 }
@@ -220,7 +221,7 @@ fn example(key: &str) -> &'static str {
 mod tests {
     use super::*;
     use crate::level::LevelName;
-    use crate::settings::{BcastAlg, Collective};
+    use crate::settings::{BarrierAlg, BcastAlg, Collective};
     use proptest::prelude::*;
 
     const GOOD: &str = "# tuned on the dev cluster\n\
@@ -260,8 +261,8 @@ mod tests {
         let s = Settings::from_pairs(&RulesFile::parse(text).unwrap().pairs()).unwrap();
         let d = Settings::default();
         assert_eq!(
-            (s.slots, s.fragment, s.spin, s.single_copy),
-            (d.slots, d.fragment, d.spin, d.single_copy)
+            (s.slots, s.fragment, s.spin, s.single_copy, s.barrier),
+            (d.slots, d.fragment, d.spin, d.single_copy, d.barrier)
         );
         for c in Collective::ALL {
             for bytes in [0, 8, 65535, 65536, 1 << 20, 1 << 30] {
@@ -289,6 +290,40 @@ mod tests {
                     assert_eq!(s.allreduce_for(bytes), d.allreduce_for(bytes));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_file_chooses_the_barrier_once() {
+        let f = RulesFile::parse("topo-run-rules 1\nbarrier root-first\n").unwrap();
+        assert_eq!(
+            f.pairs(),
+            [("barrier".to_string(), "root-first".to_string())]
+        );
+        let s = Settings::from_pairs(&f.pairs()).unwrap();
+        assert_eq!(s.barrier, BarrierAlg::RootFirst);
+        for (text, line, says) in [
+            (
+                "topo-run-rules 1\nbarrier sideways\n",
+                2,
+                "use dissemination or root-first",
+            ),
+            (
+                "topo-run-rules 1\nbarrier\n",
+                2,
+                "barrier takes one value, like `barrier root-first`",
+            ),
+            (
+                "topo-run-rules 1\nbarrier root-first\nbarrier dissemination\n",
+                3,
+                "barrier is set twice",
+            ),
+        ] {
+            let e = RulesFile::parse(text).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("line {line}")) && e.contains(says),
+                "{text:?}: {e}"
+            );
         }
     }
 

@@ -78,6 +78,15 @@ pub const KEYS: &[(&str, &str, &str)] = &[
          outnumber cores)",
     ),
     (
+        "barrier",
+        "TOPO_RUN_BARRIER",
+        "how MPI_Barrier's top group meets: dissemination (everyone leaves one transfer after \
+         the last arrival; the default) or root-first (the group's first member waits for \
+         the others and then releases them, so it leaves one transfer before them, as Open \
+         MPI's coll/sm does: a broadcast from it right after the barrier finds its data \
+         waiting, at the cost of one more transfer per barrier)",
+    ),
+    (
         "bcast",
         "TOPO_RUN_BCAST",
         "broadcast rules, e.g. numa=knomial:4,node=flat (algorithms: flat, binomial, knomial:K, \
@@ -294,6 +303,41 @@ pub enum ReduceAlg {
     /// A ring reduce-scatter leaves each member with 1/n of the result, then the root
     /// gathers the pieces (bandwidth-optimal for large messages).
     ReduceScatterGather,
+}
+
+/// How the top group of a blocking barrier meets (the levels below always gather to
+/// their first member and release from it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BarrierAlg {
+    /// In round k each member tells the member 2^k places on and hears from the one 2^k
+    /// places back: ceil(log2 n) transfers, and the last member to arrive leaves first.
+    #[default]
+    Dissemination,
+    /// The first member waits until every other one has arrived, then releases them: it
+    /// leaves first, one transfer before the others.
+    RootFirst,
+}
+
+impl FromStr for BarrierAlg {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "dissemination" => Ok(BarrierAlg::Dissemination),
+            "root-first" => Ok(BarrierAlg::RootFirst),
+            _ => Err(format!(
+                "unknown barrier {s:?}; use dissemination or root-first"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for BarrierAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BarrierAlg::Dissemination => "dissemination",
+            BarrierAlg::RootFirst => "root-first",
+        })
+    }
 }
 
 /// The algorithms both trees share: `flat`, `binomial`, `knomial:K`.
@@ -535,6 +579,8 @@ pub struct Settings {
     pub single_copy: u32,
     /// Whether a progress thread advances nonblocking collectives.
     pub progress_thread: bool,
+    /// How a blocking barrier's top group meets.
+    pub barrier: BarrierAlg,
     /// User broadcast rules (before the defaults).
     pub bcast: Vec<Rule<BcastAlg>>,
     /// User reduce rules.
@@ -554,6 +600,7 @@ impl Default for Settings {
             spin: DEFAULT_SPIN,
             single_copy: DEFAULT_SINGLE_COPY,
             progress_thread: false,
+            barrier: BarrierAlg::Dissemination,
             bcast: Vec::new(),
             reduce: Vec::new(),
             allreduce: Vec::new(),
@@ -687,6 +734,7 @@ impl Settings {
                         _ => return Err(bad("must be none or thread".into())),
                     };
                 }
+                "barrier" => s.barrier = value.parse().map_err(bad)?,
                 "bcast" => s.bcast = parse_rules(value).map_err(bad)?,
                 "reduce" => s.reduce = parse_rules(value).map_err(bad)?,
                 "allreduce" => s.allreduce = parse_rules(value).map_err(bad)?,
@@ -809,6 +857,20 @@ mod tests {
         ] {
             assert_eq!(a.to_string().parse::<AllgatherAlg>(), Ok(a));
         }
+    }
+
+    #[test]
+    fn the_barrier_is_dissemination_unless_root_first_is_asked_for() {
+        assert_eq!(Settings::default().barrier, BarrierAlg::Dissemination);
+        for a in [BarrierAlg::Dissemination, BarrierAlg::RootFirst] {
+            let s = Settings::from_pairs(&[("barrier", a.to_string())]).unwrap();
+            assert_eq!(s.barrier, a);
+        }
+        let e = Settings::from_pairs(&[("barrier", "tree")]).unwrap_err();
+        assert!(
+            e.to_string().contains("use dissemination or root-first"),
+            "{e}"
+        );
     }
 
     #[test]

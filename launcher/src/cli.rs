@@ -462,6 +462,13 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "MODE", env = "TOPO_RUN_PROGRESS")]
     pub progress: Option<String>,
 
+    /// How MPI_Barrier's top group meets: `dissemination` (the default; everyone leaves one
+    /// transfer after the last arrival) or `root-first` (its first member waits for the
+    /// others, then releases them: a broadcast from it right after the barrier, as in
+    /// OSU's loop, finds its data waiting; each barrier costs one transfer more).
+    #[arg(long, value_name = "ALG", env = "TOPO_RUN_BARRIER")]
+    pub barrier: Option<String>,
+
     /// Short for `--progress thread` (and it wins over `--progress` and
     /// `TOPO_RUN_PROGRESS`): a thread per process advances nonblocking collectives while
     /// the program computes. Worth it with a free core (or hardware thread) per rank; do
@@ -482,6 +489,7 @@ impl RuntimeArgs {
             ("chunk", self.chunk.as_ref()),
             ("spin", self.spin.as_ref()),
             ("single-copy", self.single_copy.as_ref()),
+            ("barrier", self.barrier.as_ref()),
             ("bcast", self.bcast.as_ref()),
             ("reduce", self.reduce.as_ref()),
             ("allreduce", self.allreduce.as_ref()),

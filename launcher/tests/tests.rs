@@ -354,6 +354,17 @@ fn plan_takes_the_runtime_settings_into_the_plan_and_digest() {
     );
     let digest = |s: &str| s.split(";digest=").nth(1).map(|d| d[..32].to_string());
     assert_ne!(digest(&line), digest(&stdout(&plain)));
+    // The barrier's form is a setting like the others: in the plan, and in its digest.
+    let mut rf = base.to_vec();
+    rf.extend(["--barrier", "root-first"]);
+    let o = topo_run(&rf);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("settings=barrier:root-first;"),
+        "{}",
+        stdout(&o)
+    );
+    assert_ne!(digest(&stdout(&o)), digest(&stdout(&plain)));
     args.extend(["--bcast", "reduce-scatter-gather"]);
     let bad = topo_run(&args);
     assert_eq!(bad.status.code(), Some(13), "{}", stderr(&bad));
@@ -397,6 +408,7 @@ fn bad_runtime_settings_stop_the_launch_with_exit_13() {
         (["--slots", "1"], "2 to 1024"),
         (["--allreduce", "fast"], "rb, rab:rd or rab:ring"),
         (["--progress", "threads"], "must be none or thread"),
+        (["--barrier", "tree"], "use dissemination or root-first"),
     ] {
         let mut all: Vec<&str> = args.to_vec();
         all.extend(["--", "sh", "-c", "echo APP-RAN"]);

@@ -2,8 +2,14 @@
 //! (in round k each member signals the member 2^k places on and hears from the one 2^k
 //! places back, so ceil(log2 n) one-way latencies instead of the 2 log n of a gather and a
 //! release), then down again.
+//!
+//! With `barrier = root-first` the top group gathers to its first member, which then
+//! releases the others: that member leaves one transfer before them, at the cost of one
+//! more transfer per barrier. A broadcast from it right after the barrier (OSU's loop)
+//! then finds its data waiting at the receivers, as with Open MPI's coll/sm; with the
+//! dissemination the last rank to arrive leaves first and waits inside the broadcast.
 
-use topo_hierarchy::settings::Settings;
+use topo_hierarchy::settings::{BarrierAlg, Settings};
 
 use crate::bcast::group_bcast;
 use crate::combine::FnCombine;
@@ -15,8 +21,8 @@ use crate::view::{Fabric, View};
 /// Returns once every rank has entered the barrier.
 pub fn barrier(view: &View, fabric: &mut dyn Fabric, s: &Settings) -> Result<()> {
     if let Some(l) = view.only_level() {
-        // One group holds the whole job: its dissemination is the barrier.
-        return dissemination(fabric.level(0), &l.members, l.me);
+        // One group holds the whole job: its meeting is the barrier.
+        return top(fabric.level(0), &l.members, l.me, s.barrier);
     }
     let nothing = FnCombine {
         elem: 1,
@@ -25,7 +31,7 @@ pub fn barrier(view: &View, fabric: &mut dyn Fabric, s: &Settings) -> Result<()>
     let mut highest = view.levels.len();
     for (i, l) in view.levels.iter().enumerate() {
         if view.is_top(i) {
-            dissemination(fabric.level(i), &l.members, l.me)?;
+            top(fabric.level(i), &l.members, l.me, s.barrier)?;
             highest = i;
             break;
         }
@@ -51,6 +57,14 @@ pub fn barrier(view: &View, fabric: &mut dyn Fabric, s: &Settings) -> Result<()>
         group_bcast(fabric.level(i), &l.members, l.me, 0, alg, &mut [])?;
     }
     Ok(())
+}
+
+/// The top group's barrier among `members` (this rank is `members[me]`).
+fn top(t: &mut dyn Transport, members: &[u32], me: usize, alg: BarrierAlg) -> Result<()> {
+    match alg {
+        BarrierAlg::Dissemination => dissemination(t, members, me),
+        BarrierAlg::RootFirst => t.root_first_barrier(members, me),
+    }
 }
 
 /// The dissemination barrier among `members` (this rank is `members[me]`).

@@ -5,6 +5,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use topo_hierarchy::Settings;
+use topo_hierarchy::settings::BarrierAlg;
 use topo_runtime::combine::sum_i64;
 use topo_runtime::links::{Links, NoNetwork};
 use topo_runtime::reduce::Scratch;
@@ -344,12 +345,19 @@ fn rank_main(me: usize) -> i32 {
     }
     // Nobody leaves a barrier before everyone has entered it: each rank leaves a mark,
     // arriving in a different order each time, and looks for everyone's after the barrier.
+    // Rounds 40 to 79 meet root-first at the top (the counts of both forms move together,
+    // so they mix).
     let mark = |round: u32, r: u32| format!("{path}.barrier{round}.{r}");
-    for round in 0..40u32 {
+    let root_first = Settings {
+        barrier: BarrierAlg::RootFirst,
+        ..s.clone()
+    };
+    for round in 0..80u32 {
         let late = (rank + round) % RANKS;
         std::thread::sleep(std::time::Duration::from_micros(u64::from(late) * 300));
         std::fs::write(mark(round, rank), b"").unwrap();
-        barrier::barrier(&view, &mut links, &s).unwrap();
+        let how = if round < 40 { &s } else { &root_first };
+        barrier::barrier(&view, &mut links, how).unwrap();
         for r in 0..RANKS {
             assert!(
                 std::path::Path::new(&mark(round, r)).exists(),
@@ -358,7 +366,7 @@ fn rank_main(me: usize) -> i32 {
         }
     }
     barrier::barrier(&view, &mut links, &s).unwrap();
-    for round in 0..40u32 {
+    for round in 0..80u32 {
         std::fs::remove_file(mark(round, rank)).unwrap();
     }
     // A small receive whose length differs from the message's is named, not misread (its

@@ -145,13 +145,15 @@ pub(crate) fn settings() -> impl Strategy<Value = Settings> {
         reduce,
         prop::sample::select(vec!["rb", "rab:rd", "rab:ring"]),
         prop::sample::select(vec!["4K", "8K", "256K"]),
+        prop::sample::select(vec!["dissemination", "root-first"]),
     )
-        .prop_map(|(bi, be, ri, re, ar, chunk)| {
+        .prop_map(|(bi, be, ri, re, ar, chunk, barrier)| {
             Settings::from_pairs(&[
                 ("bcast", format!("intra={bi},inter={be}")),
                 ("reduce", format!("intra={ri},inter={re}")),
                 ("allreduce", ar.to_string()),
                 ("chunk", chunk.to_string()),
+                ("barrier", barrier.to_string()),
             ])
             .unwrap()
         })
@@ -248,15 +250,20 @@ fn hierarchical_allreduce_crosses_nodes_less_than_flat_recursive_doubling() {
 #[test]
 fn nobody_leaves_a_barrier_before_everyone_has_entered() {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let s = Settings::default();
-    // One node, several nodes with a top group of 2, 3 (not a power of two) and 4.
-    for (nodes, per_node, levels) in [
+    // One node, several nodes with a top group of 2, 3 (not a power of two) and 4; both
+    // ways of meeting at the top.
+    for ((nodes, per_node, levels), barrier) in [
         (1, 5, "node,world"),
+        (1, 2, "world"),
         (2, 4, "numa,node,world"),
         (3, 3, "node,world"),
         (4, 2, "world"),
         (3, 4, "numa,node,world"),
-    ] {
+    ]
+    .into_iter()
+    .flat_map(|c| [(c, "dissemination"), (c, "root-first")])
+    {
+        let s = Settings::from_pairs(&[("barrier", barrier)]).unwrap();
         let plans = plans(nodes, per_node, 2, levels, false);
         let n = plans.len();
         let arrived = AtomicUsize::new(0);
@@ -278,8 +285,8 @@ fn nobody_leaves_a_barrier_before_everyone_has_entered() {
             for (round, &v) in seen.iter().enumerate() {
                 assert!(
                     v >= ((round + 1) * n) as i64,
-                    "{nodes}x{per_node} {levels}: rank {rank} left round {round}'s barrier \
-                     having seen {v} of {} arrivals",
+                    "{barrier} {nodes}x{per_node} {levels}: rank {rank} left round {round}'s \
+                     barrier having seen {v} of {} arrivals",
                     (round + 1) * n
                 );
             }
@@ -611,4 +618,19 @@ fn inter_node_volume_of_the_allgather_algorithms() {
         }
     }
     println!("{table}");
+}
+
+#[test]
+fn a_root_first_barrier_gathers_to_the_first_member_and_releases_from_it() {
+    // 4 ranks on 4 nodes, one group: the dissemination sends 4 x log2 4 = 8 messages,
+    // the root-first barrier 3 in and 3 out.
+    let plans = plans(4, 1, 1, "world", false);
+    for (barrier, messages) in [("dissemination", 8), ("root-first", 6)] {
+        let s = Settings::from_pairs(&[("barrier", barrier)]).unwrap();
+        let (_, t) = run(&plans, |view, fabric| {
+            barrier::barrier(view, fabric, &s).unwrap();
+            Vec::new()
+        });
+        assert_eq!(t[INTER_NODE].messages, messages, "{barrier}");
+    }
 }

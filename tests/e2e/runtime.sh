@@ -313,6 +313,14 @@ start_cluster 2
 coll_check "2 nodes x 2 ranks" "$HIER" \
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
   "$TOPO_RUN" -- "$CHECK" --require-topo --quick
+# The barrier's top group root-first: between the node leaders through MPI (empty
+# messages in and out), inside a node through the signal lines.
+coll_check "2 nodes x 2 ranks, --barrier root-first" "$HIER" \
+  env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" --barrier root-first -- "$CHECK" --require-topo --quick
+coll_check "1 node x 2 ranks, TOPO_RUN_BARRIER=root-first" "$HIER" \
+  env TOPO_RUN_BARRIER=root-first srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" -- "$CHECK" --require-topo --quick
 # Pipeline chunks per collective and size, some not a multiple of the element size (each
 # collective rounds its chunk down to whole elements, and every rank must agree on it).
 coll_check "2 nodes x 2 ranks, small and odd chunks per collective" "$HIER" \

@@ -12,7 +12,11 @@
 //! - `shm`: topo-run's shared-memory transport (`send` / `recv`);
 //! - `bcast`: topo-run's broadcast over that transport (the runtime's call without MPI
 //!   and without the context's lock);
-//! - `reduce`: topo-run's reduce of 8-byte integers over it, the same way.
+//! - `reduce`: topo-run's reduce of 8-byte integers over it, the same way;
+//! - `barrier`: topo-run's barrier, back to back (the dissemination: one transfer each);
+//! - `rootfirst`: the same with `barrier = root-first` (a gather and a release: two);
+//! - `twolines`: the smallest root-first barrier, a count per side in a line of its own:
+//!   what `rootfirst` cannot go below.
 //!
 //! Each line prints the median of the rounds, in nanoseconds per call. The machine's
 //! speed changes between stretches of time (docs/runtime.md), so the layers run in turn
@@ -57,7 +61,16 @@ struct Args {
     one_thread: Option<String>,
 }
 
-const LAYERS: [&str; 5] = ["pingpong", "minimal", "shm", "bcast", "reduce"];
+const LAYERS: [&str; 8] = [
+    "pingpong",
+    "minimal",
+    "shm",
+    "bcast",
+    "reduce",
+    "barrier",
+    "rootfirst",
+    "twolines",
+];
 const SLOTS: usize = 8;
 /// The largest message `--one-thread` takes: one fragment, far below the single-copy
 /// threshold, so that no send waits for its reader.
@@ -74,6 +87,8 @@ struct Minimal {
     queues: [[Line; SLOTS]; 2],
     /// The ping-pong's line.
     ball: Line,
+    /// One count per side, for the smallest root-first barrier.
+    counts: [Line; 2],
 }
 
 impl Minimal {
@@ -85,6 +100,7 @@ impl Minimal {
         Minimal {
             queues: std::array::from_fn(|_| std::array::from_fn(|_| line())),
             ball: line(),
+            counts: std::array::from_fn(|_| line()),
         }
     }
 
@@ -113,6 +129,26 @@ impl Minimal {
             }
         }
         sink
+    }
+
+    /// The smallest root-first barrier, back to back: one count per side, side 0 waits
+    /// for side 1's and then raises its own, which side 1 waits for.
+    fn two_lines(&self, me: usize, calls: usize, round: usize) {
+        let (mine, theirs) = (&self.counts[me].word, &self.counts[1 - me].word);
+        for i in 0..calls {
+            let v = (round * calls + i) as u64 + 1;
+            if me == 0 {
+                while theirs.load(Ordering::Acquire) < v {
+                    std::hint::spin_loop();
+                }
+                mine.store(v, Ordering::Release);
+            } else {
+                mine.store(v, Ordering::Release);
+                while theirs.load(Ordering::Acquire) < v {
+                    std::hint::spin_loop();
+                }
+            }
+        }
     }
 
     /// One line, written in turn: call `i` of round `round` stores a value of its own,
@@ -149,6 +185,7 @@ fn side(
 ) -> Result<Vec<Vec<f64>>> {
     pin(args.cores[me])?;
     let settings = Settings::default();
+    let root_first = Settings::from_pairs(&[("barrier", "root-first")])?;
     let (view, mut links) = pair_side(me, seg, &settings);
     let mut buf = vec![0u8; args.bytes];
     let sum = topo_runtime::combine::sum_i64();
@@ -160,6 +197,7 @@ fn side(
             let t0 = Instant::now();
             match *layer {
                 "pingpong" => minimal.pingpong(me, args.calls, round),
+                "twolines" => minimal.two_lines(me, args.calls, round),
                 "minimal" => {
                     std::hint::black_box(minimal.run(me, args.calls));
                 }
@@ -178,6 +216,16 @@ fn side(
                     for i in 0..args.calls {
                         let root = (i % 2) as u32;
                         topo_runtime::bcast::bcast(&view, &mut links, &settings, root, &mut buf)?;
+                    }
+                }
+                "barrier" | "rootfirst" => {
+                    let s = if *layer == "barrier" {
+                        &settings
+                    } else {
+                        &root_first
+                    };
+                    for _ in 0..args.calls {
+                        topo_runtime::barrier::barrier(&view, &mut links, s)?;
                     }
                 }
                 _ => {

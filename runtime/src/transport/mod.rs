@@ -39,6 +39,24 @@ pub trait Transport {
         self.sendrecv(to, &[], from, &mut [])
     }
 
+    /// A barrier among `members` (this rank is `members[me]`) that releases `members[0]`
+    /// first: it waits until every other member has arrived, then tells them. Every member
+    /// of the barrier passes it with the same `members`. By default empty messages.
+    fn root_first_barrier(&mut self, members: &[u32], me: usize) -> Result<()> {
+        let (root, others) = members.split_first().expect("a group has members");
+        if me != 0 {
+            self.send(&[*root], &[])?;
+            return self.recv(*root, &mut []);
+        }
+        for &m in others {
+            self.recv(m, &mut [])?;
+        }
+        if others.is_empty() {
+            return Ok(());
+        }
+        self.send(others, &[])
+    }
+
     /// The nonblocking form of [`Transport::signal`]: call it again with the same
     /// arguments and `x` until it returns true. By default an empty message each way
     /// ([`exchange_empty`]).

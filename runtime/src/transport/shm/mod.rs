@@ -468,6 +468,18 @@ impl ShmTransport {
         n
     }
 
+    /// Waits until local rank `w` has passed barrier round `round` `n` times.
+    fn await_signal(&self, w: usize, round: usize, n: u64) -> Result<()> {
+        let mut backoff = Backoff::new(self.spin);
+        while !self.reached(w, round, n) {
+            if backoff.pause() {
+                self.check_alive(w)?;
+                self.check_not_sending(w)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether local rank `w` has passed barrier round `round` `n` times.
     fn reached(&self, w: usize, round: usize, n: u64) -> bool {
         // SYNC: Acquire pairs with `w`'s Release store in `raise`.
@@ -1134,13 +1146,29 @@ impl Transport for ShmTransport {
         let w = self.local(from)?;
         self.local(to)?;
         let n = self.raise(round, w);
-        let mut backoff = Backoff::new(self.spin);
-        while !self.reached(w, round, n) {
-            if backoff.pause() {
-                self.check_alive(w)?;
-                self.check_not_sending(w)?;
-            }
+        self.await_signal(w, round, n)
+    }
+
+    /// Every member counts its passes of round 0 in its signal line, as in the
+    /// dissemination: the first member waits until every other's count reaches its own
+    /// next one, then raises its own, which the others wait for.
+    fn root_first_barrier(&mut self, members: &[u32], me: usize) -> Result<()> {
+        let root = self.local(members[0])?;
+        if me != 0 {
+            let n = self.raise(0, root);
+            return self.await_signal(root, 0, n);
         }
+        let n = self.signals[0] + 1;
+        for &m in &members[1..] {
+            let w = self.local(m)?;
+            self.await_signal(w, 0, n)?;
+        }
+        // The first other member stands for them all in `check_not_in_barrier`.
+        let w = match members.get(1) {
+            Some(&m) => self.local(m)?,
+            None => root,
+        };
+        self.raise(0, w);
         Ok(())
     }
 
