@@ -20,9 +20,9 @@
 //! `reduce`, `allreduce` or `allgather` followed by a selector (`[SCOPE][<BYTES]`, or `*`) and an
 //! algorithm, in the order they are tried; or a pipeline-chunk rule, `chunk` followed by
 //! an optional selector (`[COLLECTIVE][<BYTES]`, or `*`) and a size, in the order they are
-//! tried; or a setting, `slots`, `fragment`, `spin`, `single-copy` or `barrier` followed by its value,
-//! at most once each. Values are those of the options of the same names (docs/runtime.md,
-//! "Settings").
+//! tried; or a setting, `slots`, `fragment`, `spin`, `single-copy` or `barrier` followed
+//! by its value, at most once each. Values are those of the options of the same names
+//! (docs/runtime.md, "Settings").
 //!
 //! A file becomes the `key:value` pairs of a plan's settings ([`RulesFile::pairs`]), so
 //! the plan digest covers it; [`merge`] puts the command line's settings first.

@@ -60,8 +60,14 @@ fn join(me: usize, path: &str, s: &Settings) -> Segment {
 fn rank_main(me: usize) -> i32 {
     let path = std::env::var(PATH).unwrap();
     let scenario = std::env::var(SCENARIO).unwrap();
-    let s = settings();
-    let plans = if scenario.ends_with("-single") {
+    // "-rf": the barrier's top group meets root-first; "-flat": one group of all ranks.
+    let mut s = settings();
+    if scenario.ends_with("-rf") {
+        s.barrier = BarrierAlg::RootFirst;
+    }
+    let plans = if scenario.contains("-flat") {
+        plans(1, RANKS, 2, "node,world", false)
+    } else if scenario.ends_with("-single") {
         // Two NUMA nodes of two ranks: the node level's members are not near each other.
         let job = topo_hierarchy::job_from_str(
             "layout: {nodes: n1, ranks_per_node: 4, hardware: {sockets: 1, numa_per_socket: 2, \
@@ -154,7 +160,7 @@ fn rank_main(me: usize) -> i32 {
         // Rank 0 calls one collective and the others another (an erroneous program): the
         // ranks that wait on the odd one out say so instead of waiting forever.
         barrier::barrier(&view, &mut links, &s).unwrap();
-        let in_barrier = (rank == 0) == (scenario == "mismatch");
+        let in_barrier = (rank == 0) != scenario.starts_with("mismatch-rev");
         let r = if in_barrier {
             barrier::barrier(&view, &mut links, &s)
         } else {
@@ -516,7 +522,16 @@ fn ranks_in_different_collectives_are_told_not_left_waiting() {
     // "mismatch-rev": rank 0 broadcasts (and is done), the others are in a barrier.
     // A rank that waits on the odd one out says so (exit 44 here; the runtime aborts the
     // job, which ends the ranks still waiting, as the test does).
-    for scenario in ["mismatch", "mismatch-rev"] {
+    // The same with the barrier's top group root-first, in a one-group job (where the
+    // others wait on rank 0's release) and in a hierarchical one.
+    for scenario in [
+        "mismatch",
+        "mismatch-rev",
+        "mismatch-flat-rf",
+        "mismatch-rev-flat-rf",
+        "mismatch-rf",
+        "mismatch-rev-rf",
+    ] {
         let path = test_path(scenario);
         let mut children = spawn(scenario, &path);
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -43,7 +43,9 @@ pub trait Transport {
     /// first: it waits until every other member has arrived, then tells them. Every member
     /// of the barrier passes it with the same `members`. By default empty messages.
     fn root_first_barrier(&mut self, members: &[u32], me: usize) -> Result<()> {
-        let (root, others) = members.split_first().expect("a group has members");
+        let Some((root, others)) = members.split_first() else {
+            return Ok(());
+        };
         if me != 0 {
             self.send(&[*root], &[])?;
             return self.recv(*root, &mut []);

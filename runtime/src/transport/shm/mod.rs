@@ -1149,26 +1149,31 @@ impl Transport for ShmTransport {
         self.await_signal(w, round, n)
     }
 
-    /// Every member counts its passes of round 0 in its signal line, as in the
-    /// dissemination: the first member waits until every other's count reaches its own
-    /// next one, then raises its own, which the others wait for.
+    /// Every member counts its passes of rounds 0 and 1 in its signal line. Round 0 says
+    /// it has arrived, as in the dissemination: the first member waits until every
+    /// other's round-0 count reaches its own, then raises its round-1 count, the release,
+    /// which the others wait for. The first member counts its arrival too, before it
+    /// waits: a member that waits for a message from it meanwhile sees it in a barrier
+    /// (`check_not_in_barrier`). The others count round 1 when they arrive, so that every
+    /// member's counts of both rounds move together, whichever form each barrier takes.
     fn root_first_barrier(&mut self, members: &[u32], me: usize) -> Result<()> {
         let root = self.local(members[0])?;
         if me != 0 {
-            let n = self.raise(0, root);
-            return self.await_signal(root, 0, n);
+            self.raise(0, root);
+            let n = self.raise(1, root);
+            return self.await_signal(root, 1, n);
         }
-        let n = self.signals[0] + 1;
+        // The first other member stands for them all in `check_not_in_barrier`.
+        let first = match members.get(1) {
+            Some(&m) => self.local(m)?,
+            None => root,
+        };
+        let n = self.raise(0, first);
         for &m in &members[1..] {
             let w = self.local(m)?;
             self.await_signal(w, 0, n)?;
         }
-        // The first other member stands for them all in `check_not_in_barrier`.
-        let w = match members.get(1) {
-            Some(&m) => self.local(m)?,
-            None => root,
-        };
-        self.raise(0, w);
+        self.raise(1, first);
         Ok(())
     }
 
