@@ -11,6 +11,26 @@
  * comm-reuse: communicators congruent to world and not congruent (a reversed split) are
  *   created and freed in turn, many times, so that MPI reuses their handles; every
  *   collective on each must give the right result.
+ * local-start: starting a nonblocking collective is local (MPI-4.0 §6.12). For each of
+ *   MPI_Ibcast, _Ireduce, _Iallreduce, _Ibarrier and _Iallgather, rank 0 starts it and
+ *   then sends to rank 1, which receives before it starts it: on world (first use), then
+ *   with a large MPI_Ibcast in flight on another communicator, on world and on a fresh
+ *   duplicate each. A start that waits for the other ranks hangs.
+ * free-in-flight: a duplicate is freed while an MPI_Iallreduce on it is in flight (legal:
+ *   pending operations complete normally); the result must still arrive.
+ * bottom: MPI_Allgather where rank 0 sends from MPI_BOTTOM and rank 1 receives at
+ *   MPI_BOTTOM, with datatypes of absolute addresses, and the others use plain buffers.
+ *   Ranks that choose different paths hang.
+ * renamed-type: rank 0 renames MPI_INT (MPI_Type_set_name, a local call), then every rank
+ *   reduces, broadcasts and gathers MPI_INT. Ranks that recognise types by name split.
+ * attr-copy: the program caches an attribute with a counting copy callback on world and
+ *   sets MPI_ERRORS_RETURN there, then duplicates world and the duplicate: the callback
+ *   must run exactly twice (once per duplicate the program made), whatever communicators
+ *   topo-run makes for itself.
+ *
+ * --pmpi-init initialises MPI through PMPI_Init (as Fortran programs and tools do, unseen
+ * by the PMPI library); --pmpi-finalize finalises through PMPI_Finalize (as the mpi_f08
+ * bindings do).
  */
 #include "check.h"
 
@@ -77,8 +97,228 @@ static void comm_reuse(void) {
     result(ok, "comm-reuse: collectives on congruent and reversed communicators whose handles MPI reuses");
 }
 
+/* Starts nonblocking collective k on c: x is the contribution (the broadcast's buffer),
+ * v the result of `size` elements. Returns its name. */
+static const char *start_nb(int k, MPI_Comm c, long long *x, long long *v, MPI_Request *r) {
+    switch (k) {
+    case 0:
+        *x = rank == 0 ? 77 : -1;
+        MPI_Ibcast(x, 1, MPI_LONG_LONG, 0, c, r);
+        return "MPI_Ibcast";
+    case 1:
+        *x = rank + 1;
+        MPI_Ireduce(x, v, 1, MPI_LONG_LONG, MPI_SUM, 0, c, r);
+        return "MPI_Ireduce";
+    case 2:
+        *x = rank + 1;
+        MPI_Iallreduce(x, v, 1, MPI_LONG_LONG, MPI_SUM, c, r);
+        return "MPI_Iallreduce";
+    case 3:
+        MPI_Ibarrier(c, r);
+        return "MPI_Ibarrier";
+    default:
+        *x = rank + 1;
+        MPI_Iallgather(x, 1, MPI_LONG_LONG, v, 1, MPI_LONG_LONG, c, r);
+        return "MPI_Iallgather";
+    }
+}
+
+/* Whether nonblocking collective k gave the right result. */
+static int check_nb(int k, long long x, const long long *v) {
+    long long sum = (long long)size * (size + 1) / 2;
+    switch (k) {
+    case 0:
+        hash(x);
+        return x == 77;
+    case 1:
+        return rank != 0 || v[0] == sum;
+    case 2:
+        hash(v[0]);
+        return v[0] == sum;
+    case 3:
+        return 1;
+    default: {
+        int ok = 1;
+        for (int i = 0; i < size; i++) ok &= v[i] == i + 1;
+        return ok;
+    }
+    }
+}
+
+/* Rank 0 starts collective k on c, then sends to rank 1, which receives before starting
+ * it; then every rank waits. Returns whether the result is right (a hang never returns). */
+static int start_then_send(int k, MPI_Comm c, const char **name) {
+    long long x = 0, y = 5;
+    long long *v = calloc(size, sizeof *v);
+    MPI_Request r;
+    if (rank == 0) {
+        *name = start_nb(k, c, &x, v, &r);
+        MPI_Send(&y, 1, MPI_LONG_LONG, 1, 7, c);
+    } else if (rank == 1) {
+        MPI_Recv(&y, 1, MPI_LONG_LONG, 0, 7, c, MPI_STATUS_IGNORE);
+        *name = start_nb(k, c, &x, v, &r);
+    } else {
+        *name = start_nb(k, c, &x, v, &r);
+    }
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    int ok = check_nb(k, x, v) && y == 5;
+    free(v);
+    return ok;
+}
+
+static void local_start(void) {
+    char what[160];
+    const char *name = "";
+    for (int k = 0; k < 5; k++) {
+        int ok = start_then_send(k, MPI_COMM_WORLD, &name);
+        snprintf(what, sizeof what, "local-start: %s on world, first use", name);
+        result(ok, what);
+    }
+    /* A large broadcast in flight on another communicator meanwhile. */
+    MPI_Comm other;
+    MPI_Comm_dup(MPI_COMM_WORLD, &other);
+    int n = quick ? 1 << 20 : 1 << 22;
+    int *big = malloc((size_t)n * sizeof *big);
+    for (int i = 0; i < n; i++) big[i] = rank == 0 ? i : -1;
+    MPI_Request rb;
+    MPI_Ibcast(big, n, MPI_INT, 0, other, &rb);
+    for (int k = 0; k < 5; k++) {
+        int ok = start_then_send(k, MPI_COMM_WORLD, &name);
+        snprintf(what, sizeof what, "local-start: %s on world, an MPI_Ibcast in flight", name);
+        result(ok, what);
+        MPI_Comm fresh;
+        MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+        ok = start_then_send(k, fresh, &name);
+        snprintf(what, sizeof what, "local-start: %s on a fresh duplicate, an MPI_Ibcast in flight",
+                 name);
+        result(ok, what);
+        MPI_Comm_free(&fresh);
+    }
+    MPI_Wait(&rb, MPI_STATUS_IGNORE);
+    int ok = 1;
+    for (int i = 0; i < n; i++) ok &= big[i] == i;
+    result(ok, "local-start: the large MPI_Ibcast in flight meanwhile");
+    free(big);
+    MPI_Comm_free(&other);
+}
+
+static void free_in_flight(void) {
+    int ok = 1;
+    for (int i = 0; i < 10; i++) {
+        MPI_Comm d;
+        MPI_Comm_dup(MPI_COMM_WORLD, &d);
+        long long x = rank + i, s = -1;
+        MPI_Request r;
+        MPI_Iallreduce(&x, &s, 1, MPI_LONG_LONG, MPI_SUM, d, &r);
+        MPI_Comm_free(&d);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        ok &= s == (long long)size * (size - 1) / 2 + (long long)size * i;
+        hash(s);
+    }
+    result(ok, "free-in-flight: a duplicate freed with an MPI_Iallreduce in flight on it");
+}
+
+/* One MPI_Allgather where rank `sender` sends from MPI_BOTTOM and rank `receiver`
+ * receives at MPI_BOTTOM (-1: nobody), with datatypes of absolute addresses; the others
+ * use plain buffers. Returns whether every block arrived. */
+static int bottom_once(int sender, int receiver, int base) {
+    long long mine = rank + base;
+    long long *all = calloc(size, sizeof *all);
+    MPI_Datatype send = MPI_LONG_LONG, recv = MPI_LONG_LONG;
+    const void *sbuf = &mine;
+    void *rbuf = all;
+    MPI_Aint at;
+    if (rank == sender) {
+        MPI_Get_address(&mine, &at);
+        MPI_Type_create_hindexed_block(1, 1, &at, MPI_LONG_LONG, &send);
+        MPI_Type_commit(&send);
+        sbuf = MPI_BOTTOM;
+    }
+    if (rank == receiver) {
+        /* Block r lands at MPI_BOTTOM + r * extent, extent 8: at &all[r]. */
+        MPI_Get_address(all, &at);
+        MPI_Type_create_hindexed_block(1, 1, &at, MPI_LONG_LONG, &recv);
+        MPI_Type_commit(&recv);
+        rbuf = MPI_BOTTOM;
+    }
+    MPI_Allgather(sbuf, 1, send, rbuf, 1, recv, MPI_COMM_WORLD);
+    int ok = 1;
+    for (int i = 0; i < size; i++) {
+        ok &= all[i] == i + base;
+        hash(all[i]);
+    }
+    if (send != MPI_LONG_LONG) MPI_Type_free(&send);
+    if (recv != MPI_LONG_LONG) MPI_Type_free(&recv);
+    free(all);
+    return ok;
+}
+
+static void bottom(void) {
+    result(bottom_once(0, -1, 100), "bottom: MPI_Allgather from MPI_BOTTOM on rank 0 only");
+    result(bottom_once(-1, 1, 200), "bottom: MPI_Allgather into MPI_BOTTOM on rank 1 only");
+    result(bottom_once(1, 0, 300), "bottom: MPI_Allgather from MPI_BOTTOM on rank 1, into it on rank 0");
+}
+
+static void renamed_type(void) {
+    if (rank == 0) MPI_Type_set_name(MPI_INT, "renamed int");
+    int v = rank + 1, s = 0, b = rank == 0 ? 42 : 0, r = 0;
+    int *all = calloc(size, sizeof *all);
+    MPI_Allreduce(&v, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Reduce(&v, &r, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&b, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Allgather(&v, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    int ok = s == size * (size + 1) / 2 && (rank != 0 || r == size) && b == 42;
+    for (int i = 0; i < size; i++) ok &= all[i] == i + 1;
+    hash(s + b);
+    free(all);
+    if (rank == 0) MPI_Type_set_name(MPI_INT, "MPI_INT");
+    result(ok, "renamed-type: MPI_INT renamed on rank 0 only");
+}
+
+static int copies;
+
+static int count_copy(MPI_Comm old, int keyval, void *extra, void *in, void *out, int *flag) {
+    (void)old, (void)keyval, (void)extra;
+    copies++;
+    *(void **)out = in;
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static void attr_copy(void) {
+    int keyval;
+    MPI_Comm_create_keyval(count_copy, MPI_COMM_NULL_DELETE_FN, &keyval, NULL);
+    MPI_Comm_set_attr(MPI_COMM_WORLD, keyval, (void *)&copies);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm d, d2;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    MPI_Comm_dup(d, &d2);
+    long long v = rank + 1, s = 0, s2 = 0;
+    MPI_Allreduce(&v, &s, 1, MPI_LONG_LONG, MPI_SUM, d);
+    MPI_Allreduce(&v, &s2, 1, MPI_LONG_LONG, MPI_SUM, d2);
+    long long want = (long long)size * (size + 1) / 2;
+    int ok = copies == 2 && s == want && s2 == want;
+    if (!ok) fprintf(stderr, "attr-copy: rank %d: %d copies (want 2)\n", rank, copies);
+    hash(s + s2);
+    MPI_Comm_free(&d2);
+    MPI_Comm_free(&d);
+    MPI_Comm_delete_attr(MPI_COMM_WORLD, keyval);
+    MPI_Comm_free_keyval(&keyval);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    result(ok, "attr-copy: the program's copy callback runs only for its own duplicates");
+}
+
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    int pmpi_init = 0, pmpi_finalize = 0;
+    for (int i = 1; i < argc; i++) {
+        pmpi_init |= !strcmp(argv[i], "--pmpi-init");
+        pmpi_finalize |= !strcmp(argv[i], "--pmpi-finalize");
+    }
+    if (pmpi_init) {
+        PMPI_Init(&argc, &argv);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     for (int i = 1; i < argc; i++) {
@@ -86,14 +326,29 @@ int main(int argc, char **argv) {
             mpi_progress();
         } else if (!strcmp(argv[i], "comm-reuse")) {
             comm_reuse();
+        } else if (!strcmp(argv[i], "local-start")) {
+            local_start();
+        } else if (!strcmp(argv[i], "free-in-flight")) {
+            free_in_flight();
+        } else if (!strcmp(argv[i], "bottom")) {
+            bottom();
+        } else if (!strcmp(argv[i], "renamed-type")) {
+            renamed_type();
+        } else if (!strcmp(argv[i], "attr-copy")) {
+            attr_copy();
         } else if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (!strcmp(argv[i], "--pmpi-init") || !strcmp(argv[i], "--pmpi-finalize")) {
         } else {
             if (rank == 0) fprintf(stderr, "preload-cases: unknown case %s\n", argv[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
     int rc = report();
-    MPI_Finalize();
+    if (pmpi_finalize) {
+        PMPI_Finalize();
+    } else {
+        MPI_Finalize();
+    }
     return rc;
 }

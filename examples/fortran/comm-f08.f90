@@ -4,7 +4,9 @@
 ! the duplicate with the mpi_f08 MPI_Comm_free, then splits world in reversed order (not
 ! congruent to world: MPI's collectives), whose handle MPI may give the freed one's, and
 ! broadcasts from its rank 0 (world's last rank). A context kept under the old handle would
-! broadcast world rank 0's value instead. Last line: "N passed, M failed".
+! broadcast world rank 0's value instead. Last line: "N passed, M failed". MPI is
+! finalized through the mpi_f08 bindings too, which reach MPI's finalize without passing
+! through the library: its teardown (statistics included) must still run.
 !
 !   mpif90 -o comm-f08 comm-f08.f90
 module f08_free
@@ -18,6 +20,12 @@ contains
     call MPI_Comm_free(c)
     h = c%MPI_VAL
   end subroutine free_f08
+
+  ! Finalizes MPI through the mpi_f08 bindings.
+  subroutine finalize_f08()
+    use mpi_f08
+    call MPI_Finalize()
+  end subroutine finalize_f08
 end module f08_free
 
 program comm_f08
@@ -53,5 +61,5 @@ program comm_f08
     end if
   end do
   if (rank == 0) print '(i0,a,i0,a)', passed, ' passed, ', failed, ' failed'
-  call MPI_FINALIZE(ierr)
+  call finalize_f08()
 end program comm_f08

@@ -771,6 +771,28 @@ impl Settings {
         pick(&self.allgather, defaults, LevelName::World, false, bytes)
     }
 
+    /// Every flat Allgather algorithm (`rd`, `ring`) that [`Settings::allgather_for`] may
+    /// choose for some size in a job of `ranks` ranks, each once, in the order of the
+    /// rules: what a context works out at setup, so that no Allgather has to learn about
+    /// the other ranks when it starts.
+    pub fn flat_allgather_algs(&self, ranks: usize) -> Vec<AllgatherAlg> {
+        let defaults: &[Rule<AllgatherAlg>] = if ranks.is_power_of_two() {
+            &ALLGATHER_DEFAULTS
+        } else {
+            &ALLGATHER_DEFAULTS_ANY_SIZE
+        };
+        let mut algs = Vec::new();
+        for r in self.allgather.iter().chain(defaults) {
+            if r.scope.matches(LevelName::World, false)
+                && !matches!(r.algorithm, AllgatherAlg::Hierarchical(_))
+                && !algs.contains(&r.algorithm)
+            {
+                algs.push(r.algorithm);
+            }
+        }
+        algs
+    }
+
     /// The pipeline chunk of `collective` for a message of `bytes` (an Allgather's whole
     /// result): the first matching rule of the user's, then of the defaults.
     pub fn chunk_for(&self, collective: Collective, bytes: usize) -> u32 {
@@ -820,6 +842,34 @@ mod tests {
 
     fn lvl(s: &str) -> LevelName {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn flat_allgather_algs_cover_every_choice() {
+        let d = Settings::default();
+        assert_eq!(d.flat_allgather_algs(4), [AllgatherAlg::RecursiveDoubling]);
+        assert_eq!(
+            d.flat_allgather_algs(3),
+            [AllgatherAlg::RecursiveDoubling, AllgatherAlg::Ring]
+        );
+        let s = Settings::from_pairs(&[("allgather", "<64K=ring,*=hier")]).unwrap();
+        // The user's rules first, then the defaults behind them (never reached for a
+        // power of two here, but the set may be larger than needed, never smaller).
+        assert_eq!(
+            s.flat_allgather_algs(4),
+            [AllgatherAlg::Ring, AllgatherAlg::RecursiveDoubling]
+        );
+        for ranks in [2, 3, 4, 6, 8] {
+            for bytes in [8, 1 << 10, 32 << 10, 1 << 20] {
+                for set in [&d, &s] {
+                    let alg = set.allgather_for(bytes, ranks);
+                    assert!(
+                        matches!(alg, AllgatherAlg::Hierarchical(_))
+                            || set.flat_allgather_algs(ranks).contains(&alg)
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use mpi::ffi;
 
-/// A private duplicate of `MPI_COMM_SELF` for the progress probes, once MPI is known to be
+/// A private communicator over `MPI_COMM_SELF` for the progress probes, once MPI is known to be
 /// initialised ([`enable_mpi_progress`]); unset in tests without MPI.
 static PROBE_COMM: OnceLock<ProbeComm> = OnceLock::new();
 
@@ -38,12 +38,11 @@ const PROBE_EVERY: u32 = 64;
 /// thread that calls MPI; later calls do nothing.
 pub(crate) fn enable_mpi_progress() {
     PROBE_COMM.get_or_init(|| {
-        // SAFETY: reading a constant handle.
-        let mut comm = unsafe { ffi::RSMPI_COMM_NULL };
-        // SAFETY: MPI is initialised (the caller's contract); the duplicate is written to
-        // `comm` and lives until MPI_Finalize.
-        unsafe { ffi::PMPI_Comm_dup(ffi::RSMPI_COMM_SELF, &mut comm) };
-        ProbeComm(comm)
+        // SAFETY: reading a constant handle; MPI is initialised (the caller's contract).
+        // The communicator (local: over MPI_COMM_SELF) lives until MPI_Finalize.
+        ProbeComm(crate::transport::mpi::private_comm(unsafe {
+            ffi::RSMPI_COMM_SELF
+        }))
     });
 }
 

@@ -34,13 +34,8 @@ pub(crate) struct Hier {
     pub(crate) settings: Settings,
     pub(crate) links: Links<MpiTransport>,
     pub(crate) scratch: Scratch,
-    /// The lowest world rank on this rank's node: the node's label in the Allgather
-    /// remapping.
-    pub(crate) node_label: u32,
-    /// On a node's leader, the lowest world rank under its leaf switch (its switch's label
-    /// in the remapping); `u32::MAX` elsewhere, or where the plan has no switch level.
-    pub(crate) switch_label: u32,
-    /// This rank's peers in the flat Allgather exchanges, each worked out at its first use.
+    /// This rank's peers in the flat Allgather exchanges the settings may choose, worked
+    /// out at setup.
     pub(crate) exchanges: Exchanges,
 }
 

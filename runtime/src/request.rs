@@ -416,7 +416,7 @@ impl Topo {
         })
     }
 
-    /// Flat exchange `alg`'s schedule; the caller has checked [`Topo::ensure_exchange`].
+    /// Flat exchange `alg`'s schedule; the caller has checked [`Topo::exchange_for`].
     pub(crate) fn sched_all_gather<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
@@ -435,10 +435,7 @@ impl Topo {
         };
         let shape = shape(args.name, Some(alg), 0, len, has_send);
         self.start(scope, args, None, shape, |h| {
-            let e = h
-                .exchanges
-                .get(alg)
-                .expect("ensure_exchange found the peers");
+            let e = h.exchanges.get(alg).expect("exchange_for found the peers");
             let (b, tmp) = e.build(rank, len, has_send);
             (b, 0, tmp)
         })
@@ -719,7 +716,7 @@ impl Topo {
         S: Scope<'a>,
     {
         if plain::is_plain::<T>()
-            && let Some((alg, _)) = self.ensure_exchange(std::mem::size_of_val(recv))
+            && let Some((alg, _)) = self.exchange_for(std::mem::size_of_val(recv))
         {
             let send = send.map(plain::bytes);
             return self.sched_all_gather(scope, alg, send, plain::bytes_mut(recv));
@@ -846,7 +843,7 @@ impl Topo {
         if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len()) {
             return None;
         }
-        let (alg, _) = self.ensure_exchange(recv.len())?;
+        let (alg, _) = self.exchange_for(recv.len())?;
         // SAFETY: per the contract.
         let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
         Some(RawRequest(self.sched_all_gather(

@@ -5,7 +5,7 @@
 use mpi::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
 use mpi::datatype::Equivalence;
 use mpi::ffi;
-use mpi::raw::AsRaw;
+use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use topo_hierarchy::{LevelName, PLAN_ENV, RankPlan, Settings};
 
@@ -22,7 +22,7 @@ use crate::nonblocking::iallgather::{Exchange, Order};
 use crate::plain::{self, MpiCombine};
 use crate::reduce::Scratch;
 use crate::serial_lock::SerialLock;
-use crate::transport::mpi::MpiTransport;
+use crate::transport::mpi::{MpiTransport, private_comm};
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
 use crate::{allgather, allreduce, barrier, bcast, reduce};
@@ -103,6 +103,14 @@ fn share_message(world: &SimpleCommunicator, rank: u32, mine: &str) -> String {
 // collectives, because the PMPI library sets this context up from inside its own
 // `MPI_Init`, where `MPI_Bcast` and `MPI_Allreduce` are its own.
 
+/// A communicator of topo-run's own over `comm`'s group (collective over `comm`; see
+/// [`private_comm`]).
+fn private(comm: &SimpleCommunicator) -> SimpleCommunicator {
+    // SAFETY: a live intracommunicator just made for topo-run, never world or self, and
+    // owned by the returned value alone (which frees it).
+    unsafe { SimpleCommunicator::from_raw(private_comm(comm.as_raw())) }
+}
+
 /// `PMPI_Bcast` of `buf` from `root` over `comm`.
 fn pmpi_bcast(comm: &SimpleCommunicator, root: u32, buf: &mut [u8]) {
     // SAFETY: `buf` is valid for `buf.len()` bytes (at most 1 KiB here) and every rank
@@ -116,6 +124,25 @@ fn pmpi_bcast(comm: &SimpleCommunicator, root: u32, buf: &mut [u8]) {
             comm.as_raw(),
         );
     }
+}
+
+/// `PMPI_Allgather` of two `u32` per rank over `comm`: rank r's pair at `2r` and `2r + 1`.
+fn pmpi_allgather_u32(comm: &SimpleCommunicator, mine: [u32; 2]) -> Vec<u32> {
+    let mut all = vec![0u32; 2 * comm.size() as usize];
+    // SAFETY: two `u32` in, two per rank out into a buffer of `2 * size` of them; the
+    // buffers are distinct and the handles live.
+    unsafe {
+        ffi::PMPI_Allgather(
+            mine.as_ptr().cast(),
+            2,
+            ffi::RSMPI_UINT32_T,
+            all.as_mut_ptr().cast(),
+            2,
+            ffi::RSMPI_UINT32_T,
+            comm.as_raw(),
+        );
+    }
+    all
 }
 
 /// `PMPI_Allreduce` of one `i32` with `op` over `comm`.
@@ -175,7 +202,7 @@ impl Topo {
     ) -> Result<Topo> {
         crate::marker::keep();
         crate::backoff::enable_mpi_progress();
-        let world = world.duplicate();
+        let world = private(world);
         let text = std::env::var(PLAN_ENV).ok();
         let local = text.as_deref().map(|t| Self::read_plan(&world, t));
         // Agree on the plans: rank 0's digest against everyone's.
@@ -265,22 +292,21 @@ impl Topo {
         if let Some(t) = shm.as_mut() {
             t.check_near()?;
         }
-        let net = MpiTransport::new(world.duplicate());
+        let net = MpiTransport::new(private(&world));
         let node_label = plan.peers.first().copied().unwrap_or(plan.rank);
         let switch_label = view
             .levels
             .iter()
             .find(|l| matches!(l.name, LevelName::Switch(_)))
             .map_or(u32::MAX, |l| l.members[0]);
+        let exchanges = Self::setup_exchanges(&world, &settings, node_label, switch_label);
         let links = Links::new(&view, plan.peers.clone(), shm, net);
         let hier = Hier {
             view,
             settings,
             links,
             scratch: Scratch::default(),
-            node_label,
-            switch_label,
-            exchanges: Exchanges::default(),
+            exchanges,
         };
         let local = Some((plan.local_rank, plan.local_size));
         Ok(Topo::new(
@@ -779,7 +805,7 @@ impl Topo {
         if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len()) {
             return false;
         }
-        let exchange = self.ensure_exchange(recv.len());
+        let exchange = self.exchange_for(recv.len());
         if let Some((alg, true)) = exchange {
             // Bruck's and the ring's sends and receives go to different ranks, maybe over
             // different links: they run as their schedule, waited for.
@@ -813,30 +839,34 @@ impl Topo {
     /// Which flat exchange an Allgather of `total` gathered bytes runs: `None` for the
     /// hierarchical form, else the settings' algorithm (`rd`: recursive doubling, or Bruck
     /// for a job whose size is not a power of two; `ring`) and whether it must run as a
-    /// schedule ([`Exchange::needs_schedule`]). The first time the settings choose an
-    /// algorithm, every rank learns every rank's node and leaf switch (one `MPI_Allgather`
-    /// of two `u32` on topo-run's world communicator; every rank gets here at the same
-    /// call, since the choice depends only on the settings and the size) and keeps its
-    /// peers: `O(log n)` rank numbers for recursive doubling and Bruck, the ring's order
-    /// for the ring.
-    pub(crate) fn ensure_exchange(&self, total: usize) -> Option<(AllgatherAlg, bool)> {
-        let alg = {
-            let mut core = context::lock(&self.core);
-            let h = core.hier.as_mut()?;
-            let alg = h.settings.allgather_for(total, self.world.size() as usize);
-            if let Some(e) = h.exchanges.slot(alg)? {
-                return Some((alg, e.needs_schedule()));
-            }
-            alg
-        };
-        // Complete the collectives in flight first: a peer may wait for one of them before
-        // it starts this Allgather, and this rank cannot advance them while it sits in the
-        // blocking exchange below holding the context.
-        let mut core = self.quiesced();
-        let h = core.hier.as_mut()?;
-        let mut labels = vec![0u32; 2 * self.world.size() as usize];
-        self.world
-            .all_gather_into(&[h.node_label, h.switch_label][..], &mut labels[..]);
+    /// schedule ([`Exchange::needs_schedule`]). Local: the peers were worked out at setup
+    /// ([`Topo::setup_exchanges`]), so starting a nonblocking Allgather waits for nobody.
+    pub(crate) fn exchange_for(&self, total: usize) -> Option<(AllgatherAlg, bool)> {
+        let core = context::lock(&self.core);
+        let h = core.hier.as_ref()?;
+        let alg = h.settings.allgather_for(total, self.world.size() as usize);
+        let e = h.exchanges.get(alg)?;
+        Some((alg, e.needs_schedule()))
+    }
+
+    /// Every rank's peers in each flat Allgather exchange the settings may choose, worked
+    /// out at setup (collective over `world`): every rank learns every rank's node and
+    /// leaf switch (one `PMPI_Allgather` of two `u32`) and keeps its own peers, `O(log n)`
+    /// rank numbers for recursive doubling and Bruck, the ring's order for the ring.
+    /// Nothing is exchanged when the settings choose no flat exchange (the same decision
+    /// on every rank: the settings are agreed).
+    fn setup_exchanges(
+        world: &SimpleCommunicator,
+        settings: &Settings,
+        node_label: u32,
+        switch_label: u32,
+    ) -> Exchanges {
+        let mut exchanges = Exchanges::default();
+        let algs = settings.flat_allgather_algs(world.size() as usize);
+        if algs.is_empty() {
+            return exchanges;
+        }
+        let labels = pmpi_allgather_u32(world, [node_label, switch_label]);
         // Each rank's node is named by its leader, and the leader knows the switch.
         let node_of: Vec<u32> = labels.iter().step_by(2).copied().collect();
         let switch_of: Vec<u32> = node_of
@@ -844,11 +874,13 @@ impl Topo {
             .map(|&l| labels.get(2 * l as usize + 1).copied().unwrap_or(u32::MAX))
             .collect();
         let place = Placement::with_switches(&node_of, &switch_of);
-        let rank = self.world.rank() as u32;
-        let exchange = Order::new(alg, &place)?.exchange(rank);
-        let schedule = exchange.as_ref().map(Exchange::needs_schedule)?;
-        *h.exchanges.slot(alg)? = exchange;
-        Some((alg, schedule))
+        let rank = world.rank() as u32;
+        for alg in algs {
+            if let Some(slot) = exchanges.slot(alg) {
+                *slot = Order::new(alg, &place).and_then(|o| o.exchange(rank));
+            }
+        }
+        exchanges
     }
 
     /// Broadcasts the bytes of `buf` from `root`.

@@ -281,9 +281,50 @@ if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "2 passed, 0 failed" ]]; then
   ok "preload-cases mpi-progress comm-reuse: $(tail -1 "$WORK/out")"
 else bad "preload-cases mpi-progress comm-reuse" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
+# check_cases NAME EXPECTED CALLS ARGS... -- SRUN_ARGS...: preload-cases ARGS under
+# topo-run passes EXPECTED cases ("N passed, 0 failed") within a minute, and every call in
+# CALLS took topo-run's path at least once (the statistics, printed at finalize).
+check_cases() {
+  local name=$1 expected=$2 calls=$3 args=() c missing=""; shift 3
+  while [[ $1 != -- ]]; do args+=("$1"); shift; done
+  shift
+  T=60 run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$CASES" "${args[@]}"
+  for c in $calls; do took_our_path "$WORK/err" "$c" || missing+=" $c"; done
+  if [[ $RC -ne 0 || $(tail -1 "$WORK/out") != "$expected" ]]; then
+    bad "$name" "exit $RC" "$(tail -3 "$WORK/out")" "$(grep -v '^ok\|stats' "$WORK/err" | head -4)"
+  elif [[ -n $missing ]]; then
+    bad "$name: not on topo-run's path:$missing" "$(grep stats "$WORK/err" | head -8)"
+  else
+    ok "$name: $(tail -1 "$WORK/out")"
+  fi
+}
+# Legal programs that hung or went wrong under the library (each case once hung or failed
+# on the code before its fix): a nonblocking collective's start that waited for the other
+# ranks (rank 0 starts, then sends to rank 1, which starts only after receiving), on world
+# and on fresh duplicates, with a large MPI_Ibcast in flight elsewhere; a duplicate freed
+# with a collective in flight on it; MPI_BOTTOM in MPI_Allgather on some ranks only; the
+# program's attribute copy callbacks run on the library's own communicators.
+check_cases "preload-cases local-start free-in-flight bottom attr-copy, 1 node x 2" "24 passed, 0 failed" \
+  "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \
+  --quick local-start free-in-flight bottom attr-copy -- "${ONE[@]}"
+# MPI_INT renamed on rank 0 alone (MPI_Type_set_name is local): recognised by its handle,
+# every rank takes the same path (by name, the ranks split and hung). In a run of its own,
+# so that no earlier call has put MPI_INT in the library's type cache.
+check_cases "preload-cases renamed-type, 1 node x 2" "1 passed, 0 failed" \
+  "MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Allgather" renamed-type -- "${ONE[@]}"
+# MPI initialised and finalised through PMPI_Init and PMPI_Finalize, unseen by the
+# library (as Fortran and mpi_f08 programs do): the first calls are nonblocking ones on
+# world, which must not set the library up (the setup is collective, and hung in the
+# start); the teardown runs from the MPI_COMM_SELF attribute MPI deletes first in its
+# finalize, so the statistics are printed.
+check_cases "preload-cases --pmpi-init --pmpi-finalize local-start, 1 node x 2" "16 passed, 0 failed" \
+  "MPI_Ibcast MPI_Iallgather" --quick --pmpi-init --pmpi-finalize local-start -- "${ONE[@]}"
+
 # Communicators freed through the Fortran 2008 bindings (not intercepted): MPI reuses
 # their handles for communicators that are not congruent to world, which must not inherit
 # the old contexts (they did, with wrong broadcasts, while contexts were keyed by handle).
+# The program finalizes through mpi_f08 as well: the statistics printed at the teardown
+# show that it ran (it did not, before the MPI_COMM_SELF hook).
 T=60 run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "${ONE[@]}" "$TOPO_RUN" -- "$F08PROG"
 if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "20 passed, 0 failed" ]] && took_our_path "$WORK/err" MPI_Bcast; then
   ok "communicators freed through mpi_f08, handles reused: $(tail -1 "$WORK/out")"
@@ -394,6 +435,9 @@ export OMPI_MCA_mpi_yield_when_idle=1
 check_c "C, 2 nodes x 2 ranks" "${TWO[@]}"
 check_nb "C nonblocking, 2 nodes x 2 ranks" "${TWO[@]}"
 check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
+check_cases "preload-cases local-start free-in-flight bottom attr-copy, 2 nodes x 2" "24 passed, 0 failed" \
+  "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \
+  --quick local-start free-in-flight bottom attr-copy -- "${TWO[@]}"
 check_mpich "MPICH C program through the MPICH-built PMPI library, 2 nodes x 2 (srun --mpi=pmi2)" 4 \
   -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores
 # MPICH busy-polls without yielding: 4 ranks on 2 cores pay scheduler slices in every call

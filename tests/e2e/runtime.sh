@@ -241,6 +241,17 @@ if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "6 passed, 0 failed" ]]; then
   ok "coll-cases wait-any-contexts mpi-progress allgather: $(tail -1 "$WORK/out")"
 else bad "coll-cases wait-any-contexts mpi-progress allgather" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
+# Starting a nonblocking collective is local: rank 0 starts each immediate_* collective
+# and then sends to rank 1, which starts it only after the message (the first
+# immediate_all_gather once ran a blocking Allgather of node labels, and hung here); and
+# a context's own communicators get topo-run's error handler, not the program's
+# MPI_ERRORS_RETURN. A hang fails through the short timeout.
+T=60 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- \
+  "$BIN/coll-cases" --require-topo local-start private-comms
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "7 passed, 0 failed" ]]; then
+  ok "coll-cases local-start private-comms: $(tail -1 "$WORK/out")"
+else bad "coll-cases local-start private-comms" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+
 # Rank 0 blocked in MPI's own MPI_Recv while its broadcast still has to be pushed through
 # the queues (single copy off, 8 slots of 4 KiB: the 1 MiB message does not fit, as it
 # would in the default 8 x 128 KiB): it completes only if topo-run's collectives advance

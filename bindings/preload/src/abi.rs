@@ -29,6 +29,7 @@ unsafe extern "C" {
     fn topo_preload_op_f2c(f: c_int) -> MPI_Op;
     fn topo_preload_comm_unusable(c: MPI_Comm) -> c_int;
     fn topo_preload_type_unusable(t: MPI_Datatype) -> c_int;
+    fn topo_preload_type_name(t: MPI_Datatype) -> *const c_char;
 }
 
 /// The C communicator of Fortran handle `f` (`PMPI_Comm_f2c`, a function in Open MPI and
@@ -129,18 +130,16 @@ pub(crate) fn request_error(comm: MPI_Comm) -> c_int {
     code
 }
 
-/// A private duplicate of `MPI_COMM_SELF` whose errors return instead of calling the
-/// program's error handler: for the library's own probes (`committed`). Free it with
-/// [`free_comm`].
+/// A private communicator over `MPI_COMM_SELF` (no attributes of the program's copied)
+/// whose errors return instead of calling any handler: for the library's own probes
+/// (`committed`). Free it with [`free_comm`].
 pub(crate) fn quiet_self() -> MPI_Comm {
-    // SAFETY: MPI is initialised; duplicating MPI_COMM_SELF is local to this process, and
-    // the new handle is this library's own.
-    unsafe {
-        let mut c = ffi::RSMPI_COMM_SELF;
-        ffi::PMPI_Comm_dup(ffi::RSMPI_COMM_SELF, &mut c);
-        ffi::PMPI_Comm_set_errhandler(c, ffi::RSMPI_ERRORS_RETURN);
-        c
-    }
+    // SAFETY: reading a constant handle; MPI is initialised, and the call is local to
+    // this process.
+    let c = topo_runtime::transport::mpi::private_comm(unsafe { ffi::RSMPI_COMM_SELF });
+    // SAFETY: the library's own live communicator.
+    unsafe { ffi::PMPI_Comm_set_errhandler(c, ffi::RSMPI_ERRORS_RETURN) };
+    c
 }
 
 /// Frees a communicator the library made itself.
@@ -309,7 +308,21 @@ pub(crate) enum TypeInfo {
     Invalid,
 }
 
-/// Looks `dt` up through `PMPI_Type_get_envelope`, `_size`, `_get_extent` and `_get_name`.
+/// The standard name of the predefined datatype `dt`, found by its handle (never by
+/// `MPI_Type_get_name`: a program may rename a predefined type); empty for a handle that
+/// is not one of those the library classifies.
+pub(crate) fn predefined_name(dt: MPI_Datatype) -> &'static str {
+    // SAFETY: compares the handle with MPI's constants; returns a static string or null.
+    let name = unsafe { topo_preload_type_name(dt) };
+    if name.is_null() {
+        return "";
+    }
+    // SAFETY: a NUL-terminated string literal of consts.c, which lives for the program.
+    unsafe { CStr::from_ptr(name) }.to_str().unwrap_or("")
+}
+
+/// Looks `dt` up through `PMPI_Type_get_envelope`, `_size` and `_get_extent`, and
+/// [`predefined_name`].
 pub(crate) fn type_info(dt: MPI_Datatype) -> TypeInfo {
     // SAFETY: compares the handle with constants; nothing is dereferenced.
     if unsafe { topo_preload_type_unusable(dt) } != 0 {
@@ -327,20 +340,15 @@ pub(crate) fn type_info(dt: MPI_Datatype) -> TypeInfo {
     }
     let mut size: c_int = 0;
     let (mut lb, mut extent, mut tlb, mut textent) = (0, 0, 0, 0);
-    let mut name = [0 as c_char; ffi::MPI_MAX_OBJECT_NAME as usize + 1];
-    let mut len: c_int = 0;
     // SAFETY: `dt` is a valid predefined datatype (its envelope was read); every output
-    // points at a local of the right type, and `name` has MPI_MAX_OBJECT_NAME + 1 bytes.
+    // points at a local of the right type.
     unsafe {
         ffi::PMPI_Type_size(dt, &mut size);
         ffi::PMPI_Type_get_extent(dt, &mut lb, &mut extent);
         ffi::PMPI_Type_get_true_extent(dt, &mut tlb, &mut textent);
-        ffi::PMPI_Type_get_name(dt, name.as_mut_ptr(), &mut len);
     }
-    // SAFETY: MPI wrote a NUL-terminated name of at most MPI_MAX_OBJECT_NAME characters;
-    // the last byte of the buffer stays 0.
-    let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy();
-    let class = type_class(&name);
+    let name = predefined_name(dt);
+    let class = type_class(name);
     let gaps =
         size <= 0 || lb != 0 || tlb != 0 || extent != size as ffi::MPI_Aint || textent != extent;
     match class {
@@ -354,7 +362,7 @@ pub(crate) fn type_info(dt: MPI_Datatype) -> TypeInfo {
         _ => TypeInfo::Plain {
             size: size as usize,
             class,
-            numeric: numeric(&name),
+            numeric: numeric(name),
         },
     }
 }

@@ -142,10 +142,12 @@ unsafe fn prepare<'b>(
     let size = a.size as usize;
     let total = block.checked_mul(size).ok_or(HandOff::Arguments)?;
     let in_place = send == abi::in_place();
-    // A null buffer, or MPI_BOTTOM with a predefined type, is erroneous: MPI reports it.
-    // (MPI_BOTTOM with a derived type of absolute addresses is packed like any.)
+    // MPI_BOTTOM is the null pointer under both ABIs. With a derived type (of absolute
+    // addresses) it is legal, on any subset of the ranks, and packed like any buffer; with
+    // a predefined type it is erroneous, for MPI to report. `MPI_IN_PLACE` is legal only
+    // as the send buffer (checked apart).
     let bad = |p: *const c_void, direct: bool| {
-        p.is_null() || p == abi::in_place() || (direct && p == abi::bottom())
+        p == abi::in_place() || (direct && (p.is_null() || p == abi::bottom()))
     };
     let recv_direct = direct_size(look, recv_type).is_some();
     if bad(recv.cast_const(), recv_direct)

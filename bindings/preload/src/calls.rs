@@ -9,7 +9,7 @@ use std::os::raw::c_int;
 use topo_runtime::{MpiCombine, RawRequest};
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, SUCCESS, TypeInfo};
-use crate::classify::{Call, HandOff, Numeric, TypeClass, overlaps};
+use crate::classify::{Call, HandOff, Numeric, TypeClass, overlaps, signature_bytes};
 use crate::packed::{Finish, Packed};
 use crate::state::{self, Active, Lookup};
 
@@ -67,7 +67,7 @@ fn reduction(op: MPI_Op, dt: MPI_Datatype, e: Element) -> Result<MpiCombine, Han
         return Err(HandOff::OpOnDatatype);
     }
     // SAFETY: `op` is a predefined operation defined on the predefined, gap-free `dt`, whose
-    // size is `e.size` and which holds `e.numeric` numbers (by its name); both handles live
+    // size is `e.size` and which holds `e.numeric` numbers (by its handle); both handles live
     // until MPI_Finalize.
     Ok(unsafe { MpiCombine::from_raw_numeric(dt, op, e.size, e.numeric) })
 }
@@ -128,7 +128,8 @@ unsafe fn bcast_args<'b>(
     keep_type: bool,
 ) -> Result<BcastBuf<'b>, HandOff> {
     let size = match elements(look, count, dt) {
-        Ok(e) => e.size,
+        // The same limit as the packed path's, on the same signature bytes.
+        Ok(e) => signature_bytes(count, e.size).map(|_| e.size)?,
         // Derived and pair types: the decision rests on the packed size alone, the same
         // at every rank whatever datatype each passes.
         Err(HandOff::DerivedDatatype | HandOff::PairDatatype) => {

@@ -26,7 +26,8 @@ pub enum TypeClass {
     Other,
 }
 
-/// The class of the predefined datatype named `name` (as `MPI_Type_get_name` reports it).
+/// The class of the predefined datatype of standard name `name` (found by its handle,
+/// `abi::predefined_name`).
 pub fn type_class(name: &str) -> TypeClass {
     use TypeClass::*;
     match name {
@@ -243,11 +244,14 @@ pub enum HandOff {
     /// A nonblocking call whose algorithm has no nonblocking form yet (`MPI_Iallgather`
     /// where the blocking call would run the hierarchical Allgather).
     NoSchedule,
+    /// More than `INT_MAX` bytes in one broadcast or one Allgather block: what
+    /// `MPI_Pack` can count, applied whatever the datatype (see [`signature_bytes`]).
+    Large,
 }
 
 impl HandOff {
     /// All of them, in the order of [`HandOff::index`].
-    pub const ALL: [HandOff; 9] = [
+    pub const ALL: [HandOff; 10] = [
         HandOff::Inactive,
         HandOff::Communicator,
         HandOff::DerivedDatatype,
@@ -257,6 +261,7 @@ impl HandOff {
         HandOff::ZeroCount,
         HandOff::Arguments,
         HandOff::NoSchedule,
+        HandOff::Large,
     ];
 
     /// Words for the statistics.
@@ -271,12 +276,32 @@ impl HandOff {
             HandOff::ZeroCount => "zero count",
             HandOff::Arguments => "arguments for MPI to check",
             HandOff::NoSchedule => "no nonblocking form of the chosen algorithm",
+            HandOff::Large => "over 2 GiB",
         }
     }
 
     /// Position in [`HandOff::ALL`].
     pub fn index(self) -> usize {
         self as usize
+    }
+}
+
+/// The bytes of `count` elements of a datatype whose type signature carries `type_size`
+/// bytes (`MPI_Type_size`), if a broadcast or an Allgather block of them takes topo-run's
+/// path. Ranks may pass different datatypes with matching signatures (600M `MPI_INT` at
+/// the root, one contiguous type of 600M `MPI_INT` elsewhere), and only a signature's
+/// byte count is the same on every rank: so this decides on it alone. Derived types are
+/// packed, and `MPI_Pack` counts bytes in an `int`: more than `INT_MAX` goes to MPI,
+/// whatever the datatype, or a predefined type at one rank and a derived one at another
+/// would split the ranks between two paths.
+pub fn signature_bytes(count: i32, type_size: usize) -> Result<usize, HandOff> {
+    let Ok(count) = u64::try_from(count) else {
+        return Err(HandOff::Arguments);
+    };
+    match count.saturating_mul(type_size as u64) {
+        0 => Err(HandOff::ZeroCount),
+        n if n > i32::MAX as u64 => Err(HandOff::Large),
+        n => Ok(n as usize),
     }
 }
 
@@ -337,6 +362,34 @@ mod tests {
         assert_eq!(type_class("MPI_2INT"), TypeClass::Pair);
         assert_eq!(type_class("MPI_DOUBLE_PRECISION"), TypeClass::Floating);
         assert_eq!(type_class("MPI_AINT"), TypeClass::FortranInteger);
+    }
+
+    #[test]
+    fn signatures_decide_alike_whatever_the_datatype() {
+        // 600M MPI_INT at the root against one contiguous type of 600M MPI_INT: the same
+        // decision (MPI's), where a limit on the packed path alone split them.
+        let root = signature_bytes(600_000_000, 4);
+        let others = signature_bytes(1, 2_400_000_000);
+        assert_eq!(root, Err(HandOff::Large));
+        assert_eq!(root, others);
+        // Up to INT_MAX bytes, both take topo-run's path with the same size.
+        assert_eq!(
+            signature_bytes(i32::MAX / 4, 4),
+            Ok((i32::MAX / 4) as usize * 4)
+        );
+        assert_eq!(signature_bytes(1, i32::MAX as usize), Ok(i32::MAX as usize));
+        assert_eq!(
+            signature_bytes(1, i32::MAX as usize + 1),
+            Err(HandOff::Large)
+        );
+        assert_eq!(
+            signature_bytes(2, i32::MAX as usize / 2 + 1),
+            Err(HandOff::Large)
+        );
+        assert_eq!(signature_bytes(0, 4), Err(HandOff::ZeroCount));
+        assert_eq!(signature_bytes(4, 0), Err(HandOff::ZeroCount));
+        assert_eq!(signature_bytes(-1, 4), Err(HandOff::Arguments));
+        assert_eq!(signature_bytes(i32::MAX, usize::MAX), Err(HandOff::Large));
     }
 
     #[test]

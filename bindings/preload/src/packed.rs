@@ -13,7 +13,7 @@ use std::os::raw::c_int;
 use mpi::ffi;
 
 use crate::abi::{MPI_Comm, MPI_Datatype, SUCCESS};
-use crate::classify::HandOff;
+use crate::classify::{HandOff, signature_bytes};
 
 /// What a collective of topo-run's still does after its data has moved: unpack into the
 /// application's buffer. Returns MPI's code.
@@ -46,20 +46,16 @@ struct Target {
 }
 
 /// The number of bytes `count` elements of `dt` carry (their packed size, the size of
-/// their type signature), if MPI can say and they fit `MPI_Pack`'s int sizes.
+/// their type signature), if MPI can say and topo-run takes that many
+/// ([`signature_bytes`]).
 pub(crate) fn packed_size(count: c_int, dt: MPI_Datatype) -> Result<usize, HandOff> {
     let mut size: c_int = 0;
     // SAFETY: `dt` is a handle from the application; MPI validates it; writes one int.
     let rc = unsafe { ffi::PMPI_Type_size(dt, &mut size) };
-    if rc != SUCCESS || size < 0 || count < 0 {
+    if rc != SUCCESS || size < 0 {
         return Err(HandOff::Arguments);
     }
-    let n = size as u64 * count as u64;
-    match n {
-        0 => Err(HandOff::ZeroCount),
-        n if n > c_int::MAX as u64 => Err(HandOff::DerivedDatatype),
-        n => Ok(n as usize),
-    }
+    signature_bytes(count, size as usize)
 }
 
 /// Packs `count` elements of `dt` at `buf`, which must carry `n` bytes (their packed

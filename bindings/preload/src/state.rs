@@ -5,13 +5,16 @@
 //!
 //! World's context is set up collectively: in `MPI_Init`/`MPI_Init_thread`, or, when the
 //! program initialised MPI without passing through them (Fortran's `MPI_INIT` calls
-//! `PMPI_Init` directly), in its first collective call on world, which every rank makes.
+//! `PMPI_Init` directly), in its first blocking collective call on world (or creation of a
+//! communicator congruent to it), which every rank makes; never in a nonblocking one,
+//! whose start must not wait for other ranks (until then those go to MPI).
 //! A communicator congruent to world (same ranks, same order) that the application creates
 //! with `MPI_Comm_dup`, `MPI_Comm_dup_with_info`, `MPI_Comm_split` or `MPI_Comm_create`
 //! gets its own context inside that call, which is collective over it. Separate contexts
 //! keep the collectives of different communicators apart, as MPI requires: nonblocking
 //! collectives on two communicators may be started in different orders on different
-//! ranks. Everything is torn down in `MPI_Finalize`.
+//! ranks. Everything is torn down at the start of MPI's finalize, however the program
+//! calls it (an attribute on `MPI_COMM_SELF`, see [`hook_finalize`]).
 //!
 //! A context is attached to its communicator with MPI's attribute caching, as PMPI tools
 //! do: a keyval whose delete callback drops the context when MPI frees the communicator,
@@ -111,6 +114,9 @@ struct State {
     next_instance: u32,
     /// Nonblocking collectives whose generalized requests are not complete yet.
     pending: Vec<Pending>,
+    /// Contexts of communicators freed while collectives were in flight on them, kept
+    /// until those complete.
+    retired: Vec<Active>,
     /// Predefined datatype handle -> what it is (predefined handles live until finalize).
     types: ByHandle<TypeInfo>,
     stats: Stats,
@@ -203,6 +209,7 @@ impl State {
             on: false,
             next_instance: 1,
             pending: Vec::new(),
+            retired: Vec::new(),
             types: ByHandle::default(),
             stats: Stats::default(),
             rank,
@@ -225,6 +232,7 @@ impl State {
             return st;
         }
         SERIAL_NEXT.store(true, Ordering::Relaxed);
+        hook_finalize();
         // This library's own callback advances the contexts and completes their requests.
         topo_runtime::mpi_hook::manual();
         let world = SimpleCommunicator::world();
@@ -276,48 +284,54 @@ impl State {
         self.contexts.insert(key(comm), Entry { id, active });
     }
 
-    /// Drops the context under `handle` once its collectives in flight have completed.
+    /// Takes the context under `handle` off its communicator (which MPI is freeing, or
+    /// whose handle MPI reuses). Collectives still in flight on it complete normally, as
+    /// MPI lets them after `MPI_Comm_free`: the context is kept, advanced with the others,
+    /// and dropped once they have. It is never waited for here: freeing a communicator
+    /// must not wait for a rank that has not started its collective yet.
     fn drop_context(&mut self, handle: usize) {
-        let Some(p) = self
-            .contexts
-            .get(&handle)
-            .map(|e| e.active.topo.progress_handle())
-        else {
+        let Some(e) = self.contexts.remove(&handle) else {
             return;
         };
-        let mut pace = Pace::new(SPIN);
-        let mut check = false;
-        while !p.is_idle() {
-            self.progress(check);
-            check = pace.pause();
+        if e.active.topo.progress_handle().is_idle() {
+            return;
         }
-        // Complete the generalized requests of the collectives that just finished.
-        self.progress(false);
-        self.contexts.remove(&handle);
+        self.retired.push(e.active);
     }
 
-    /// Handles to advance the contexts other than `comm`'s that have collectives in flight.
+    /// Handles to advance the contexts other than `comm`'s that have collectives in flight
+    /// (those of freed communicators included).
     fn busy_others(&self, comm: MPI_Comm) -> Vec<Progress> {
         if self.pending.is_empty() {
             return Vec::new();
         }
         self.contexts
             .iter()
-            .filter(|(k, e)| **k != key(comm) && !e.active.topo.progress_handle().is_idle())
-            .map(|(_, e)| e.active.topo.progress_handle())
+            .filter(|(k, _)| **k != key(comm))
+            .map(|(_, e)| &e.active.topo)
+            .chain(self.retired.iter().map(|a| &a.topo))
+            .map(Topo::progress_handle)
+            .filter(|p| !p.is_idle())
             .collect()
     }
 
     /// Advances every context's collectives and completes the generalized requests of
     /// those that are done.
     fn progress(&mut self, check_peers: bool) {
-        for e in self.contexts.values() {
-            let p = e.active.topo.progress_handle();
+        for topo in self
+            .contexts
+            .values()
+            .map(|e| &e.active.topo)
+            .chain(self.retired.iter().map(|a| &a.topo))
+        {
+            let p = topo.progress_handle();
             p.poll();
             if check_peers {
                 p.check_peers();
             }
         }
+        // Contexts of freed communicators go once nothing of theirs is in flight.
+        self.retired.retain(|a| !a.topo.progress_handle().is_idle());
         let mut i = 0;
         while i < self.pending.len() {
             if !self.pending[i].req.is_complete() {
@@ -372,6 +386,7 @@ pub(crate) fn finalize() {
         abi::free_comm(quiet);
     }
     st.contexts.clear();
+    st.retired.clear();
     if st.keyval != ffi::MPI_KEYVAL_INVALID as c_int {
         // MPI deletes the attributes still set (world's) at MPI_Finalize; their callbacks
         // find no state then.
@@ -388,6 +403,46 @@ pub(crate) fn finalize() {
             eprintln!("topo-run: stats: rank {}{on}: {line}", st.rank);
         }
     }
+}
+
+/// Ties the teardown to MPI's own finalize, however the program reaches it: an attribute
+/// on `MPI_COMM_SELF` whose delete callback runs [`finalize`]. MPI deletes that
+/// communicator's attributes first thing in `MPI_Finalize` (MPI-4.0 §11.2.4), with MPI
+/// still fully usable, also where the program calls `PMPI_Finalize` itself or finalizes
+/// through the `mpi_f08` bindings, which this library does not see. (Where it does see
+/// `MPI_Finalize`, the teardown has run already and the callback finds nothing to do.)
+fn hook_finalize() {
+    let mut keyval: c_int = ffi::MPI_KEYVAL_INVALID as c_int;
+    // SAFETY: the callbacks have the signatures MPI expects; MPI writes the new key; the
+    // value is never dereferenced. MPI_COMM_SELF is a constant handle.
+    unsafe {
+        ffi::PMPI_Comm_create_keyval(
+            Some(context_no_copy),
+            Some(self_deleted),
+            &mut keyval,
+            std::ptr::null_mut(),
+        );
+        ffi::PMPI_Comm_set_attr(ffi::RSMPI_COMM_SELF, keyval, std::ptr::null_mut());
+    }
+}
+
+/// MPI is finalizing (it deletes `MPI_COMM_SELF`'s attributes first): topo-run's
+/// teardown, with every collective in flight completed, the progress callback removed,
+/// the contexts freed and the statistics printed.
+unsafe extern "C" fn self_deleted(
+    _comm: MPI_Comm,
+    _keyval: c_int,
+    _value: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    abi::entry(
+        None,
+        || {
+            finalize();
+            true
+        },
+        || SUCCESS,
+    )
 }
 
 /// Advances everything until no collective of ours is in flight.
@@ -592,7 +647,10 @@ pub(crate) unsafe fn run_nonblocking(
         return false;
     }
     let mut g = lock();
-    let Some(st) = state_for(&mut g.0, comm) else {
+    // Never set up here: the setup is collective, and starting a nonblocking collective
+    // must not wait for other ranks (MPI-4.0 §6.12). Until a call that every rank makes
+    // has set it up, nonblocking collectives go to MPI.
+    let Some(st) = g.0.state.as_mut() else {
         return false;
     };
     let Some((req, unpack)) = st.run(call, comm, f) else {

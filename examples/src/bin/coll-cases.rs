@@ -24,6 +24,13 @@
 //!   during the computation, so the wait afterwards takes under 10 % of the
 //!   allreduce's own time; without it, the whole allreduce happens in the wait and the
 //!   case fails. Prints its timestamps.
+//! - `local-start`: starting a nonblocking collective is local (MPI-4.0 §6.12). For each
+//!   `immediate_*` collective, rank 0 starts it and then sends to rank 1, which receives
+//!   before it starts it; on a context's first use, with a 1 MiB broadcast in flight on a
+//!   second context meanwhile. A start that waits for the other ranks hangs.
+//! - `private-comms`: with `MPI_ERRORS_RETURN` set on world, the communicator a context
+//!   makes for itself has an error handler of topo-run's own, neither the application's
+//!   nor the default.
 //! - `huge`: a 2.5 GiB broadcast and allreduce, larger than MPI's `int` count (run by hand:
 //!   it needs about 8 GiB of memory per rank).
 
@@ -44,6 +51,8 @@ enum Case {
     WaitAnyContexts,
     MpiProgress,
     ThreadProgress,
+    LocalStart,
+    PrivateComms,
     Huge,
 }
 
@@ -311,6 +320,104 @@ fn thread_progress(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Res
     Ok(())
 }
 
+/// Each nonblocking collective started by rank 0 before it sends to rank 1, and by rank 1
+/// after it has received: on a fresh context, with a broadcast in flight on another.
+fn local_start(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
+    use mpi::point_to_point::{Destination, Source};
+    let mut topo = Topo::from_env(world).context("context")?;
+    let mut other = Topo::from_env_instance(world, 1).context("second context")?;
+    let (rank, size) = (world.rank(), world.size() as usize);
+    let sum_all = (size * (size + 1) / 2) as i64;
+    let n = 1 << 20;
+    let mut big: Vec<u8> = (0..n)
+        .map(|i| if rank == 0 { (i % 251) as u8 } else { 0 })
+        .collect();
+    let names = ["broadcast", "reduce", "allreduce", "barrier", "all_gather"];
+    mpi::request::scope(|outer| {
+        let big_req = other.immediate_broadcast_into(outer, 0, &mut big[..]);
+        for (k, name) in names.iter().enumerate() {
+            let mine = [i64::from(rank) + 1];
+            let mut x = [if rank == 0 { 77i64 } else { -1 }];
+            let mut v = vec![0i64; size];
+            let mut token = 0i64;
+            if rank == 1 {
+                world.process_at_rank(0).receive_into(&mut token);
+            }
+            let sum = SystemOperation::sum();
+            mpi::request::scope(|s| {
+                if k == 3 {
+                    let req = topo.immediate_barrier();
+                    if rank == 0 {
+                        world.process_at_rank(1).send(&5i64);
+                    }
+                    req.wait();
+                    return;
+                }
+                let req = match k {
+                    0 => topo.immediate_broadcast_into(s, 0, &mut x[..]),
+                    1 if rank == 0 => {
+                        topo.immediate_reduce_into_root(s, &mine[..], &mut v[..1], sum)
+                    }
+                    1 => topo.immediate_reduce_into(s, 0, &mine[..], sum),
+                    2 => topo.immediate_all_reduce_into(s, &mine[..], &mut v[..1], sum),
+                    _ => topo.immediate_all_gather_into(s, &mine[..], &mut v[..]),
+                };
+                if rank == 0 {
+                    world.process_at_rank(1).send(&5i64);
+                }
+                req.wait();
+            });
+            let ok = (rank != 1 || token == 5)
+                && match k {
+                    0 => x[0] == 77,
+                    1 => rank != 0 || v[0] == sum_all,
+                    2 => v[0] == sum_all,
+                    3 => true,
+                    _ => v.iter().enumerate().all(|(i, &b)| b == i as i64 + 1),
+                };
+            t.record(
+                &format!("immediate {name} started by rank 0 before its send to rank 1"),
+                ok,
+            );
+        }
+        big_req.wait();
+    });
+    let ok = big.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8);
+    t.record(
+        "the broadcast in flight on the second context meanwhile",
+        ok,
+    );
+    Ok(())
+}
+
+/// The error handler of a context's own communicator, with `MPI_ERRORS_RETURN` on world.
+fn private_comms(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
+    use mpi::ffi;
+    use mpi::raw::AsRaw;
+    let handler = |comm: ffi::MPI_Comm| {
+        // SAFETY: a handle is a pointer or an integer, for which zero is valid; MPI writes it.
+        let mut h: ffi::MPI_Errhandler = unsafe { std::mem::zeroed() };
+        // SAFETY: a live communicator; `h` is written by MPI.
+        unsafe { ffi::PMPI_Comm_get_errhandler(comm, &mut h) };
+        h
+    };
+    // SAFETY: world is live; setting a predefined handler.
+    unsafe { ffi::PMPI_Comm_set_errhandler(world.as_raw(), ffi::RSMPI_ERRORS_RETURN) };
+    let topo = Topo::from_env(world).context("context")?;
+    let ours = handler(topo.world().as_raw());
+    // SAFETY: reading constant handles.
+    let (ret, fatal) = unsafe { (ffi::RSMPI_ERRORS_RETURN, ffi::RSMPI_ERRORS_ARE_FATAL) };
+    let ok = !topo.is_hierarchical() || (ours != ret && ours != fatal);
+    drop(topo);
+    // SAFETY: as above.
+    unsafe { ffi::PMPI_Comm_set_errhandler(world.as_raw(), fatal) };
+    t.record(
+        "a context's own communicator has topo-run's error handler, not the program's MPI_ERRORS_RETURN",
+        ok,
+    );
+    Ok(())
+}
+
 /// Broadcast and allreduce of 2.5 GiB.
 fn huge(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
     let mut topo = Topo::from_env(world).context("context")?;
@@ -358,6 +465,8 @@ fn main() -> anyhow::Result<()> {
             Case::WaitAnyContexts => wait_any_contexts(&world, &mut t)?,
             Case::MpiProgress => mpi_progress(&world, &mut t)?,
             Case::ThreadProgress => thread_progress(&world, &mut t)?,
+            Case::LocalStart => local_start(&world, &mut t)?,
+            Case::PrivateComms => private_comms(&world, &mut t)?,
             Case::Huge => huge(&world, &mut t)?,
         }
     }
