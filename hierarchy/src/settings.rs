@@ -675,6 +675,21 @@ const ALLGATHER_DEFAULTS_ANY_SIZE: [Rule<AllgatherAlg>; 2] = [
     },
 ];
 
+/// The variable that sets the most contexts (one shared-memory segment each) a process
+/// of the PMPI library keeps: world's and its congruent communicators'.
+pub const MAX_COMMS_ENV: &str = "TOPO_RUN_MAX_COMMS";
+
+/// The most contexts a process keeps without [`MAX_COMMS_ENV`].
+pub const DEFAULT_MAX_COMMS: usize = 16;
+
+/// The most contexts a process keeps, from the value of [`MAX_COMMS_ENV`] if set (one that
+/// is not a number counts as unset).
+pub fn max_comms(value: Option<&str>) -> usize {
+    value
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_MAX_COMMS)
+}
+
 impl Settings {
     /// An upper bound on the bytes of one node's shared-memory segment for `ranks` local
     /// ranks with these slots and fragment: a header of 64 bytes plus 80 per rank, and per

@@ -193,6 +193,12 @@ pub struct DoctorArgs {
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
 
+    /// Remove the shared-memory segments that jobs which died during their setup left in
+    /// /dev/shm (or TOPO_RUN_SHM_DIR): files named topo-run.* that no live process holds.
+    /// Without it, doctor only lists them. The next launch on a node removes them too.
+    #[arg(long)]
+    pub remove_leftovers: bool,
+
     /// (Internal) the first process of the single-copy probe.
     #[arg(long, hide = true)]
     pub probe_hold: bool,

@@ -13,6 +13,7 @@ use topo_hierarchy::{Digest, Job, LevelFilter, LevelName, LocalityString, PLAN_E
 use crate::cli::{Discovery, LaunchArgs, RuntimeArgs};
 use crate::cpus::{self, CpuMask, NodeTopology, SlurmBinding};
 use crate::discover::{self, DiscoveryError, Env, Placement, ProcessEnv};
+use crate::leftover_shm;
 use crate::plan_cmd;
 use crate::preload;
 use crate::show_cmd;
@@ -223,6 +224,12 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     if let Some(format) = args.show {
         let mut err = io::stderr().lock();
         let _ = writeln!(err, "{}", show_cmd::line(&plan, format));
+    }
+
+    // Shared memory that jobs killed during their setup left on this node: the node's
+    // first task removes what no live process uses.
+    if local == 0 {
+        reclaim_leftovers(placement.rank, placement.node_name(), &v);
     }
 
     // 5. The PMPI library, for unmodified MPI programs.
@@ -440,6 +447,30 @@ fn unbound_or_allowed(
 }
 
 /// Warnings about the whole step come from rank 0 only, not from every task.
+/// Removes the segments that jobs which died during their setup left in this node's
+/// shared-memory directory ([`leftover_shm`]), saying so on stderr when it removed any.
+fn reclaim_leftovers(rank: u32, node: &str, v: &Verbose) {
+    let dir = leftover_shm::shm_dir();
+    let (removed, failed) = leftover_shm::remove(&dir);
+    if !removed.is_empty() {
+        let bytes: u64 = removed.iter().map(|l| l.bytes).sum();
+        eprintln!(
+            "topo-run: rank {rank} on {node}: removed {} shared-memory file(s) ({:.1} MiB) that              jobs which died left in {}",
+            removed.len(),
+            bytes as f64 / f64::from(1u32 << 20),
+            dir.display()
+        );
+    }
+    for (l, why) in &failed {
+        v.say(format!("could not remove {}: {why}", l.path.display()));
+    }
+    v.say(format!(
+        "{}: {} left-over segment(s) removed",
+        dir.display(),
+        removed.len()
+    ));
+}
+
 fn warn_once(placement: &Placement, msg: &str) {
     if placement.rank == 0 {
         eprintln!("topo-run: warning: {msg}");

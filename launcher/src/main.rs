@@ -13,6 +13,7 @@ mod generate_cmd;
 mod helper;
 mod input;
 mod launch;
+mod leftover_shm;
 mod plan_cmd;
 mod pmix;
 mod preload;

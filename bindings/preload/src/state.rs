@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use mpi::ffi;
 use mpi::raw::FromRaw;
 use mpi::topology::SimpleCommunicator;
+use topo_hierarchy::settings;
 use topo_runtime::serial_lock::{SerialGuard, SerialLock};
 use topo_runtime::{Pace, Progress, RawRequest, Topo, with_progress_hook};
 
@@ -46,11 +47,6 @@ use crate::stats::{self, Stats};
 /// Exit code (through `MPI_Abort`) when the plan in the environment is corrupted or does
 /// not match MPI: the same as the launcher's "missing or corrupted plan".
 pub(crate) const BAD_PLAN_CODE: i32 = 9;
-
-/// The most contexts (world's and its congruent communicators') a process keeps
-/// (`TOPO_RUN_MAX_COMMS`); collectives on further communicators go to MPI.
-pub(crate) const MAX_COMMS_ENV: &str = "TOPO_RUN_MAX_COMMS";
-const DEFAULT_MAX_COMMS: usize = 16;
 
 /// topo-run's context for one communicator.
 pub(crate) struct Active {
@@ -455,12 +451,10 @@ fn wait_idle(st: &mut State) {
     }
 }
 
-/// The most contexts a process keeps.
+/// The most contexts (world's and its congruent communicators') a process keeps
+/// (`TOPO_RUN_MAX_COMMS`); collectives on further communicators go to MPI.
 fn max_comms() -> usize {
-    std::env::var(MAX_COMMS_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(DEFAULT_MAX_COMMS)
+    settings::max_comms(std::env::var(settings::MAX_COMMS_ENV).ok().as_deref())
 }
 
 /// Gives `comm`, just created by the application, its own context if it is congruent to

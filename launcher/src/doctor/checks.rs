@@ -7,9 +7,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use topo_hierarchy::Settings;
+use topo_hierarchy::settings::{MAX_COMMS_ENV, max_comms};
 
 use super::{Finding, Scope, Status};
 use crate::cpus::NodeTopology;
+use crate::leftover_shm;
 
 /// How long any one external command (srun, scontrol, sinfo, ldconfig) may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
@@ -441,11 +443,12 @@ pub fn mpi_and_preload() -> Vec<Finding> {
 /// with one rank per hardware thread. Only `reserve` callers (one per node) try to reserve
 /// that much.
 pub fn shared_memory(settings: &Settings, ranks: u64, reserve: bool) -> Finding {
-    let dir = std::env::var_os("TOPO_RUN_SHM_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/dev/shm"));
+    let dir = leftover_shm::shm_dir();
     let need = settings.segment_bound(ranks);
+    // The PMPI library gives every communicator congruent to world a context of its own,
+    // each with a segment, up to TOPO_RUN_MAX_COMMS of them.
+    let comms = max_comms(std::env::var(MAX_COMMS_ENV).ok().as_deref());
+    let all = need.saturating_mul(comms as u64);
     let fix_size = format!(
         "make {} larger (for /dev/shm: mount -o remount,size=... /dev/shm, or the \
          node image's tmpfs size), or use fewer --slots / a smaller --fragment",
@@ -465,10 +468,12 @@ pub fn shared_memory(settings: &Settings, ranks: u64, reserve: bool) -> Finding 
     };
     let size = stat.blocks() as u64 * stat.fragment_size() as u64;
     let text = format!(
-        "{}: {} in all; a segment for {ranks} ranks per node takes up to {}",
+        "{}: {} in all; a segment for {ranks} ranks per node takes up to {}, and {comms} \
+         (the PMPI library's most contexts, {MAX_COMMS_ENV}) up to {}",
         dir.display(),
         human(size),
-        human(need)
+        human(need),
+        human(all)
     );
     if size < need {
         return Finding::new(
@@ -488,7 +493,106 @@ pub fn shared_memory(settings: &Settings, ranks: u64, reserve: bool) -> Finding 
         )
         .fix(fix_size);
     }
+    if size < all {
+        return Finding::new(
+            "shared memory",
+            Scope::Node,
+            Status::Warn,
+            format!(
+                "{text}: a program with that many communicators congruent to world gets \
+                 MPI's own collectives on those that do not fit"
+            ),
+        )
+        .fix(format!(
+            "{fix_size}, or lower {MAX_COMMS_ENV} to what fits ({})",
+            size / need.max(1)
+        ));
+    }
     Finding::new("shared memory", Scope::Node, Status::Ok, text)
+}
+
+/// Segments that jobs which died during their setup left in the shared-memory directory
+/// (see [`crate::leftover_shm`]); with `remove`, removes them.
+pub fn leftovers(remove: bool) -> Finding {
+    let dir = leftover_shm::shm_dir();
+    let (found, failed) = if remove {
+        leftover_shm::remove(&dir)
+    } else {
+        (leftover_shm::find(&dir), Vec::new())
+    };
+    let list = |v: &mut dyn Iterator<Item = &leftover_shm::Leftover>| {
+        let mut names: Vec<String> = v
+            .map(|l| {
+                l.path
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        if names.len() > 4 {
+            let more = names.len() - 3;
+            names.truncate(3);
+            names.push(format!("and {more} more"));
+        }
+        names.join(", ")
+    };
+    let bytes = |v: &mut dyn Iterator<Item = &leftover_shm::Leftover>| {
+        human(v.map(|l| l.bytes).sum::<u64>())
+    };
+    if !failed.is_empty() {
+        let why = failed.first().map_or(String::new(), |(_, w)| w.clone());
+        return Finding::new(
+            "leftovers",
+            Scope::Node,
+            Status::Warn,
+            format!(
+                "{}: {} file(s) left by jobs that died could not be removed ({why}): {}",
+                dir.display(),
+                failed.len(),
+                list(&mut failed.iter().map(|(l, _)| l))
+            ),
+        )
+        .fix(format!(
+            "remove them as their owner or root: rm {}/topo-run.*",
+            dir.display()
+        ));
+    }
+    match (found.is_empty(), remove) {
+        (true, _) => Finding::new(
+            "leftovers",
+            Scope::Node,
+            Status::Ok,
+            format!("{}: no segments left by jobs that died", dir.display()),
+        ),
+        (false, true) => Finding::new(
+            "leftovers",
+            Scope::Node,
+            Status::Info,
+            format!(
+                "{}: removed {} file(s) ({}) left by jobs that died: {}",
+                dir.display(),
+                found.len(),
+                bytes(&mut found.iter()),
+                list(&mut found.iter())
+            ),
+        ),
+        (false, false) => Finding::new(
+            "leftovers",
+            Scope::Node,
+            Status::Warn,
+            format!(
+                "{}: {} file(s) ({}) left by jobs that died during their setup, which no                  process uses: {}",
+                dir.display(),
+                found.len(),
+                bytes(&mut found.iter()),
+                list(&mut found.iter())
+            ),
+        )
+        .fix(
+            "remove them with topo-run doctor --remove-leftovers (the next launch on this              node removes them too)",
+        ),
+    }
 }
 
 /// Creates a file of `bytes` in `dir` the way the runtime creates a segment, then removes it.

@@ -257,6 +257,7 @@ fn node_findings(args: &DoctorArgs, in_step: bool) -> Vec<Finding> {
     let topo = NodeTopology::load();
     let ranks = topo.as_ref().map_or(1, |t| t.all_cpus().0.len().max(1)) as u64;
     out.push(checks::shared_memory(&settings, ranks, true));
+    out.push(checks::leftovers(args.remove_leftovers));
     out.push(checks::limits(&settings, ranks));
     out.push(checks::single_copy());
     out.push(checks::hwloc(&topo));

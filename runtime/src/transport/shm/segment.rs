@@ -232,7 +232,7 @@ impl Segment {
             path: self.path.clone(),
             action: "removing the name",
             source: e,
-            hint: "; remove it by hand after the job (rm /dev/shm/topo-run.*)",
+            hint: "; the next launch on this node removes it (or topo-run doctor --remove-leftovers)",
         }
     }
 
