@@ -28,6 +28,13 @@
  *   must run exactly twice (once per duplicate the program made), whatever communicators
  *   topo-run makes for itself.
  *
+ * nb-stress: rounds of 1 to 20 nonblocking collectives in flight at once (MPI_Ibcast,
+ *   _Ireduce and _Iallreduce of 1 to 5000 elements at random roots, _Ibarrier,
+ *   _Iallgather) on four communicators (world and three duplicates), with a ring of
+ *   point-to-point messages in the same request array, completed in turn by MPI_Waitall,
+ *   _Waitany, _Waitsome, _Testall, _Testany and _Testsome. Every rank draws the same
+ *   sequence, so each communicator sees its collectives in the same order everywhere.
+ *
  * --pmpi-init initialises MPI through PMPI_Init (as Fortran programs and tools do, unseen
  * by the PMPI library); --pmpi-finalize finalises through PMPI_Finalize (as the mpi_f08
  * bindings do).
@@ -275,6 +282,136 @@ static void renamed_type(void) {
     result(ok, "renamed-type: MPI_INT renamed on rank 0 only");
 }
 
+/* The same pseudo-random sequence on every rank. */
+static unsigned long long draw_state = 88172645463325252ull;
+static unsigned draw(unsigned n) {
+    draw_state ^= draw_state << 13;
+    draw_state ^= draw_state >> 7;
+    draw_state ^= draw_state << 17;
+    return (unsigned)(draw_state % n);
+}
+
+/* One collective of a stress round: what it is, and its buffers. */
+struct slot {
+    int op, root, n, j;
+    long long *send, *recv;
+};
+
+static void start_slot(struct slot *s, MPI_Comm c, MPI_Request *r) {
+    int n = s->n, j = s->j;
+    s->send = malloc((size_t)n * sizeof(long long));
+    s->recv = malloc((size_t)n * size * sizeof(long long));
+    for (int i = 0; i < n; i++) s->send[i] = (long long)rank * 1000000 + i + j;
+    for (int i = 0; i < n * size; i++) s->recv[i] = -1;
+    switch (s->op) {
+    case 0:
+        if (rank == s->root) memcpy(s->recv, s->send, (size_t)n * sizeof(long long));
+        MPI_Ibcast(s->recv, n, MPI_LONG_LONG, s->root, c, r);
+        break;
+    case 1:
+        MPI_Ireduce(s->send, s->recv, n, MPI_LONG_LONG, MPI_SUM, s->root, c, r);
+        break;
+    case 2:
+        MPI_Iallreduce(s->send, s->recv, n, MPI_LONG_LONG, MPI_SUM, c, r);
+        break;
+    case 3:
+        MPI_Ibarrier(c, r);
+        break;
+    default:
+        MPI_Iallgather(s->send, n, MPI_LONG_LONG, s->recv, n, MPI_LONG_LONG, c, r);
+        break;
+    }
+}
+
+static int check_slot(struct slot *s) {
+    int ok = 1, n = s->n, j = s->j;
+    long long ranks = (long long)size * (size - 1) / 2 * 1000000;
+    for (int i = 0; i < n; i++) {
+        switch (s->op) {
+        case 0:
+            ok &= s->recv[i] == (long long)s->root * 1000000 + i + j;
+            break;
+        case 1:
+            if (rank == s->root) ok &= s->recv[i] == ranks + (long long)size * (i + j);
+            break;
+        case 2:
+            ok &= s->recv[i] == ranks + (long long)size * (i + j);
+            break;
+        case 3:
+            break;
+        default:
+            for (int q = 0; q < size; q++)
+                ok &= s->recv[q * n + i] == (long long)q * 1000000 + i + j;
+        }
+    }
+    if (n > 0 && s->op != 3) hash(s->recv[0]);
+    free(s->send);
+    free(s->recv);
+    return ok;
+}
+
+/* Completes every request of `reqs` with completion form `how`. */
+static void complete_all(int how, int count, MPI_Request *reqs) {
+    int done = 0, flag, idx, outcount, *idxs = malloc(count * sizeof *idxs);
+    while (done < count) {
+        switch (how) {
+        case 0:
+            MPI_Waitall(count, reqs, MPI_STATUSES_IGNORE);
+            done = count;
+            break;
+        case 1:
+            MPI_Waitany(count, reqs, &idx, MPI_STATUS_IGNORE);
+            done++;
+            break;
+        case 2:
+            MPI_Waitsome(count, reqs, &outcount, idxs, MPI_STATUSES_IGNORE);
+            done += outcount;
+            break;
+        case 3:
+            MPI_Testall(count, reqs, &flag, MPI_STATUSES_IGNORE);
+            if (flag) done = count;
+            break;
+        case 4:
+            MPI_Testany(count, reqs, &idx, &flag, MPI_STATUS_IGNORE);
+            if (flag && idx != MPI_UNDEFINED) done++;
+            break;
+        default:
+            MPI_Testsome(count, reqs, &outcount, idxs, MPI_STATUSES_IGNORE);
+            if (outcount != MPI_UNDEFINED) done += outcount;
+        }
+    }
+    free(idxs);
+}
+
+static void nb_stress(void) {
+    MPI_Comm comms[4] = {MPI_COMM_WORLD};
+    for (int c = 1; c < 4; c++) MPI_Comm_dup(MPI_COMM_WORLD, &comms[c]);
+    int rounds = quick ? 60 : 300, ok = 1;
+    const int sizes[3] = {1, 100, 5000};
+    for (int it = 0; it < rounds; it++) {
+        struct slot slots[20];
+        MPI_Request reqs[22];
+        int k = 1 + draw(20);
+        for (int j = 0; j < k; j++) {
+            MPI_Comm c = comms[draw(4)];
+            slots[j] = (struct slot){.op = draw(5), .root = draw(size), .n = sizes[draw(3)],
+                                     .j = it * 20 + j};
+            start_slot(&slots[j], c, &reqs[j]);
+        }
+        /* A ring of messages among the collectives' requests. */
+        long long out = (long long)rank * 7 + it, in = -1;
+        int left = (rank + size - 1) % size;
+        MPI_Comm ring = comms[draw(4)];
+        MPI_Irecv(&in, 1, MPI_LONG_LONG, left, it, ring, &reqs[k]);
+        MPI_Isend(&out, 1, MPI_LONG_LONG, (rank + 1) % size, it, ring, &reqs[k + 1]);
+        complete_all(draw(6), k + 2, reqs);
+        ok &= in == (long long)left * 7 + it;
+        for (int j = 0; j < k; j++) ok &= check_slot(&slots[j]);
+    }
+    for (int c = 1; c < 4; c++) MPI_Comm_free(&comms[c]);
+    result(ok, "nb-stress: up to 20 nonblocking collectives on four communicators, every completion form");
+}
+
 static int copies;
 
 static int count_copy(MPI_Comm old, int keyval, void *extra, void *in, void *out, int *flag) {
@@ -336,6 +473,8 @@ int main(int argc, char **argv) {
             renamed_type();
         } else if (!strcmp(argv[i], "attr-copy")) {
             attr_copy();
+        } else if (!strcmp(argv[i], "nb-stress")) {
+            nb_stress();
         } else if (!strcmp(argv[i], "--quick")) {
             quick = 1;
         } else if (!strcmp(argv[i], "--pmpi-init") || !strcmp(argv[i], "--pmpi-finalize")) {

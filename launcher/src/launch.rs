@@ -455,7 +455,8 @@ fn reclaim_leftovers(rank: u32, node: &str, v: &Verbose) {
     if !removed.is_empty() {
         let bytes: u64 = removed.iter().map(|l| l.bytes).sum();
         eprintln!(
-            "topo-run: rank {rank} on {node}: removed {} shared-memory file(s) ({:.1} MiB) that              jobs which died left in {}",
+            "topo-run: rank {rank} on {node}: removed {} shared-memory file(s) ({:.1} MiB) that \
+             jobs which died left in {}",
             removed.len(),
             bytes as f64 / f64::from(1u32 << 20),
             dir.display()

@@ -276,6 +276,18 @@ if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "7 passed, 0 failed" ]]; then
   ok "coll-cases local-start private-comms: $(tail -1 "$WORK/out")"
 else bad "coll-cases local-start private-comms" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
+# MPI failing in topo-run's own communication (simulated: MPI runs the error handler of a
+# context's network communicator as it is set up), in a program that set
+# MPI_ERRORS_RETURN on world: topo-run's handler names the failure and aborts the job with
+# exit code 20 (with the program's handler inherited, topo-run's calls would have gone on
+# after the error).
+T=60 run "$WORK/out" "$WORK/err" env TOPO_RUN_FAULT=mpi-error srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- \
+  "$BIN/coll-cases" private-comms
+if [[ $RC -eq 20 ]] && grep -q "topo-run: rank [01] on .*: MPI failed in topo-run's own communication between nodes (.*): a rank died or the network failed; aborting the job (exit code 20)" "$WORK/err" \
+   && (( $(shm_leftovers) == 0 )); then
+  ok "MPI failing in topo-run's own communication, MPI_ERRORS_RETURN on world: named, exit 20"
+else bad "MPI failing in topo-run's own communication" "exit $RC" "$(grep -v '^ok' "$WORK/err" | head -4)"; fi
+
 # Rank 0 blocked in MPI's own MPI_Recv while its broadcast still has to be pushed through
 # the queues (single copy off, 8 slots of 4 KiB: the 1 MiB message does not fit, as it
 # would in the default 8 x 128 KiB): it completes only if topo-run's collectives advance

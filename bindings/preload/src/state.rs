@@ -111,7 +111,7 @@ struct State {
     /// Nonblocking collectives whose generalized requests are not complete yet.
     pending: Vec<Pending>,
     /// Contexts of communicators freed while collectives were in flight on them, kept
-    /// until those complete.
+    /// (and advanced) until those complete, then dropped by the next collective call.
     retired: Vec<Active>,
     /// Predefined datatype handle -> what it is (predefined handles live until finalize).
     types: ByHandle<TypeInfo>,
@@ -326,8 +326,6 @@ impl State {
                 p.check_peers();
             }
         }
-        // Contexts of freed communicators go once nothing of theirs is in flight.
-        self.retired.retain(|a| !a.topo.progress_handle().is_idle());
         let mut i = 0;
         while i < self.pending.len() {
             if !self.pending[i].req.is_complete() {
@@ -589,6 +587,12 @@ impl State {
         comm: MPI_Comm,
         f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<T, HandOff>,
     ) -> Option<T> {
+        // Contexts of freed communicators go once nothing of theirs is in flight: here, in
+        // a call of the program's, not in a progress callback inside MPI (dropping one
+        // frees its communicators).
+        if !self.retired.is_empty() {
+            self.retired.retain(|a| !a.topo.progress_handle().is_idle());
+        }
         let r = if !self.on {
             Err(HandOff::Inactive)
         } else {

@@ -21,7 +21,7 @@
 //!   values computed locally (a quick check that a run works, hierarchical or not).
 //! - `thread-progress`: an 8 MiB `f64` allreduce started, then a second of computation
 //!   with no MPI call. With the progress thread (`topo-run --progress-thread`) it completes
-//!   during the computation, so the wait afterwards takes under 10 % of the
+//!   during the computation, so the wait afterwards takes under half of the
 //!   allreduce's own time; without it, the whole allreduce happens in the wait and the
 //!   case fails. Prints its timestamps.
 //! - `local-start`: starting a nonblocking collective is local (MPI-4.0 §6.12). For each
@@ -314,8 +314,11 @@ fn thread_progress(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Res
     }
     let right = sum.iter().enumerate().all(|(i, &v)| v == want(i));
     t.record(
-        "an allreduce completes during a computation without MPI calls (the wait after it takes under 10 % of its own time)",
-        right && worst < 0.10 && x > 0.0,
+        "an allreduce completes during a computation without MPI calls (the wait after it takes under half its own time)",
+        // On the dev cluster (1 x 2, 2026-11-27) the wait took 0.28-0.65 ms with the
+        // thread, 13-33 % of the allreduce's own 1.9-2.9 ms (it was 10 % before, and
+        // failed there), and 14 ms, over 700 %, without it: half tells them apart.
+        right && worst < 0.5 && x > 0.0,
     );
     Ok(())
 }

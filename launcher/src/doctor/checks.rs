@@ -582,7 +582,8 @@ pub fn leftovers(remove: bool) -> Finding {
             Scope::Node,
             Status::Warn,
             format!(
-                "{}: {} file(s) ({}) left by jobs that died during their setup, which no                  process uses: {}",
+                "{}: {} file(s) ({}) left by jobs that died during their setup, which no \
+             process uses: {}",
                 dir.display(),
                 found.len(),
                 bytes(&mut found.iter()),
@@ -590,7 +591,8 @@ pub fn leftovers(remove: bool) -> Finding {
             ),
         )
         .fix(
-            "remove them with topo-run doctor --remove-leftovers (the next launch on this              node removes them too)",
+            "remove them with topo-run doctor --remove-leftovers (the next launch on this \
+             node removes them too)",
         ),
     }
 }

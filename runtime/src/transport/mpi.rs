@@ -108,7 +108,8 @@ unsafe extern "C" fn internal_error(_comm: *mut ffi::MPI_Comm, code: *mut c_int)
         .and_then(|h| h.into_string().ok())
         .unwrap_or_else(|| "this node".into());
     eprintln!(
-        "topo-run: rank {rank} on {node}: MPI failed in topo-run's own communication between          nodes ({text}): a rank died or the network failed; aborting the job (exit code {})",
+        "topo-run: rank {rank} on {node}: MPI failed in topo-run's own communication between \
+             nodes ({text}): a rank died or the network failed; aborting the job (exit code {})",
         crate::ABORT_CODE
     );
     // SAFETY: MPI is initialised; MPI_Abort does not return.
@@ -131,6 +132,10 @@ impl MpiTransport {
     /// A transport over `comm`, which must be a duplicate of the world communicator
     /// reserved for topo-run.
     pub fn new(comm: SimpleCommunicator) -> Self {
+        if crate::fault::hit("mpi-error") {
+            // SAFETY: a live communicator; MPI runs its error handler with the code.
+            unsafe { ffi::PMPI_Comm_call_errhandler(comm.as_raw(), ffi::MPI_ERR_OTHER as c_int) };
+        }
         MpiTransport { comm }
     }
 }
