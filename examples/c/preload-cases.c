@@ -19,8 +19,9 @@
  * free-in-flight: a duplicate is freed while an MPI_Iallreduce on it is in flight (legal:
  *   pending operations complete normally); the result must still arrive.
  * bottom: MPI_Allgather where rank 0 sends from MPI_BOTTOM and rank 1 receives at
- *   MPI_BOTTOM, with datatypes of absolute addresses, and the others use plain buffers.
- *   Ranks that choose different paths hang.
+ *   MPI_BOTTOM, with datatypes of absolute addresses, and the others use plain buffers
+ *   (ranks that choose different paths hang); and MPI_Bcast from and into MPI_BOTTOM (which
+ *   MPICH's MPI_Pack refuses although the standard allows it).
  * renamed-type: rank 0 renames MPI_INT (MPI_Type_set_name, a local call), then every rank
  *   reduces, broadcasts and gathers MPI_INT. Ranks that recognise types by name split.
  * attr-copy: the program caches an attribute with a counting copy callback on world and
@@ -260,7 +261,30 @@ static int bottom_once(int sender, int receiver, int base) {
     return ok;
 }
 
+/* MPI_Bcast from rank 0 at MPI_BOTTOM into rank 1 at MPI_BOTTOM (datatypes of absolute
+ * addresses); the others use plain buffers. */
+static int bottom_bcast(void) {
+    long long v[3] = {-1, -1, -1};
+    if (rank == 0) v[0] = 11, v[1] = 22, v[2] = 33;
+    MPI_Datatype t = MPI_LONG_LONG;
+    void *buf = v;
+    int count = 3;
+    if (rank <= 1) {
+        MPI_Aint at;
+        MPI_Get_address(v, &at);
+        MPI_Type_create_hindexed_block(1, 3, &at, MPI_LONG_LONG, &t);
+        MPI_Type_commit(&t);
+        buf = MPI_BOTTOM;
+        count = 1;
+    }
+    MPI_Bcast(buf, count, t, 0, MPI_COMM_WORLD);
+    if (t != MPI_LONG_LONG) MPI_Type_free(&t);
+    hash(v[0] + v[1] + v[2]);
+    return v[0] == 11 && v[1] == 22 && v[2] == 33;
+}
+
 static void bottom(void) {
+    result(bottom_bcast(), "bottom: MPI_Bcast from and into MPI_BOTTOM on ranks 0 and 1");
     result(bottom_once(0, -1, 100), "bottom: MPI_Allgather from MPI_BOTTOM on rank 0 only");
     result(bottom_once(-1, 1, 200), "bottom: MPI_Allgather into MPI_BOTTOM on rank 1 only");
     result(bottom_once(1, 0, 300), "bottom: MPI_Allgather from MPI_BOTTOM on rank 1, into it on rank 0");

@@ -303,12 +303,13 @@ check_cases() {
 # on the code before its fix): a nonblocking collective's start that waited for the other
 # ranks (rank 0 starts, then sends to rank 1, which starts only after receiving), on world
 # and on fresh duplicates, with a large MPI_Ibcast in flight elsewhere; a duplicate freed
-# with a collective in flight on it; MPI_BOTTOM in MPI_Allgather on some ranks only; the
+# with a collective in flight on it; MPI_BOTTOM in MPI_Allgather on some ranks only, and in
+# MPI_Bcast (under MPICH, whose MPI_Pack refuses a null buffer, both aborted); the
 # program's attribute copy callbacks run on the library's own communicators. And up to 20
 # nonblocking collectives in flight on four communicators, with point-to-point messages in
 # the same request arrays, completed by every Wait and Test form.
-check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 1 node x 2" "22 passed, 0 failed" \
-  "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \
+check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 1 node x 2" "23 passed, 0 failed" \
+  "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather MPI_Bcast" \
   --quick local-start free-in-flight bottom attr-copy nb-stress -- "${ONE[@]}"
 # MPI_INT renamed on rank 0 alone (MPI_Type_set_name is local): recognised by its handle,
 # every rank takes the same path (by name, the ranks split and hung). In a run of its own,
@@ -423,8 +424,13 @@ if [[ $RC -ne 0 ]] && grep -q "error: cannot set up topo-run's collectives: .*ab
 else bad "MPICH: a corrupted plan" "exit $RC" "$(head -4 "$WORK/err")"; fi
 # The legal programs that hung, under MPICH (no progress hook: its own waits advance the
 # library's requests through MPIX_Grequest_start).
-CASES_PROG=$MCASES check_cases "MPICH: preload-cases local-start nb-stress, 1 node x 2 (srun --mpi=pmi2)" \
-  "17 passed, 0 failed" "MPI_Ibcast MPI_Iallgather" --quick local-start nb-stress -- "${MONE[@]}" "$MPICH_GENERIC"
+CASES_PROG=$MCASES check_cases "MPICH: preload-cases local-start free-in-flight bottom attr-copy nb-stress, 1 node x 2 (srun --mpi=pmi2)" \
+  "23 passed, 0 failed" "MPI_Ibcast MPI_Iallgather MPI_Allgather" --quick local-start free-in-flight bottom attr-copy nb-stress \
+  -- "${MONE[@]}" "$MPICH_GENERIC"
+CASES_PROG=$MCASES check_cases "MPICH: preload-cases renamed-type, 1 node x 2 (srun --mpi=pmi2)" \
+  "1 passed, 0 failed" "MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Allgather" renamed-type -- "${MONE[@]}" "$MPICH_GENERIC"
+CASES_PROG=$MCASES check_cases "MPICH: preload-cases --pmpi-init --pmpi-finalize local-start, 1 node x 2 (srun --mpi=pmi2)" \
+  "16 passed, 0 failed" "MPI_Ibcast MPI_Iallgather" --quick --pmpi-init --pmpi-finalize local-start -- "${MONE[@]}" "$MPICH_GENERIC"
 mkdir -p "$WORK/tinyshm" && mount -t tmpfs -o size=16k tmpfs "$WORK/tinyshm"
 run "$WORK/out" "$WORK/err" env TOPO_RUN_SHM_DIR="$WORK/tinyshm" TOPO_RUN_STATS=1 \
   srun "${MONE[@]}" "$MPICH_GENERIC" "$TOPO_RUN" -- "$MCPROG" --quick
@@ -442,7 +448,7 @@ export OMPI_MCA_mpi_yield_when_idle=1
 check_c "C, 2 nodes x 2 ranks" "${TWO[@]}"
 check_nb "C nonblocking, 2 nodes x 2 ranks" "${TWO[@]}"
 check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
-check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 2 nodes x 2" "22 passed, 0 failed" \
+check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 2 nodes x 2" "23 passed, 0 failed" \
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \
   --quick local-start free-in-flight bottom attr-copy nb-stress -- "${TWO[@]}"
 check_mpich "MPICH C program through the MPICH-built PMPI library, 2 nodes x 2 (srun --mpi=pmi2)" 4 \

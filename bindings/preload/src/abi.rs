@@ -24,6 +24,7 @@ unsafe extern "C" {
     static topo_preload_in_place: *mut c_void;
     static topo_preload_bottom: *mut c_void;
     static topo_preload_combiner_named: c_int;
+    fn topo_preload_packed() -> MPI_Datatype;
     fn topo_preload_comm_f2c(f: c_int) -> MPI_Comm;
     fn topo_preload_type_f2c(f: c_int) -> MPI_Datatype;
     fn topo_preload_op_f2c(f: c_int) -> MPI_Op;
@@ -50,6 +51,12 @@ pub(crate) fn type_f2c(f: c_int) -> MPI_Datatype {
 pub(crate) fn op_f2c(f: c_int) -> MPI_Op {
     // SAFETY: as in `comm_f2c`.
     unsafe { topo_preload_op_f2c(f) }
+}
+
+/// `MPI_PACKED`.
+pub(crate) fn packed_type() -> MPI_Datatype {
+    // SAFETY: returns a constant handle.
+    unsafe { topo_preload_packed() }
 }
 
 /// `MPI_IN_PLACE`.

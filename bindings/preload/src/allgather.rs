@@ -15,7 +15,7 @@ use mpi::ffi;
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
 use crate::classify::{Call, HandOff, TypeClass};
-use crate::packed::{pack, packed_size};
+use crate::packed::{pack, packed_size, unpack};
 use crate::state::{self, Active, Lookup};
 
 /// A type used as it is: predefined, without gaps (the value-index pairs have gaps).
@@ -67,27 +67,15 @@ impl Unpack {
     /// the communicator's error handler).
     fn finish(&self) -> c_int {
         for (r, block) in self.bytes.chunks_exact(self.block).enumerate() {
-            let mut pos: c_int = 0;
+            let at = self
+                .recv
+                .cast::<u8>()
+                .wrapping_offset(r as isize * self.stride);
             // SAFETY: block r of the receive buffer holds `count` elements of `dt` at
             // `r * count * extent` bytes from its start (the MPI layout of an Allgather's
             // receive buffer); `block` holds their packed bytes.
-            let rc = unsafe {
-                ffi::PMPI_Unpack(
-                    block.as_ptr().cast(),
-                    self.block as c_int,
-                    &mut pos,
-                    self.recv
-                        .cast::<u8>()
-                        .wrapping_offset(r as isize * self.stride)
-                        .cast(),
-                    self.count,
-                    self.dt,
-                    self.comm,
-                )
-            };
+            let rc = unsafe { unpack(block, at.cast(), self.count, self.dt, self.comm) };
             if rc != SUCCESS {
-                // SAFETY: the Allgather's communicator.
-                unsafe { ffi::PMPI_Comm_call_errhandler(self.comm, rc) };
                 return rc;
             }
         }

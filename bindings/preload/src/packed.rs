@@ -9,6 +9,7 @@
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
+use std::sync::OnceLock;
 
 use mpi::ffi;
 
@@ -72,6 +73,15 @@ pub(crate) unsafe fn pack(
     comm: MPI_Comm,
 ) -> Result<Vec<u8>, HandOff> {
     let mut out = vec![0u8; n];
+    if buf.is_null() {
+        // SAFETY: per the contract; `out` has room for the `n` bytes.
+        let rc = unsafe { at_bottom(buf, count, dt, out.as_mut_ptr().cast(), n, true) };
+        return if rc == SUCCESS {
+            Ok(out)
+        } else {
+            Err(HandOff::Arguments)
+        };
+    }
     let mut pos: c_int = 0;
     // SAFETY: per the contract; `out` has room for the `n` bytes.
     let rc = unsafe {
@@ -89,6 +99,133 @@ pub(crate) unsafe fn pack(
         return Err(HandOff::Arguments);
     }
     Ok(out)
+}
+
+/// Unpacks `bytes` (packed by [`pack`]) into `count` elements of `dt` at `buf`. Returns
+/// MPI's code; an error also goes to `comm`'s error handler.
+///
+/// # Safety
+/// `buf` has room for `count` elements of `dt`, whose signature carries `bytes.len()`
+/// bytes.
+pub(crate) unsafe fn unpack(
+    bytes: &[u8],
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    let rc = if buf.is_null() {
+        // SAFETY: per the contract.
+        unsafe {
+            at_bottom(
+                buf,
+                count,
+                dt,
+                bytes.as_ptr().cast_mut().cast(),
+                bytes.len(),
+                false,
+            )
+        }
+    } else {
+        let mut pos: c_int = 0;
+        // SAFETY: per the contract.
+        unsafe {
+            ffi::PMPI_Unpack(
+                bytes.as_ptr().cast(),
+                bytes.len() as c_int,
+                &mut pos,
+                buf,
+                count,
+                dt,
+                comm,
+            )
+        }
+    };
+    if rc != SUCCESS {
+        // SAFETY: the collective's communicator.
+        unsafe { ffi::PMPI_Comm_call_errhandler(comm, rc) };
+    }
+    rc
+}
+
+/// Packs (`into_packed`) or unpacks `count` elements of `dt` at `MPI_BOTTOM` (`buf`, the
+/// null pointer: a datatype of absolute addresses) to or from the `n` bytes at `packed`.
+/// The standard allows `MPI_BOTTOM` there, but MPICH's `MPI_Pack` and `MPI_Unpack` refuse
+/// a null buffer ("Null pointer in parameter inbuf"). So the bytes travel in a message
+/// from this process to itself instead, sent or received as `MPI_PACKED`, which matches
+/// any type signature and gives the bytes `MPI_Pack` would. Returns MPI's code.
+///
+/// # Safety
+/// `dt`'s absolute addresses hold (or have room for) `count` elements; `packed` is valid
+/// for `n` bytes (written when `into_packed`).
+unsafe fn at_bottom(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    packed: *mut c_void,
+    n: usize,
+    into_packed: bool,
+) -> c_int {
+    const TAG: c_int = 0x7e58;
+    let comm = self_comm();
+    let packed_type = crate::abi::packed_type();
+    // SAFETY: reading a constant.
+    let ignore = unsafe { ffi::RSMPI_STATUS_IGNORE };
+    // SAFETY: per the contract; both sides of the message are this process, on the
+    // library's own communicator, so it matches nothing of the program's.
+    unsafe {
+        if into_packed {
+            ffi::PMPI_Sendrecv(
+                buf,
+                count,
+                dt,
+                0,
+                TAG,
+                packed,
+                n as c_int,
+                packed_type,
+                0,
+                TAG,
+                comm,
+                ignore,
+            )
+        } else {
+            ffi::PMPI_Sendrecv(
+                packed,
+                n as c_int,
+                packed_type,
+                0,
+                TAG,
+                buf.cast_mut(),
+                count,
+                dt,
+                0,
+                TAG,
+                comm,
+                ignore,
+            )
+        }
+    }
+}
+
+/// The library's communicator over `MPI_COMM_SELF` for [`at_bottom`]'s messages (made
+/// at its first use, a local call; errors return to the caller).
+fn self_comm() -> MPI_Comm {
+    struct Handle(MPI_Comm);
+    // SAFETY: a communicator handle is a process-wide value, never written once set; MPI
+    // decides which threads may use it.
+    unsafe impl Send for Handle {}
+    // SAFETY: as for `Send`.
+    unsafe impl Sync for Handle {}
+    static SELF: OnceLock<Handle> = OnceLock::new();
+    SELF.get_or_init(|| {
+        // SAFETY: reading a constant handle; MPI is initialised (a collective is running).
+        let c = topo_runtime::transport::mpi::private_comm(unsafe { ffi::RSMPI_COMM_SELF });
+        // SAFETY: the library's own live communicator.
+        unsafe { ffi::PMPI_Comm_set_errhandler(c, ffi::RSMPI_ERRORS_RETURN) };
+        Handle(c)
+    })
+    .0
 }
 
 impl Packed {
@@ -144,25 +281,9 @@ impl Packed {
         let Some(t) = self.unpack.take() else {
             return SUCCESS;
         };
-        let mut pos: c_int = 0;
         // SAFETY: `bytes` holds the packed elements; `t.buf` is the application's buffer
         // for `t.count` elements of `t.dt` (per the contract of `new`).
-        let rc = unsafe {
-            ffi::PMPI_Unpack(
-                self.bytes.as_ptr().cast(),
-                self.bytes.len() as c_int,
-                &mut pos,
-                t.buf,
-                t.count,
-                t.dt,
-                t.comm,
-            )
-        };
-        if rc != SUCCESS {
-            // SAFETY: the broadcast's communicator.
-            unsafe { ffi::PMPI_Comm_call_errhandler(t.comm, rc) };
-        }
-        rc
+        unsafe { unpack(&self.bytes, t.buf, t.count, t.dt, t.comm) }
     }
 }
 

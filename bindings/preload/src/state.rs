@@ -406,18 +406,9 @@ pub(crate) fn finalize() {
 /// through the `mpi_f08` bindings, which this library does not see. (Where it does see
 /// `MPI_Finalize`, the teardown has run already and the callback finds nothing to do.)
 fn hook_finalize() {
-    let mut keyval: c_int = ffi::MPI_KEYVAL_INVALID as c_int;
-    // SAFETY: the callbacks have the signatures MPI expects; MPI writes the new key; the
-    // value is never dereferenced. MPI_COMM_SELF is a constant handle.
-    unsafe {
-        ffi::PMPI_Comm_create_keyval(
-            Some(context_no_copy),
-            Some(self_deleted),
-            &mut keyval,
-            std::ptr::null_mut(),
-        );
-        ffi::PMPI_Comm_set_attr(ffi::RSMPI_COMM_SELF, keyval, std::ptr::null_mut());
-    }
+    let keyval = keyval_deleted_by(self_deleted);
+    // SAFETY: MPI_COMM_SELF is a constant handle; the value is never dereferenced.
+    unsafe { ffi::PMPI_Comm_set_attr(ffi::RSMPI_COMM_SELF, keyval, std::ptr::null_mut()) };
 }
 
 /// MPI is finalizing (it deletes `MPI_COMM_SELF`'s attributes first): topo-run's
@@ -834,12 +825,21 @@ impl Lookup<'_> {
 
 /// A new attribute key for topo-run's contexts (its callbacks below).
 pub(crate) fn context_keyval() -> c_int {
+    keyval_deleted_by(context_deleted_callback)
+}
+
+/// The delete callback of an attribute key.
+type DeleteFn = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// A new attribute key whose attributes are never copied to duplicates and call `delete`
+/// when MPI deletes them.
+fn keyval_deleted_by(delete: DeleteFn) -> c_int {
     let mut keyval: c_int = ffi::MPI_KEYVAL_INVALID as c_int;
     // SAFETY: the callbacks have the signatures MPI expects; MPI writes the new key.
     unsafe {
         ffi::PMPI_Comm_create_keyval(
             Some(context_no_copy),
-            Some(context_deleted_callback),
+            Some(delete),
             &mut keyval,
             std::ptr::null_mut(),
         )
