@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what topo-run needs to build, test and run on Debian 12: the C toolchain,
 # Slurm and munge (for the private dev cluster), Open MPI, PMIx and hwloc (with their
-# development files, and gfortran for the Fortran test program), MPICH (its PMI-2 client
+# development files, and gfortran for the Fortran test program; mpi4py and NumPy for the
+# Python test program), MPICH (its PMI-2 client
 # runs under srun --mpi=pmi2 in the tests; Open MPI stays the default mpicc/mpirun),
 # libclang (bindgen) and libudev (hwlocality links it), and for the installation tests
 # Lmod, man-db, dpkg-dev and fakeroot (module files, man pages, the Debian package).
@@ -9,7 +10,7 @@
 set -euo pipefail
 
 packages=(
-    gcc g++ gfortran make pkg-config python3 procps util-linux
+    gcc g++ gfortran make pkg-config python3 python3-mpi4py python3-numpy procps util-linux
     slurm-wlm munge
     openmpi-bin libopenmpi-dev libpmix-dev
     mpich libmpich-dev

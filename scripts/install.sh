@@ -35,7 +35,7 @@
 #   share/fish/vendor_completions.d/topo-run.fish
 #   share/doc/topo-run/                        README.md and docs/
 #   share/topo-run/examples/                   job files, network maps, rules, job scripts,
-#                                              C and Fortran programs
+#                                              C, Fortran and Python programs
 #   share/modulefiles/topo-run/VERSION (Tcl), share/lmod/topo-run/VERSION.lua (Lua)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -177,7 +177,7 @@ for f in docs/*; do
     put 644 "$f" "$prefix/share/doc/topo-run/$f"
 done
 ex="$prefix/share/topo-run/examples"
-for f in examples/jobs/* examples/maps/* examples/rules/* examples/c/* examples/fortran/*; do
+for f in examples/jobs/* examples/maps/* examples/rules/* examples/c/* examples/fortran/* examples/python/*; do
     put 644 "$f" "$ex/${f#examples/}"
 done
 for f in slurm/jobs/* slurm/maps/*; do

@@ -324,6 +324,17 @@ check_cases "preload-cases renamed-type, 1 node x 2" "1 passed, 0 failed" \
 check_cases "preload-cases --pmpi-init --pmpi-finalize local-start, 1 node x 2" "16 passed, 0 failed" \
   "MPI_Ibcast MPI_Iallgather" --quick --pmpi-init --pmpi-finalize local-start -- "${ONE[@]}"
 
+# An mpi4py program (NumPy buffers and pickled objects, blocking and nonblocking, on world,
+# a duplicate and two splits), with the library preloaded into Debian's python3 by
+# --preload and MPI_THREAD_SERIALIZED asked for: the same verdict as without topo-run, and
+# its calls on topo-run's path.
+T=90 run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "${ONE[@]}" "$TOPO_RUN" --preload -- \
+  /usr/bin/python3 "$ROOT/examples/python/mpi4py-cases.py"
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "mpi4py: OK" ]] && took_our_path "$WORK/err" MPI_Allreduce \
+   && took_our_path "$WORK/err" MPI_Iallgather; then
+  ok "mpi4py program through the PMPI library (--preload, MPI_THREAD_SERIALIZED): OK, on topo-run's path"
+else bad "mpi4py program through the PMPI library" "exit $RC" "$(tail -2 "$WORK/out")" "$(grep -v '^ok' "$WORK/err" | head -6)"; fi
+
 # Communicators freed through the Fortran 2008 bindings (not intercepted): MPI reuses
 # their handles for communicators that are not congruent to world, which must not inherit
 # the old contexts (they did, with wrong broadcasts, while contexts were keyed by handle).

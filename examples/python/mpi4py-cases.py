@@ -1,0 +1,58 @@
+"""mpi4py-cases: an mpi4py program through topo-run's PMPI library.
+
+Blocking and nonblocking collectives on world, a duplicate, an order-keeping split and a
+reversed split, with NumPy buffers (MPI_Allreduce, _Bcast, _Allgather, _Barrier, and their
+MPI_I* forms completed together by one Waitall) and with pickled Python objects
+(allreduce, bcast, allgather). mpi4py initialises MPI at MPI_THREAD_MULTIPLE by default,
+where the library hands everything to MPI; this program asks for
+MPI_THREAD_SERIALIZED, so its calls take topo-run's path. Rank 0 prints "mpi4py: OK" or
+"mpi4py: FAILED" last.
+
+    srun --mpi=pmix topo-run --preload -- /usr/bin/python3 mpi4py-cases.py
+"""
+
+import mpi4py
+
+mpi4py.rc.thread_level = "serialized"
+
+from mpi4py import MPI  # noqa: E402 (after the thread level is chosen)
+import numpy as np  # noqa: E402
+
+world = MPI.COMM_WORLD
+rank, size = world.Get_rank(), world.Get_size()
+ok = True
+for comm in (world, world.Dup(), world.Split(0, rank), world.Split(0, size - rank)):
+    me = comm.Get_rank()
+    a = np.arange(1000, dtype="f8") + me
+    b = np.empty_like(a)
+    comm.Allreduce(a, b, op=MPI.SUM)
+    ok &= bool(np.allclose(b, np.arange(1000) * size + size * (size - 1) / 2))
+    x = np.full(10, 42 if me == 0 else -1, dtype="i4")
+    comm.Bcast(x, root=0)
+    ok &= bool((x == 42).all())
+    g = np.empty(size, dtype="i8")
+    comm.Allgather(np.array([me], dtype="i8"), g)
+    ok &= bool((g == np.arange(size)).all())
+    ok &= comm.allreduce(me) == size * (size - 1) // 2
+    ok &= comm.bcast({"from": me} if me == 0 else None, root=0) == {"from": 0}
+    ok &= comm.allgather(me) == list(range(size))
+    y = np.full(5, 7 if me == 0 else 0, dtype="i4")
+    gg = np.empty(size, dtype="i8")
+    requests = [
+        comm.Iallreduce(a, b, op=MPI.SUM),
+        comm.Ibarrier(),
+        comm.Ibcast(y, root=0),
+        comm.Iallgather(np.array([me], dtype="i8"), gg),
+    ]
+    MPI.Request.Waitall(requests)
+    ok &= bool((y == 7).all() and (gg == np.arange(size)).all())
+    ok &= bool(np.allclose(b, np.arange(1000) * size + size * (size - 1) / 2))
+    comm.Barrier()
+    if comm is not world:
+        comm.Free()
+if world.allreduce(ok, op=MPI.LAND):
+    verdict = "OK"
+else:
+    verdict = "FAILED"
+if rank == 0:
+    print("mpi4py:", verdict)
