@@ -622,7 +622,8 @@ impl Topo {
         self.thread
     }
 
-    /// The world communicator topo-run works on (a duplicate of the application's).
+    /// The world communicator topo-run works on: a communicator of its own over the
+    /// application's group ([`private_comm`]).
     pub fn world(&self) -> &SimpleCommunicator {
         &self.world
     }

@@ -1,6 +1,6 @@
 //! The transports the algorithms run over, behind one small trait (DESIGN §6):
-//! [`shm`] (the node's shared-memory queues), [`mpi`] (point-to-point on a private
-//! duplicate of the world communicator) and [`sim`] (threads in one process, for tests).
+//! [`shm`] (the node's shared-memory queues), [`mpi`] (point-to-point on a communicator
+//! of topo-run's own over world's group) and [`sim`] (threads in one process, for tests).
 //!
 //! Ranks are world ranks everywhere. Messages between a pair of ranks arrive in the order
 //! they were sent, and a receiver always knows the length of what it receives.

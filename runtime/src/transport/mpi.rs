@@ -1,5 +1,6 @@
-//! MPI point-to-point between nodes, on a private duplicate of the world communicator so
-//! that the application's own messages never match ours. Ranks are world ranks.
+//! MPI point-to-point between nodes, on a communicator of topo-run's own over world's
+//! group ([`private_comm`]) so that the application's own messages never match ours.
+//! Ranks are world ranks.
 //!
 //! The blocking calls go through rsmpi. The nonblocking ones ([`Transport::poll_send`],
 //! [`Transport::poll_recv`]) post raw `MPI_Isend`/`MPI_Irecv` under their own tag and test
@@ -117,7 +118,7 @@ unsafe extern "C" fn internal_error(_comm: *mut ffi::MPI_Comm, code: *mut c_int)
     std::process::exit(crate::ABORT_CODE);
 }
 
-/// Point-to-point over a duplicate of the world communicator.
+/// Point-to-point over a communicator of topo-run's own ([`private_comm`]).
 pub struct MpiTransport {
     comm: SimpleCommunicator,
 }
@@ -129,8 +130,8 @@ impl std::fmt::Debug for MpiTransport {
 }
 
 impl MpiTransport {
-    /// A transport over `comm`, which must be a duplicate of the world communicator
-    /// reserved for topo-run.
+    /// A transport over `comm`, which must be a communicator over world's group reserved
+    /// for topo-run ([`private_comm`]).
     pub fn new(comm: SimpleCommunicator) -> Self {
         if crate::fault::hit("mpi-error") {
             // SAFETY: a live communicator; MPI runs its error handler with the code.
