@@ -125,7 +125,7 @@ for (op, nbytes), group in by.items():
         continue
     best, alg = min(flat)
     print(f"| {shape} | {place} | {net} | {model} | {op} | {nbytes} | {ours[0]:.1f} | "
-          f"{best:.1f} | {alg} | {ours[0] / best:.2f} |")
+          f"{best:.1f} | {alg} | {ours[0] / best:.3f} |")
 EOF
         done
       done

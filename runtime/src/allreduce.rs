@@ -112,6 +112,18 @@ pub fn group_allreduce_ring(
     ring::allgather(t, members, me, blocks, 1, acc)
 }
 
+/// The view an allreduce of `bytes` runs on: with recursive doubling among the top group,
+/// `network` ([`View::over_network`]), whose network part is one recursive doubling
+/// among the node leaders, with no climb through the switch levels; with the ring (large
+/// messages) `view`, whose pipelined reduce and broadcast through the switch levels keep
+/// the ring's group small.
+pub fn view_for<'a>(view: &'a View, network: &'a View, s: &Settings, bytes: usize) -> &'a View {
+    match s.allreduce_for(bytes) {
+        AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring) => view,
+        _ => network,
+    }
+}
+
 /// Hierarchical allreduce. `send == None` means in place: `recv` holds the contribution.
 pub fn allreduce(
     view: &View,

@@ -31,12 +31,22 @@ pub const ABORT_CODE: i32 = 20;
 /// What the hierarchical path needs: the rank's view, its settings and its transports.
 pub(crate) struct Hier {
     pub(crate) view: View,
+    /// The view whose network part is one group of every rank that reaches the network
+    /// ([`View::over_network`]), for Barrier and small Allreduce.
+    pub(crate) network_view: View,
     pub(crate) settings: Settings,
     pub(crate) links: Links<MpiTransport>,
     pub(crate) scratch: Scratch,
     /// This rank's peers in the flat Allgather exchanges the settings may choose, worked
     /// out at setup.
     pub(crate) exchanges: Exchanges,
+}
+
+impl Hier {
+    /// The view an Allreduce of `bytes` runs on ([`crate::allreduce::view_for`]).
+    pub(crate) fn allreduce_view(&self, bytes: usize) -> &View {
+        crate::allreduce::view_for(&self.view, &self.network_view, &self.settings, bytes)
+    }
 }
 
 /// The flat exchanges a context has worked out, one per Allgather algorithm that uses one.

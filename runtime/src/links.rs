@@ -72,8 +72,12 @@ impl<N: Transport> Links<N> {
 }
 
 impl<N: Transport> Fabric for Links<N> {
+    /// Level `i` of the view the links were made for, or of that view over the
+    /// network ([`View::over_network`]): it keeps the levels inside the node and puts
+    /// one network level where the first one was, so a level that is not inside the
+    /// node in the first view is not in the second either.
     fn level(&mut self, i: usize) -> &mut dyn Transport {
-        let intra = self.intra[i];
+        let intra = self.intra.get(i).copied().unwrap_or(false);
         self.pick(intra)
     }
     fn direct(&mut self, peer: u32) -> &mut dyn Transport {

@@ -411,7 +411,7 @@ impl Topo {
         };
         let shape = shape(args.name, None, 0, len, has_send);
         self.start(scope, args, keep, shape, |h| {
-            let (b, tmp) = iallreduce::build(&h.view, &h.settings, has_send, len);
+            let (b, tmp) = iallreduce::build(h.allreduce_view(len), &h.settings, has_send, len);
             (b, 0, tmp)
         })
     }
@@ -450,7 +450,7 @@ impl Topo {
         };
         let shape = shape(args.name, None, 0, 0, false);
         self.start(StaticScope, args, None, shape, |h| {
-            (ibarrier::build(&h.view, &h.settings), 0, 0)
+            (ibarrier::build(&h.network_view, &h.settings), 0, 0)
         })
     }
 

@@ -7,7 +7,7 @@ use mpi::datatype::Equivalence;
 use mpi::ffi;
 use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Communicator, SimpleCommunicator};
-use topo_hierarchy::{LevelName, PLAN_ENV, RankPlan, Settings};
+use topo_hierarchy::{PLAN_ENV, RankPlan, Settings};
 
 use std::marker::PhantomData;
 use std::os::raw::c_int;
@@ -127,17 +127,17 @@ fn pmpi_bcast(comm: &SimpleCommunicator, root: u32, buf: &mut [u8]) {
 }
 
 /// `PMPI_Allgather` of two `u32` per rank over `comm`: rank r's pair at `2r` and `2r + 1`.
-fn pmpi_allgather_u32(comm: &SimpleCommunicator, mine: [u32; 2]) -> Vec<u32> {
-    let mut all = vec![0u32; 2 * comm.size() as usize];
-    // SAFETY: two `u32` in, two per rank out into a buffer of `2 * size` of them; the
+fn pmpi_allgather_u32<const N: usize>(comm: &SimpleCommunicator, mine: [u32; N]) -> Vec<u32> {
+    let mut all = vec![0u32; N * comm.size() as usize];
+    // SAFETY: `N` `u32` in, `N` per rank out into a buffer of `N * size` of them; the
     // buffers are distinct and the handles live.
     unsafe {
         ffi::PMPI_Allgather(
             mine.as_ptr().cast(),
-            2,
+            N as i32,
             ffi::RSMPI_UINT32_T,
             all.as_mut_ptr().cast(),
-            2,
+            N as i32,
             ffi::RSMPI_UINT32_T,
             comm.as_raw(),
         );
@@ -294,14 +294,12 @@ impl Topo {
         }
         let net = MpiTransport::new(private(&world));
         let node_label = plan.peers.first().copied().unwrap_or(plan.rank);
-        let switch_label = view
-            .levels
-            .iter()
-            .find(|l| matches!(l.name, LevelName::Switch(_)))
-            .map_or(u32::MAX, |l| l.members[0]);
-        let exchanges = Self::setup_exchanges(&world, &settings, node_label, switch_label);
+        let switch_label = view.switch_label().unwrap_or(u32::MAX);
+        let (network, exchanges) =
+            Self::setup_exchanges(&world, &settings, &view, node_label, switch_label);
         let links = Links::new(&view, plan.peers.clone(), shm, net);
         let hier = Hier {
+            network_view: view.over_network(&network),
             view,
             settings,
             links,
@@ -850,29 +848,38 @@ impl Topo {
         Some((alg, e.needs_schedule()))
     }
 
-    /// Every rank's peers in each flat Allgather exchange the settings may choose, worked
-    /// out at setup (collective over `world`): every rank learns every rank's node and
-    /// leaf switch (one `PMPI_Allgather` of two `u32`) and keeps its own peers, `O(log n)`
-    /// rank numbers for recursive doubling and Bruck, the ring's order for the ring.
-    /// Nothing is exchanged when the settings choose no flat exchange (the same decision
-    /// on every rank: the settings are agreed).
+    /// What a context learns of the other ranks at setup (collective over `world`): every
+    /// rank learns every rank's node and leaf switch and whether it reaches the network
+    /// (one `PMPI_Allgather` of three `u32`), and keeps the ranks that reach the network
+    /// (for [`View::over_network`]) and its own peers in each flat Allgather exchange the
+    /// settings may choose: `O(log n)` rank numbers for recursive doubling and Bruck, the
+    /// ring's order for the ring. So no collective has to learn about the other ranks
+    /// when it starts.
     fn setup_exchanges(
         world: &SimpleCommunicator,
         settings: &Settings,
+        view: &View,
         node_label: u32,
         switch_label: u32,
-    ) -> Exchanges {
+    ) -> (Vec<u32>, Exchanges) {
         let mut exchanges = Exchanges::default();
+        let reaches = u32::from(view.reaches_network());
+        let labels = pmpi_allgather_u32(world, [node_label, switch_label, reaches]);
+        let reaching: Vec<u32> = (0..world.size() as u32)
+            .filter(|&r| labels[3 * r as usize + 2] != 0)
+            .collect();
+        let network = View::meeting_order(&reaching, |r| {
+            Some(labels[3 * r as usize + 1]).filter(|&l| l != u32::MAX)
+        });
         let algs = settings.flat_allgather_algs(world.size() as usize);
         if algs.is_empty() {
-            return exchanges;
+            return (network, exchanges);
         }
-        let labels = pmpi_allgather_u32(world, [node_label, switch_label]);
         // Each rank's node is named by its leader, and the leader knows the switch.
-        let node_of: Vec<u32> = labels.iter().step_by(2).copied().collect();
+        let node_of: Vec<u32> = labels.iter().step_by(3).copied().collect();
         let switch_of: Vec<u32> = node_of
             .iter()
-            .map(|&l| labels.get(2 * l as usize + 1).copied().unwrap_or(u32::MAX))
+            .map(|&l| labels.get(3 * l as usize + 1).copied().unwrap_or(u32::MAX))
             .collect();
         let place = Placement::with_switches(&node_of, &switch_of);
         let rank = world.rank() as u32;
@@ -881,7 +888,7 @@ impl Topo {
                 *slot = Order::new(alg, &place).and_then(|o| o.exchange(rank));
             }
         }
-        exchanges
+        (network, exchanges)
     }
 
     /// Broadcasts the bytes of `buf` from `root`.
@@ -937,7 +944,8 @@ impl Topo {
         let Some(h) = &mut core.hier else {
             return false;
         };
-        let (view, settings) = (&h.view, &h.settings);
+        let view = allreduce::view_for(&h.view, &h.network_view, &h.settings, recv.len());
+        let settings = &h.settings;
         let r = allreduce::allreduce(view, &mut h.links, settings, send, recv, op, &mut h.scratch);
         if let Err(e) = r {
             self.abort("MPI_Allreduce", e);
@@ -951,7 +959,7 @@ impl Topo {
         let Some(h) = &mut core.hier else {
             return false;
         };
-        if let Err(e) = barrier::barrier(&h.view, &mut h.links, &h.settings) {
+        if let Err(e) = barrier::barrier(&h.network_view, &mut h.links, &h.settings) {
             self.abort("MPI_Barrier", e);
         }
         true

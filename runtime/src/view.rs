@@ -11,7 +11,9 @@ use crate::transport::Transport;
 pub struct Level {
     /// The level's name.
     pub name: LevelName,
-    /// Members (world ranks), ascending; `members[0]` leads.
+    /// Members (world ranks), ascending; `members[0]` leads. (The network level of
+    /// [`View::over_network`] is the exception: its members are in the order they meet,
+    /// the lowest first.)
     pub members: Vec<u32>,
     /// This rank's position in `members`.
     pub me: usize,
@@ -73,10 +75,82 @@ impl View {
         }
     }
 
+    /// Whether this rank takes part in the network part of a collective: it leads every
+    /// group it has inside the node and belongs to a group beyond it (a node leader of a
+    /// job of several nodes, or the leader of each part of a node when the `node` level
+    /// is filtered out).
+    pub fn reaches_network(&self) -> bool {
+        let intra = self.levels.iter().take_while(|l| l.intra).count();
+        intra < self.levels.len() && self.levels[..intra].iter().all(|l| l.me == 0)
+    }
+
+    /// The leaf switch this rank's node is under, as a label (the lowest rank under it),
+    /// when this rank belongs to a switch's group; else `None`.
+    pub fn switch_label(&self) -> Option<u32> {
+        self.levels
+            .iter()
+            .find(|l| matches!(l.name, LevelName::Switch(_)))
+            .map(|l| l.members[0])
+    }
+
+    /// The order in which the ranks that reach the network meet in [`View::over_network`]:
+    /// grouped by their switch label (`switch_of(rank)`: [`View::switch_label`] of the
+    /// rank, or the rank itself without one), ascending within a switch, so that the first
+    /// exchanges of a recursive doubling or dissemination stay under one leaf switch
+    /// however Slurm numbered the nodes. Rank 0, the lowest under the lowest label, comes
+    /// first.
+    pub fn meeting_order(network: &[u32], switch_of: impl Fn(u32) -> Option<u32>) -> Vec<u32> {
+        let mut order: Vec<(u32, u32)> = network
+            .iter()
+            .map(|&r| (switch_of(r).unwrap_or(r), r))
+            .collect();
+        order.sort_unstable();
+        order.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// This view with every level that leaves the node replaced by one group of `network`:
+    /// every rank of the job that [reaches the network](View::reaches_network), in their
+    /// [meeting order](View::meeting_order), named as the job's top level. Allreduce and
+    /// Barrier run their network part in that group: a recursive doubling or
+    /// dissemination among the node leaders crosses the network `log2(nodes)` times (the
+    /// first exchanges under one leaf switch), where climbing the leaf and spine groups
+    /// and coming back down them crosses it about twice as often. A rank that does not
+    /// reach the network keeps its view as it is.
+    ///
+    /// The group's members are not ascending, so the view serves collectives rooted at
+    /// rank 0 (its first member) only.
+    pub fn over_network(&self, network: &[u32]) -> View {
+        if !self.reaches_network() || network.len() < 2 {
+            return self.clone();
+        }
+        let Some(me) = network.iter().position(|&r| r == self.rank) else {
+            return self.clone();
+        };
+        let intra = self.levels.iter().take_while(|l| l.intra).count();
+        let name = self.top.unwrap_or(LevelName::World);
+        let mut levels = self.levels[..intra].to_vec();
+        levels.push(Level {
+            name,
+            members: network.to_vec(),
+            me,
+            intra: false,
+        });
+        View {
+            rank: self.rank,
+            size: self.size,
+            levels,
+            top: Some(name),
+            pipeline: self.pipeline,
+        }
+    }
+
     /// Position of the group root of `levels[i]` for a collective rooted at `root`: the
     /// root itself if it is a member of the top group, else the leader.
     pub fn group_root(&self, i: usize, root: u32) -> usize {
         let l = &self.levels[i];
+        if l.members.first() == Some(&root) {
+            return 0;
+        }
         match l.members.binary_search(&root) {
             Ok(p) if self.is_top(i) => p,
             _ => 0,
@@ -166,6 +240,65 @@ mod tests {
         assert!(view(1, false, false).only_level().is_none());
         assert!(view(2, false, true).only_level().is_none());
         assert!(view(0, false, false).only_level().is_none());
+    }
+
+    #[test]
+    fn the_network_levels_become_one_group_of_the_ranks_that_reach_it() {
+        let level = |name, members: Vec<u32>, me, intra| Level {
+            name,
+            members,
+            me,
+            intra,
+        };
+        // Rank 8 leads node 8-15 and its leaf switch (nodes at 0, 8, 16, 24; leaves of two).
+        let view = View {
+            rank: 8,
+            size: 32,
+            levels: vec![
+                level(LevelName::Node, vec![8, 12], 0, true),
+                level(LevelName::Switch(1), vec![8, 0], 0, false),
+            ],
+            top: Some(LevelName::World),
+            pipeline: true,
+        };
+        assert!(view.reaches_network());
+        let network = [0, 8, 16, 24];
+        let flat = view.over_network(&network);
+        assert_eq!(flat.levels.len(), 2);
+        assert_eq!(flat.levels[0], view.levels[0]);
+        assert_eq!(
+            flat.levels[1],
+            level(LevelName::World, network.to_vec(), 1, false)
+        );
+        assert!(flat.is_top(1));
+        assert!(flat.pipeline);
+        // A rank that leads no node, and a one-node job, keep their view.
+        let member = View {
+            rank: 12,
+            levels: vec![level(LevelName::Node, vec![8, 12], 1, true)],
+            ..view.clone()
+        };
+        assert!(!member.reaches_network());
+        assert_eq!(member.over_network(&network), member);
+        let one_node = View {
+            levels: vec![level(LevelName::Node, vec![8, 12], 0, true)],
+            top: Some(LevelName::Node),
+            ..view.clone()
+        };
+        assert!(!one_node.reaches_network());
+        assert_eq!(one_node.over_network(&[8]), one_node);
+    }
+
+    #[test]
+    fn ranks_meet_grouped_by_switch_and_rank_0_first() {
+        // Nodes of 2 ranks, odd nodes under the leaf labelled 0, even ones under 2; rank 8
+        // is under no switch of the map.
+        let label = |r: u32| (r < 8).then_some(if (r / 2) % 2 == 0 { 0 } else { 2 });
+        assert_eq!(
+            View::meeting_order(&[0, 2, 4, 6, 8], label),
+            [0, 4, 2, 6, 8]
+        );
+        assert_eq!(View::meeting_order(&[0, 2, 4], |_| None), [0, 2, 4]);
     }
 
     #[test]

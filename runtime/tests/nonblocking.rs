@@ -11,7 +11,9 @@ use topo_runtime::nonblocking::{
 };
 use topo_runtime::view::Fabric;
 
-use crate::sim::{LEVELS, bytes, data, ints, node_of, plans, plans_placed, run, settings, sum};
+use crate::sim::{
+    LEVELS, bytes, data, ints, network_of, node_of, plans, plans_placed, run, settings, sum,
+};
 
 /// The tests' sum, claiming to call MPI: polls that may not call MPI
 /// ([`Reach::WithoutMpi`], the progress thread's) leave its combines to the others.
@@ -84,7 +86,11 @@ proptest! {
         let size = plans.len() as u32;
         let root = root_pick % size;
         let expect = sum(size, len);
+        // Ibarrier and Iallreduce run on the view over the network, as the runtime runs
+        // them, with the others in flight on the plan's view.
+        let network = network_of(&plans);
         let (out, _) = run(&plans, |view, fabric| {
+            let net_view = view.over_network(&network);
             let me = view.rank;
             let is_root = me == root;
             let n = len * 8;
@@ -103,10 +109,10 @@ proptest! {
             let (rb, acc) = ireduce::build(view, &s, root, !is_root, n);
             let (send, recv) = if is_root { (None, Some(&mut inplace[..])) } else { (Some(&mine[..]), None) };
             let sri = schedule("MPI_Ireduce", rb, send, recv, acc, 0);
-            let sbar = schedule("MPI_Ibarrier", ibarrier::build(view, &s), None, None, 0, 0);
-            let (ab, tmp) = iallreduce::build(view, &s, true, n);
+            let sbar = schedule("MPI_Ibarrier", ibarrier::build(&net_view, &s), None, None, 0, 0);
+            let (ab, tmp) = iallreduce::build(&net_view, &s, true, n);
             let sa = schedule("MPI_Iallreduce", ab, Some(&mine), Some(&mut a), 0, tmp);
-            let (ab, tmp) = iallreduce::build(view, &s, false, n);
+            let (ab, tmp) = iallreduce::build(&net_view, &s, false, n);
             let sai = schedule("MPI_Iallreduce", ab, None, Some(&mut ip), 0, tmp);
             for (id, sched) in [sb, sr, sri, sbar, sa, sai].into_iter().enumerate() {
                 engine.start(id as u64, sched, fabric).unwrap();

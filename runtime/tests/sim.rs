@@ -70,6 +70,32 @@ where
     run_on(SimNet::new(node_of(plans)), plans, f)
 }
 
+/// The ranks of `plans` that reach the network, in their meeting order.
+pub(crate) fn network_of(plans: &[RankPlan]) -> Vec<u32> {
+    let reaching: Vec<u32> = (0..plans.len() as u32)
+        .filter(|&r| view(plans, r).reaches_network())
+        .collect();
+    View::meeting_order(&reaching, |r| view(plans, r).switch_label())
+}
+
+/// As [`run`], every rank on its view over the network ([`View::over_network`]),
+/// the view Allreduce and Barrier run on.
+pub(crate) fn run_over_leaders<F>(
+    plans: &[RankPlan],
+    f: F,
+) -> (Vec<Vec<i64>>, std::collections::BTreeMap<String, Traffic>)
+where
+    F: Fn(&View, &mut SimFabric) -> Vec<i64> + Sync,
+{
+    let network = network_of(plans);
+    run_views(
+        SimNet::new(node_of(plans)),
+        plans,
+        |r| view(plans, r).over_network(&network),
+        f,
+    )
+}
+
 /// As [`run`], on the network `net`.
 pub(crate) fn run_on<F>(
     net: Arc<SimNet>,
@@ -79,15 +105,28 @@ pub(crate) fn run_on<F>(
 where
     F: Fn(&View, &mut SimFabric) -> Vec<i64> + Sync,
 {
-    // As Topo::from_env agrees over MPI: pipelining if any rank has two levels.
+    run_views(net, plans, |r| view(plans, r), f)
+}
+
+/// As [`run_on`], rank `r` on the view `view_of(r)`.
+pub(crate) fn run_views<F, V>(
+    net: Arc<SimNet>,
+    plans: &[RankPlan],
+    view_of: V,
+    f: F,
+) -> (Vec<Vec<i64>>, std::collections::BTreeMap<String, Traffic>)
+where
+    F: Fn(&View, &mut SimFabric) -> Vec<i64> + Sync,
+    V: Fn(u32) -> View + Sync,
+{
     let out = thread::scope(|s| {
         let handles: Vec<_> = plans
             .iter()
             .map(|p| {
                 let net = Arc::clone(&net);
-                let f = &f;
+                let (f, view_of) = (&f, &view_of);
                 s.spawn(move || {
-                    let view = view(plans, p.rank);
+                    let view = view_of(p.rank);
                     let mut fabric = SimFabric::new(&net, &view);
                     f(&view, &mut fabric)
                 })
@@ -216,6 +255,100 @@ proptest! {
             prop_assert_eq!(got, &expect, "allreduce at rank {}", rank);
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Allreduce and Barrier as the runtime runs them, on the view over the node leaders.
+    #[test]
+    fn allreduce_and_barrier_over_the_network_view_match_the_reference(
+        nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
+        cyclic: bool, s in settings(), len in prop::sample::select(vec![1usize, 3, 511, 1700]),
+    ) {
+        let rpn = rpn.min(sockets * 8);
+        let plans = plans(nodes, rpn, sockets, LEVELS[levels], cyclic);
+        let size = plans.len() as u32;
+        let expect = sum(size, len);
+        let (out, _) = run_over_leaders(&plans, |view, fabric| {
+            let mut scratch = Scratch::default();
+            let op = sum_i64();
+            let mine = bytes(&data(view.rank, len));
+            barrier::barrier(view, fabric, &s).unwrap();
+            let mut a = vec![0u8; len * 8];
+            allreduce::allreduce(view, fabric, &s, Some(&mine), &mut a, &op, &mut scratch).unwrap();
+            let mut ip = mine.clone();
+            allreduce::allreduce(view, fabric, &s, None, &mut ip, &op, &mut scratch).unwrap();
+            assert_eq!(ip, a);
+            barrier::barrier(view, fabric, &s).unwrap();
+            ints(&a)
+        });
+        for (rank, got) in out.iter().enumerate() {
+            prop_assert_eq!(got, &expect, "allreduce at rank {}", rank);
+        }
+    }
+}
+
+#[test]
+fn allreduce_over_the_network_view_crosses_it_as_often_without_switch_levels() {
+    // 32 ranks on 4 nodes under two leaf switches: with the switch levels the reduce climbs
+    // the leaf and top groups and the broadcast comes down them (2 up, 2 between the
+    // switch leaders, 2 down); over the node leaders it is one recursive doubling among
+    // the 4 leaders (2 steps x 4 = 8 messages), whatever the levels above the node.
+    let len = 64;
+    let s = Settings::from_pairs(&[("allreduce", "rab:rd")]).unwrap();
+    for levels in [
+        "numa,node,world",
+        "numa,node,switch1,world",
+        "numa,node,switch1,switch2,world",
+    ] {
+        let plans = plans(4, 8, 2, levels, false);
+        let (out, t) = run_over_leaders(&plans, |view, fabric| {
+            let mut a = bytes(&data(view.rank, len));
+            let mut scratch = Scratch::default();
+            allreduce::allreduce(view, fabric, &s, None, &mut a, &sum_i64(), &mut scratch).unwrap();
+            ints(&a)
+        });
+        assert!(out.iter().all(|o| *o == sum(32, len)), "{levels}");
+        assert_eq!(t[INTER_NODE].messages, 8, "{levels}: {t:?}");
+    }
+}
+
+#[test]
+fn the_network_view_pairs_nodes_under_one_leaf_switch_first() {
+    // The dev cluster's map: odd nodes under one leaf switch, even nodes under the other.
+    // Over the 4 node leaders in rank order the first exchange of the recursive doubling
+    // would cross the switches (8 messages across); in meeting order it stays under each
+    // leaf and only the second one crosses (4).
+    let job = topo_hierarchy::job_from_str(
+        "layout: {nodes: 'n[1-4]', ranks_per_node: 2, mapping: by-core, distribution: block, \
+         hardware: {sockets: 1, numa_per_socket: 1, cores_per_numa: 2, threads_per_core: 1}}",
+    )
+    .unwrap();
+    let map = NetworkMap::from_str(
+        "SwitchName=a Nodes=n[1,3]\nSwitchName=b Nodes=n[2,4]\nSwitchName=top Switches=a,b",
+    )
+    .unwrap();
+    let plans = plans_of(&job, Some(&map), "node,switch1,world");
+    let network = network_of(&plans);
+    assert_eq!(network, [0, 4, 2, 6]);
+    let switch_of: Vec<u32> = (0..8).map(|r| (r / 2) % 2).collect();
+    let net = SimNet::with_switches(node_of(&plans), switch_of);
+    let s = Settings::from_pairs(&[("allreduce", "rab:rd")]).unwrap();
+    let (out, t) = run_views(
+        net,
+        &plans,
+        |r| view(&plans, r).over_network(&network),
+        |view, fabric| {
+            let mut a = bytes(&data(view.rank, 4));
+            let mut scratch = Scratch::default();
+            allreduce::allreduce(view, fabric, &s, None, &mut a, &sum_i64(), &mut scratch).unwrap();
+            ints(&a)
+        },
+    );
+    assert!(out.iter().all(|o| *o == sum(8, 4)));
+    assert_eq!(t[INTER_NODE].messages, 8, "{t:?}");
+    assert_eq!(t[INTER_SWITCH].messages, 4, "{t:?}");
 }
 
 #[test]

@@ -16,6 +16,7 @@ use std::str::FromStr;
 
 use topo_hierarchy::remap::partition::Placement;
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
+use topo_runtime::allreduce;
 use topo_runtime::nonblocking::iallgather::Order;
 use topo_runtime::nonblocking::{iallreduce, ibarrier, ibcast, ireduce};
 use topo_runtime::view::View;
@@ -98,6 +99,8 @@ pub struct Cluster {
     settings: Settings,
     /// Each rank's node and leaf switch, for the Allgather's remapping.
     placement: Placement,
+    /// The ranks that reach the network (the node leaders), in their meeting order.
+    network: Vec<u32>,
 }
 
 impl Cluster {
@@ -118,14 +121,28 @@ impl Cluster {
                     .unwrap_or(u32::MAX)
             })
             .collect();
-        Ok(Cluster {
+        let mut cluster = Cluster {
+            network: Vec::new(),
             placement: Placement::with_switches(&node_of, &switch_of),
             job,
             hierarchy,
             digest,
             places,
             settings,
-        })
+        };
+        let views: Vec<(u32, Option<u32>)> = (0..cluster.size())
+            .map(|r| cluster.view(r))
+            .filter(|v| v.reaches_network())
+            .map(|v| (v.rank, v.switch_label()))
+            .collect();
+        let reaching: Vec<u32> = views.iter().map(|&(r, _)| r).collect();
+        cluster.network = View::meeting_order(&reaching, |r| {
+            views[reaching
+                .binary_search(&r)
+                .expect("a rank that reaches the network")]
+            .1
+        });
+        Ok(cluster)
     }
 
     /// The number of ranks.
@@ -159,11 +176,16 @@ impl Cluster {
         }
         Some(Programs::build(n, |r| {
             let view = self.view(r);
+            // Allreduce and Barrier run on the views the runtime gives them.
+            let network = view.over_network(&self.network);
             let b = match op {
                 Op::Bcast => ibcast::build(&view, s, 0, len),
                 Op::Reduce => ireduce::build(&view, s, 0, true, len).0,
-                Op::Allreduce => iallreduce::build(&view, s, true, len).0,
-                Op::Barrier | Op::Allgather => ibarrier::build(&view, s),
+                Op::Allreduce => {
+                    let view = allreduce::view_for(&view, &network, s, len);
+                    iallreduce::build(view, s, true, len).0
+                }
+                Op::Barrier | Op::Allgather => ibarrier::build(&network, s),
             };
             Program::from_builder(&b)
         }))
