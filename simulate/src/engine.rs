@@ -1,14 +1,16 @@
 //! The discrete-event simulation: every rank runs its program in virtual time, a round
 //! starting when the one before has completed, as the runtime's schedules run.
 //!
+//! - Every rank starts its first round after the model's `call` overhead.
 //! - A send starts with its round; one that leaves the node first waits for the node's
 //!   network interface, which carries one message at a time (at the model's `nic`
-//!   bandwidth). It arrives `alpha + bytes / bandwidth` after it starts, by the class of
+//!   bandwidth, and for at least the time per message its message rate gives). It arrives `alpha + bytes / bandwidth` after it starts, by the class of
 //!   the link between the two ranks, and the sender is busy for `bytes / bandwidth`.
 //! - A receive completes when its message has arrived (and, if combined, `bytes / reduce`
 //!   later). Messages between two ranks are matched in the order they were sent, as MPI
 //!   and the shared-memory queues match them.
-//! - A local copy takes `bytes / copy`, a local combine `bytes / reduce`.
+//! - A local copy takes `bytes / copy`, a local combine `bytes / reduce` (at the memory
+//!   rate beyond the model's cache size).
 //!
 //! Events are processed in time order (a binary heap), so the simulation costs
 //! `O(steps log ranks)` time and memory linear in the ranks and steps (16 bytes a step,
@@ -148,7 +150,9 @@ pub fn run(programs: &Programs, places: &Places, model: &CostModel) -> Result<Ou
         model,
         ranks: (0..n).map(|_| Rank::default()).collect(),
         nic_free: vec![0.0; places.nodes()],
-        heap: (0..n as u32).map(|r| Reverse((Time(0.0), r))).collect(),
+        heap: (0..n as u32)
+            .map(|r| Reverse((Time(model.call_us), r)))
+            .collect(),
         traffic: [Traffic::default(); 8],
     };
     while let Some(Reverse((Time(t), r))) = sim.heap.pop() {
@@ -234,13 +238,13 @@ impl Sim<'_> {
                     }
                 }
                 Kind::Copy | Kind::Combine => {
-                    let rate = if step.kind == Kind::Combine {
-                        self.model.reduce_bytes_per_us
+                    let took = if step.kind == Kind::Combine {
+                        self.model.combine_us(step.bytes)
                     } else {
-                        self.model.copy_bytes_per_us
+                        step.bytes as f64 / self.model.copy_bytes_per_us
                     };
                     let state = &mut self.ranks[r as usize];
-                    state.done = state.done.max(t + step.bytes as f64 / rate);
+                    state.done = state.done.max(t + took);
                 }
             }
         }
@@ -256,7 +260,8 @@ impl Sim<'_> {
         if class.is_network() {
             let free = &mut self.nic_free[self.places.node_of(r) as usize];
             start = start.max(*free);
-            *free = start + bytes as f64 / self.model.nic_bytes_per_us;
+            *free =
+                start + (bytes as f64 / self.model.nic_bytes_per_us).max(self.model.nic_message_us);
         }
         let busy = start + link.transfer_us(bytes);
         let arrival = busy + link.alpha_us;
@@ -292,7 +297,7 @@ impl Sim<'_> {
         let state = &mut self.ranks[r as usize];
         let mut end = arrival.max(state.start);
         if w.combine {
-            end += w.bytes as f64 / self.model.reduce_bytes_per_us;
+            end += self.model.combine_us(w.bytes);
         }
         state.done = state.done.max(end);
         Ok(())

@@ -4,8 +4,10 @@
 //! A transfer of `m` bytes between two ranks whose lowest shared level is class `c`
 //! arrives `alpha(c) + m / bandwidth(c)` after it starts; the sender is busy for
 //! `m / bandwidth(c)`. Transfers that leave a node queue behind each other at the node's
-//! network interface (`nic`), which carries `m / nic` of each. A local copy of `m` bytes
-//! takes `m / copy`, and combining `m` bytes (a reduction) `m / reduce`.
+//! network interface (`nic`), which holds each for `m / nic`, and at least for its time
+//! per message (`rate`: LogGP's `g`). A local copy of `m` bytes takes `m / copy`, and
+//! combining `m` bytes (a reduction) `m / reduce`, or `m / memory` beyond `cache` bytes.
+//! Each rank starts a collective after the `call` overhead.
 //!
 //! The file format, version 1: one setting per line, `#` starts a comment.
 //!
@@ -15,12 +17,14 @@
 //! link node   alpha=0.4us bandwidth=10GB/s
 //! link leaf   alpha=1.5us bandwidth=12.5GB/s
 //! copy   bandwidth=10GB/s
-//! reduce bandwidth=5GB/s
-//! nic    bandwidth=12.5GB/s
+//! reduce bandwidth=5GB/s memory=2.5GB/s cache=1024KiB
+//! nic    bandwidth=12.5GB/s rate=150M/s
+//! call   overhead=0.2us
 //! ```
 //!
 //! Classes not given keep their defaults ([`CostModel::default`]). Times take `ns`, `us`
-//! or `ms`; bandwidths `MB/s` or `GB/s` (powers of 1000).
+//! or `ms`; bandwidths `MB/s` or `GB/s` (powers of 1000); message rates `M/s` or `K/s`;
+//! sizes `KiB` or `MiB`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -133,16 +137,29 @@ pub struct CostModel {
     pub links: [Link; 8],
     /// Local copies, bytes per microsecond.
     pub copy_bytes_per_us: f64,
-    /// Combining (reductions), bytes per microsecond.
+    /// Combining (reductions) of operands in cache, bytes per microsecond.
     pub reduce_bytes_per_us: f64,
+    /// Combining operands that no longer fit in the cache (more than `reduce_cache_bytes`
+    /// at once), bytes per microsecond: reductions of large messages run at memory speed.
+    pub reduce_memory_bytes_per_us: f64,
+    /// The most bytes a combine takes at the in-cache rate.
+    pub reduce_cache_bytes: u64,
     /// Each node's network injection, bytes per microsecond.
     pub nic_bytes_per_us: f64,
+    /// The network interface's time per message (the inverse of its message rate,
+    /// LogGP's `g`): a message holds the interface for at least this long, however small.
+    pub nic_message_us: f64,
+    /// The cost of a collective call on each rank before its first step (entering the
+    /// library, choosing the algorithm), in microseconds.
+    pub call_us: f64,
 }
 
 impl Default for CostModel {
     /// A typical cluster: shared memory from 0.2 us and 20 GB/s inside an L2 cache to
     /// 0.5 us and 8 GB/s across sockets; a 100 Gb/s network (12.5 GB/s) with 1.5 us to a
-    /// node on the same leaf switch and 0.5 us more per switch level above it.
+    /// node on the same leaf switch and 0.5 us more per switch level above it, whose
+    /// interface sends 150 million messages a second; sums at 5 GB/s in cache and
+    /// 2.5 GB/s beyond 1 MiB; 0.2 us to enter a collective.
     fn default() -> Self {
         let link = |alpha_us: f64, gb_per_s: f64| Link {
             alpha_us,
@@ -161,12 +178,27 @@ impl Default for CostModel {
             ],
             copy_bytes_per_us: 10e3,
             reduce_bytes_per_us: 5e3,
+            reduce_memory_bytes_per_us: 2.5e3,
+            reduce_cache_bytes: 1 << 20,
             nic_bytes_per_us: 12.5e3,
+            nic_message_us: 1.0 / 150.0,
+            call_us: 0.2,
         }
     }
 }
 
 impl CostModel {
+    /// The time to combine `bytes` (a reduction's step): at the in-cache rate up to
+    /// `reduce_cache_bytes`, at the memory rate beyond.
+    pub fn combine_us(&self, bytes: u64) -> f64 {
+        let rate = if bytes > self.reduce_cache_bytes {
+            self.reduce_memory_bytes_per_us
+        } else {
+            self.reduce_bytes_per_us
+        };
+        bytes as f64 / rate
+    }
+
     /// Class `c`'s link.
     pub fn link(&self, c: LinkClass) -> &Link {
         &self.links[c as usize]
@@ -210,52 +242,62 @@ impl CostModel {
                         .parse::<LinkClass>()
                         .map_err(bad)?,
                 ),
-                "copy" | "reduce" | "nic" => None,
+                "copy" | "reduce" | "nic" | "call" => None,
                 "version" => return Err(bad("`version` given twice".into())),
                 other => {
                     return Err(bad(format!(
-                        "unknown setting {other:?}; use link, copy, reduce or nic"
+                        "unknown setting {other:?}; use link, copy, reduce, nic or call"
                     )));
                 }
             };
-            let (mut alpha, mut bandwidth) = (None, None);
+            let keys: &[&str] = match key {
+                "link" => &["alpha", "bandwidth"],
+                "copy" => &["bandwidth"],
+                "reduce" => &["bandwidth", "memory", "cache"],
+                "nic" => &["bandwidth", "rate"],
+                _ => &["overhead"],
+            };
+            let mut set = false;
             for word in words {
                 let (k, v) = word
                     .split_once('=')
                     .ok_or_else(|| bad(format!("{word:?} is not key=value")))?;
-                match k {
-                    "alpha" if class.is_some() => alpha = Some(parse_time_us(v).map_err(bad)?),
-                    "bandwidth" => bandwidth = Some(parse_bandwidth(v).map_err(bad)?),
-                    _ => {
-                        let keys = if class.is_some() {
-                            "alpha or bandwidth"
-                        } else {
-                            "bandwidth"
-                        };
-                        return Err(bad(format!("unknown key {k:?} for {key}; use {keys}")));
+                if !keys.contains(&k) {
+                    return Err(bad(format!(
+                        "unknown key {k:?} for {key}; use {}",
+                        keys.join(", ")
+                    )));
+                }
+                set = true;
+                match (key, k) {
+                    ("link", "alpha") => {
+                        model.links[class.expect("a link names its class") as usize].alpha_us =
+                            parse_time_us(v).map_err(bad)?
                     }
+                    ("link", _) => {
+                        model.links[class.expect("a link names its class") as usize].bytes_per_us =
+                            parse_bandwidth(v).map_err(bad)?
+                    }
+                    ("copy", _) => model.copy_bytes_per_us = parse_bandwidth(v).map_err(bad)?,
+                    ("reduce", "bandwidth") => {
+                        model.reduce_bytes_per_us = parse_bandwidth(v).map_err(bad)?
+                    }
+                    ("reduce", "memory") => {
+                        model.reduce_memory_bytes_per_us = parse_bandwidth(v).map_err(bad)?
+                    }
+                    ("reduce", _) => model.reduce_cache_bytes = parse_size(v).map_err(bad)?,
+                    ("nic", "bandwidth") => {
+                        model.nic_bytes_per_us = parse_bandwidth(v).map_err(bad)?
+                    }
+                    ("nic", _) => model.nic_message_us = 1.0 / parse_rate(v).map_err(bad)?,
+                    _ => model.call_us = parse_time_us(v).map_err(bad)?,
                 }
             }
-            match class {
-                Some(c) => {
-                    let l = &mut model.links[c as usize];
-                    if alpha.is_none() && bandwidth.is_none() {
-                        return Err(bad(format!(
-                            "`link {c}` sets nothing; give alpha= or bandwidth="
-                        )));
-                    }
-                    l.alpha_us = alpha.unwrap_or(l.alpha_us);
-                    l.bytes_per_us = bandwidth.unwrap_or(l.bytes_per_us);
-                }
-                None => {
-                    let b = bandwidth
-                        .ok_or_else(|| bad(format!("`{key}` needs bandwidth=, e.g. 10GB/s")))?;
-                    match key {
-                        "copy" => model.copy_bytes_per_us = b,
-                        "reduce" => model.reduce_bytes_per_us = b,
-                        _ => model.nic_bytes_per_us = b,
-                    }
-                }
+            if !set {
+                return Err(bad(match class {
+                    Some(c) => format!("`link {c}` sets nothing; give alpha= or bandwidth="),
+                    None => format!("`{key}` sets nothing; give {}=", keys.join("= or ")),
+                }));
             }
         }
         if !version {
@@ -280,13 +322,23 @@ impl CostModel {
                 round(l.bytes_per_us / 1e3)
             ));
         }
-        for (key, b) in [
-            ("copy", self.copy_bytes_per_us),
-            ("reduce", self.reduce_bytes_per_us),
-            ("nic", self.nic_bytes_per_us),
-        ] {
-            out.push_str(&format!("{key:<11} bandwidth={}GB/s\n", round(b / 1e3)));
-        }
+        let gb = |b: f64| round(b / 1e3);
+        out.push_str(&format!(
+            "copy        bandwidth={}GB/s\n",
+            gb(self.copy_bytes_per_us)
+        ));
+        out.push_str(&format!(
+            "reduce      bandwidth={}GB/s memory={}GB/s cache={}KiB\n",
+            gb(self.reduce_bytes_per_us),
+            gb(self.reduce_memory_bytes_per_us),
+            self.reduce_cache_bytes / 1024
+        ));
+        out.push_str(&format!(
+            "nic         bandwidth={}GB/s rate={}M/s\n",
+            gb(self.nic_bytes_per_us),
+            round(1.0 / self.nic_message_us)
+        ));
+        out.push_str(&format!("call        overhead={}us\n", round(self.call_us)));
         out
     }
 }
@@ -314,6 +366,44 @@ fn parse_time_us(v: &str) -> Result<f64, String> {
     match num.parse::<f64>() {
         Ok(x) if x.is_finite() && x >= 0.0 => Ok(x * scale),
         _ => Err(format!("time {v:?} is not a number of {}", &v[num.len()..])),
+    }
+}
+
+/// `150M/s`, `800K/s` (messages per second) in messages per microsecond.
+fn parse_rate(v: &str) -> Result<f64, String> {
+    let (num, scale) = if let Some(n) = v.strip_suffix("M/s") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix("K/s") {
+        (n, 1e-3)
+    } else {
+        return Err(format!(
+            "message rate {v:?} needs a unit: M/s or K/s (messages per second)"
+        ));
+    };
+    match num.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x * scale),
+        _ => Err(format!(
+            "message rate {v:?} must be a positive number of {}",
+            &v[num.len()..]
+        )),
+    }
+}
+
+/// `1MiB`, `512KiB` in bytes.
+fn parse_size(v: &str) -> Result<u64, String> {
+    let (num, scale) = if let Some(n) = v.strip_suffix("MiB") {
+        (n, 1u64 << 20)
+    } else if let Some(n) = v.strip_suffix("KiB") {
+        (n, 1 << 10)
+    } else {
+        return Err(format!("size {v:?} needs a unit: KiB or MiB"));
+    };
+    match num.parse::<u64>() {
+        Ok(x) if x > 0 => Ok(x * scale),
+        _ => Err(format!(
+            "size {v:?} must be a positive whole number of {}",
+            &v[num.len()..]
+        )),
     }
 }
 
@@ -359,6 +449,24 @@ mod tests {
     }
 
     #[test]
+    fn the_message_rate_memory_rate_and_call_overhead_parse() {
+        let m = CostModel::parse(
+            "version 1\nnic rate=200M/s\nreduce memory=1GB/s cache=512KiB\ncall overhead=500ns\n",
+        )
+        .unwrap();
+        assert_eq!(m.nic_message_us, 1.0 / 200.0);
+        assert_eq!(m.nic_bytes_per_us, 12.5e3);
+        assert_eq!(m.reduce_memory_bytes_per_us, 1e3);
+        assert_eq!(m.reduce_bytes_per_us, 5e3);
+        assert_eq!(m.reduce_cache_bytes, 512 << 10);
+        assert_eq!(m.call_us, 0.5);
+        let mut d = CostModel::default();
+        d.nic_message_us = 1.0 / 80.0;
+        d.call_us = 0.35;
+        assert_eq!(CostModel::parse(&d.to_text()).unwrap(), d);
+    }
+
+    #[test]
     fn bad_files_name_the_line_and_the_fix() {
         for (text, line, says) in [
             ("", 1, "starts with `version 1`"),
@@ -383,9 +491,21 @@ mod tests {
             (
                 "version 1\ncopy alpha=1us",
                 2,
-                "unknown key \"alpha\" for copy",
+                "unknown key \"alpha\" for copy; use bandwidth",
             ),
-            ("version 1\nnic", 2, "needs bandwidth="),
+            (
+                "version 1\nnic",
+                2,
+                "sets nothing; give bandwidth= or rate=",
+            ),
+            ("version 1\nnic rate=5", 2, "needs a unit: M/s or K/s"),
+            ("version 1\nreduce cache=0KiB", 2, "positive whole number"),
+            ("version 1\ncall overhead=1", 2, "needs a unit"),
+            (
+                "version 1\ncall bandwidth=1GB/s",
+                2,
+                "unknown key \"bandwidth\" for call",
+            ),
             ("version 1\nlatency 3", 2, "unknown setting"),
             ("version 1\nlink node alpha", 2, "not key=value"),
         ] {

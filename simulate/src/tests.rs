@@ -30,7 +30,11 @@ fn uniform(alpha: f64, bw: f64, gamma: f64) -> CostModel {
         }; 8],
         copy_bytes_per_us: gamma,
         reduce_bytes_per_us: gamma,
+        reduce_memory_bytes_per_us: gamma,
+        reduce_cache_bytes: u64::MAX,
         nic_bytes_per_us: f64::INFINITY,
+        nic_message_us: 0.0,
+        call_us: 0.0,
     }
 }
 
@@ -114,6 +118,54 @@ fn sends_that_leave_a_node_queue_at_its_interface() {
             bytes: 3000
         }
     );
+}
+
+#[test]
+fn small_messages_queue_at_the_interface_by_its_message_rate() {
+    // Rank 0 sends 8 bytes to 3 ranks on other nodes at once: each holds the interface
+    // for the time per message (0.5 us), far more than its bytes take; the third leaves
+    // at 1 us and arrives at 1 + 1 (alpha) = 2 us. Every rank first pays the call (0.25).
+    let places = Places::new(&job(4, 1, false), None);
+    let mut model = uniform(1.0, 1e6, 1e9);
+    model.nic_bytes_per_us = 1e6;
+    model.nic_message_us = 0.5;
+    model.call_us = 0.25;
+    let mut programs = vec![Program::default(); 4];
+    programs[0].round(vec![Step::Send {
+        to: vec![1, 2, 3],
+        bytes: 8,
+    }]);
+    for p in programs.iter_mut().skip(1) {
+        p.round(vec![Step::Recv {
+            from: 0,
+            bytes: 8,
+            combine: false,
+        }]);
+    }
+    let out = engine::run(&pack(&programs), &places, &model).unwrap();
+    assert!(
+        close(out.time_us, 0.25 + 2.0 + 8.0 / 1e6),
+        "{}",
+        out.time_us
+    );
+}
+
+#[test]
+fn combines_beyond_the_cache_run_at_memory_speed() {
+    let places = Places::new(&job(1, 1, false), None);
+    let mut model = uniform(1.0, 1e6, 1000.0);
+    model.reduce_memory_bytes_per_us = 250.0;
+    model.reduce_cache_bytes = 1000;
+    let time = |bytes| {
+        let mut p = Program::default();
+        p.round(vec![Step::Local {
+            bytes,
+            combine: true,
+        }]);
+        engine::run(&pack(&[p]), &places, &model).unwrap().time_us
+    };
+    assert!(close(time(1000), 1.0), "{}", time(1000));
+    assert!(close(time(2000), 8.0), "{}", time(2000));
 }
 
 #[test]
