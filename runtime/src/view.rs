@@ -293,7 +293,7 @@ mod tests {
     fn ranks_meet_grouped_by_switch_and_rank_0_first() {
         // Nodes of 2 ranks, odd nodes under the leaf labelled 0, even ones under 2; rank 8
         // is under no switch of the map.
-        let label = |r: u32| (r < 8).then_some(if (r / 2) % 2 == 0 { 0 } else { 2 });
+        let label = |r: u32| (r < 8).then_some(if (r / 2).is_multiple_of(2) { 0 } else { 2 });
         assert_eq!(
             View::meeting_order(&[0, 2, 4, 6, 8], label),
             [0, 4, 2, 6, 8]

@@ -460,9 +460,11 @@ mod tests {
         assert_eq!(m.reduce_bytes_per_us, 5e3);
         assert_eq!(m.reduce_cache_bytes, 512 << 10);
         assert_eq!(m.call_us, 0.5);
-        let mut d = CostModel::default();
-        d.nic_message_us = 1.0 / 80.0;
-        d.call_us = 0.35;
+        let d = CostModel {
+            nic_message_us: 1.0 / 80.0,
+            call_us: 0.35,
+            ..CostModel::default()
+        };
         assert_eq!(CostModel::parse(&d.to_text()).unwrap(), d);
     }
 
