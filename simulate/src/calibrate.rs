@@ -11,10 +11,10 @@
 //! pairs (two ranks that share a core measure the scheduler). Classes no pair measured
 //! take the value of the nearest measured class: the classes inside a node from `node`
 //! (one binding's classes are not told apart here), the network classes from the nearest
-//! one measured. `copy` and `reduce` are memory copies and sums of 1 MiB on rank 0
-//! (`reduce`'s `memory` rate: sums of 64 MiB), and the interface's bandwidth `nic` is the
-//! fastest network bandwidth measured. The interface's message rate and the call overhead
-//! are not measured: they keep the defaults.
+//! one measured. `copy` and `reduce` are memory copies and sums of 1 MiB on rank 0, and
+//! the interface's bandwidth `nic` is the fastest network bandwidth measured. The reduce
+//! rate beyond the cache, the interface's message rate and the call overhead are not
+//! measured: they keep the defaults.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -29,8 +29,6 @@ use crate::model::{CostModel, Link, LinkClass};
 /// The small and the large message of the ping-pong.
 const SMALL: usize = 8;
 const LARGE: usize = 1 << 20;
-/// The sums timed beyond the caches.
-const MEMORY: usize = 64 << 20;
 
 /// One pair's measurement.
 #[derive(Debug, Clone, Copy)]
@@ -192,20 +190,9 @@ pub fn measure(
         }
         std::hint::black_box(&mut dst);
     });
-    // Sums of MEMORY bytes, which no cache holds: a reduction of a large message.
-    let big_src = vec![1.0f64; MEMORY / 8];
-    let mut big_dst = vec![0.0f64; MEMORY / 8];
-    let memory_us = timed(5, || {
-        for (d, s) in big_dst.iter_mut().zip(&big_src) {
-            *d += *s;
-        }
-        std::hint::black_box(&mut big_dst);
-    });
     let mut model = CostModel {
         copy_bytes_per_us: LARGE as f64 / copy_us,
         reduce_bytes_per_us: LARGE as f64 / reduce_us,
-        reduce_memory_bytes_per_us: MEMORY as f64 / memory_us,
-        reduce_cache_bytes: LARGE as u64,
         ..CostModel::default()
     };
     // Per class, the fastest of its pairs: the lowest latency and the highest bandwidth.
