@@ -5,7 +5,7 @@
 # means topo-run is predicted slower than the best flat algorithm MPI libraries use.
 #
 #   bash benchmarks/simulate-scale.sh [--nodes LIST] [--rpn LIST] [--placements LIST]
-#        [--maps LIST] [--models LIST] [--ops LIST] [--sizes LIST] [--bin DIR]
+#        [--maps LIST] [--models LIST] [--ops LIST] [--sizes LIST] [--rules FILE] [--bin DIR]
 #
 #   --nodes       node counts (default 16,128,1024)
 #   --rpn         ranks per node (default 32,128)
@@ -16,6 +16,7 @@
 #                 the NIC 5 x slower: latency and bandwidth) (default default)
 #   --ops         collectives (default allreduce,barrier)
 #   --sizes       message sizes (default 8)
+#   --rules FILE  topo-run's settings as a rules file (default: the built-in defaults)
 #   --bin DIR     where topo-run is (default target/release)
 #
 # Each simulation of 1,024 nodes x 128 ranks takes about 5 s per collective and size on
@@ -25,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 nodes=16,128,1024 rpn=32,128 placements=block maps=map,none models=default
-ops=allreduce,barrier sizes=8 bin=target/release
+ops=allreduce,barrier sizes=8 bin=target/release rules=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) nodes=$2 ;;
@@ -35,8 +36,9 @@ while [[ $# -gt 0 ]]; do
     --models) models=$2 ;;
     --ops) ops=$2 ;;
     --sizes) sizes=$2 ;;
+    --rules) rules=(--rules "$2") ;;
     --bin) bin=$2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "simulate-scale.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift 2
@@ -108,7 +110,7 @@ EOF
         [[ $m == map ]] && map_args=(--network-map "$work/map-$n.conf")
         for model in "${MODELS[@]}"; do
           "$topo_run" simulate --job "$job" "${map_args[@]}" --model "$work/$model.model" \
-            --ops "$ops" --sizes "$sizes" --format json >"$work/out.json"
+            "${rules[@]}" --ops "$ops" --sizes "$sizes" --format json >"$work/out.json"
           python3 - "$work/out.json" "$n x $r" "$p" "$m" "$model" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))

@@ -414,6 +414,23 @@ pub enum AllreduceAlg {
     ReduceBcast,
     /// Reduce up to the top group, allreduce inside it, then broadcast down.
     ReduceAllreduceBcast(TopAlg),
+    /// Every rank in one ring, in switch-major, node-major order (every block crosses
+    /// each node boundary once): a reduce-scatter and an allgather, `2(n-1)` steps of
+    /// `1/n` of the message. Large messages on jobs of moderate size.
+    Ring,
+    /// Rabenseifner's reduce-scatter by recursive halving and allgather by recursive
+    /// doubling over every rank, ordered so that the heavy steps stay inside the nodes
+    /// and every rank of a node sends its share over the network at once. Large messages
+    /// on jobs of any size.
+    Rabenseifner,
+}
+
+impl AllreduceAlg {
+    /// Whether it runs over every rank as one exchange, rather than through the
+    /// hierarchy's groups.
+    pub fn is_flat(self) -> bool {
+        matches!(self, AllreduceAlg::Ring | AllreduceAlg::Rabenseifner)
+    }
 }
 
 impl FromStr for AllreduceAlg {
@@ -425,8 +442,10 @@ impl FromStr for AllreduceAlg {
                 TopAlg::RecursiveDoubling,
             )),
             "rab:ring" => Ok(AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring)),
+            "ring" => Ok(AllreduceAlg::Ring),
+            "rabenseifner" => Ok(AllreduceAlg::Rabenseifner),
             _ => Err(format!(
-                "unknown allreduce algorithm {s:?}; use rb, rab:rd or rab:ring"
+                "unknown allreduce algorithm {s:?}; use rb, rab:rd, rab:ring, ring or rabenseifner"
             )),
         }
     }
@@ -438,6 +457,8 @@ impl fmt::Display for AllreduceAlg {
             AllreduceAlg::ReduceBcast => f.write_str("rb"),
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling) => f.write_str("rab:rd"),
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring) => f.write_str("rab:ring"),
+            AllreduceAlg::Ring => f.write_str("ring"),
+            AllreduceAlg::Rabenseifner => f.write_str("rabenseifner"),
         }
     }
 }
@@ -589,6 +610,9 @@ pub struct Settings {
     pub allreduce: Vec<Rule<AllreduceAlg>>,
     /// User allgather rules (their scope is ignored; sizes are the whole gathered result).
     pub allgather: Vec<Rule<AllgatherAlg>>,
+    /// The job's nodes, which the built-in Allreduce rules depend on: set where the job is
+    /// known (the runtime at setup, `topo-run simulate` from the job), 1 elsewhere.
+    pub nodes: u32,
 }
 
 impl Default for Settings {
@@ -605,6 +629,7 @@ impl Default for Settings {
             reduce: Vec::new(),
             allreduce: Vec::new(),
             allgather: Vec::new(),
+            nodes: 1,
         }
     }
 }
@@ -635,6 +660,8 @@ const REDUCE_DEFAULTS: [Rule<ReduceAlg>; 2] = [
     },
 ];
 
+/// On one node: the hierarchy's forms, the ring at the top for large messages (pipelined
+/// through the levels below it when blocking).
 const ALLREDUCE_DEFAULTS: [Rule<AllreduceAlg>; 2] = [
     Rule {
         scope: Scope::Any,
@@ -645,6 +672,23 @@ const ALLREDUCE_DEFAULTS: [Rule<AllreduceAlg>; 2] = [
         scope: Scope::Any,
         below: None,
         algorithm: AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring),
+    },
+];
+
+/// On more than one node: Rabenseifner's in the hierarchy's order from 64 KiB, where
+/// `topo-run simulate` predicts it faster than every flat algorithm and than the
+/// hierarchy's forms on 16 to 1,024 nodes (docs/simulate.md): only a share of each rank's
+/// message crosses the network, from every rank of the node at once.
+const ALLREDUCE_DEFAULTS_NODES: [Rule<AllreduceAlg>; 2] = [
+    Rule {
+        scope: Scope::Any,
+        below: Some(64 << 10),
+        algorithm: AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
+    },
+    Rule {
+        scope: Scope::Any,
+        below: None,
+        algorithm: AllreduceAlg::Rabenseifner,
     },
 ];
 
@@ -822,11 +866,33 @@ impl Settings {
         self.chunk.iter().chain(&CHUNK_DEFAULTS)
     }
 
+    /// Every flat Allreduce algorithm (`ring`, `rabenseifner`) that
+    /// [`Settings::allreduce_for`] may choose for some size, each once: what a context
+    /// works out the order of at setup.
+    pub fn flat_allreduce_algs(&self) -> Vec<AllreduceAlg> {
+        let mut algs = Vec::new();
+        for r in self.allreduce.iter().chain(self.allreduce_defaults()) {
+            if r.algorithm.is_flat() && !algs.contains(&r.algorithm) {
+                algs.push(r.algorithm);
+            }
+        }
+        algs
+    }
+
+    /// The built-in Allreduce rules for a job on [`Settings::nodes`] nodes.
+    fn allreduce_defaults(&self) -> &'static [Rule<AllreduceAlg>] {
+        if self.nodes > 1 {
+            &ALLREDUCE_DEFAULTS_NODES
+        } else {
+            &ALLREDUCE_DEFAULTS
+        }
+    }
+
     /// The allreduce variant for a message of `bytes`.
     pub fn allreduce_for(&self, bytes: usize) -> AllreduceAlg {
         pick(
             &self.allreduce,
-            &ALLREDUCE_DEFAULTS,
+            self.allreduce_defaults(),
             LevelName::World,
             false,
             bytes,
@@ -935,6 +1001,33 @@ mod tests {
         assert!(
             e.to_string().contains("use dissemination or root-first"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn flat_allreduce_algorithms_are_named_and_listed() {
+        let s =
+            Settings::from_pairs(&[("allreduce", "<64K=rab:rd,<1M=ring,*=rabenseifner")]).unwrap();
+        assert_eq!(s.allreduce_for(100 << 10), AllreduceAlg::Ring);
+        assert_eq!(s.allreduce_for(4 << 20), AllreduceAlg::Rabenseifner);
+        assert_eq!(
+            s.flat_allreduce_algs(),
+            [AllreduceAlg::Ring, AllreduceAlg::Rabenseifner]
+        );
+        for a in ["ring", "rabenseifner"] {
+            assert_eq!(a.parse::<AllreduceAlg>().unwrap().to_string(), a);
+        }
+        assert!(Settings::default().flat_allreduce_algs().is_empty());
+        // Built in: the hierarchy's forms on one node, Rabenseifner's from 64 KiB on more.
+        let two = Settings {
+            nodes: 2,
+            ..Settings::default()
+        };
+        assert_eq!(two.flat_allreduce_algs(), [AllreduceAlg::Rabenseifner]);
+        assert_eq!(two.allreduce_for(64 << 10), AllreduceAlg::Rabenseifner);
+        assert_eq!(
+            two.allreduce_for((64 << 10) - 1),
+            AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling)
         );
     }
 

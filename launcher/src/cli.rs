@@ -424,8 +424,10 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_REDUCE")]
     pub reduce: Option<String>,
 
-    /// Allreduce rules: `rb` (reduce, then bcast) or `rab:rd` / `rab:ring` (reduce, allreduce
-    /// among the top group, bcast), by size, e.g. `<64K=rab:rd,*=rab:ring`.
+    /// Allreduce rules: `rb` (reduce, then bcast), `rab:rd` / `rab:ring` (reduce, allreduce
+    /// among the top group, bcast), or over every rank in the hierarchy's order `ring` or
+    /// `rabenseifner` (the default from 64K on more than one node), by size, e.g.
+    /// `<64K=rab:rd,*=rabenseifner`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLREDUCE")]
     pub allreduce: Option<String>,
 

@@ -119,7 +119,9 @@ pub fn group_allreduce_ring(
 /// the ring's group small.
 pub fn view_for<'a>(view: &'a View, network: &'a View, s: &Settings, bytes: usize) -> &'a View {
     match s.allreduce_for(bytes) {
-        AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring) => view,
+        AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring)
+        | AllreduceAlg::Ring
+        | AllreduceAlg::Rabenseifner => view,
         _ => network,
     }
 }
@@ -144,6 +146,9 @@ pub fn allreduce(
     let top_alg = match s.allreduce_for(total) {
         AllreduceAlg::ReduceBcast => None,
         AllreduceAlg::ReduceAllreduceBcast(t) => Some(t),
+        // The flat forms run as schedules over every rank (`Topo::raw_all_reduce`); a
+        // caller without their order gets the hierarchical ring for the same sizes.
+        AllreduceAlg::Ring | AllreduceAlg::Rabenseifner => Some(TopAlg::Ring),
     };
     let chunk = view.chunk_bytes(s, Collective::Allreduce, total, op.elem_size());
     let n = view.levels.len();

@@ -13,12 +13,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use mpi::ffi;
 use mpi::topology::Communicator;
 use topo_hierarchy::Settings;
-use topo_hierarchy::settings::AllgatherAlg;
+use topo_hierarchy::remap::RingPeers;
+use topo_hierarchy::remap::halving::HalvingPeers;
+use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg};
 
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::links::Links;
 use crate::nonblocking::iallgather::Exchange;
+use crate::nonblocking::iallreduce;
 use crate::nonblocking::{Builder, Engine, Reach, Schedule, Shape};
 use crate::reduce::Scratch;
 use crate::serial_lock::{SerialGuard, SerialLock};
@@ -47,15 +50,41 @@ impl Hier {
     pub(crate) fn allreduce_view(&self, bytes: usize) -> &View {
         crate::allreduce::view_for(&self.view, &self.network_view, &self.settings, bytes)
     }
+
+    /// The steps of a flat Allreduce of `len` bytes of `elem`-byte elements (`send`: the
+    /// contribution is in the send buffer), when the settings choose a flat form
+    /// ([`AllreduceAlg::is_flat`]) for that size; `None` for the hierarchical forms.
+    pub(crate) fn flat_allreduce(&self, elem: usize, send: bool, len: usize) -> Option<Builder> {
+        match self.settings.allreduce_for(len) {
+            AllreduceAlg::Ring => {
+                (self.exchanges.ring()).map(|p| iallreduce::build_ring(p, elem, send, len))
+            }
+            AllreduceAlg::Rabenseifner => (self.exchanges.halving.as_ref())
+                .map(|p| iallreduce::build_rabenseifner(p, elem, send, len)),
+            _ => None,
+        }
+    }
+
+    /// Whether an Allreduce of `len` bytes takes a flat form ([`Hier::flat_allreduce`]).
+    pub(crate) fn allreduce_is_flat(&self, len: usize) -> bool {
+        match self.settings.allreduce_for(len) {
+            AllreduceAlg::Ring => self.exchanges.ring().is_some(),
+            AllreduceAlg::Rabenseifner => self.exchanges.halving.is_some(),
+            _ => false,
+        }
+    }
 }
 
-/// The flat exchanges a context has worked out, one per Allgather algorithm that uses one.
+/// The flat exchanges a context has worked out, one per Allgather algorithm that uses one,
+/// and the orders of the flat Allreduce algorithms.
 #[derive(Debug, Default)]
 pub(crate) struct Exchanges {
     /// `rd`: recursive doubling or Bruck.
     doubling: Option<Exchange>,
-    /// `ring`.
+    /// `ring`, the Allgather's and the Allreduce's.
     ring: Option<Exchange>,
+    /// The Allreduce's `rabenseifner`.
+    pub(crate) halving: Option<HalvingPeers>,
 }
 
 impl Exchanges {
@@ -66,6 +95,14 @@ impl Exchanges {
             AllgatherAlg::Hierarchical(_) => None,
             AllgatherAlg::RecursiveDoubling => Some(&mut self.doubling),
             AllgatherAlg::Ring => Some(&mut self.ring),
+        }
+    }
+
+    /// The ring's order, if worked out.
+    pub(crate) fn ring(&self) -> Option<&RingPeers> {
+        match &self.ring {
+            Some(Exchange::Ring(p)) => Some(p),
+            _ => None,
         }
     }
 

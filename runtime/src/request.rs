@@ -271,6 +271,7 @@ fn shape(
         root: root as u32,
         len,
         has_send,
+        elem: 0,
     }
 }
 
@@ -393,6 +394,15 @@ impl Topo {
         })
     }
 
+    /// A flat Allreduce ([`crate::context::Hier::flat_allreduce`]) run as its schedule and
+    /// waited for: the blocking form.
+    pub(crate) fn flat_all_reduce(&mut self, send: Option<&[u8]>, recv: &mut [u8], op: MpiCombine) {
+        mpi::request::scope(|scope| {
+            self.sched_all_reduce(scope, send, recv, Box::new(op), None)
+                .wait()
+        });
+    }
+
     fn sched_all_reduce<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
@@ -409,8 +419,15 @@ impl Topo {
             recv: Some(recv),
             op: Some(op),
         };
-        let shape = shape(args.name, None, 0, len, has_send);
+        let elem = args.op.as_ref().map_or(1, |op| op.elem_size());
+        let shape = Shape {
+            elem,
+            ..shape(args.name, None, 0, len, has_send)
+        };
         self.start(scope, args, keep, shape, |h| {
+            if let Some(b) = h.flat_allreduce(elem, has_send, len) {
+                return (b, 0, 0);
+            }
             let (b, tmp) = iallreduce::build(h.allreduce_view(len), &h.settings, has_send, len);
             (b, 0, tmp)
         })

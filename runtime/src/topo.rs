@@ -26,8 +26,9 @@ use crate::transport::mpi::{MpiTransport, private_comm};
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
 use crate::{allgather, allreduce, barrier, bcast, reduce};
+use topo_hierarchy::remap::halving::HalvingOrder;
 use topo_hierarchy::remap::partition::Placement;
-use topo_hierarchy::settings::{AllgatherAlg, TopAlg};
+use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, TopAlg};
 
 /// Where the node segments live (`TOPO_RUN_SHM_DIR`, default `/dev/shm`).
 pub const SHM_DIR_ENV: &str = "TOPO_RUN_SHM_DIR";
@@ -296,7 +297,7 @@ impl Topo {
         let node_label = plan.peers.first().copied().unwrap_or(plan.rank);
         let switch_label = view.switch_label().unwrap_or(u32::MAX);
         let (network, exchanges) =
-            Self::setup_exchanges(&world, &settings, &view, node_label, switch_label);
+            Self::setup_exchanges(&world, &mut settings, &view, node_label, switch_label);
         let links = Links::new(&view, plan.peers.clone(), shm, net);
         let hier = Hier {
             network_view: view.over_network(&network),
@@ -857,7 +858,7 @@ impl Topo {
     /// when it starts.
     fn setup_exchanges(
         world: &SimpleCommunicator,
-        settings: &Settings,
+        settings: &mut Settings,
         view: &View,
         node_label: u32,
         switch_label: u32,
@@ -871,8 +872,19 @@ impl Topo {
         let network = View::meeting_order(&reaching, |r| {
             Some(labels[3 * r as usize + 1]).filter(|&l| l != u32::MAX)
         });
-        let algs = settings.flat_allgather_algs(world.size() as usize);
-        if algs.is_empty() {
+        // The built-in Allreduce rules depend on the job's nodes (each named by its leader).
+        settings.nodes = labels
+            .iter()
+            .step_by(3)
+            .copied()
+            .collect::<std::collections::BTreeSet<u32>>()
+            .len() as u32;
+        let mut algs = settings.flat_allgather_algs(world.size() as usize);
+        let allreduce = settings.flat_allreduce_algs();
+        if allreduce.contains(&AllreduceAlg::Ring) && !algs.contains(&AllgatherAlg::Ring) {
+            algs.push(AllgatherAlg::Ring);
+        }
+        if algs.is_empty() && allreduce.is_empty() {
             return (network, exchanges);
         }
         // Each rank's node is named by its leader, and the leader knows the switch.
@@ -887,6 +899,9 @@ impl Topo {
             if let Some(slot) = exchanges.slot(alg) {
                 *slot = Order::new(alg, &place).and_then(|o| o.exchange(rank));
             }
+        }
+        if allreduce.contains(&AllreduceAlg::Rabenseifner) {
+            exchanges.halving = HalvingOrder::new(&place).peers(rank);
         }
         (network, exchanges)
     }
@@ -940,6 +955,18 @@ impl Topo {
         recv: &mut [u8],
         op: &MpiCombine,
     ) -> bool {
+        let flat = {
+            let core = context::lock(&self.core);
+            core.hier
+                .as_ref()
+                .is_some_and(|h| h.allreduce_is_flat(recv.len()))
+        };
+        if flat {
+            // The flat forms' sends and receives go to different ranks over different
+            // links: they run as their schedule, waited for.
+            self.flat_all_reduce(send, recv, *op);
+            return true;
+        }
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
             return false;

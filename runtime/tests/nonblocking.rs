@@ -311,3 +311,53 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// The flat Allreduce forms (the ring in switch-major, node-major order, Rabenseifner's
+    /// in the halving order) on random jobs of 1 to 64 ranks, out of place and in place,
+    /// with an Ibcast in flight between them; messages as short as one element, so that
+    /// most blocks are empty.
+    #[test]
+    fn flat_iallreduce_matches_the_reference(
+        nodes in 1u32..5, rpn in 1u32..17, cyclic: bool, ring: bool,
+        len in prop::sample::select(vec![1usize, 3, 511, 1700]),
+    ) {
+        use topo_hierarchy::remap::{self, halving::HalvingOrder};
+        let plans = plans(nodes, rpn, 2, "node,world", cyclic);
+        let size = plans.len() as u32;
+        let place = Placement::nodes(&node_of(&plans));
+        let ring_pos = remap::ring_positions(&place);
+        let halving = HalvingOrder::new(&place);
+        let expect = sum(size, len);
+        let s = topo_hierarchy::Settings::default();
+        let (out, _) = run(&plans, |view, fabric| {
+            let me = view.rank;
+            let n = len * 8;
+            let mine = bytes(&data(me, len));
+            let mut a = vec![0u8; n];
+            let mut ip = mine.clone();
+            let mut b = if me == 0 { mine.clone() } else { vec![0; n] };
+            let build = |send| if ring {
+                iallreduce::build_ring(&remap::ring_peers(&ring_pos, me).unwrap(), 8, send, n)
+            } else {
+                iallreduce::build_rabenseifner(&halving.peers(me).unwrap(), 8, send, n)
+            };
+            let mut engine = Engine::default();
+            let sa = schedule("MPI_Iallreduce", build(true), Some(&mine), Some(&mut a), 0, 0);
+            let sb = schedule("MPI_Ibcast", ibcast::build(view, &s, 0, n), None, Some(&mut b), 0, 0);
+            let si = schedule("MPI_Iallreduce", build(false), None, Some(&mut ip), 0, 0);
+            for (id, sched) in [sa, sb, si].into_iter().enumerate() {
+                engine.start(id as u64, sched, fabric).unwrap();
+            }
+            finish(&mut engine, fabric);
+            assert_eq!(ints(&b), data(0, len), "ibcast at rank {me}");
+            assert_eq!(ip, a, "in-place iallreduce at rank {me}");
+            ints(&a)
+        });
+        for (rank, got) in out.iter().enumerate() {
+            prop_assert_eq!(got, &expect, "iallreduce at rank {}", rank);
+        }
+    }
+}

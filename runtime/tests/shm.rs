@@ -275,6 +275,37 @@ fn rank_main(me: usize) -> i32 {
             .collect();
         assert_eq!(ints(&acc), want, "sendrecv onto {len} with {partner}");
     }
+    // The flat Allreduce forms as schedules, out of place, with messages that go by single
+    // copy in "-single" (a send there completes only once its receiver has read it, which
+    // the sim transport does not show: a send whose receive sits in a later round hangs).
+    {
+        use topo_hierarchy::remap::{self, halving::HalvingOrder, partition::Placement};
+        use topo_runtime::nonblocking::{Engine, iallreduce};
+        let place = Placement::nodes(&vec![0; RANKS as usize]);
+        let ring = remap::ring_peers(&remap::ring_positions(&place), rank).unwrap();
+        let halving = HalvingOrder::new(&place).peers(rank).unwrap();
+        for len in [7usize, 3000, 70_000] {
+            for b in [
+                iallreduce::build_ring(&ring, 8, true, len * 8),
+                iallreduce::build_rabenseifner(&halving, 8, true, len * 8),
+            ] {
+                let mine = bytes(&data(rank, len));
+                let mut got = vec![0u8; len * 8];
+                let sched = crate::nonblocking::schedule(
+                    "MPI_Iallreduce",
+                    b,
+                    Some(&mine),
+                    Some(&mut got),
+                    0,
+                    0,
+                );
+                let mut engine = Engine::default();
+                engine.start(0, sched, &mut links).unwrap();
+                crate::nonblocking::finish(&mut engine, &mut links);
+                assert_eq!(ints(&got), sum(RANKS, len), "flat allreduce of {len}");
+            }
+        }
+    }
     // One writer, small messages to two readers in turn: each reader's next message is two
     // slots on, never where its hint says, so a small receive's first look at the hinted
     // slot finds nothing and the scan must take over; lengths cross the inline limit (56

@@ -14,7 +14,10 @@ pub mod program;
 use std::fmt;
 use std::str::FromStr;
 
+use topo_hierarchy::remap;
+use topo_hierarchy::remap::halving::HalvingOrder;
 use topo_hierarchy::remap::partition::Placement;
+use topo_hierarchy::settings::AllreduceAlg;
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
 use topo_runtime::allreduce;
 use topo_runtime::nonblocking::iallgather::Order;
@@ -108,8 +111,10 @@ impl Cluster {
     pub fn new(
         job: Job,
         map: Option<&NetworkMap>,
-        settings: Settings,
+        mut settings: Settings,
     ) -> topo_hierarchy::Result<Cluster> {
+        // As the runtime learns at setup: the built-in Allreduce rules depend on it.
+        settings.nodes = job.nodes().len() as u32;
         let filter = LevelFilter::all();
         let hierarchy = topo_hierarchy::build(&job, map, &filter)?;
         let digest = Digest::of_job(&job, map, &filter, "");
@@ -160,21 +165,49 @@ impl Cluster {
         view
     }
 
-    /// topo-run's program on every rank for `op` of `bytes`, or `None` where its choice
-    /// has no schedule form (the hierarchical Allgather).
-    pub fn topo_run(&self, op: Op, bytes: u64) -> Option<Programs> {
+    /// topo-run's program on every rank for `op` of `bytes`, or why it is not simulated
+    /// (the hierarchical Allgather has no schedule form; a ring over more than
+    /// [`RING_UP_TO`] ranks is too long to simulate).
+    pub fn topo_run(&self, op: Op, bytes: u64) -> Result<Programs, String> {
         let n = self.size();
         let len = bytes as usize;
         let s = &self.settings;
         if op == Op::Allgather {
             let total = len * n as usize;
-            let order = Order::new(s.allgather_for(total, n as usize), &self.placement)?;
-            return Some(Programs::build(n, |r| {
+            let order = Order::new(s.allgather_for(total, n as usize), &self.placement).ok_or(
+                "the settings choose the hierarchical Allgather, which has no schedule form",
+            )?;
+            return Ok(Programs::build(n, |r| {
                 let exchange = order.exchange(r).expect(PERMUTATION);
                 Program::from_builder(&exchange.build(r, len, true).0)
             }));
         }
-        Some(Programs::build(n, |r| {
+        // The flat Allreduce forms cut the message into whole elements: doubles where the
+        // size allows.
+        let elem = if len.is_multiple_of(8) { 8 } else { 1 };
+        match (op, s.allreduce_for(len)) {
+            (Op::Allreduce, AllreduceAlg::Ring) => {
+                if n > RING_UP_TO {
+                    return Err(format!(
+                        "the settings choose the ring, and a ring over more than {RING_UP_TO} ranks is not simulated"
+                    ));
+                }
+                let pos = remap::ring_positions(&self.placement);
+                return Ok(Programs::build(n, |r| {
+                    let peers = remap::ring_peers(&pos, r).expect(PERMUTATION);
+                    Program::from_builder(&iallreduce::build_ring(&peers, elem, true, len))
+                }));
+            }
+            (Op::Allreduce, AllreduceAlg::Rabenseifner) => {
+                let order = HalvingOrder::new(&self.placement);
+                return Ok(Programs::build(n, |r| {
+                    let peers = order.peers(r).expect(PERMUTATION);
+                    Program::from_builder(&iallreduce::build_rabenseifner(&peers, elem, true, len))
+                }));
+            }
+            _ => {}
+        }
+        Ok(Programs::build(n, |r| {
             let view = self.view(r);
             // Allreduce and Barrier run on the views the runtime gives them.
             let network = view.over_network(&self.network);
@@ -261,13 +294,8 @@ pub fn predict(
         })
     };
     match cluster.topo_run(op, bytes) {
-        Some(programs) => push(TOPO_RUN, Predicted::Outcome(cluster.run(&programs, model)?)),
-        None => push(
-            TOPO_RUN,
-            Predicted::Skipped(
-                "the settings choose the hierarchical Allgather, which has no schedule form".into(),
-            ),
-        ),
+        Ok(programs) => push(TOPO_RUN, Predicted::Outcome(cluster.run(&programs, model)?)),
+        Err(why) => push(TOPO_RUN, Predicted::Skipped(why)),
     }
     for (name, build) in baselines(op) {
         if name == "ring" && n > RING_UP_TO {

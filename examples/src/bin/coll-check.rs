@@ -336,8 +336,9 @@ impl Checker<'_> {
         };
         let e = std::mem::size_of::<T>();
         // The default fragment and pipeline chunks, 8 KiB (the fragment of earlier
-        // versions, the Allgather's in-place block size), and the single-copy threshold
-        // and its double (where messages among ranks that share a cache switch), each +-1
+        // versions, the Allgather's in-place block size), 64 KiB (where the Allreduce of a
+        // job on several nodes turns to Rabenseifner's), and the single-copy threshold and
+        // its double (where messages among ranks that share a cache switch), each +-1
         // element.
         let defaults = topo_runtime::Settings::default();
         let mut sizes = vec![0, 1, 7, 1021];
@@ -351,9 +352,15 @@ impl Checker<'_> {
             .collect();
         edges.sort_unstable();
         edges.dedup();
-        for b in [8 << 10, single, 2 * single, defaults.fragment as usize]
-            .into_iter()
-            .chain(edges)
+        for b in [
+            8 << 10,
+            64 << 10,
+            single,
+            2 * single,
+            defaults.fragment as usize,
+        ]
+        .into_iter()
+        .chain(edges)
         {
             sizes.extend([b / e - 1, b / e, b / e + 1]);
         }

@@ -30,6 +30,7 @@
 //! known ([`partition::Placement`]), ranks go in switch-major, node-major order and the
 //! search keeps the heavy steps under one switch first, then inside one node.
 
+pub mod halving;
 pub mod partition;
 
 use partition::{Graph, Placement};

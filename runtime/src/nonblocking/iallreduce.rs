@@ -1,10 +1,15 @@
 //! Iallreduce: reduce up the hierarchy, then (ReduceAllreduceBcast) recursive doubling
 //! among the top group or (ReduceBcast) nothing, then broadcast down, as one schedule.
+//! Large messages take one of the flat forms over every rank in the hierarchy's order:
+//! the ring ([`build_ring`]) or Rabenseifner's ([`build_rabenseifner`]).
 
 use topo_hierarchy::Settings;
+use topo_hierarchy::remap::RingPeers;
+use topo_hierarchy::remap::halving::{Fold, HalvingPeers};
 use topo_hierarchy::settings::AllreduceAlg;
 
 use super::{Action, Buf, Builder, Link, Region, ibcast, ireduce};
+use crate::ring::Blocks;
 use crate::view::View;
 
 /// The steps of this rank's part in an allreduce of `len` bytes into [`Buf::Recv`]
@@ -21,7 +26,8 @@ pub fn build(view: &View, s: &Settings, send: bool, len: usize) -> (Builder, usi
     if len == 0 || view.size == 1 || n == 0 {
         return (b, 0);
     }
-    let top_exchange = matches!(s.allreduce_for(len), AllreduceAlg::ReduceAllreduceBcast(_));
+    // (A flat form whose order is unknown falls back to recursive doubling at the top.)
+    let top_exchange = !matches!(s.allreduce_for(len), AllreduceAlg::ReduceBcast);
     let until = if top_exchange && view.is_top(n - 1) {
         n - 1
     } else {
@@ -151,4 +157,262 @@ fn recursive_doubling(
         }
     }
     uses_tmp
+}
+
+/// Bytes of blocks `first..first + count` of `blocks`, in the receive buffer.
+fn span(blocks: &Blocks, first: usize, count: usize) -> Region {
+    let (a, b) = (blocks.get(first).start, blocks.get(first + count - 1).end);
+    Region {
+        buf: Buf::Recv,
+        off: a,
+        len: b - a,
+    }
+}
+
+/// A message of whole elements cut into `slots` blocks of proportional size: block `b`
+/// starts at element `b * count / slots`. Every aligned run of blocks that a halving step
+/// keeps then holds its share of the elements (to one), even when there are fewer
+/// elements than slots.
+struct Split {
+    count: u128,
+    slots: u128,
+    elem: usize,
+}
+
+impl Split {
+    fn new(len: usize, slots: usize, elem: usize) -> Split {
+        let elem = elem.max(1);
+        Split {
+            count: (len / elem) as u128,
+            slots: slots.max(1) as u128,
+            elem,
+        }
+    }
+
+    /// Where block `b` starts, in bytes.
+    fn start(&self, b: usize) -> usize {
+        (b as u128 * self.count / self.slots) as usize * self.elem
+    }
+
+    /// Blocks `first..first + count` of `buf`.
+    fn region(&self, buf: Buf, first: usize, count: usize) -> Region {
+        let (a, b) = (self.start(first), self.start(first + count));
+        Region {
+            buf,
+            off: a,
+            len: b - a,
+        }
+    }
+}
+
+/// The ring allreduce over every rank in the order of `peers`
+/// ([`topo_hierarchy::remap::ring_positions`]) as a schedule, into [`Buf::Recv`] (`send`:
+/// the contribution is in [`Buf::Send`], else in place). The message is cut into one block
+/// of whole `elem`-byte elements per position; in step `s` of the reduce-scatter a rank
+/// sends block `position - s` to the next position and combines block `position - s - 1`
+/// from the previous one as it arrives, after which it holds block `position + 1` of the
+/// result; the allgather passes the finished blocks round in `n - 1` more steps.
+pub fn build_ring(peers: &RingPeers, elem: usize, send: bool, len: usize) -> Builder {
+    let mut b = Builder::default();
+    let n = peers.size();
+    if len == 0 || n < 2 {
+        if send && len > 0 {
+            let (src, dst) = (Region::whole(Buf::Send, len), Region::whole(Buf::Recv, len));
+            b.step(Link::Local, Action::Copy { src, dst });
+        }
+        return b;
+    }
+    let blocks = Blocks::new(len, n, elem.max(1));
+    let (next, prev, p) = (peers.next(), peers.prev(), peers.position as usize);
+    let block = |i: usize| span(&blocks, (i + 2 * n) % n, 1);
+    // With a send buffer, each block is copied into place one round before it is first
+    // combined into, beside that round's transfers, and the first send reads the send
+    // buffer: no round waits for a copy of the whole message.
+    let own = |i: usize| Region {
+        buf: Buf::Send,
+        ..block(i)
+    };
+    if send {
+        b.step(
+            Link::Local,
+            Action::Copy {
+                src: own(p + n - 1),
+                dst: block(p + n - 1),
+            },
+        );
+    }
+    for s in 0..n - 1 {
+        let src = if send && s == 0 {
+            own(p)
+        } else {
+            block(p + n - s)
+        };
+        let mut round = vec![
+            (
+                Link::Direct(next),
+                Action::Send {
+                    to: vec![next],
+                    src,
+                },
+            ),
+            (
+                Link::Direct(prev),
+                Action::RecvReduce {
+                    from: prev,
+                    acc: block(p + 2 * n - s - 1),
+                },
+            ),
+        ];
+        if send && s + 2 < n {
+            let i = p + 2 * n - s - 2;
+            round.push((
+                Link::Local,
+                Action::Copy {
+                    src: own(i),
+                    dst: block(i),
+                },
+            ));
+        }
+        b.round(round);
+    }
+    for s in 0..n - 1 {
+        b.round([
+            (
+                Link::Direct(next),
+                Action::Send {
+                    to: vec![next],
+                    src: block(p + 1 + n - s),
+                },
+            ),
+            (
+                Link::Direct(prev),
+                Action::Recv {
+                    from: prev,
+                    dst: block(p + n - s),
+                },
+            ),
+        ]);
+    }
+    b
+}
+
+/// Rabenseifner's allreduce over every rank in the order of `peers`
+/// ([`topo_hierarchy::remap::halving`]) as a schedule, into [`Buf::Recv`] (`send`: the
+/// contribution is in [`Buf::Send`], else in place). The message is cut into one block of
+/// whole `elem`-byte elements per slot. Halving: at the step of mask `m` a rank keeps the
+/// half of its current blocks on its slot's side of bit `m`, sends the other half to its
+/// partner and combines the partner's copy of its own half as it arrives; it ends holding
+/// block `slot` of the result. Doubling: the same partners in reverse, each sending what
+/// it holds and receiving the partner's part beside it. A rank folded out sends its
+/// contribution first and gets the result at the end.
+pub fn build_rabenseifner(peers: &HalvingPeers, elem: usize, send: bool, len: usize) -> Builder {
+    let mut b = Builder::default();
+    let acc = Region::whole(Buf::Recv, len);
+    if let Fold::Out(into) = peers.fold {
+        if len > 0 {
+            let src = Region::whole(if send { Buf::Send } else { Buf::Recv }, len);
+            let link = Link::Direct(into);
+            b.step(
+                link,
+                Action::Send {
+                    to: vec![into],
+                    src,
+                },
+            );
+            b.step(
+                link,
+                Action::Recv {
+                    from: into,
+                    dst: acc,
+                },
+            );
+        }
+        return b;
+    }
+    if len == 0 {
+        return b;
+    }
+    // A rank that takes part from the start with a send buffer sends the first half out
+    // of it and copies only the half it keeps; everyone else starts from a copy of the
+    // whole.
+    let mut direct = send && peers.fold == Fold::None && !peers.partners.is_empty();
+    if send && !direct {
+        let src = Region::whole(Buf::Send, len);
+        b.step(Link::Local, Action::Copy { src, dst: acc });
+    }
+    if let Fold::In(from) = peers.fold {
+        b.step(Link::Direct(from), Action::RecvReduce { from, acc });
+    }
+    let q = peers.slots as usize;
+    let split = Split::new(len, q, elem);
+    let slot = peers.slot as usize;
+    // The blocks held before each halving step: `(first, count)`.
+    let mut held = Vec::with_capacity(peers.partners.len());
+    let (mut first, mut count) = (0, q);
+    for &partner in &peers.partners {
+        held.push((first, count));
+        let half = count / 2;
+        let (keep, give) = if slot & half == 0 {
+            (first, first + half)
+        } else {
+            (first + half, first)
+        };
+        let link = Link::Direct(partner);
+        let region = |buf, i| split.region(buf, i, half);
+        let combine = (
+            link,
+            Action::RecvReduce {
+                from: partner,
+                acc: region(Buf::Recv, keep),
+            },
+        );
+        let src = region(if direct { Buf::Send } else { Buf::Recv }, give);
+        let send = (
+            link,
+            Action::Send {
+                to: vec![partner],
+                src,
+            },
+        );
+        if direct {
+            // The copy comes first: a send may complete only once its receiver has taken
+            // it (single copy), so every send shares its round with the receive it meets.
+            let (src, dst) = (region(Buf::Send, keep), region(Buf::Recv, keep));
+            b.step(Link::Local, Action::Copy { src, dst });
+            direct = false;
+        }
+        b.round([send, combine]);
+        (first, count) = (keep, half);
+    }
+    for (&partner, &(whole, twice)) in peers.partners.iter().zip(&held).rev() {
+        let other = if first == whole { whole + count } else { whole };
+        let link = Link::Direct(partner);
+        b.round([
+            (
+                link,
+                Action::Send {
+                    to: vec![partner],
+                    src: split.region(Buf::Recv, first, count),
+                },
+            ),
+            (
+                link,
+                Action::Recv {
+                    from: partner,
+                    dst: split.region(Buf::Recv, other, count),
+                },
+            ),
+        ]);
+        (first, count) = (whole, twice);
+    }
+    if let Fold::In(from) = peers.fold {
+        b.step(
+            Link::Direct(from),
+            Action::Send {
+                to: vec![from],
+                src: acc,
+            },
+        );
+    }
+    b
 }

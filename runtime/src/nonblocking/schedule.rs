@@ -237,6 +237,9 @@ pub struct Shape {
     pub len: usize,
     /// Whether the caller passed a send buffer (not in place).
     pub has_send: bool,
+    /// The element's bytes where the steps cut the message into blocks of whole elements
+    /// (an Allreduce's; 0 elsewhere).
+    pub elem: usize,
 }
 
 impl Builder {
@@ -920,6 +923,7 @@ mod tests {
             root: 0,
             len: 8,
             has_send: false,
+            elem: 8,
         };
         let mut engine = crate::nonblocking::Engine::default();
         let mut net = Posting {
