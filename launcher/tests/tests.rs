@@ -406,7 +406,10 @@ fn bad_runtime_settings_stop_the_launch_with_exit_13() {
         ),
         (["--fragment", "100"], "multiple of 64"),
         (["--slots", "1"], "2 to 1024"),
-        (["--allreduce", "fast"], "rb, rab:rd, rab:ring, ring or rabenseifner"),
+        (
+            ["--allreduce", "fast"],
+            "rb, rab:rd, rab:ring, ring or rabenseifner",
+        ),
         (["--progress", "threads"], "must be none or thread"),
         (["--barrier", "tree"], "use dissemination or root-first"),
     ] {
