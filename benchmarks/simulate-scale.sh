@@ -6,6 +6,7 @@
 #
 #   bash benchmarks/simulate-scale.sh [--nodes LIST] [--rpn LIST] [--placements LIST]
 #        [--maps LIST] [--models LIST] [--ops LIST] [--sizes LIST] [--rules FILE] [--bin DIR]
+#        [--summary]
 #
 #   --nodes       node counts (default 16,128,1024)
 #   --rpn         ranks per node (default 32,128)
@@ -17,6 +18,8 @@
 #   --ops         collectives (default allreduce,barrier)
 #   --sizes       message sizes (default 8)
 #   --rules FILE  topo-run's settings as a rules file (default: the built-in defaults)
+#   --summary     after the table, one line per collective and size: how many rows, how
+#                 many at most 1.000, the best ratio and the worst (with its job)
 #   --bin DIR     where topo-run is (default target/release)
 #
 # Each simulation of 1,024 nodes x 128 ranks takes about 5 s per collective and size on
@@ -26,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 nodes=16,128,1024 rpn=32,128 placements=block maps=map,none models=default
-ops=allreduce,barrier sizes=8 bin=target/release rules=()
+ops=allreduce,barrier sizes=8 bin=target/release rules=() summary=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) nodes=$2 ;;
@@ -37,8 +40,9 @@ while [[ $# -gt 0 ]]; do
     --ops) ops=$2 ;;
     --sizes) sizes=$2 ;;
     --rules) rules=(--rules "$2") ;;
+    --summary) summary=1; shift; continue ;;
     --bin) bin=$2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "simulate-scale.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift 2
@@ -111,7 +115,7 @@ EOF
         for model in "${MODELS[@]}"; do
           "$topo_run" simulate --job "$job" "${map_args[@]}" --model "$work/$model.model" \
             "${rules[@]}" --ops "$ops" --sizes "$sizes" --format json >"$work/out.json"
-          python3 - "$work/out.json" "$n x $r" "$p" "$m" "$model" <<'EOF'
+          python3 - "$work/out.json" "$n x $r" "$p" "$m" "$model" <<'EOF' | tee -a "$work/rows"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 shape, place, net, model = sys.argv[2:6]
@@ -134,3 +138,25 @@ EOF
     done
   done
 done
+
+if (( summary )); then
+  echo
+  echo "| op | bytes | rows | at most 1.000 | best ratio | worst ratio (job) |"
+  echo "|---|---|---|---|---|---|"
+  python3 - "$work/rows" <<'EOF'
+import sys
+groups = {}
+for line in open(sys.argv[1]):
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    job = " ".join(cells[0:4])
+    op, nbytes, ratio = cells[4], int(cells[5]), float(cells[9])
+    groups.setdefault((op, nbytes), []).append((ratio, job))
+order = ["bcast", "reduce", "allreduce", "barrier", "allgather"]
+key = lambda g: (order.index(g[0]) if g[0] in order else len(order), g[1])
+for (op, nbytes) in sorted(groups, key=key):
+    rows = groups[(op, nbytes)]
+    worst = max(rows)
+    ok = sum(1 for r, _ in rows if r <= 1.0)
+    print(f"| {op} | {nbytes} | {len(rows)} | {ok} | {min(rows)[0]:.3f} | {worst[0]:.3f} ({worst[1]}) |")
+EOF
+fi

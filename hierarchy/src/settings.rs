@@ -719,6 +719,21 @@ const ALLGATHER_DEFAULTS_ANY_SIZE: [Rule<AllgatherAlg>; 2] = [
     },
 ];
 
+/// Jobs of 16 to 4,096 ranks on more than one node take the ring (in switch-major,
+/// node-major order) from 4 KiB per rank: `topo-run simulate` predicts it at the flat
+/// ring's time under block placement and 0.75-0.95 of the best flat algorithm under cyclic
+/// placement from 16 KiB, where recursive doubling's network steps and the node's heavy
+/// steps, one after the other, lose to the ring, which overlaps them (docs/simulate.md).
+/// Beyond 4,096 ranks the ring's `n - 1` steps cost more than they save (and the
+/// simulator cannot run them); smaller jobs keep the measured defaults above.
+const ALLGATHER_RING_RANKS: usize = 16;
+
+/// See [`ALLGATHER_RING_RANKS`].
+const ALLGATHER_RING_MAX_RANKS: usize = 4096;
+
+/// See [`ALLGATHER_RING_RANKS`].
+const ALLGATHER_RING_BLOCK: usize = 4 << 10;
+
 /// The variable that sets the most contexts (one shared-memory segment each) a process
 /// of the PMPI library keeps: world's and its congruent communicators'.
 pub const MAX_COMMS_ENV: &str = "TOPO_RUN_MAX_COMMS";
@@ -819,15 +834,36 @@ impl Settings {
         pick(&self.reduce, &REDUCE_DEFAULTS, level, intra, bytes)
     }
 
-    /// The allgather algorithm for a gathered result of `bytes` (all ranks' blocks) in a
-    /// job of `ranks` ranks (the defaults differ for sizes that are not a power of two).
-    pub fn allgather_for(&self, bytes: usize, ranks: usize) -> AllgatherAlg {
-        let defaults: &[Rule<AllgatherAlg>] = if ranks.is_power_of_two() {
-            &ALLGATHER_DEFAULTS
+    /// The built-in Allgather rules for a job of `ranks` ranks on [`Settings::nodes`]
+    /// nodes.
+    fn allgather_defaults(&self, ranks: usize) -> [Rule<AllgatherAlg>; 2] {
+        if self.nodes > 1 && (ALLGATHER_RING_RANKS..=ALLGATHER_RING_MAX_RANKS).contains(&ranks) {
+            let below = (ALLGATHER_RING_BLOCK * ranks) as u64;
+            [
+                Rule {
+                    scope: Scope::Any,
+                    below: Some(below),
+                    algorithm: AllgatherAlg::RecursiveDoubling,
+                },
+                Rule {
+                    scope: Scope::Any,
+                    below: None,
+                    algorithm: AllgatherAlg::Ring,
+                },
+            ]
+        } else if ranks.is_power_of_two() {
+            [ALLGATHER_DEFAULTS[0]; 2]
         } else {
-            &ALLGATHER_DEFAULTS_ANY_SIZE
-        };
-        pick(&self.allgather, defaults, LevelName::World, false, bytes)
+            ALLGATHER_DEFAULTS_ANY_SIZE
+        }
+    }
+
+    /// The allgather algorithm for a gathered result of `bytes` (all ranks' blocks) in a
+    /// job of `ranks` ranks (the defaults differ for sizes that are not a power of two,
+    /// and for large jobs on several nodes).
+    pub fn allgather_for(&self, bytes: usize, ranks: usize) -> AllgatherAlg {
+        let defaults = self.allgather_defaults(ranks);
+        pick(&self.allgather, &defaults, LevelName::World, false, bytes)
     }
 
     /// Every flat Allgather algorithm (`rd`, `ring`) that [`Settings::allgather_for`] may
@@ -835,13 +871,9 @@ impl Settings {
     /// rules: what a context works out at setup, so that no Allgather has to learn about
     /// the other ranks when it starts.
     pub fn flat_allgather_algs(&self, ranks: usize) -> Vec<AllgatherAlg> {
-        let defaults: &[Rule<AllgatherAlg>] = if ranks.is_power_of_two() {
-            &ALLGATHER_DEFAULTS
-        } else {
-            &ALLGATHER_DEFAULTS_ANY_SIZE
-        };
+        let defaults = self.allgather_defaults(ranks);
         let mut algs = Vec::new();
-        for r in self.allgather.iter().chain(defaults) {
+        for r in self.allgather.iter().chain(&defaults) {
             if r.scope.matches(LevelName::World, false)
                 && !matches!(r.algorithm, AllgatherAlg::Hierarchical(_))
                 && !algs.contains(&r.algorithm)
@@ -940,9 +972,31 @@ mod tests {
             s.flat_allgather_algs(4),
             [AllgatherAlg::Ring, AllgatherAlg::RecursiveDoubling]
         );
-        for ranks in [2, 3, 4, 6, 8] {
-            for bytes in [8, 1 << 10, 32 << 10, 1 << 20] {
-                for set in [&d, &s] {
+        // Large jobs on several nodes: the ring from 4 KiB per rank, up to 4,096 ranks.
+        let many = Settings {
+            nodes: 4,
+            ..Settings::default()
+        };
+        assert_eq!(
+            many.flat_allgather_algs(64),
+            [AllgatherAlg::RecursiveDoubling, AllgatherAlg::Ring]
+        );
+        assert_eq!(many.allgather_for(64 << 12, 64), AllgatherAlg::Ring);
+        assert_eq!(
+            many.allgather_for((64 << 12) - 1, 64),
+            AllgatherAlg::RecursiveDoubling
+        );
+        assert_eq!(
+            many.flat_allgather_algs(8),
+            [AllgatherAlg::RecursiveDoubling]
+        );
+        assert_eq!(
+            many.flat_allgather_algs(8192),
+            [AllgatherAlg::RecursiveDoubling]
+        );
+        for ranks in [2, 3, 4, 6, 8, 32, 48] {
+            for bytes in [8, 1 << 10, 32 << 10, 1 << 20, 64 << 20] {
+                for set in [&d, &s, &many] {
                     let alg = set.allgather_for(bytes, ranks);
                     assert!(
                         matches!(alg, AllgatherAlg::Hierarchical(_))

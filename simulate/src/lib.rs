@@ -17,7 +17,7 @@ use std::str::FromStr;
 use topo_hierarchy::remap;
 use topo_hierarchy::remap::halving::HalvingOrder;
 use topo_hierarchy::remap::partition::Placement;
-use topo_hierarchy::settings::AllreduceAlg;
+use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg};
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
 use topo_runtime::allreduce;
 use topo_runtime::nonblocking::iallgather::Order;
@@ -174,7 +174,13 @@ impl Cluster {
         let s = &self.settings;
         if op == Op::Allgather {
             let total = len * n as usize;
-            let order = Order::new(s.allgather_for(total, n as usize), &self.placement).ok_or(
+            let alg = s.allgather_for(total, n as usize);
+            if alg == AllgatherAlg::Ring && n > RING_UP_TO {
+                return Err(format!(
+                    "the settings choose the ring, and a ring over more than {RING_UP_TO} ranks is not simulated"
+                ));
+            }
+            let order = Order::new(alg, &self.placement).ok_or(
                 "the settings choose the hierarchical Allgather, which has no schedule form",
             )?;
             return Ok(Programs::build(n, |r| {
