@@ -77,6 +77,8 @@ struct Job {
     /// The settings the run starts from (the plan's).
     base: Vec<(String, String)>,
     size: i32,
+    /// Nodes in the job (the allreduce defaults depend on it).
+    nodes: u32,
     node: String,
 }
 
@@ -127,6 +129,9 @@ fn job(world: &SimpleCommunicator) -> anyhow::Result<Job> {
     let groups = plan.groups.len() as u32;
     let mut most_groups = 0u32;
     world.all_reduce_into(&groups, &mut most_groups, max);
+    let leader = u32::from(plan.peers.first().is_none_or(|&p| p == plan.rank));
+    let mut nodes = 0u32;
+    world.all_reduce_into(&leader, &mut nodes, SystemOperation::sum());
     let levels = (0..table.len())
         .filter(|&i| all_members[i] >= 2)
         .map(|i| (table[i], all_spans[i] == 0, all_members[i]))
@@ -142,6 +147,7 @@ fn job(world: &SimpleCommunicator) -> anyhow::Result<Job> {
         pipelined: most_groups > 1,
         base,
         size: world.size(),
+        nodes,
         node: plan.node,
     })
 }
@@ -160,12 +166,15 @@ struct State {
     chunks: Vec<(String, String)>,
     /// Ranks in the job (the allgather defaults depend on it).
     ranks: usize,
+    /// Nodes in the job (the allreduce and allgather defaults depend on it).
+    nodes: u32,
 }
 
 impl State {
-    fn new(base: &[(String, String)], ranks: usize) -> Self {
+    fn new(base: &[(String, String)], ranks: usize, nodes: u32) -> Self {
         State {
             ranks,
+            nodes,
             base: base.to_vec(),
             values: BTreeMap::new(),
             tuned: BTreeMap::new(),
@@ -281,8 +290,9 @@ impl State {
 
     /// What the settings pick for `op` at `level` for `bytes` now.
     fn current(&self, op: Op, level: LevelName, intra: bool, bytes: usize) -> String {
-        let s =
+        let mut s =
             Settings::from_pairs(&self.pairs(None, None, None)).expect("tuned settings are valid");
+        s.nodes = self.nodes;
         let alg = match op {
             Op::Bcast => s.bcast_for(level, intra, bytes).to_string(),
             Op::Reduce => s.reduce_for(level, intra, bytes).to_string(),
@@ -579,7 +589,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     drop(main);
     let job = job(&world)?;
     let rank0 = world.rank() == 0;
-    let mut state = State::new(&job.base, job.size as usize);
+    let mut state = State::new(&job.base, job.size as usize, job.nodes);
     let mut run = Run {
         world: &world,
         contexts: Contexts::new(&world),
@@ -655,7 +665,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     // tuned queue settings first (each was judged on the sizes it touches most, and
     // reaches the others too), then, where a loss remains, the tuned rules of its op, so
     // the file is never worse than where tuning started (within the runs' noise).
-    let start = State::new(&job.base, job.size as usize);
+    let start = State::new(&job.base, job.size as usize, job.nodes);
     let mut table = side_by_side(&mut run, &start, &state, &ops, &sizes)?;
     if table.iter().any(|r| r.4) && !state.values.is_empty() {
         run.say(&format!(
@@ -798,7 +808,7 @@ mod tests {
 
     #[test]
     fn a_tuned_level_replaces_the_base_rules_of_its_own_op_only() {
-        let mut s = State::new(&base(), 4);
+        let mut s = State::new(&base(), 4, 1);
         s.tuned
             .insert("bcast", vec![("node".into(), "knomial:4".into())]);
         s.tuned_levels.push(("bcast", "node".into()));
@@ -816,7 +826,7 @@ mod tests {
 
     #[test]
     fn undoing_an_ops_rules_gives_back_where_tuning_started() {
-        let start = State::new(&base(), 4);
+        let start = State::new(&base(), 4, 1);
         let mut s = start.clone();
         s.tuned
             .insert("bcast", vec![("node".into(), "knomial:4".into())]);
@@ -842,7 +852,7 @@ mod tests {
     fn chunk_rules_come_before_the_base_ones_and_undo_per_op() {
         let mut base = base();
         base.push(("chunk".into(), "512K".into()));
-        let mut s = State::new(&base, 4);
+        let mut s = State::new(&base, 4, 1);
         assert_eq!(s.current_chunk(Op::Allreduce, 1 << 20), "512K");
         s.chunks.push(("allreduce<2M".into(), "1M".into()));
         s.chunks.push(("bcast".into(), "64K".into()));

@@ -9,7 +9,9 @@
 //!
 //! Per level the schedules use the configured algorithm's tree: flat or k-nomial
 //! (scatter-allgather and reduce-scatter-gather become binomial trees, the ring top
-//! allreduce becomes recursive doubling). Messages are not pipelined across levels.
+//! allreduce becomes recursive doubling). Messages are not pipelined across levels. The
+//! Allreduce's flat forms (`ring`, `rabenseifner`) and the flat Allgathers run over every
+//! rank as they do when blocking: the blocking call runs the same schedule.
 
 pub mod iallgather;
 pub mod iallreduce;
