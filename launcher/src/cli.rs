@@ -426,7 +426,8 @@ pub struct RuntimeArgs {
 
     /// Allreduce rules: `rb` (reduce, then bcast), `rab:rd` / `rab:ring` (reduce, allreduce
     /// among the top group, bcast), or over every rank in the hierarchy's order `ring` or
-    /// `rabenseifner` (the default from 64K on more than one node), by size, e.g.
+    /// `rabenseifner` (the default on more than one node from 64K, from 8K with 16 ranks or
+    /// more), by size, e.g.
     /// `<64K=rab:rd,*=rabenseifner`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLREDUCE")]
     pub allreduce: Option<String>,

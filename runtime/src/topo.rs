@@ -872,13 +872,15 @@ impl Topo {
         let network = View::meeting_order(&reaching, |r| {
             Some(labels[3 * r as usize + 1]).filter(|&l| l != u32::MAX)
         });
-        // The built-in Allreduce rules depend on the job's nodes (each named by its leader).
+        // The built-in Allreduce rules depend on the job's nodes (each named by its leader)
+        // and ranks.
         settings.nodes = labels
             .iter()
             .step_by(3)
             .copied()
             .collect::<std::collections::BTreeSet<u32>>()
             .len() as u32;
+        settings.ranks = world.size() as u32;
         let mut algs = settings.flat_allgather_algs(world.size() as usize);
         let allreduce = settings.flat_allreduce_algs();
         if allreduce.contains(&AllreduceAlg::Ring) && !algs.contains(&AllgatherAlg::Ring) {

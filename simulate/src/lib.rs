@@ -115,6 +115,7 @@ impl Cluster {
     ) -> topo_hierarchy::Result<Cluster> {
         // As the runtime learns at setup: the built-in Allreduce rules depend on it.
         settings.nodes = job.nodes().len() as u32;
+        settings.ranks = job.size();
         let filter = LevelFilter::all();
         let hierarchy = topo_hierarchy::build(&job, map, &filter)?;
         let digest = Digest::of_job(&job, map, &filter, "");

@@ -293,6 +293,7 @@ impl State {
         let mut s =
             Settings::from_pairs(&self.pairs(None, None, None)).expect("tuned settings are valid");
         s.nodes = self.nodes;
+        s.ranks = self.ranks as u32;
         let alg = match op {
             Op::Bcast => s.bcast_for(level, intra, bytes).to_string(),
             Op::Reduce => s.reduce_for(level, intra, bytes).to_string(),
