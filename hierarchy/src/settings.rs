@@ -663,38 +663,40 @@ const REDUCE_DEFAULTS: [Rule<ReduceAlg>; 2] = [
     },
 ];
 
+/// Two rules for every group: `small` below `below` bytes, `large` from there.
+const fn below_then<A: Copy>(below: u64, small: A, large: A) -> [Rule<A>; 2] {
+    [
+        Rule {
+            scope: Scope::Any,
+            below: Some(below),
+            algorithm: small,
+        },
+        Rule {
+            scope: Scope::Any,
+            below: None,
+            algorithm: large,
+        },
+    ]
+}
+
 /// On one node: the hierarchy's forms, the ring at the top for large messages (pipelined
 /// through the levels below it when blocking).
-const ALLREDUCE_DEFAULTS: [Rule<AllreduceAlg>; 2] = [
-    Rule {
-        scope: Scope::Any,
-        below: Some(64 << 10),
-        algorithm: AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
-    },
-    Rule {
-        scope: Scope::Any,
-        below: None,
-        algorithm: AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring),
-    },
-];
+const ALLREDUCE_DEFAULTS: [Rule<AllreduceAlg>; 2] = below_then(
+    64 << 10,
+    AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
+    AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring),
+);
 
 /// On more than one node: Rabenseifner's in the hierarchy's order from 64 KiB, where
 /// `topo-run simulate` predicts it faster than every flat algorithm and than the
 /// hierarchy's forms on 16 to 1,024 nodes (docs/simulate.md): only a share of each rank's
 /// message crosses the network, from every rank of the node at once. On 2 nodes x 2 it
 /// took 0.49-0.86 of Open MPI's time from 64 KiB to 4 MiB, where `rab:ring` took 0.65-0.91.
-const ALLREDUCE_DEFAULTS_NODES: [Rule<AllreduceAlg>; 2] = [
-    Rule {
-        scope: Scope::Any,
-        below: Some(64 << 10),
-        algorithm: AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
-    },
-    Rule {
-        scope: Scope::Any,
-        below: None,
-        algorithm: AllreduceAlg::Rabenseifner,
-    },
-];
+const ALLREDUCE_DEFAULTS_NODES: [Rule<AllreduceAlg>; 2] = below_then(
+    64 << 10,
+    AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
+    AllreduceAlg::Rabenseifner,
+);
 
 /// Jobs of at least this many ranks on more than one node take Rabenseifner's from 8 KiB:
 /// on 2-128 nodes x 8-128 ranks the simulator predicts it at 0.12-1.006 of the best flat
@@ -705,18 +707,11 @@ const ALLREDUCE_DEFAULTS_NODES: [Rule<AllreduceAlg>; 2] = [
 const ALLREDUCE_EARLY_RANKS: u32 = 16;
 
 /// See [`ALLREDUCE_EARLY_RANKS`].
-const ALLREDUCE_DEFAULTS_MANY: [Rule<AllreduceAlg>; 2] = [
-    Rule {
-        scope: Scope::Any,
-        below: Some(8 << 10),
-        algorithm: AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
-    },
-    Rule {
-        scope: Scope::Any,
-        below: None,
-        algorithm: AllreduceAlg::Rabenseifner,
-    },
-];
+const ALLREDUCE_DEFAULTS_MANY: [Rule<AllreduceAlg>; 2] = below_then(
+    8 << 10,
+    AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
+    AllreduceAlg::Rabenseifner,
+);
 
 /// Recursive doubling for jobs whose size is a power of two: on 1 node x 2 it took
 /// 0.26-1.02 of Open MPI's `MPI_Allgather` from 4 B to 4 MiB per rank, the hierarchical form
@@ -732,18 +727,11 @@ const ALLGATHER_DEFAULTS: [Rule<AllgatherAlg>; 1] = [Rule {
 /// beat the ring's `n - 1`, and the ring from 32 KiB gathered, where Bruck's scratch and
 /// final rotation cost more: on 1 node x 3 the ring took 0.75-0.85 of Bruck's time from
 /// 16 KiB per rank (48 KiB gathered) up and 0.6-0.9 from 1 MiB (docs/runtime.md).
-const ALLGATHER_DEFAULTS_ANY_SIZE: [Rule<AllgatherAlg>; 2] = [
-    Rule {
-        scope: Scope::Any,
-        below: Some(32 << 10),
-        algorithm: AllgatherAlg::RecursiveDoubling,
-    },
-    Rule {
-        scope: Scope::Any,
-        below: None,
-        algorithm: AllgatherAlg::Ring,
-    },
-];
+const ALLGATHER_DEFAULTS_ANY_SIZE: [Rule<AllgatherAlg>; 2] = below_then(
+    32 << 10,
+    AllgatherAlg::RecursiveDoubling,
+    AllgatherAlg::Ring,
+);
 
 /// Jobs of 16 to 4,096 ranks on more than one node take the ring (in switch-major,
 /// node-major order) from 4 KiB per rank: `topo-run simulate` predicts it at the flat
@@ -865,18 +853,7 @@ impl Settings {
     fn allgather_defaults(&self, ranks: usize) -> [Rule<AllgatherAlg>; 2] {
         if self.nodes > 1 && (ALLGATHER_RING_RANKS..=ALLGATHER_RING_MAX_RANKS).contains(&ranks) {
             let below = (ALLGATHER_RING_BLOCK * ranks) as u64;
-            [
-                Rule {
-                    scope: Scope::Any,
-                    below: Some(below),
-                    algorithm: AllgatherAlg::RecursiveDoubling,
-                },
-                Rule {
-                    scope: Scope::Any,
-                    below: None,
-                    algorithm: AllgatherAlg::Ring,
-                },
-            ]
+            below_then(below, AllgatherAlg::RecursiveDoubling, AllgatherAlg::Ring)
         } else if ranks.is_power_of_two() {
             [ALLGATHER_DEFAULTS[0]; 2]
         } else {

@@ -176,10 +176,8 @@ impl Cluster {
         if op == Op::Allgather {
             let total = len * n as usize;
             let alg = s.allgather_for(total, n as usize);
-            if alg == AllgatherAlg::Ring && n > RING_UP_TO {
-                return Err(format!(
-                    "the settings choose the ring, and a ring over more than {RING_UP_TO} ranks is not simulated"
-                ));
+            if alg == AllgatherAlg::Ring {
+                ring_fits(n)?;
             }
             let order = Order::new(alg, &self.placement).ok_or(
                 "the settings choose the hierarchical Allgather, which has no schedule form",
@@ -194,11 +192,7 @@ impl Cluster {
         let elem = if len.is_multiple_of(8) { 8 } else { 1 };
         match (op, s.allreduce_for(len)) {
             (Op::Allreduce, AllreduceAlg::Ring) => {
-                if n > RING_UP_TO {
-                    return Err(format!(
-                        "the settings choose the ring, and a ring over more than {RING_UP_TO} ranks is not simulated"
-                    ));
-                }
+                ring_fits(n)?;
                 let pos = remap::ring_positions(&self.placement);
                 return Ok(Programs::build(n, |r| {
                     let peers = remap::ring_peers(&pos, r).expect(PERMUTATION);
@@ -235,6 +229,16 @@ impl Cluster {
     pub fn run(&self, programs: &Programs, model: &CostModel) -> Result<Outcome, SimError> {
         engine::run(programs, &self.places, model)
     }
+}
+
+/// Whether topo-run's ring over `n` ranks, which the settings choose, is simulated.
+fn ring_fits(n: u32) -> Result<(), String> {
+    if n > RING_UP_TO {
+        return Err(format!(
+            "the settings choose the ring, and a ring over more than {RING_UP_TO} ranks is not simulated"
+        ));
+    }
+    Ok(())
 }
 
 /// A flat algorithm: its name and rank `r`'s program among `n` for `m` bytes.

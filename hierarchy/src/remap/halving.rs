@@ -18,8 +18,8 @@
 //! odd size leaves one rank that pairs with another node's), so the fold stays inside the
 //! nodes; the others keep node-major order for their slots.
 
-use super::major;
 use super::partition::Placement;
+use super::{bitrev, major};
 
 /// The fold of a job that is not a power of two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,15 +53,6 @@ pub struct HalvingPeers {
 pub struct HalvingOrder {
     part: Vec<(Fold, u32)>,
     rank_at: Vec<u32>,
-}
-
-/// `x` with its low `bits` bits reversed.
-fn bitrev(x: u32, bits: u32) -> u32 {
-    if bits == 0 {
-        0
-    } else {
-        x.reverse_bits() >> (32 - bits)
-    }
 }
 
 impl HalvingOrder {
@@ -142,14 +133,7 @@ impl HalvingOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn block(nodes: u32, per: u32) -> Vec<u32> {
-        (0..nodes * per).map(|r| r / per).collect()
-    }
-
-    fn cyclic(nodes: u32, per: u32) -> Vec<u32> {
-        (0..nodes * per).map(|r| r % nodes).collect()
-    }
+    use crate::remap::tests::{block, cyclic};
 
     /// Bytes per rank that cross between nodes for a message of `q` units, halving and
     /// doubling both (fold excluded).

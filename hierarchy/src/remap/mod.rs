@@ -360,11 +360,11 @@ pub fn ring_blocks_between_nodes(node_of: &[u32], pos: &[u32]) -> u64 {
 mod tests {
     use super::*;
 
-    fn block(nodes: u32, per: u32) -> Vec<u32> {
+    pub(super) fn block(nodes: u32, per: u32) -> Vec<u32> {
         (0..nodes * per).map(|r| r / per).collect()
     }
 
-    fn cyclic(nodes: u32, per: u32) -> Vec<u32> {
+    pub(super) fn cyclic(nodes: u32, per: u32) -> Vec<u32> {
         (0..nodes * per).map(|r| r % nodes).collect()
     }
 
