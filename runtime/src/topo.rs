@@ -22,6 +22,7 @@ use crate::nonblocking::iallgather::{Exchange, Order};
 use crate::plain::{self, MpiCombine};
 use crate::reduce::Scratch;
 use crate::serial_lock::SerialLock;
+use crate::transport::Transport;
 use crate::transport::mpi::{MpiTransport, private_comm};
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
@@ -605,6 +606,60 @@ impl Topo {
             if me == 0 {
                 t.sort_by(f64::total_cmp);
                 out.push((peer, t[t.len() / 2]));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Measures topo-run's own shared-memory path between this node's first local rank
+    /// and each other local rank in turn, as a collective's step uses it (the queues, or
+    /// single copy where the message is large enough): per peer, its world rank and the
+    /// one-way time of `bytes`, half the median of `iters` round trips, in microseconds.
+    /// Every other rank gets an empty list, as do all ranks when the collectives go to
+    /// MPI's own. Collective: every rank of the world calls it, with the same arguments.
+    pub fn queue_transfer(&mut self, bytes: usize, iters: usize) -> Result<Vec<(u32, f64)>> {
+        let mut core = self.quiesced();
+        let mut shm = core.hier.as_mut().and_then(|h| h.links.shm.as_mut());
+        let (me, peers) = shm
+            .as_ref()
+            .map_or((0, Vec::new()), |s| (s.local_index(), s.peers().to_vec()));
+        let most = pmpi_allreduce_i32(
+            &self.world,
+            peers.len() as i32,
+            SystemOperation::max().as_raw(),
+        );
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; bytes];
+        for j in 1..most.max(1) as usize {
+            // Pairs take turns, so that no other pair of the node shares the cores.
+            // SAFETY: a live communicator; every rank makes the same calls.
+            unsafe { ffi::PMPI_Barrier(self.world.as_raw()) };
+            let Some(shm) = shm
+                .as_deref_mut()
+                .filter(|_| j < peers.len() && (me == 0 || me == j))
+            else {
+                continue;
+            };
+            let leads = me == 0;
+            let peer = peers[if leads { j } else { 0 }];
+            let warm = iters / 10 + 2;
+            let mut round_trips = Vec::with_capacity(iters);
+            for i in 0..warm + iters.max(1) {
+                let t0 = std::time::Instant::now();
+                if leads {
+                    shm.send(&[peer], &buf)?;
+                    shm.recv(peer, &mut buf)?;
+                } else {
+                    shm.recv(peer, &mut buf)?;
+                    shm.send(&[peer], &buf)?;
+                }
+                if i >= warm {
+                    round_trips.push(t0.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+            if leads {
+                round_trips.sort_by(f64::total_cmp);
+                out.push((peer, round_trips[round_trips.len() / 2] / 2.0));
             }
         }
         Ok(out)

@@ -3,54 +3,101 @@
 //! site.model`), and writes them as a model file.
 //!
 //! Rank 0 measures a ping-pong with each other rank in turn (the others sleep in a barrier):
-//! one-way times of 8 bytes and of 1 MiB, medians of many round trips, give the latency
-//! `alpha = t(8) - 8 / bandwidth` and the bandwidth `(1 MiB - 8) / (t(1 MiB) - t(8))`. The
-//! pair's link class is `node` if both ranks are on one node (Slurm's `SLURMD_NODENAME`,
-//! else the host name), else `leaf`, `spine` or `world` by the network map (`world`
-//! without one). Each class takes the lowest latency and the highest bandwidth of its
+//! one-way times (medians of many round trips, halved) at every size of [`SIZES`], from 8
+//! bytes to 1 MiB. The smallest and the largest give the latency `alpha = t(8) - 8 /
+//! bandwidth` and the bandwidth `(1 MiB - 8) / (t(1 MiB) - t(8))`; every size above 8 bytes
+//! is one of the link's measured points, which the model follows between them (real paths
+//! change protocol with the size). The pair's link class is `node` if both ranks are on one node
+//! (Slurm's `SLURMD_NODENAME`, else the host name), else `leaf`, `spine` or `world` by the
+//! network map (`world` without one). Each class takes, size by size, the fastest of its
 //! pairs (two ranks that share a core measure the scheduler). Classes no pair measured
 //! take the value of the nearest measured class: the classes inside a node from `node`
 //! (one binding's classes are not told apart here), the network classes from the nearest
-//! one measured. `copy` and `reduce` are memory copies and sums of 1 MiB on rank 0, and
-//! the interface's bandwidth `nic` is the fastest network bandwidth measured. The reduce
-//! rate beyond the cache, the interface's message rate and the call overhead are not
-//! measured: they keep the defaults.
+//! one measured. `copy` and `reduce` are memory copies and sums of 1 MiB on rank 0, the
+//! reduce rate beyond the cache (`memory`) a sum of 64 MiB, and the interface's bandwidth
+//! `nic` is the fastest network bandwidth measured. Each MPI pair also times an exchange
+//! of 1 MiB, both ranks sending at once: where it takes more than 1.5 times the one way
+//! between nodes, the network is half duplex (`nic duplex=half`: emulated nodes on one
+//! host, whose network is the host's TCP stack on the same cores).
+//!
+//! Started by topo-run (`srun topo-run simulate --calibrate` plans the step), the classes
+//! inside a node are measured through topo-run's own shared memory instead of MPI's, as
+//! the collectives' steps use it ([`Topo::queue_transfer`]), by the same round trips. On a
+//! step of two ranks on one node, the call overhead is a chain of topo-run's 8-byte
+//! broadcasts, the root moving every call, less the queue's one way. The interface's
+//! message rate is not measured (one pair at a time cannot load an interface): it keeps
+//! its default.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use mpi::collective::CommunicatorCollectives;
+use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use topo_hierarchy::NetworkMap;
+use topo_runtime::{Result, Topo};
 
-use crate::model::{CostModel, Link, LinkClass};
+use crate::model::{CostModel, Link, LinkClass, Points};
 
-/// The small and the large message of the ping-pong.
-const SMALL: usize = 8;
+/// The ping-pong's message sizes and round trips per size: the first gives the latency,
+/// the last the bandwidth, those between the links' points.
+pub const SIZES: [(usize, usize); 7] = [
+    (8, 2000),
+    (1 << 10, 1000),
+    (4 << 10, 1000),
+    (16 << 10, 300),
+    (64 << 10, 300),
+    (256 << 10, 100),
+    (1 << 20, 100),
+];
+/// An exchange of the largest size that takes more than this many times its one way
+/// shows a half-duplex network.
+const HALF_DUPLEX: f64 = 1.5;
+/// The operands of the sum that no cache holds.
+const HUGE: usize = 64 << 20;
+/// The sums and copies timed on rank 0 (in cache).
 const LARGE: usize = 1 << 20;
 
-/// One pair's measurement.
+/// One-way times in microseconds at each of [`SIZES`].
+pub type Times = [f64; SIZES.len()];
+
+/// One pair's measurement: rank 0 and `peer`, through MPI or topo-run's shared memory.
 #[derive(Debug, Clone, Copy)]
 pub struct Pair {
     /// The other rank.
-    pub peer: i32,
+    pub peer: u32,
     /// The link class between rank 0 and it.
     pub class: LinkClass,
-    /// One-way time of `SMALL` bytes, in microseconds.
-    pub small_us: f64,
-    /// One-way time of `LARGE` bytes, in microseconds.
-    pub large_us: f64,
+    /// One-way times at each size.
+    pub times: Times,
+    /// Both ranks sending the largest size to each other at once: the time until both
+    /// have arrived, in microseconds (MPI's pairs only).
+    pub exchange_us: Option<f64>,
 }
 
-impl Pair {
-    fn link(&self) -> Link {
-        let bytes_per_us = (LARGE - SMALL) as f64 / (self.large_us - self.small_us).max(1e-3);
-        Link {
-            alpha_us: (self.small_us - SMALL as f64 / bytes_per_us).max(0.0),
-            bytes_per_us,
-        }
+/// The link of one-way `times`: latency and bandwidth from the smallest and the largest
+/// size, every size above the smallest as a point (times made non-decreasing: a median
+/// below a smaller size's is noise), the bandwidth beyond the largest.
+fn link_of(times: &Times) -> Link {
+    let (first, last) = (SIZES[0].0, SIZES[SIZES.len() - 1].0);
+    let bytes_per_us = (last - first) as f64 / (times[times.len() - 1] - times[0]).max(1e-3);
+    let mut link = Link::new(
+        (times[0] - first as f64 / bytes_per_us).max(0.0),
+        bytes_per_us,
+    );
+    let mut floor = link.alpha_us;
+    let between = SIZES[1..]
+        .iter()
+        .zip(&times[1..])
+        .map(|(&(bytes, _), &t)| {
+            floor = floor.max(t);
+            (bytes as u64, floor)
+        })
+        .collect::<Vec<_>>();
+    if let Ok(points) = Points::new(&between) {
+        link.points = points;
     }
+    link
 }
 
 /// This rank's node: Slurm's name for it (the dev cluster's nodes share one host), else
@@ -92,6 +139,24 @@ fn ping_pong(world: &SimpleCommunicator, peer: i32, bytes: usize, iters: usize) 
     median(times)
 }
 
+/// The time of both ranks sending `bytes` to each other at once, rank 0 and `peer`: the
+/// median of `iters` exchanges. Both ranks call it.
+fn exchange(world: &SimpleCommunicator, peer: i32, bytes: usize, iters: usize) -> f64 {
+    let me = world.rank();
+    let out = vec![0u8; bytes];
+    let mut buf = vec![0u8; bytes];
+    let other = world.process_at_rank(if me == 0 { peer } else { 0 });
+    let mut times = Vec::with_capacity(iters);
+    for i in 0..iters + iters / 10 + 2 {
+        let t0 = Instant::now();
+        mpi::point_to_point::send_receive_into(&out[..], &other, &mut buf[..], &other);
+        if i >= iters / 10 + 2 {
+            times.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    median(times)
+}
+
 /// A barrier that sleeps while it waits, so that the ranks not measuring leave the cores
 /// to the two that are (MPI's own barrier spins, and ranks may outnumber cores).
 fn sleepy_barrier(world: &SimpleCommunicator) {
@@ -123,12 +188,72 @@ fn timed(iters: usize, mut f: impl FnMut()) -> f64 {
     )
 }
 
-/// Measures on every rank of `world` (each must call it); rank 0 gets the model and the
-/// pairs, the others `None`.
+/// What the measurement found, at rank 0.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The model the measurements give.
+    pub model: CostModel,
+    /// MPI's ping-pong between rank 0 and each other rank.
+    pub pairs: Vec<Pair>,
+    /// topo-run's shared memory between rank 0 and each rank of its node (empty when the
+    /// step was not started by topo-run, or rank 0 is alone on its node).
+    pub queues: Vec<Pair>,
+    /// The one-way time of a chain of topo-run's 8-byte broadcasts on two ranks of one
+    /// node, in microseconds (`None` on other steps).
+    pub chain_us: Option<f64>,
+}
+
+/// topo-run's shared memory between rank 0 and each rank of its node, and on a step of
+/// two ranks on one node the one-way time of topo-run's chained 8-byte broadcasts.
+/// Collective over `world`.
+fn measure_topo(world: &SimpleCommunicator, topo: &mut Topo) -> Result<(Vec<Pair>, Option<f64>)> {
+    let mut queues: Vec<Pair> = Vec::new();
+    for (i, &(bytes, iters)) in SIZES.iter().enumerate() {
+        for (k, (peer, t)) in topo.queue_transfer(bytes, iters)?.into_iter().enumerate() {
+            if i == 0 {
+                queues.push(Pair {
+                    peer,
+                    class: LinkClass::Node,
+                    times: [0.0; SIZES.len()],
+                    exchange_us: None,
+                });
+            }
+            queues[k].times[i] = t;
+        }
+    }
+    let mut on_one_node = [u8::from(topo.local().is_some_and(|(_, n)| n == 2))];
+    world
+        .process_at_rank(0)
+        .broadcast_into(&mut on_one_node[..]);
+    let chain = (world.size() == 2 && on_one_node[0] == 1 && topo.is_hierarchical()).then(|| {
+        let mut buf = [0u64];
+        let calls = 2000;
+        for r in 0..100 {
+            topo.broadcast_into(r % 2, &mut buf[..]);
+        }
+        median(
+            (0..20)
+                .map(|_| {
+                    let t0 = Instant::now();
+                    for r in 0..calls {
+                        topo.broadcast_into(r % 2, &mut buf[..]);
+                    }
+                    t0.elapsed().as_secs_f64() * 1e6 / calls as f64
+                })
+                .collect(),
+        )
+    });
+    Ok((queues, chain))
+}
+
+/// Measures on every rank of `world` (each must call it); rank 0 gets what it found, the
+/// others `None`. With `topo` (a context of the step, started by topo-run), the classes
+/// inside the node are those of topo-run's own shared memory.
 pub fn measure(
     world: &SimpleCommunicator,
     map: Option<&NetworkMap>,
-) -> Option<(CostModel, Vec<Pair>)> {
+    topo: Option<&mut Topo>,
+) -> Result<Option<Measured>> {
     let me = world.rank();
     let n = world.size();
     // Every rank's node name, gathered at rank 0 (fixed-width, zero-padded).
@@ -161,23 +286,31 @@ pub fn measure(
     for peer in 1..n {
         sleepy_barrier(world);
         if me == 0 || me == peer {
-            let small_us = ping_pong(world, peer, SMALL, 2000);
-            let large_us = ping_pong(world, peer, LARGE, 100);
+            let mut times = [0.0; SIZES.len()];
+            for (t, &(bytes, iters)) in times.iter_mut().zip(&SIZES) {
+                *t = ping_pong(world, peer, bytes, iters);
+            }
+            let (largest, iters) = SIZES[SIZES.len() - 1];
+            let exchange_us = exchange(world, peer, largest, iters);
             if me == 0 {
                 pairs.push(Pair {
-                    peer,
+                    peer: peer as u32,
                     class: class_of(peer),
-                    small_us,
-                    large_us,
+                    times,
+                    exchange_us: Some(exchange_us),
                 });
             }
         }
     }
     sleepy_barrier(world);
+    let (queues, chain_us) = match topo {
+        Some(topo) => measure_topo(world, topo)?,
+        None => (Vec::new(), None),
+    };
     if me != 0 {
-        return None;
+        return Ok(None);
     }
-    // Copies and sums of LARGE bytes on this rank.
+    // Copies and sums of LARGE bytes on this rank, and sums of HUGE.
     let src = vec![1.0f64; LARGE / 8];
     let mut dst = vec![0.0f64; LARGE / 8];
     let copy_us = timed(200, || {
@@ -190,36 +323,47 @@ pub fn measure(
         }
         std::hint::black_box(&mut dst);
     });
+    let (big_src, mut big_dst) = (vec![1.0f64; HUGE / 8], vec![0.0f64; HUGE / 8]);
+    let memory_us = timed(5, || {
+        for (d, s) in big_dst.iter_mut().zip(&big_src) {
+            *d += *s;
+        }
+        std::hint::black_box(&mut big_dst);
+    });
     let mut model = CostModel {
         copy_bytes_per_us: LARGE as f64 / copy_us,
         reduce_bytes_per_us: LARGE as f64 / reduce_us,
+        reduce_memory_bytes_per_us: HUGE as f64 / memory_us,
         ..CostModel::default()
     };
-    // Per class, the fastest of its pairs: the lowest latency and the highest bandwidth.
-    // (Two ranks that share a core, as ranks of emulated nodes on one host can, measure
-    // the scheduler's time slice instead of the link.)
-    let mut measured: BTreeMap<LinkClass, Link> = BTreeMap::new();
-    for p in &pairs {
-        let l = p.link();
-        let best = measured.entry(p.class).or_insert(l);
-        best.alpha_us = best.alpha_us.min(l.alpha_us);
-        best.bytes_per_us = best.bytes_per_us.max(l.bytes_per_us);
+    // Per class, size by size, the fastest of its pairs. (Two ranks that share a core, as
+    // ranks of emulated nodes on one host can, measure the scheduler's time slice instead
+    // of the link.) Inside the node, topo-run's own shared memory where it was measured.
+    let mut fastest: BTreeMap<LinkClass, Times> = BTreeMap::new();
+    let mpi_pairs = pairs
+        .iter()
+        .filter(|p| p.class != LinkClass::Node || queues.is_empty());
+    for p in queues.iter().chain(mpi_pairs) {
+        let best = fastest.entry(p.class).or_insert(p.times);
+        for (b, t) in best.iter_mut().zip(&p.times) {
+            *b = b.min(*t);
+        }
     }
+    let measured: BTreeMap<LinkClass, Link> =
+        fastest.iter().map(|(c, t)| (*c, link_of(t))).collect();
     for c in LinkClass::ALL {
         // The class itself, else the nearest measured one on the same side of the node
         // boundary, else the nearest at all.
-        let near = |c: LinkClass| {
-            measured
-                .iter()
-                .min_by_key(|(m, _)| {
-                    (
-                        m.is_network() != c.is_network(),
-                        (**m as i32 - c as i32).abs(),
-                    )
-                })
-                .map(|(_, l)| *l)
-        };
-        if let Some(l) = near(c) {
+        let near = measured
+            .iter()
+            .min_by_key(|(m, _)| {
+                (
+                    m.is_network() != c.is_network(),
+                    (**m as i32 - c as i32).abs(),
+                )
+            })
+            .map(|(_, l)| *l);
+        if let Some(l) = near {
             model.links[c as usize] = l;
         }
     }
@@ -231,28 +375,109 @@ pub fn measure(
     {
         model.nic_bytes_per_us = fastest;
     }
-    Some((model, pairs))
+    // The network's exchanges: full duplex takes about one way's time, half duplex two.
+    // The fastest pair between nodes decides.
+    let last = SIZES.len() - 1;
+    if let Some((exchange, one_way)) = pairs
+        .iter()
+        .filter(|p| p.class.is_network())
+        .filter_map(|p| Some((p.exchange_us?, p.times[last])))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+    {
+        model.nic_half_duplex = exchange > HALF_DUPLEX * one_way;
+    }
+    if let (Some(chain), Some(node)) = (chain_us, measured.get(&LinkClass::Node)) {
+        model.call_us = (chain - node.one_way_us(SIZES[0].0 as u64)).max(0.0);
+    }
+    Ok(Some(Measured {
+        model,
+        pairs,
+        queues,
+        chain_us,
+    }))
 }
 
 /// The model file, with the measurements in its comments.
-pub fn file_text(model: &CostModel, pairs: &[Pair]) -> String {
-    let mut out = String::from(
-        "# Measured by `topo-run simulate --calibrate`: one-way times (medians of round trips)\n\
-         # between rank 0 and each rank, 8 bytes and 1 MiB:\n",
+pub fn file_text(m: &Measured) -> String {
+    let sizes = SIZES
+        .iter()
+        .map(|&(b, _)| match b {
+            b if b >= 1 << 20 => format!("{}M", b >> 20),
+            b if b >= 1 << 10 => format!("{}K", b >> 10),
+            b => b.to_string(),
+        })
+        .map(|s| format!(" {s:>8}"))
+        .collect::<String>();
+    let rows = |out: &mut String, pairs: &[Pair], what: &str| {
+        for p in pairs {
+            let times = p
+                .times
+                .iter()
+                .map(|t| format!(" {t:>8.2}"))
+                .collect::<String>();
+            let exchange = p
+                .exchange_us
+                .map_or(String::new(), |x| format!("  (exchange {x:.2})"));
+            out.push_str(&format!(
+                "#   0-{:<5} {:<6} {what:<6}{times}{exchange}\n",
+                p.peer,
+                p.class.name()
+            ));
+        }
+    };
+    let mut out = format!(
+        "# Measured by `topo-run simulate --calibrate`: one-way times in us (medians of round\n\
+         # trips, halved) between rank 0 and each rank, by message size in bytes, and the\n\
+         # time of both sending the largest size to each other at once (`exchange`):\n\
+         #   pair    class  path  {sizes}\n"
     );
-    for p in pairs {
-        let l = p.link();
-        out.push_str(&format!(
-            "#   rank 0 - rank {:<5} {:<6} {:>9.2} us {:>10.1} us   alpha {:.2} us, {:.2} GB/s\n",
-            p.peer,
-            p.class.name(),
-            p.small_us,
-            p.large_us,
-            l.alpha_us,
-            l.bytes_per_us / 1e3
-        ));
+    rows(&mut out, &m.pairs, "MPI");
+    rows(&mut out, &m.queues, "queues");
+    if m.queues.is_empty() {
+        out.push_str(
+            "# The classes inside a node are MPI's: the step was not started by topo-run\n\
+             # (srun topo-run simulate --calibrate), or rank 0 is alone on its node.\n",
+        );
+    } else {
+        out.push_str("# The classes inside a node are topo-run's queues.\n");
+    }
+    match m.chain_us {
+        Some(chain) => out.push_str(&format!(
+            "# topo-run's 8-byte broadcasts chained on the two ranks: {chain:.3} us a call; less\n\
+             # the queue's one way, the call overhead.\n"
+        )),
+        None => out.push_str(
+            "# The call overhead is the default: it is measured on a step of two ranks on one\n\
+             # node started by topo-run.\n",
+        ),
     }
     out.push_str("# Classes not measured take the nearest measured class's values.\n");
-    out.push_str(&model.to_text());
+    out.push_str(&m.model.to_text());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_links_ends_give_latency_and_bandwidth_and_the_sizes_between_its_points() {
+        // 0.5 us + 1 GB/s at the ends; a bump at 4 KiB that 16 KiB's median undercuts.
+        let times = [0.508, 2.0, 6.0, 5.0, 70.0, 300.0, 1049.076];
+        let l = link_of(&times);
+        assert!((l.bytes_per_us - 1000.0).abs() < 1e-6, "{l:?}");
+        assert!((l.alpha_us - 0.5).abs() < 1e-9, "{l:?}");
+        let points = l.points.as_slice();
+        assert_eq!(points.len(), SIZES.len() - 1);
+        assert_eq!(points[0], (1024, 2.0));
+        // Not decreasing: 16 KiB takes 4 KiB's time.
+        assert_eq!(points[2], (16 << 10, 6.0));
+        assert!(
+            (l.one_way_us(8) - times[0]).abs() < 0.01,
+            "{}",
+            l.one_way_us(8)
+        );
+        assert_eq!(l.one_way_us(64 << 10), 70.0);
+        assert!((l.one_way_us(1 << 20) - times[6]).abs() < 1e-6);
+    }
 }

@@ -258,10 +258,23 @@ impl Sim<'_> {
         let link = *self.model.link(class);
         let mut start = t;
         if class.is_network() {
-            let free = &mut self.nic_free[self.places.node_of(r) as usize];
-            start = start.max(*free);
-            *free =
+            // The sender's interface, and with half duplex the receiver's too, carry the
+            // message one after another with the others they carry.
+            let (from, to) = (
+                self.places.node_of(r) as usize,
+                self.places.node_of(d) as usize,
+            );
+            let half = self.model.nic_half_duplex;
+            start = start.max(self.nic_free[from]);
+            if half {
+                start = start.max(self.nic_free[to]);
+            }
+            let until =
                 start + (bytes as f64 / self.model.nic_bytes_per_us).max(self.model.nic_message_us);
+            self.nic_free[from] = until;
+            if half {
+                self.nic_free[to] = until;
+            }
         }
         let busy = start + link.transfer_us(bytes);
         let arrival = busy + link.alpha_us;

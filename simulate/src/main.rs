@@ -82,7 +82,8 @@ struct Args {
     print_model: bool,
     /// Measure the model's parameters on this machine and write them to FILE: run it as a
     /// job step over the nodes to measure, e.g. `srun -N2 --ntasks-per-node=2 --mpi=pmix
-    /// topo-run simulate --calibrate site.model [--network-map FILE]`.
+    /// topo-run simulate --calibrate site.model [--network-map FILE]` (the classes inside
+    /// a node through topo-run's own shared memory; on 1 node x 2 also the call overhead).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["job", "print_model"])]
     calibrate: Option<PathBuf>,
 }
@@ -249,8 +250,14 @@ fn calibrate(out: &Path, map: Option<&Path>) -> Result<(), Fail> {
                 .into(),
         ));
     }
-    if let Some((model, pairs)) = topo_simulate::calibrate::measure(&world, map.as_ref()) {
-        let text = topo_simulate::calibrate::file_text(&model, &pairs);
+    // Started by topo-run, the classes inside a node are measured through its own shared
+    // memory; otherwise (no plan) the context hands everything to MPI and measures nothing.
+    let mut topo = topo_runtime::Topo::from_env(&world)
+        .map_err(|e| Fail(code::INTERNAL, format!("cannot set up topo-run: {e}")))?;
+    let measured = topo_simulate::calibrate::measure(&world, map.as_ref(), Some(&mut topo))
+        .map_err(|e| Fail(code::INTERNAL, format!("calibration failed: {e}")))?;
+    if let Some(measured) = measured {
+        let text = topo_simulate::calibrate::file_text(&measured);
         std::fs::write(out, &text).map_err(|e| {
             Fail(
                 code::INPUT_UNREADABLE,

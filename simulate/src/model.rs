@@ -104,19 +104,131 @@ impl FromStr for LinkClass {
     }
 }
 
-/// Latency and bandwidth of one link class.
+/// Latency and bandwidth of one link class, and measured one-way times between.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Link {
     /// Latency, in microseconds.
     pub alpha_us: f64,
     /// Bandwidth, in bytes per microsecond (MB/s).
     pub bytes_per_us: f64,
+    /// One-way times measured at sizes between (`points=`), which a message of a size in
+    /// their range takes instead of `alpha + m / bandwidth`: real paths change protocol
+    /// with the size (inline in a control line, through fragments, by single copy).
+    pub points: Points,
 }
 
 impl Link {
-    /// The time for `bytes` to pass, latency excluded.
+    /// A link without measured points.
+    pub fn new(alpha_us: f64, bytes_per_us: f64) -> Link {
+        Link {
+            alpha_us,
+            bytes_per_us,
+            points: Points::default(),
+        }
+    }
+
+    /// The time from the start of a send of `bytes` to its arrival: `alpha + bytes /
+    /// bandwidth`; with measured points, the straight line between the two that enclose
+    /// `bytes` (from `(0, alpha)`), and beyond the last one its time plus the rest at the
+    /// bandwidth.
+    pub fn one_way_us(&self, bytes: u64) -> f64 {
+        let mut below = (0u64, self.alpha_us);
+        for &(b, t) in self.points.as_slice() {
+            if bytes <= b {
+                let span = (b - below.0) as f64;
+                let part = if span > 0.0 {
+                    (bytes - below.0) as f64 / span
+                } else {
+                    1.0
+                };
+                return below.1 + part * (t - below.1);
+            }
+            below = (b, t);
+        }
+        below.1 + (bytes - below.0) as f64 / self.bytes_per_us
+    }
+
+    /// The time for `bytes` to pass, latency excluded: how long the sender is busy.
     pub fn transfer_us(&self, bytes: u64) -> f64 {
-        bytes as f64 / self.bytes_per_us
+        (self.one_way_us(bytes) - self.alpha_us).max(0.0)
+    }
+}
+
+/// Up to [`Points::MAX`] one-way times by message size, sizes increasing and times not
+/// decreasing.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Points {
+    len: usize,
+    at: [(u64, f64); Points::MAX],
+}
+
+impl Points {
+    /// The most points a link holds.
+    pub const MAX: usize = 8;
+
+    /// The points of `(bytes, one-way us)` pairs: at most [`Points::MAX`], sizes
+    /// increasing, times not decreasing.
+    pub fn new(points: &[(u64, f64)]) -> Result<Points, String> {
+        if points.len() > Self::MAX {
+            return Err(format!("at most {} points", Self::MAX));
+        }
+        for w in points.windows(2) {
+            if w[1].0 <= w[0].0 {
+                return Err("point sizes must increase".into());
+            }
+            if w[1].1 < w[0].1 {
+                return Err("point times must not decrease with the size".into());
+            }
+        }
+        let mut at = [(0, 0.0); Self::MAX];
+        at[..points.len()].copy_from_slice(points);
+        Ok(Points {
+            len: points.len(),
+            at,
+        })
+    }
+
+    /// The points, smallest size first.
+    pub fn as_slice(&self) -> &[(u64, f64)] {
+        &self.at[..self.len]
+    }
+
+    /// `SIZE:TIME,...` as a model file writes them (empty without points).
+    fn to_text(self) -> String {
+        self.as_slice()
+            .iter()
+            .map(|&(b, t)| format!("{}:{}us", size_text(b), round(t)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Reads `SIZE:TIME,...`, e.g. `1KiB:0.65us,64KiB:10.5us`.
+    fn parse(v: &str) -> Result<Points, String> {
+        let mut points = Vec::new();
+        for p in v.split(',') {
+            let (b, t) = p
+                .split_once(':')
+                .ok_or_else(|| format!("point {p:?} is not SIZE:TIME, e.g. 4KiB:1.2us"))?;
+            points.push((parse_size(b)?, parse_time_us(t)?));
+        }
+        Points::new(&points)
+    }
+}
+
+impl serde::Serialize for Points {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.as_slice().serialize(s)
+    }
+}
+
+/// `bytes` in the largest unit that divides it: `B`, `KiB` or `MiB`.
+fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{}MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
+        format!("{}KiB", bytes >> 10)
+    } else {
+        format!("{bytes}B")
     }
 }
 
@@ -149,6 +261,11 @@ pub struct CostModel {
     /// The network interface's time per message (the inverse of its message rate,
     /// LogGP's `g`): a message holds the interface for at least this long, however small.
     pub nic_message_us: f64,
+    /// Whether a node's interface carries one message at a time in both directions
+    /// together (`duplex=half`): a message then holds the receiving node's interface too.
+    /// Real network adapters are full duplex; emulated nodes on one host, whose "network"
+    /// is the host's TCP stack on the same cores, are not.
+    pub nic_half_duplex: bool,
     /// The cost of a collective call on each rank before its first step (entering the
     /// library, choosing the algorithm), in microseconds.
     pub call_us: f64,
@@ -161,10 +278,7 @@ impl Default for CostModel {
     /// interface sends 150 million messages a second; sums at 5 GB/s in cache and
     /// 2.5 GB/s beyond 1 MiB; 0.2 us to enter a collective.
     fn default() -> Self {
-        let link = |alpha_us: f64, gb_per_s: f64| Link {
-            alpha_us,
-            bytes_per_us: gb_per_s * 1e3,
-        };
+        let link = |alpha_us: f64, gb_per_s: f64| Link::new(alpha_us, gb_per_s * 1e3);
         CostModel {
             links: [
                 link(0.2, 20.0),
@@ -182,6 +296,7 @@ impl Default for CostModel {
             reduce_cache_bytes: 1 << 20,
             nic_bytes_per_us: 12.5e3,
             nic_message_us: 1.0 / 150.0,
+            nic_half_duplex: false,
             call_us: 0.2,
         }
     }
@@ -251,10 +366,10 @@ impl CostModel {
                 }
             };
             let keys: &[&str] = match key {
-                "link" => &["alpha", "bandwidth"],
+                "link" => &["alpha", "bandwidth", "points"],
                 "copy" => &["bandwidth"],
                 "reduce" => &["bandwidth", "memory", "cache"],
-                "nic" => &["bandwidth", "rate"],
+                "nic" => &["bandwidth", "rate", "duplex"],
                 _ => &["overhead"],
             };
             let mut set = false;
@@ -274,9 +389,13 @@ impl CostModel {
                         model.links[class.expect("a link names its class") as usize].alpha_us =
                             parse_time_us(v).map_err(bad)?
                     }
-                    ("link", _) => {
+                    ("link", "bandwidth") => {
                         model.links[class.expect("a link names its class") as usize].bytes_per_us =
                             parse_bandwidth(v).map_err(bad)?
+                    }
+                    ("link", _) => {
+                        model.links[class.expect("a link names its class") as usize].points =
+                            Points::parse(v).map_err(bad)?
                     }
                     ("copy", _) => model.copy_bytes_per_us = parse_bandwidth(v).map_err(bad)?,
                     ("reduce", "bandwidth") => {
@@ -289,13 +408,22 @@ impl CostModel {
                     ("nic", "bandwidth") => {
                         model.nic_bytes_per_us = parse_bandwidth(v).map_err(bad)?
                     }
-                    ("nic", _) => model.nic_message_us = 1.0 / parse_rate(v).map_err(bad)?,
+                    ("nic", "rate") => model.nic_message_us = 1.0 / parse_rate(v).map_err(bad)?,
+                    ("nic", _) => {
+                        model.nic_half_duplex = match v {
+                            "full" => false,
+                            "half" => true,
+                            _ => return Err(bad(format!("duplex {v:?}: use full or half"))),
+                        }
+                    }
                     _ => model.call_us = parse_time_us(v).map_err(bad)?,
                 }
             }
             if !set {
                 return Err(bad(match class {
-                    Some(c) => format!("`link {c}` sets nothing; give alpha= or bandwidth="),
+                    Some(c) => {
+                        format!("`link {c}` sets nothing; give alpha=, bandwidth= or points=")
+                    }
                     None => format!("`{key}` sets nothing; give {}=", keys.join("= or ")),
                 }));
             }
@@ -316,11 +444,15 @@ impl CostModel {
         for c in LinkClass::ALL {
             let l = self.link(c);
             out.push_str(&format!(
-                "link {:<6} alpha={}us bandwidth={}GB/s\n",
+                "link {:<6} alpha={}us bandwidth={}GB/s",
                 c.name(),
                 round(l.alpha_us),
                 round(l.bytes_per_us / 1e3)
             ));
+            if l.points.len > 0 {
+                out.push_str(&format!(" points={}", l.points.to_text()));
+            }
+            out.push('\n');
         }
         let gb = |b: f64| round(b / 1e3);
         out.push_str(&format!(
@@ -334,9 +466,10 @@ impl CostModel {
             self.reduce_cache_bytes / 1024
         ));
         out.push_str(&format!(
-            "nic         bandwidth={}GB/s rate={}M/s\n",
+            "nic         bandwidth={}GB/s rate={}M/s duplex={}\n",
             gb(self.nic_bytes_per_us),
-            round(1.0 / self.nic_message_us)
+            round(1.0 / self.nic_message_us),
+            if self.nic_half_duplex { "half" } else { "full" }
         ));
         out.push_str(&format!("call        overhead={}us\n", round(self.call_us)));
         out
@@ -395,8 +528,10 @@ fn parse_size(v: &str) -> Result<u64, String> {
         (n, 1u64 << 20)
     } else if let Some(n) = v.strip_suffix("KiB") {
         (n, 1 << 10)
+    } else if let Some(n) = v.strip_suffix('B') {
+        (n, 1)
     } else {
-        return Err(format!("size {v:?} needs a unit: KiB or MiB"));
+        return Err(format!("size {v:?} needs a unit: B, KiB or MiB"));
     };
     match num.parse::<u64>() {
         Ok(x) if x > 0 => Ok(x * scale),
@@ -462,10 +597,37 @@ mod tests {
         assert_eq!(m.call_us, 0.5);
         let d = CostModel {
             nic_message_us: 1.0 / 80.0,
+            nic_half_duplex: true,
             call_us: 0.35,
             ..CostModel::default()
         };
         assert_eq!(CostModel::parse(&d.to_text()).unwrap(), d);
+    }
+
+    #[test]
+    fn points_are_followed_between_and_the_bandwidth_beyond() {
+        let m = CostModel::parse(
+            "version 1\nlink node alpha=1us bandwidth=1000MB/s points=1KiB:3us,4KiB:4us\n",
+        )
+        .unwrap();
+        let l = m.link(LinkClass::Node);
+        assert_eq!(l.one_way_us(0), 1.0);
+        assert_eq!(l.one_way_us(512), 2.0);
+        assert_eq!(l.one_way_us(1024), 3.0);
+        assert_eq!(l.one_way_us(2560), 3.5);
+        assert_eq!(l.one_way_us(4096 + 1000), 5.0);
+        assert_eq!(l.transfer_us(1024), 2.0);
+        // Without points: alpha + m / bandwidth.
+        let plain = Link::new(1.0, 1000.0);
+        assert_eq!(plain.one_way_us(2000), 3.0);
+        assert_eq!(plain.transfer_us(2000), 2.0);
+        // Written and read back.
+        assert_eq!(CostModel::parse(&m.to_text()).unwrap(), m);
+        assert!(m.to_text().contains("points=1KiB:3us,4KiB:4us"));
+        let odd = Points::new(&[(100, 2.0), (3 << 20, 9.0)]).unwrap();
+        assert_eq!(odd.to_text(), "100B:2us,3MiB:9us");
+        assert_eq!(Points::parse(&odd.to_text()).unwrap(), odd);
+        assert!(Points::new(&[(1, 1.0); Points::MAX + 1]).is_err());
     }
 
     #[test]
@@ -498,9 +660,10 @@ mod tests {
             (
                 "version 1\nnic",
                 2,
-                "sets nothing; give bandwidth= or rate=",
+                "sets nothing; give bandwidth= or rate= or duplex=",
             ),
             ("version 1\nnic rate=5", 2, "needs a unit: M/s or K/s"),
+            ("version 1\nnic duplex=simplex", 2, "use full or half"),
             ("version 1\nreduce cache=0KiB", 2, "positive whole number"),
             ("version 1\ncall overhead=1", 2, "needs a unit"),
             (
@@ -510,6 +673,22 @@ mod tests {
             ),
             ("version 1\nlatency 3", 2, "unknown setting"),
             ("version 1\nlink node alpha", 2, "not key=value"),
+            ("version 1\nlink node points=1KiB", 2, "is not SIZE:TIME"),
+            (
+                "version 1\nlink node points=4KiB:1us,1KiB:2us",
+                2,
+                "sizes must increase",
+            ),
+            (
+                "version 1\nlink node points=1KiB:2us,4KiB:1us",
+                2,
+                "must not decrease",
+            ),
+            (
+                "version 1\nlink node points=1K:1us",
+                2,
+                "needs a unit: B, KiB or MiB",
+            ),
         ] {
             let e = CostModel::parse(text).unwrap_err();
             assert_eq!(e.line, line, "{text:?}: {e}");

@@ -24,16 +24,14 @@ fn job(nodes: u32, rpn: u32, cyclic: bool) -> topo_hierarchy::Job {
 /// bytes/us, and the network interface never queues.
 fn uniform(alpha: f64, bw: f64, gamma: f64) -> CostModel {
     CostModel {
-        links: [Link {
-            alpha_us: alpha,
-            bytes_per_us: bw,
-        }; 8],
+        links: [Link::new(alpha, bw); 8],
         copy_bytes_per_us: gamma,
         reduce_bytes_per_us: gamma,
         reduce_memory_bytes_per_us: gamma,
         reduce_cache_bytes: u64::MAX,
         nic_bytes_per_us: f64::INFINITY,
         nic_message_us: 0.0,
+        nic_half_duplex: false,
         call_us: 0.0,
     }
 }
@@ -118,6 +116,36 @@ fn sends_that_leave_a_node_queue_at_its_interface() {
             bytes: 3000
         }
     );
+}
+
+#[test]
+fn a_half_duplex_interface_carries_an_exchange_one_way_at_a_time() {
+    // Two ranks on two nodes exchange m bytes at once. Full duplex: both arrive at
+    // m / nic... here m / bandwidth + alpha = 1 + 1 = 2 us. Half duplex: the second
+    // waits for the first to leave both interfaces: 1 + 2 = 3 us.
+    let places = Places::new(&job(2, 1, false), None);
+    let mut programs = vec![Program::default(); 2];
+    for (r, p) in programs.iter_mut().enumerate() {
+        let other = 1 - r as u32;
+        p.round(vec![
+            Step::Send {
+                to: vec![other],
+                bytes: 1000,
+            },
+            Step::Recv {
+                from: other,
+                bytes: 1000,
+                combine: false,
+            },
+        ]);
+    }
+    let mut model = uniform(1.0, 1000.0, 1e9);
+    model.nic_bytes_per_us = 1000.0;
+    let full = engine::run(&pack(&programs), &places, &model).unwrap();
+    assert!(close(full.time_us, 2.0), "{}", full.time_us);
+    model.nic_half_duplex = true;
+    let half = engine::run(&pack(&programs), &places, &model).unwrap();
+    assert!(close(half.time_us, 3.0), "{}", half.time_us);
 }
 
 #[test]

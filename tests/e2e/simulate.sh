@@ -71,12 +71,21 @@ run "$WORK/out" "$WORK/err" srun -N2 -n4 --mpi=pmix --cpu-bind=cores \
 if [[ $RC -ne 0 || ! -s $WORK/dev.model ]]; then
   give_up "calibrate on 2 nodes x 2" "exit $RC" "$(tail -4 "$WORK/err")"
 fi
-# Rank 0 measured 1 rank on its node and 2 on the other, under the other leaf switch.
-if grep -Eq '^#   rank 0 - rank 1 +node ' "$WORK/dev.model" \
-   && (( $(grep -Ec '^#   rank 0 - rank [23] +spine ' "$WORK/dev.model") == 2 )); then
-  ok "calibrate on 2 nodes x 2: pairs classed node and spine ($(grep -c '^#   rank' "$WORK/dev.model") pairs)"
+# Rank 0 measured 1 rank on its node and 2 on the other, under the other leaf switch, through
+# MPI; and the rank on its node again through topo-run's queues, which give the classes
+# inside a node.
+if grep -Eq '^#   0-1 +node +MPI ' "$WORK/dev.model" \
+   && (( $(grep -Ec '^#   0-[23] +spine +MPI ' "$WORK/dev.model") == 2 )) \
+   && grep -Eq '^#   0-1 +node +queues ' "$WORK/dev.model" \
+   && grep -q "^# The classes inside a node are topo-run's queues" "$WORK/dev.model"; then
+  ok "calibrate on 2 nodes x 2: pairs classed node and spine, the node's through topo-run's queues ($(grep -c '^#   0-' "$WORK/dev.model") rows)"
 else
-  bad "calibrate: pair classes" "$(grep '^#   rank' "$WORK/dev.model")"
+  bad "calibrate: pair classes" "$(grep '^#   ' "$WORK/dev.model")"
+fi
+if grep -Eq '^link node .* points=1KiB:[0-9.e-]+us,4KiB:' "$WORK/dev.model"; then
+  ok "calibrate: the sizes between 8 B and 1 MiB are the links' points"
+else
+  bad "calibrate: points" "$(grep '^link node' "$WORK/dev.model")"
 fi
 # Every class has a measured, positive latency and bandwidth. (Inside an emulated node
 # Open MPI's path is as slow as between them here, so their order is not checked.)
@@ -97,6 +106,15 @@ if timeout "$T" "$TOPO_RUN" simulate --job "$ROOT/examples/jobs/dev-cluster-2x2.
   ok "the calibrated model predicts the same job: $(grep -E '^allreduce +8 +topo-run' "$WORK/pred" | tr -s ' ')"
 else
   bad "simulate with the calibrated model" "$(tail -3 "$WORK/err")"
+fi
+# Two ranks on one node: the call overhead from topo-run's chained broadcasts.
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
+  "$TOPO_RUN" simulate --calibrate "$WORK/pair.model"
+if [[ $RC -eq 0 ]] && grep -q "^# topo-run's 8-byte broadcasts chained on the two ranks" "$WORK/pair.model" \
+   && grep -Eq '^call +overhead=[0-9.e-]+us$' "$WORK/pair.model"; then
+  ok "calibrate on 1 node x 2: $(grep '^call' "$WORK/pair.model" | tr -s ' ') from chained broadcasts"
+else
+  bad "calibrate on 1 node x 2: call overhead" "exit $RC" "$(tail -3 "$WORK/err")" "$(grep '^#\|^call' "$WORK/pair.model")"
 fi
 # One rank cannot calibrate: a clear message and exit 2.
 run "$WORK/out" "$WORK/err" srun -N1 -n1 --mpi=pmix "$TOPO_RUN" simulate --calibrate "$WORK/one.model"

@@ -60,7 +60,9 @@ struct Args {
     /// Seed of the shuffled order (default: from the clock; printed on stderr).
     #[arg(long)]
     seed: Option<u64>,
-    /// Change the data before every iteration, so caches do not flatter anyone.
+    /// Change the data before every iteration, so caches do not flatter anyone (with
+    /// --chain: before every call, written outside the time of the calls, which is then
+    /// the sum of the calls' own times).
     #[arg(long)]
     vary: bool,
     /// How ranks line up before every timed call: `mpi` (MPI_Barrier) or `topo`
@@ -79,7 +81,7 @@ struct Args {
     /// previous one's data has arrived, and a call's time is the collective's latency,
     /// both sides' software included (on 2 ranks: one tree edge, to set beside the
     /// cache-line time printed first). A sample is a chain of 20 calls, each side's in
-    /// turn; --root and --vary do not apply.
+    /// turn; --root does not apply.
     #[arg(long)]
     chain: bool,
     /// Print CSV lines `op,bytes,ranks,topo_us,native_us,ratio` instead of a table.
@@ -286,11 +288,26 @@ fn measure_chain(
         for side in [0, 1] {
             world.barrier();
             let t0 = Instant::now();
+            let mut in_calls = 0.0;
             for k in 0..CHAIN {
                 let root = (k % size as usize) as i32;
-                call(topo, world, op, side, root, &mut send, &mut recv, &mut all);
+                if args.vary {
+                    // New data for every call, as an application computes it, written
+                    // outside the call's time.
+                    let v = ((it * 2 + side) * CHAIN + k + rank as usize) as f32;
+                    send.iter_mut().for_each(|x| *x = v);
+                    let t = Instant::now();
+                    call(topo, world, op, side, root, &mut send, &mut recv, &mut all);
+                    in_calls += t.elapsed().as_secs_f64() * 1e6;
+                } else {
+                    call(topo, world, op, side, root, &mut send, &mut recv, &mut all);
+                }
             }
-            let dt = t0.elapsed().as_secs_f64() * 1e6 / CHAIN as f64;
+            let dt = if args.vary {
+                in_calls
+            } else {
+                t0.elapsed().as_secs_f64() * 1e6
+            } / CHAIN as f64;
             if it >= args.warmup {
                 if side == 0 {
                     t_topo.push(dt)
