@@ -423,13 +423,29 @@ pub enum AllreduceAlg {
     /// and every rank of a node sends its share over the network at once. Large messages
     /// on jobs of any size.
     Rabenseifner,
+    /// Recursive doubling over every rank in Rabenseifner's order: `log2(p)` exchanges of
+    /// the whole message, the first ones inside the nodes. Small messages on jobs with few
+    /// ranks per node, where the hierarchy's climb and descent inside the node cost more
+    /// than the exchanges they save.
+    RecursiveDoubling,
 }
 
 impl AllreduceAlg {
     /// Whether it runs over every rank as one exchange, rather than through the
     /// hierarchy's groups.
     pub fn is_flat(self) -> bool {
-        matches!(self, AllreduceAlg::Ring | AllreduceAlg::Rabenseifner)
+        matches!(
+            self,
+            AllreduceAlg::Ring | AllreduceAlg::Rabenseifner | AllreduceAlg::RecursiveDoubling
+        )
+    }
+
+    /// Whether it runs in the halving order ([`crate::remap::halving`]).
+    pub fn uses_halving_order(self) -> bool {
+        matches!(
+            self,
+            AllreduceAlg::Rabenseifner | AllreduceAlg::RecursiveDoubling
+        )
     }
 }
 
@@ -444,8 +460,9 @@ impl FromStr for AllreduceAlg {
             "rab:ring" => Ok(AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring)),
             "ring" => Ok(AllreduceAlg::Ring),
             "rabenseifner" => Ok(AllreduceAlg::Rabenseifner),
+            "rd" => Ok(AllreduceAlg::RecursiveDoubling),
             _ => Err(format!(
-                "unknown allreduce algorithm {s:?}; use rb, rab:rd, rab:ring, ring or rabenseifner"
+                "unknown allreduce algorithm {s:?}; use rb, rab:rd, rab:ring, ring, rabenseifner or rd"
             )),
         }
     }
@@ -459,6 +476,7 @@ impl fmt::Display for AllreduceAlg {
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring) => f.write_str("rab:ring"),
             AllreduceAlg::Ring => f.write_str("ring"),
             AllreduceAlg::Rabenseifner => f.write_str("rabenseifner"),
+            AllreduceAlg::RecursiveDoubling => f.write_str("rd"),
         }
     }
 }
@@ -713,6 +731,39 @@ const ALLREDUCE_DEFAULTS_MANY: [Rule<AllreduceAlg>; 2] = below_then(
     AllreduceAlg::Rabenseifner,
 );
 
+/// With few ranks per node, small messages take recursive doubling over every rank in the
+/// hierarchy's order: climbing and descending the node's levels costs more there than the
+/// exchanges inside the node that it saves, and the network interface carries few
+/// messages per node either way. The simulator (16 and 128 nodes, docs/simulate.md)
+/// predicts the hierarchical form at 1.03-1.21 x recursive doubling below 1 KiB with 8 and
+/// 16 ranks per node and below 256 B with 32, where this form takes exactly recursive
+/// doubling's time, and the hierarchical form ahead beyond those sizes, and at every size
+/// with 4 or fewer and with 48 or more ranks per node. Each entry: the most ranks per node
+/// and the size below which recursive doubling runs.
+const ALLREDUCE_RD_BELOW: [(u32, u64); 2] = [(16, 1 << 10), (32, 256)];
+
+/// The fewest ranks per node that take [`ALLREDUCE_RD_BELOW`]'s recursive doubling.
+const ALLREDUCE_RD_MIN_PER_NODE: u32 = 5;
+
+/// [`ALLREDUCE_DEFAULTS_MANY`] with recursive doubling over every rank below `below`.
+const fn rd_then_many(below: u64) -> [Rule<AllreduceAlg>; 3] {
+    [
+        Rule {
+            scope: Scope::Any,
+            below: Some(below),
+            algorithm: AllreduceAlg::RecursiveDoubling,
+        },
+        ALLREDUCE_DEFAULTS_MANY[0],
+        ALLREDUCE_DEFAULTS_MANY[1],
+    ]
+}
+
+/// See [`ALLREDUCE_RD_BELOW`].
+const ALLREDUCE_DEFAULTS_FEW_PER_NODE: [[Rule<AllreduceAlg>; 3]; 2] = [
+    rd_then_many(ALLREDUCE_RD_BELOW[0].1),
+    rd_then_many(ALLREDUCE_RD_BELOW[1].1),
+];
+
 /// Recursive doubling for jobs whose size is a power of two: on 1 node x 2 it took
 /// 0.26-1.02 of Open MPI's `MPI_Allgather` from 4 B to 4 MiB per rank, the hierarchical form
 /// 0.74-3.05; on 2 emulated nodes x 2, 930 us against the ring's 1,200 at 256 KiB per rank
@@ -901,7 +952,7 @@ impl Settings {
         self.chunk.iter().chain(&CHUNK_DEFAULTS)
     }
 
-    /// Every flat Allreduce algorithm (`ring`, `rabenseifner`) that
+    /// Every flat Allreduce algorithm (`ring`, `rabenseifner`, `rd`) that
     /// [`Settings::allreduce_for`] may choose for some size, each once: what a context
     /// works out the order of at setup.
     pub fn flat_allreduce_algs(&self) -> Vec<AllreduceAlg> {
@@ -914,10 +965,19 @@ impl Settings {
         algs
     }
 
-    /// The built-in Allreduce rules for a job on [`Settings::nodes`] nodes.
+    /// The built-in Allreduce rules for a job of [`Settings::ranks`] ranks on
+    /// [`Settings::nodes`] nodes.
     fn allreduce_defaults(&self) -> &'static [Rule<AllreduceAlg>] {
+        let per_node = self.ranks.div_ceil(self.nodes.max(1));
+        let few = ALLREDUCE_RD_BELOW
+            .iter()
+            .position(|&(most, _)| per_node <= most)
+            .filter(|_| per_node >= ALLREDUCE_RD_MIN_PER_NODE);
         if self.nodes > 1 && self.ranks >= ALLREDUCE_EARLY_RANKS {
-            &ALLREDUCE_DEFAULTS_MANY
+            match few {
+                Some(i) => &ALLREDUCE_DEFAULTS_FEW_PER_NODE[i],
+                None => &ALLREDUCE_DEFAULTS_MANY,
+            }
         } else if self.nodes > 1 {
             &ALLREDUCE_DEFAULTS_NODES
         } else {
@@ -1073,7 +1133,7 @@ mod tests {
             s.flat_allreduce_algs(),
             [AllreduceAlg::Ring, AllreduceAlg::Rabenseifner]
         );
-        for a in ["ring", "rabenseifner"] {
+        for a in ["ring", "rabenseifner", "rd"] {
             assert_eq!(a.parse::<AllreduceAlg>().unwrap().to_string(), a);
         }
         assert!(Settings::default().flat_allreduce_algs().is_empty());
@@ -1099,6 +1159,35 @@ mod tests {
             many.allreduce_for((8 << 10) - 1),
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling)
         );
+        // With 5 to 32 ranks per node, recursive doubling over every rank for small
+        // messages: below 1 KiB up to 16 per node, below 256 B up to 32.
+        let rab_rd = AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling);
+        let rd = AllreduceAlg::RecursiveDoubling;
+        assert_eq!(many.allreduce_for(1023), rd);
+        assert_eq!(many.allreduce_for(1024), rab_rd);
+        assert_eq!(many.flat_allreduce_algs(), [rd, AllreduceAlg::Rabenseifner]);
+        let shape = |nodes, per_node| Settings {
+            nodes,
+            ranks: nodes * per_node,
+            ..Settings::default()
+        };
+        for (nodes, per_node, bytes, alg) in [
+            (16, 32, 255, rd),
+            (16, 32, 256, rab_rd),
+            (16, 17, 256, rab_rd),
+            (16, 16, 1023, rd),
+            (16, 5, 8, rd),
+            (16, 4, 8, rab_rd),
+            (16, 48, 8, rab_rd),
+            (1, 32, 8, rab_rd),
+            (3, 5, 8, rab_rd),
+        ] {
+            assert_eq!(
+                shape(nodes, per_node).allreduce_for(bytes),
+                alg,
+                "{nodes} x {per_node}, {bytes} B"
+            );
+        }
     }
 
     #[test]

@@ -149,6 +149,7 @@ pub fn allreduce(
         // The flat forms run as schedules over every rank (`Topo::raw_all_reduce`); a
         // caller without their order gets the hierarchical ring for the same sizes.
         AllreduceAlg::Ring | AllreduceAlg::Rabenseifner => Some(TopAlg::Ring),
+        AllreduceAlg::RecursiveDoubling => Some(TopAlg::RecursiveDoubling),
     };
     let chunk = view.chunk_bytes(s, Collective::Allreduce, total, op.elem_size());
     let n = view.levels.len();

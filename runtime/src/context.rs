@@ -54,13 +54,21 @@ impl Hier {
     /// The steps of a flat Allreduce of `len` bytes of `elem`-byte elements (`send`: the
     /// contribution is in the send buffer), when the settings choose a flat form
     /// ([`AllreduceAlg::is_flat`]) for that size; `None` for the hierarchical forms.
-    pub(crate) fn flat_allreduce(&self, elem: usize, send: bool, len: usize) -> Option<Builder> {
+    /// Also returns how many bytes of [`crate::nonblocking::Buf::Tmp`] the steps use.
+    pub(crate) fn flat_allreduce(
+        &self,
+        elem: usize,
+        send: bool,
+        len: usize,
+    ) -> Option<(Builder, usize)> {
         match self.settings.allreduce_for(len) {
             AllreduceAlg::Ring => {
-                (self.exchanges.ring()).map(|p| iallreduce::build_ring(p, elem, send, len))
+                (self.exchanges.ring()).map(|p| (iallreduce::build_ring(p, elem, send, len), 0))
             }
             AllreduceAlg::Rabenseifner => (self.exchanges.halving.as_ref())
-                .map(|p| iallreduce::build_rabenseifner(p, elem, send, len)),
+                .map(|p| (iallreduce::build_rabenseifner(p, elem, send, len), 0)),
+            AllreduceAlg::RecursiveDoubling => (self.exchanges.halving.as_ref())
+                .map(|p| iallreduce::build_recursive_doubling(p, send, len)),
             _ => None,
         }
     }
@@ -69,7 +77,9 @@ impl Hier {
     pub(crate) fn allreduce_is_flat(&self, len: usize) -> bool {
         match self.settings.allreduce_for(len) {
             AllreduceAlg::Ring => self.exchanges.ring().is_some(),
-            AllreduceAlg::Rabenseifner => self.exchanges.halving.is_some(),
+            AllreduceAlg::Rabenseifner | AllreduceAlg::RecursiveDoubling => {
+                self.exchanges.halving.is_some()
+            }
             _ => false,
         }
     }
@@ -83,7 +93,7 @@ pub(crate) struct Exchanges {
     doubling: Option<Exchange>,
     /// `ring`, the Allgather's and the Allreduce's.
     ring: Option<Exchange>,
-    /// The Allreduce's `rabenseifner`.
+    /// The Allreduce's `rabenseifner` and `rd`.
     pub(crate) halving: Option<HalvingPeers>,
 }
 

@@ -425,8 +425,8 @@ impl Topo {
             ..shape(args.name, None, 0, len, has_send)
         };
         self.start(scope, args, keep, shape, |h| {
-            if let Some(b) = h.flat_allreduce(elem, has_send, len) {
-                return (b, 0, 0);
+            if let Some((b, tmp)) = h.flat_allreduce(elem, has_send, len) {
+                return (b, 0, tmp);
             }
             let (b, tmp) = iallreduce::build(h.allreduce_view(len), &h.settings, has_send, len);
             (b, 0, tmp)

@@ -957,7 +957,7 @@ impl Topo {
                 *slot = Order::new(alg, &place).and_then(|o| o.exchange(rank));
             }
         }
-        if allreduce.contains(&AllreduceAlg::Rabenseifner) {
+        if allreduce.iter().any(|a| a.uses_halving_order()) {
             exchanges.halving = HalvingOrder::new(&place).peers(rank);
         }
         (network, exchanges)

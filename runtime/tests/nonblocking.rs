@@ -321,7 +321,7 @@ proptest! {
     /// most blocks are empty.
     #[test]
     fn flat_iallreduce_matches_the_reference(
-        nodes in 1u32..5, rpn in 1u32..17, cyclic: bool, ring: bool,
+        nodes in 1u32..5, rpn in 1u32..17, cyclic: bool, alg in 0usize..3,
         len in prop::sample::select(vec![1usize, 3, 511, 1700]),
     ) {
         use topo_hierarchy::remap::{self, halving::HalvingOrder};
@@ -339,15 +339,16 @@ proptest! {
             let mut a = vec![0u8; n];
             let mut ip = mine.clone();
             let mut b = if me == 0 { mine.clone() } else { vec![0; n] };
-            let build = |send| if ring {
-                iallreduce::build_ring(&remap::ring_peers(&ring_pos, me).unwrap(), 8, send, n)
-            } else {
-                iallreduce::build_rabenseifner(&halving.peers(me).unwrap(), 8, send, n)
+            let build = |send| match alg {
+                0 => (iallreduce::build_ring(&remap::ring_peers(&ring_pos, me).unwrap(), 8, send, n), 0),
+                1 => (iallreduce::build_rabenseifner(&halving.peers(me).unwrap(), 8, send, n), 0),
+                _ => iallreduce::build_recursive_doubling(&halving.peers(me).unwrap(), send, n),
             };
             let mut engine = Engine::default();
-            let sa = schedule("MPI_Iallreduce", build(true), Some(&mine), Some(&mut a), 0, 0);
+            let ((ba, ta), (bi, ti)) = (build(true), build(false));
+            let sa = schedule("MPI_Iallreduce", ba, Some(&mine), Some(&mut a), 0, ta);
             let sb = schedule("MPI_Ibcast", ibcast::build(view, &s, 0, n), None, Some(&mut b), 0, 0);
-            let si = schedule("MPI_Iallreduce", build(false), None, Some(&mut ip), 0, 0);
+            let si = schedule("MPI_Iallreduce", bi, None, Some(&mut ip), 0, ti);
             for (id, sched) in [sa, sb, si].into_iter().enumerate() {
                 engine.start(id as u64, sched, fabric).unwrap();
             }

@@ -285,9 +285,13 @@ fn rank_main(me: usize) -> i32 {
         let ring = remap::ring_peers(&remap::ring_positions(&place), rank).unwrap();
         let halving = HalvingOrder::new(&place).peers(rank).unwrap();
         for len in [7usize, 3000, 70_000] {
-            for b in [
-                iallreduce::build_ring(&ring, 8, true, len * 8),
-                iallreduce::build_rabenseifner(&halving, 8, true, len * 8),
+            for (b, tmp) in [
+                (iallreduce::build_ring(&ring, 8, true, len * 8), 0),
+                (
+                    iallreduce::build_rabenseifner(&halving, 8, true, len * 8),
+                    0,
+                ),
+                iallreduce::build_recursive_doubling(&halving, true, len * 8),
             ] {
                 let mine = bytes(&data(rank, len));
                 let mut got = vec![0u8; len * 8];
@@ -297,7 +301,7 @@ fn rank_main(me: usize) -> i32 {
                     Some(&mine),
                     Some(&mut got),
                     0,
-                    0,
+                    tmp,
                 );
                 let mut engine = Engine::default();
                 engine.start(0, sched, &mut links).unwrap();

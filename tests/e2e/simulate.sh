@@ -48,6 +48,22 @@ else
   bad "benchmarks/simulate-scale.sh on 1,024 nodes x 128" "$(tail -3 "$WORK/err")"
 fi
 
+# Few ranks per node: on 128 nodes x 16 and x 32, block and cyclic, the small Allreduce
+# (recursive doubling over every rank in the hierarchy's order) takes at most the best flat
+# algorithm's time. Through the node's levels it took 1.02-1.05 x recursive doubling.
+if timeout 300 bash "$ROOT/benchmarks/simulate-scale.sh" --nodes 128 --rpn 16,32 --placements block,cyclic \
+     --maps map --ops allreduce --sizes 8 --bin "$BIN" >"$WORK/few" 2>"$WORK/err"; then
+  verdict=$(awk -F'|' '$2 ~ /128 x/ { rows++; if ($11 + 0 > 1.0) print "over 1.0: " $0 }
+    END { if (rows != 4) print "expected 4 rows, got " rows }' "$WORK/few")
+  if [[ -z $verdict ]]; then
+    ok "128 nodes x 16 and x 32: Allreduce of 8 B at most the best flat algorithm ($(awk -F'|' '$2 ~ /128 x/ {printf "%s %s %s %s;", $2, $3, $7, $11}' "$WORK/few" | tr -s ' '))"
+  else
+    bad "128 nodes x 16 and x 32, small Allreduce against the flat algorithms" "$verdict" "$(cat "$WORK/few")"
+  fi
+else
+  bad "benchmarks/simulate-scale.sh on 128 nodes x 16 and x 32" "$(tail -3 "$WORK/err")"
+fi
+
 # Large messages: on 128 nodes x 128 ranks, block and cyclic, topo-run's Allreduce of 64
 # KiB and 1 MiB (Rabenseifner's in the hierarchy's order) takes at most the best flat
 # algorithm's time. Before, its schedule reduced and broadcast the whole message through

@@ -1,7 +1,9 @@
 //! Iallreduce: reduce up the hierarchy, then (ReduceAllreduceBcast) recursive doubling
 //! among the top group or (ReduceBcast) nothing, then broadcast down, as one schedule.
-//! Large messages take one of the flat forms over every rank in the hierarchy's order:
-//! the ring ([`build_ring`]) or Rabenseifner's ([`build_rabenseifner`]).
+//! The flat forms run over every rank in the hierarchy's order instead: the ring
+//! ([`build_ring`]) and Rabenseifner's ([`build_rabenseifner`]) for large messages,
+//! recursive doubling ([`build_recursive_doubling`]) for small ones on jobs with few ranks
+//! per node.
 
 use topo_hierarchy::Settings;
 use topo_hierarchy::remap::RingPeers;
@@ -157,6 +159,107 @@ fn recursive_doubling(
         }
     }
     uses_tmp
+}
+
+/// Recursive doubling over every rank in the halving order of `peers`
+/// ([`topo_hierarchy::remap::halving`]) as a schedule, into [`Buf::Recv`] (`send`: the
+/// contribution is in [`Buf::Send`], else in place): `log2(slots)` exchanges of the whole
+/// message, with the partners in the order of `peers.partners`, so that the first ones stay
+/// inside the node. A job size that is not a power of two first folds pairs of one node;
+/// the rank folded out gets the result last. With a send buffer, the first message in
+/// (the folded partner's, else the first exchange's) lands in the result and the send
+/// buffer is combined into it, so nothing is copied; after that each exchange sends the
+/// result so far and combines the partner's from scratch, since the result may not change
+/// while the partner reads it. Returns the builder and how many bytes of [`Buf::Tmp`] it
+/// uses.
+pub fn build_recursive_doubling(peers: &HalvingPeers, send: bool, len: usize) -> (Builder, usize) {
+    let mut b = Builder::default();
+    let acc = Region::whole(Buf::Recv, len);
+    let own = Region::whole(if send { Buf::Send } else { Buf::Recv }, len);
+    if let Fold::Out(into) = peers.fold {
+        if len > 0 {
+            let link = Link::Direct(into);
+            b.step(
+                link,
+                Action::Send {
+                    to: vec![into],
+                    src: own,
+                },
+            );
+            b.step(
+                link,
+                Action::Recv {
+                    from: into,
+                    dst: acc,
+                },
+            );
+        }
+        return (b, 0);
+    }
+    if len == 0 {
+        return (b, 0);
+    }
+    // Whether this rank's data is still only in the send buffer (`own`), which stays put
+    // and can go out while the result fills.
+    let mut apart = send;
+    if let Fold::In(from) = peers.fold {
+        if apart {
+            // The first message in lands in `acc`, and `own` joins it there.
+            b.step(Link::Direct(from), Action::Recv { from, dst: acc });
+            b.step(Link::Local, Action::Combine { acc, src: own });
+            apart = false;
+        } else {
+            b.step(Link::Direct(from), Action::RecvReduce { from, acc });
+        }
+    }
+    let tmp = Region {
+        buf: Buf::Tmp,
+        ..acc
+    };
+    let mut uses_tmp = false;
+    for &partner in &peers.partners {
+        let link = Link::Direct(partner);
+        let out = |src| {
+            (
+                link,
+                Action::Send {
+                    to: vec![partner],
+                    src,
+                },
+            )
+        };
+        if apart {
+            let recv = Action::Recv {
+                from: partner,
+                dst: acc,
+            };
+            b.round([out(own), (link, recv)]);
+            b.step(Link::Local, Action::Combine { acc, src: own });
+            apart = false;
+            continue;
+        }
+        uses_tmp = true;
+        let recv = Action::Recv {
+            from: partner,
+            dst: tmp,
+        };
+        b.round([out(acc), (link, recv)]);
+        b.step(Link::Local, Action::Combine { acc, src: tmp });
+    }
+    if apart {
+        // Alone: the result is this rank's data.
+        b.step(Link::Local, Action::Copy { src: own, dst: acc });
+    }
+    if let Fold::In(from) = peers.fold {
+        b.step(
+            Link::Direct(from),
+            Action::Send {
+                to: vec![from],
+                src: acc,
+            },
+        );
+    }
+    (b, if uses_tmp { len } else { 0 })
 }
 
 /// Bytes of blocks `first..first + count` of `blocks`, in the receive buffer.
