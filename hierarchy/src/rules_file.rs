@@ -261,8 +261,8 @@ mod tests {
         let s = Settings::from_pairs(&RulesFile::parse(text).unwrap().pairs()).unwrap();
         let d = Settings::default();
         assert_eq!(
-            (s.slots, s.fragment, s.spin, s.single_copy, s.barrier),
-            (d.slots, d.fragment, d.spin, d.single_copy, d.barrier)
+            (s.slots, s.fragment, s.spin, s.single_copy, s.barrier_alg()),
+            (d.slots, d.fragment, d.spin, d.single_copy, d.barrier_alg())
         );
         for c in Collective::ALL {
             for bytes in [0, 8, 65535, 65536, 1 << 20, 1 << 30] {
@@ -301,12 +301,12 @@ mod tests {
             [("barrier".to_string(), "root-first".to_string())]
         );
         let s = Settings::from_pairs(&f.pairs()).unwrap();
-        assert_eq!(s.barrier, BarrierAlg::RootFirst);
+        assert_eq!(s.barrier_alg(), BarrierAlg::RootFirst);
         for (text, line, says) in [
             (
                 "topo-run-rules 1\nbarrier sideways\n",
                 2,
-                "use dissemination or root-first",
+                "use dissemination, root-first or flat",
             ),
             (
                 "topo-run-rules 1\nbarrier\n",

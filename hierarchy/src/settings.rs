@@ -305,8 +305,8 @@ pub enum ReduceAlg {
     ReduceScatterGather,
 }
 
-/// How the top group of a blocking barrier meets (the levels below always gather to
-/// their first member and release from it).
+/// How a barrier's top group meets (the levels below always gather to their first member
+/// and release from it), or that the barrier runs over every rank without the hierarchy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BarrierAlg {
     /// In round k each member tells the member 2^k places on and hears from the one 2^k
@@ -316,6 +316,11 @@ pub enum BarrierAlg {
     /// The first member waits until every other one has arrived, then releases them: it
     /// leaves first, one transfer before the others.
     RootFirst,
+    /// No hierarchy: a dissemination over every rank, with the nodes interleaved (the
+    /// first rank of every node, then the second of every node, ...: consecutive places on
+    /// different nodes), so that the first rounds cross the network while a node's ranks
+    /// still reach it at different times, and the last ones stay inside the nodes.
+    Flat,
 }
 
 impl FromStr for BarrierAlg {
@@ -324,8 +329,9 @@ impl FromStr for BarrierAlg {
         match s {
             "dissemination" => Ok(BarrierAlg::Dissemination),
             "root-first" => Ok(BarrierAlg::RootFirst),
+            "flat" => Ok(BarrierAlg::Flat),
             _ => Err(format!(
-                "unknown barrier {s:?}; use dissemination or root-first"
+                "unknown barrier {s:?}; use dissemination, root-first or flat"
             )),
         }
     }
@@ -336,6 +342,7 @@ impl fmt::Display for BarrierAlg {
         f.write_str(match self {
             BarrierAlg::Dissemination => "dissemination",
             BarrierAlg::RootFirst => "root-first",
+            BarrierAlg::Flat => "flat",
         })
     }
 }
@@ -618,8 +625,9 @@ pub struct Settings {
     pub single_copy: u32,
     /// Whether a progress thread advances nonblocking collectives.
     pub progress_thread: bool,
-    /// How a blocking barrier's top group meets.
-    pub barrier: BarrierAlg,
+    /// The barrier the user asked for; `None`: the built-in choice by the job's shape
+    /// ([`Settings::barrier_alg`]).
+    pub barrier: Option<BarrierAlg>,
     /// User broadcast rules (before the defaults).
     pub bcast: Vec<Rule<BcastAlg>>,
     /// User reduce rules.
@@ -644,7 +652,7 @@ impl Default for Settings {
             spin: DEFAULT_SPIN,
             single_copy: DEFAULT_SINGLE_COPY,
             progress_thread: false,
-            barrier: BarrierAlg::Dissemination,
+            barrier: None,
             bcast: Vec::new(),
             reduce: Vec::new(),
             allreduce: Vec::new(),
@@ -873,7 +881,7 @@ impl Settings {
                         _ => return Err(bad("must be none or thread".into())),
                     };
                 }
-                "barrier" => s.barrier = value.parse().map_err(bad)?,
+                "barrier" => s.barrier = Some(value.parse().map_err(bad)?),
                 "bcast" => s.bcast = parse_rules(value).map_err(bad)?,
                 "reduce" => s.reduce = parse_rules(value).map_err(bad)?,
                 "allreduce" => s.allreduce = parse_rules(value).map_err(bad)?,
@@ -965,16 +973,37 @@ impl Settings {
         algs
     }
 
+    /// For a job of [`ALLREDUCE_EARLY_RANKS`] ranks or more on more than one node with
+    /// [`ALLREDUCE_RD_MIN_PER_NODE`] to 32 ranks per node, the entry of
+    /// [`ALLREDUCE_RD_BELOW`] its ranks per node fall under; `None` for other jobs.
+    fn few_per_node(&self) -> Option<usize> {
+        let per_node = self.ranks.div_ceil(self.nodes.max(1));
+        ALLREDUCE_RD_BELOW
+            .iter()
+            .position(|&(most, _)| per_node <= most)
+            .filter(|_| per_node >= ALLREDUCE_RD_MIN_PER_NODE)
+            .filter(|_| self.nodes > 1 && self.ranks >= ALLREDUCE_EARLY_RANKS)
+    }
+
+    /// The barrier: the user's, else the flat dissemination with the nodes interleaved for
+    /// the jobs whose small Allreduce takes recursive doubling over every rank (5 to 32
+    /// ranks per node, [`Settings::few_per_node`]): there the simulator predicts the
+    /// hierarchy's barrier at up to 1.05 x a dissemination over ranks placed cyclically,
+    /// which this one is in any placement (docs/simulate.md); else the hierarchy's, with a
+    /// dissemination among the node leaders.
+    pub fn barrier_alg(&self) -> BarrierAlg {
+        self.barrier.unwrap_or(if self.few_per_node().is_some() {
+            BarrierAlg::Flat
+        } else {
+            BarrierAlg::Dissemination
+        })
+    }
+
     /// The built-in Allreduce rules for a job of [`Settings::ranks`] ranks on
     /// [`Settings::nodes`] nodes.
     fn allreduce_defaults(&self) -> &'static [Rule<AllreduceAlg>] {
-        let per_node = self.ranks.div_ceil(self.nodes.max(1));
-        let few = ALLREDUCE_RD_BELOW
-            .iter()
-            .position(|&(most, _)| per_node <= most)
-            .filter(|_| per_node >= ALLREDUCE_RD_MIN_PER_NODE);
         if self.nodes > 1 && self.ranks >= ALLREDUCE_EARLY_RANKS {
-            match few {
+            match self.few_per_node() {
                 Some(i) => &ALLREDUCE_DEFAULTS_FEW_PER_NODE[i],
                 None => &ALLREDUCE_DEFAULTS_MANY,
             }
@@ -1111,14 +1140,40 @@ mod tests {
 
     #[test]
     fn the_barrier_is_dissemination_unless_root_first_is_asked_for() {
-        assert_eq!(Settings::default().barrier, BarrierAlg::Dissemination);
-        for a in [BarrierAlg::Dissemination, BarrierAlg::RootFirst] {
+        assert_eq!(Settings::default().barrier_alg(), BarrierAlg::Dissemination);
+        for a in [
+            BarrierAlg::Dissemination,
+            BarrierAlg::RootFirst,
+            BarrierAlg::Flat,
+        ] {
             let s = Settings::from_pairs(&[("barrier", a.to_string())]).unwrap();
-            assert_eq!(s.barrier, a);
+            assert_eq!(s.barrier_alg(), a);
+        }
+        // By shape: flat with 5 to 32 ranks per node on more than one node, from 16 ranks.
+        for (nodes, ranks, alg) in [
+            (16, 512, BarrierAlg::Flat),
+            (2, 16, BarrierAlg::Flat),
+            (16, 64, BarrierAlg::Dissemination),
+            (16, 768, BarrierAlg::Dissemination),
+            (1, 32, BarrierAlg::Dissemination),
+            (2, 4, BarrierAlg::Dissemination),
+        ] {
+            let s = Settings {
+                nodes,
+                ranks,
+                ..Settings::default()
+            };
+            assert_eq!(s.barrier_alg(), alg, "{nodes} nodes, {ranks} ranks");
+            let asked = Settings {
+                barrier: Some(BarrierAlg::RootFirst),
+                ..s
+            };
+            assert_eq!(asked.barrier_alg(), BarrierAlg::RootFirst);
         }
         let e = Settings::from_pairs(&[("barrier", "tree")]).unwrap_err();
         assert!(
-            e.to_string().contains("use dissemination or root-first"),
+            e.to_string()
+                .contains("use dissemination, root-first or flat"),
             "{e}"
         );
     }

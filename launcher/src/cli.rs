@@ -474,7 +474,9 @@ pub struct RuntimeArgs {
     /// How MPI_Barrier's top group meets: `dissemination` (the default; everyone leaves one
     /// transfer after the last arrival) or `root-first` (its first member waits for the
     /// others, then releases them: a broadcast from it right after the barrier, as in
-    /// OSU's loop, finds its data waiting; each barrier costs one transfer more).
+    /// OSU's loop, finds its data waiting; each barrier costs one transfer more); or `flat`
+    /// (a dissemination over every rank with the nodes interleaved, the default with 5 to
+    /// 32 ranks per node on more than one node from 16 ranks).
     #[arg(long, value_name = "ALG", env = "TOPO_RUN_BARRIER")]
     pub barrier: Option<String>,
 

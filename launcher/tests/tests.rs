@@ -411,7 +411,10 @@ fn bad_runtime_settings_stop_the_launch_with_exit_13() {
             "rb, rab:rd, rab:ring, ring, rabenseifner or rd",
         ),
         (["--progress", "threads"], "must be none or thread"),
-        (["--barrier", "tree"], "use dissemination or root-first"),
+        (
+            ["--barrier", "tree"],
+            "use dissemination, root-first or flat",
+        ),
     ] {
         let mut all: Vec<&str> = args.to_vec();
         all.extend(["--", "sh", "-c", "echo APP-RAN"]);

@@ -22,7 +22,7 @@ use crate::view::{Fabric, View};
 pub fn barrier(view: &View, fabric: &mut dyn Fabric, s: &Settings) -> Result<()> {
     if let Some(l) = view.only_level() {
         // One group holds the whole job: its meeting is the barrier.
-        return top(fabric.level(0), &l.members, l.me, s.barrier);
+        return top(fabric.level(0), &l.members, l.me, s.barrier_alg());
     }
     let nothing = FnCombine {
         elem: 1,
@@ -31,7 +31,7 @@ pub fn barrier(view: &View, fabric: &mut dyn Fabric, s: &Settings) -> Result<()>
     let mut highest = view.levels.len();
     for (i, l) in view.levels.iter().enumerate() {
         if view.is_top(i) {
-            top(fabric.level(i), &l.members, l.me, s.barrier)?;
+            top(fabric.level(i), &l.members, l.me, s.barrier_alg())?;
             highest = i;
             break;
         }
@@ -59,10 +59,12 @@ pub fn barrier(view: &View, fabric: &mut dyn Fabric, s: &Settings) -> Result<()>
     Ok(())
 }
 
-/// The top group's barrier among `members` (this rank is `members[me]`).
+/// The top group's barrier among `members` (this rank is `members[me]`). The flat barrier
+/// runs as a schedule over every rank (`Topo::raw_barrier`); a caller without its order
+/// gets the dissemination.
 fn top(t: &mut dyn Transport, members: &[u32], me: usize, alg: BarrierAlg) -> Result<()> {
     match alg {
-        BarrierAlg::Dissemination => dissemination(t, members, me),
+        BarrierAlg::Dissemination | BarrierAlg::Flat => dissemination(t, members, me),
         BarrierAlg::RootFirst => t.root_first_barrier(members, me),
     }
 }

@@ -15,14 +15,14 @@ use mpi::topology::Communicator;
 use topo_hierarchy::Settings;
 use topo_hierarchy::remap::RingPeers;
 use topo_hierarchy::remap::halving::HalvingPeers;
-use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg};
+use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg};
 
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::links::Links;
 use crate::nonblocking::iallgather::Exchange;
-use crate::nonblocking::iallreduce;
 use crate::nonblocking::{Builder, Engine, Reach, Schedule, Shape};
+use crate::nonblocking::{iallreduce, ibarrier};
 use crate::reduce::Scratch;
 use crate::serial_lock::{SerialGuard, SerialLock};
 use crate::transport::mpi::MpiTransport;
@@ -73,6 +73,14 @@ impl Hier {
         }
     }
 
+    /// The flat barrier's steps, when the settings choose it and its order is known.
+    pub(crate) fn flat_barrier(&self) -> Option<Builder> {
+        (self.settings.barrier_alg() == BarrierAlg::Flat)
+            .then_some(self.exchanges.dissemination.as_deref())
+            .flatten()
+            .map(ibarrier::build_flat)
+    }
+
     /// Whether an Allreduce of `len` bytes takes a flat form ([`Hier::flat_allreduce`]).
     pub(crate) fn allreduce_is_flat(&self, len: usize) -> bool {
         match self.settings.allreduce_for(len) {
@@ -95,6 +103,8 @@ pub(crate) struct Exchanges {
     ring: Option<Exchange>,
     /// The Allreduce's `rabenseifner` and `rd`.
     pub(crate) halving: Option<HalvingPeers>,
+    /// The flat barrier's rounds, `(to, from)` ([`crate::nonblocking::ibarrier::build_flat`]).
+    pub(crate) dissemination: Option<Vec<(u32, u32)>>,
 }
 
 impl Exchanges {

@@ -467,7 +467,12 @@ impl Topo {
         };
         let shape = shape(args.name, None, 0, 0, false);
         self.start(StaticScope, args, None, shape, |h| {
-            (ibarrier::build(&h.network_view, &h.settings), 0, 0)
+            let b = h.flat_barrier();
+            (
+                b.unwrap_or_else(|| ibarrier::build(&h.network_view, &h.settings)),
+                0,
+                0,
+            )
         })
     }
 

@@ -27,9 +27,10 @@ use crate::transport::mpi::{MpiTransport, private_comm};
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
 use crate::{allgather, allreduce, barrier, bcast, reduce};
+use topo_hierarchy::remap;
 use topo_hierarchy::remap::halving::HalvingOrder;
 use topo_hierarchy::remap::partition::Placement;
-use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, TopAlg};
+use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg, TopAlg};
 
 /// Where the node segments live (`TOPO_RUN_SHM_DIR`, default `/dev/shm`).
 pub const SHM_DIR_ENV: &str = "TOPO_RUN_SHM_DIR";
@@ -941,7 +942,8 @@ impl Topo {
         if allreduce.contains(&AllreduceAlg::Ring) && !algs.contains(&AllgatherAlg::Ring) {
             algs.push(AllgatherAlg::Ring);
         }
-        if algs.is_empty() && allreduce.is_empty() {
+        let flat_barrier = settings.barrier_alg() == BarrierAlg::Flat;
+        if algs.is_empty() && allreduce.is_empty() && !flat_barrier {
             return (network, exchanges);
         }
         // Each rank's node is named by its leader, and the leader knows the switch.
@@ -959,6 +961,10 @@ impl Topo {
         }
         if allreduce.iter().any(|a| a.uses_halving_order()) {
             exchanges.halving = HalvingOrder::new(&place).peers(rank);
+        }
+        if flat_barrier {
+            exchanges.dissemination =
+                remap::dissemination_peers(&remap::interleaved_positions(&place), rank);
         }
         (network, exchanges)
     }
@@ -1039,6 +1045,18 @@ impl Topo {
 
     /// Returns once every rank has called it.
     pub fn raw_barrier(&mut self) -> bool {
+        let flat = {
+            let core = context::lock(&self.core);
+            core.hier
+                .as_ref()
+                .is_some_and(|h| h.flat_barrier().is_some())
+        };
+        if flat {
+            // Its signals go to different ranks over different links: it runs as its
+            // schedule, waited for.
+            self.immediate_barrier().wait();
+            return true;
+        }
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
             return false;

@@ -166,6 +166,49 @@ fn nobody_completes_an_ibarrier_before_everyone_has_started_it() {
     }
 }
 
+#[test]
+fn nobody_completes_a_flat_barrier_before_everyone_has_started_it() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use topo_hierarchy::remap::{self, partition::Placement};
+    for (nodes, per_node, cyclic, late) in [
+        (1, 5, false, 4),
+        (2, 4, false, 0),
+        (3, 3, true, 5),
+        (3, 4, false, 7),
+        (4, 2, true, 2),
+    ] {
+        let plans = plans(nodes, per_node, 2, "node,world", cyclic);
+        let n = plans.len();
+        let pos = remap::interleaved_positions(&Placement::nodes(&node_of(&plans)));
+        let started = AtomicUsize::new(0);
+        let (out, _) = run(&plans, |view, fabric| {
+            if view.rank == late {
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            started.fetch_add(1, Ordering::SeqCst);
+            let rounds = remap::dissemination_peers(&pos, view.rank).unwrap();
+            let mut engine = Engine::default();
+            let sched = schedule(
+                "MPI_Ibarrier",
+                ibarrier::build_flat(&rounds),
+                None,
+                None,
+                0,
+                0,
+            );
+            engine.start(1, sched, fabric).unwrap();
+            finish(&mut engine, fabric);
+            vec![started.load(Ordering::SeqCst) as i64]
+        });
+        for (rank, seen) in out.iter().enumerate() {
+            assert_eq!(
+                seen[0], n as i64,
+                "{nodes}x{per_node} late {late}: rank {rank}"
+            );
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 

@@ -63,7 +63,7 @@ fn rank_main(me: usize) -> i32 {
     // "-rf": the barrier's top group meets root-first; "-flat": one group of all ranks.
     let mut s = settings();
     if scenario.ends_with("-rf") {
-        s.barrier = BarrierAlg::RootFirst;
+        s.barrier = Some(BarrierAlg::RootFirst);
     }
     let plans = if scenario.contains("-flat") {
         plans(1, RANKS, 2, "node,world", false)
@@ -390,7 +390,7 @@ fn rank_main(me: usize) -> i32 {
     // so they mix).
     let mark = |round: u32, r: u32| format!("{path}.barrier{round}.{r}");
     let root_first = Settings {
-        barrier: BarrierAlg::RootFirst,
+        barrier: Some(BarrierAlg::RootFirst),
         ..s.clone()
     };
     for round in 0..80u32 {

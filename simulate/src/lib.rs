@@ -17,7 +17,7 @@ use std::str::FromStr;
 use topo_hierarchy::remap;
 use topo_hierarchy::remap::halving::HalvingOrder;
 use topo_hierarchy::remap::partition::Placement;
-use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg};
+use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg};
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
 use topo_runtime::allreduce;
 use topo_runtime::nonblocking::iallgather::Order;
@@ -185,6 +185,13 @@ impl Cluster {
             return Ok(Programs::build(n, |r| {
                 let exchange = order.exchange(r).expect(PERMUTATION);
                 Program::from_builder(&exchange.build(r, len, true).0)
+            }));
+        }
+        if op == Op::Barrier && s.barrier_alg() == BarrierAlg::Flat {
+            let pos = remap::interleaved_positions(&self.placement);
+            return Ok(Programs::build(n, |r| {
+                let rounds = remap::dissemination_peers(&pos, r).expect(PERMUTATION);
+                Program::from_builder(&ibarrier::build_flat(&rounds))
             }));
         }
         // The flat Allreduce forms cut the message into whole elements: doubles where the

@@ -342,6 +342,40 @@ pub fn ring_peers(pos: &[u32], rank: u32) -> Option<RingPeers> {
     Some(RingPeers { position, rank_at })
 }
 
+/// The flat barrier's positions: the nodes interleaved, the first rank of every node (nodes
+/// in switch-major order), then the second of every node, and so on. Consecutive positions
+/// sit on different nodes, as cyclic placement puts ranks; nodes with fewer ranks drop out
+/// of the later turns.
+pub fn interleaved_positions(place: &Placement) -> Vec<u32> {
+    let (switch, node) = (first_seen(place.switch_of()), first_seen(place.node_of()));
+    let mut seen = vec![0u32; node.iter().max().map_or(0, |&m| m as usize + 1)];
+    let local: Vec<u32> = node
+        .iter()
+        .map(|&nd| {
+            seen[nd as usize] += 1;
+            seen[nd as usize] - 1
+        })
+        .collect();
+    let mut order: Vec<u32> = (0..node.len() as u32).collect();
+    order.sort_by_key(|&r| (local[r as usize], switch[r as usize], node[r as usize]));
+    invert(&order)
+}
+
+/// Rank `rank`'s rounds of a dissemination over ranks at `pos` (a permutation of `0..n`):
+/// in round `k` it signals the rank `2^k` positions on and hears from the one `2^k`
+/// positions back, `(to, from)`; `None` if `rank` is out of range.
+pub fn dissemination_peers(pos: &[u32], rank: u32) -> Option<Vec<(u32, u32)>> {
+    let ring = ring_peers(pos, rank)?;
+    let (n, p) = (ring.size(), ring.position as usize);
+    let mut rounds = Vec::new();
+    let mut d = 1;
+    while d < n {
+        rounds.push((ring.rank_at[(p + d) % n], ring.rank_at[(p + n - d) % n]));
+        d *= 2;
+    }
+    Some(rounds)
+}
+
 /// The blocks the ring sends between nodes, in all, with ranks at `pos`: `n - 1` over each
 /// edge of the ring whose ends are on different nodes.
 pub fn ring_blocks_between_nodes(node_of: &[u32], pos: &[u32]) -> u64 {
@@ -366,6 +400,49 @@ mod tests {
 
     pub(super) fn cyclic(nodes: u32, per: u32) -> Vec<u32> {
         (0..nodes * per).map(|r| r % nodes).collect()
+    }
+
+    #[test]
+    fn interleaved_positions_put_consecutive_places_on_different_nodes() {
+        // Block placement, 3 nodes x 2: node 0's first rank, node 1's, node 2's, then the
+        // second ranks.
+        assert_eq!(
+            interleaved_positions(&Placement::nodes(&block(3, 2))),
+            [0, 3, 1, 4, 2, 5]
+        );
+        // Cyclic placement is interleaved already.
+        let c = cyclic(4, 3);
+        assert_eq!(
+            interleaved_positions(&Placement::nodes(&c)),
+            (0..12).collect::<Vec<u32>>()
+        );
+        // Nodes in switch-major order; a node with fewer ranks drops out of later turns.
+        let place = Placement::with_switches(&[0, 1, 2, 2, 0, 0], &[7, 3, 7, 7, 7, 7]);
+        assert_eq!(interleaved_positions(&place), [0, 2, 1, 4, 3, 5]);
+        for node_of in [block(5, 7), cyclic(6, 5), vec![2, 2, 0, 1, 1, 1, 0]] {
+            let pos = interleaved_positions(&Placement::nodes(&node_of));
+            let mut sorted = pos.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..node_of.len() as u32).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn dissemination_rounds_pair_up() {
+        for n in [1u32, 2, 3, 5, 8, 13] {
+            let pos: Vec<u32> = (0..n).rev().collect();
+            let rounds = (n as f64).log2().ceil() as usize;
+            for r in 0..n {
+                let me = dissemination_peers(&pos, r).unwrap();
+                assert_eq!(me.len(), rounds);
+                for (k, &(to, from)) in me.iter().enumerate() {
+                    // Whom this rank signals hears from it in the same round.
+                    assert_eq!(dissemination_peers(&pos, to).unwrap()[k].1, r);
+                    assert_eq!(dissemination_peers(&pos, from).unwrap()[k].0, r);
+                }
+            }
+        }
+        assert!(dissemination_peers(&[0, 1], 2).is_none());
     }
 
     #[test]

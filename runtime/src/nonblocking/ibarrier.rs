@@ -1,6 +1,7 @@
 //! Ibarrier: empty messages up the hierarchy, a dissemination barrier among the top group
 //! (as the blocking barrier), then down again, as one schedule (run with an operation that
-//! combines nothing).
+//! combines nothing); or, with `barrier = flat`, a dissemination over every rank with the
+//! nodes interleaved ([`build_flat`]), blocking and nonblocking alike.
 
 use topo_hierarchy::Settings;
 
@@ -32,5 +33,28 @@ pub fn build(view: &View, s: &Settings) -> Builder {
         round += 1;
     }
     ibcast::down(&mut b, view, s, 0, 0, top, nothing);
+    b
+}
+
+/// The flat barrier: a dissemination over every rank, this rank's `rounds` (whom it
+/// signals and whom it hears from, [`topo_hierarchy::remap::dissemination_peers`] on
+/// [`topo_hierarchy::remap::interleaved_positions`]), each an empty message sent and one
+/// received over the link that reaches that rank directly. The send and the receive of a
+/// round share it, as the matching receive and send of the other ranks do.
+pub fn build_flat(rounds: &[(u32, u32)]) -> Builder {
+    let mut b = Builder::default();
+    let nothing = Region::whole(Buf::Acc, 0);
+    for &(to, from) in rounds {
+        b.round([
+            (
+                Link::Direct(to),
+                Action::Send {
+                    to: vec![to],
+                    src: nothing,
+                },
+            ),
+            (Link::Direct(from), Action::Recv { from, dst: nothing }),
+        ]);
+    }
     b
 }
