@@ -73,12 +73,21 @@ impl Hier {
         }
     }
 
-    /// The flat barrier's steps, when the settings choose it and its order is known.
-    pub(crate) fn flat_barrier(&self) -> Option<Builder> {
+    /// The flat barrier's rounds, when the settings choose it and its order is known.
+    fn flat_barrier_rounds(&self) -> Option<&[(u32, u32)]> {
         (self.settings.barrier_alg() == BarrierAlg::Flat)
             .then_some(self.exchanges.dissemination.as_deref())
             .flatten()
-            .map(ibarrier::build_flat)
+    }
+
+    /// The flat barrier's steps, when the settings choose it and its order is known.
+    pub(crate) fn flat_barrier(&self) -> Option<Builder> {
+        self.flat_barrier_rounds().map(ibarrier::build_flat)
+    }
+
+    /// Whether the barrier takes the flat form ([`Hier::flat_barrier`]).
+    pub(crate) fn barrier_is_flat(&self) -> bool {
+        self.flat_barrier_rounds().is_some()
     }
 
     /// Whether an Allreduce of `len` bytes takes a flat form ([`Hier::flat_allreduce`]).

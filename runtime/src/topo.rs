@@ -1047,9 +1047,7 @@ impl Topo {
     pub fn raw_barrier(&mut self) -> bool {
         let flat = {
             let core = context::lock(&self.core);
-            core.hier
-                .as_ref()
-                .is_some_and(|h| h.flat_barrier().is_some())
+            core.hier.as_ref().is_some_and(|h| h.barrier_is_flat())
         };
         if flat {
             // Its signals go to different ranks over different links: it runs as its
