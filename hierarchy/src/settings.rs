@@ -742,8 +742,8 @@ const ALLREDUCE_DEFAULTS_MANY: [Rule<AllreduceAlg>; 2] = below_then(
 /// With few ranks per node, small messages take recursive doubling over every rank in the
 /// hierarchy's order: climbing and descending the node's levels costs more there than the
 /// exchanges inside the node that it saves, and the network interface carries few
-/// messages per node either way. The simulator (16 and 128 nodes, docs/simulate.md)
-/// predicts the hierarchical form at 1.03-1.21 x recursive doubling below 1 KiB with 8 and
+/// messages per node either way. The simulator (2, 16 and 128 nodes, docs/simulate.md)
+/// predicts the hierarchical form at 1.002-1.21 x recursive doubling below 1 KiB with 8 and
 /// 16 ranks per node and below 256 B with 32, where this form takes exactly recursive
 /// doubling's time, and the hierarchical form ahead beyond those sizes, and at every size
 /// with 4 or fewer and with 48 or more ranks per node. Each entry: the most ranks per node
