@@ -177,24 +177,7 @@ pub fn build_recursive_doubling(peers: &HalvingPeers, send: bool, len: usize) ->
     let acc = Region::whole(Buf::Recv, len);
     let own = Region::whole(if send { Buf::Send } else { Buf::Recv }, len);
     if let Fold::Out(into) = peers.fold {
-        if len > 0 {
-            let link = Link::Direct(into);
-            b.step(
-                link,
-                Action::Send {
-                    to: vec![into],
-                    src: own,
-                },
-            );
-            b.step(
-                link,
-                Action::Recv {
-                    from: into,
-                    dst: acc,
-                },
-            );
-        }
-        return (b, 0);
+        return (folded_out(into, send, len), 0);
     }
     if len == 0 {
         return (b, 0);
@@ -250,7 +233,34 @@ pub fn build_recursive_doubling(peers: &HalvingPeers, send: bool, len: usize) ->
         // Alone: the result is this rank's data.
         b.step(Link::Local, Action::Copy { src: own, dst: acc });
     }
-    if let Fold::In(from) = peers.fold {
+    give_back(&mut b, peers.fold, acc);
+    (b, if uses_tmp { len } else { 0 })
+}
+
+/// The steps of a rank folded out of an exchange in the halving order (a job size that is
+/// not a power of two): it sends its contribution of `len` bytes (`send`: in
+/// [`Buf::Send`], else in place) to the rank it folds into and gets the result back.
+fn folded_out(into: u32, send: bool, len: usize) -> Builder {
+    let mut b = Builder::default();
+    if len > 0 {
+        let link = Link::Direct(into);
+        let src = Region::whole(if send { Buf::Send } else { Buf::Recv }, len);
+        b.step(
+            link,
+            Action::Send {
+                to: vec![into],
+                src,
+            },
+        );
+        let dst = Region::whole(Buf::Recv, len);
+        b.step(link, Action::Recv { from: into, dst });
+    }
+    b
+}
+
+/// The last step of a rank that a partner folded into: the result `acc` back to it.
+fn give_back(b: &mut Builder, fold: Fold, acc: Region) {
+    if let Fold::In(from) = fold {
         b.step(
             Link::Direct(from),
             Action::Send {
@@ -259,7 +269,6 @@ pub fn build_recursive_doubling(peers: &HalvingPeers, send: bool, len: usize) ->
             },
         );
     }
-    (b, if uses_tmp { len } else { 0 })
 }
 
 /// Bytes of blocks `first..first + count` of `blocks`, in the receive buffer.
@@ -412,25 +421,7 @@ pub fn build_rabenseifner(peers: &HalvingPeers, elem: usize, send: bool, len: us
     let mut b = Builder::default();
     let acc = Region::whole(Buf::Recv, len);
     if let Fold::Out(into) = peers.fold {
-        if len > 0 {
-            let src = Region::whole(if send { Buf::Send } else { Buf::Recv }, len);
-            let link = Link::Direct(into);
-            b.step(
-                link,
-                Action::Send {
-                    to: vec![into],
-                    src,
-                },
-            );
-            b.step(
-                link,
-                Action::Recv {
-                    from: into,
-                    dst: acc,
-                },
-            );
-        }
-        return b;
+        return folded_out(into, send, len);
     }
     if len == 0 {
         return b;
@@ -508,14 +499,6 @@ pub fn build_rabenseifner(peers: &HalvingPeers, elem: usize, send: bool, len: us
         ]);
         (first, count) = (whole, twice);
     }
-    if let Fold::In(from) = peers.fold {
-        b.step(
-            Link::Direct(from),
-            Action::Send {
-                to: vec![from],
-                src: acc,
-            },
-        );
-    }
+    give_back(&mut b, peers.fold, acc);
     b
 }
