@@ -1002,11 +1002,10 @@ impl Settings {
     /// The built-in Allreduce rules for a job of [`Settings::ranks`] ranks on
     /// [`Settings::nodes`] nodes.
     fn allreduce_defaults(&self) -> &'static [Rule<AllreduceAlg>] {
-        if self.nodes > 1 && self.ranks >= ALLREDUCE_EARLY_RANKS {
-            match self.few_per_node() {
-                Some(i) => &ALLREDUCE_DEFAULTS_FEW_PER_NODE[i],
-                None => &ALLREDUCE_DEFAULTS_MANY,
-            }
+        if let Some(i) = self.few_per_node() {
+            &ALLREDUCE_DEFAULTS_FEW_PER_NODE[i]
+        } else if self.nodes > 1 && self.ranks >= ALLREDUCE_EARLY_RANKS {
+            &ALLREDUCE_DEFAULTS_MANY
         } else if self.nodes > 1 {
             &ALLREDUCE_DEFAULTS_NODES
         } else {

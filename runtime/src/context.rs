@@ -51,26 +51,40 @@ impl Hier {
         crate::allreduce::view_for(&self.view, &self.network_view, &self.settings, bytes)
     }
 
+    /// The flat form an Allreduce of `len` bytes takes and the peers it runs with, when
+    /// the settings choose one ([`AllreduceAlg::is_flat`]) and its order is known.
+    fn flat_allreduce_peers(&self, len: usize) -> Option<(AllreduceAlg, FlatPeers<'_>)> {
+        let alg = self.settings.allreduce_for(len);
+        let peers = match alg {
+            AllreduceAlg::Ring => FlatPeers::Ring(self.exchanges.ring()?),
+            a if a.uses_halving_order() => FlatPeers::Halving(self.exchanges.halving.as_ref()?),
+            _ => return None,
+        };
+        Some((alg, peers))
+    }
+
     /// The steps of a flat Allreduce of `len` bytes of `elem`-byte elements (`send`: the
-    /// contribution is in the send buffer), when the settings choose a flat form
-    /// ([`AllreduceAlg::is_flat`]) for that size; `None` for the hierarchical forms.
-    /// Also returns how many bytes of [`crate::nonblocking::Buf::Tmp`] the steps use.
+    /// contribution is in the send buffer), and how many bytes of
+    /// [`crate::nonblocking::Buf::Tmp`] they use, when it takes a flat form
+    /// ([`Hier::flat_allreduce_peers`]); `None` for the hierarchical forms.
     pub(crate) fn flat_allreduce(
         &self,
         elem: usize,
         send: bool,
         len: usize,
     ) -> Option<(Builder, usize)> {
-        match self.settings.allreduce_for(len) {
-            AllreduceAlg::Ring => {
-                (self.exchanges.ring()).map(|p| (iallreduce::build_ring(p, elem, send, len), 0))
+        Some(match self.flat_allreduce_peers(len)? {
+            (_, FlatPeers::Ring(p)) => (iallreduce::build_ring(p, elem, send, len), 0),
+            (AllreduceAlg::Rabenseifner, FlatPeers::Halving(p)) => {
+                (iallreduce::build_rabenseifner(p, elem, send, len), 0)
             }
-            AllreduceAlg::Rabenseifner => (self.exchanges.halving.as_ref())
-                .map(|p| (iallreduce::build_rabenseifner(p, elem, send, len), 0)),
-            AllreduceAlg::RecursiveDoubling => (self.exchanges.halving.as_ref())
-                .map(|p| iallreduce::build_recursive_doubling(p, send, len)),
-            _ => None,
-        }
+            (_, FlatPeers::Halving(p)) => iallreduce::build_recursive_doubling(p, send, len),
+        })
+    }
+
+    /// Whether an Allreduce of `len` bytes takes a flat form ([`Hier::flat_allreduce`]).
+    pub(crate) fn allreduce_is_flat(&self, len: usize) -> bool {
+        self.flat_allreduce_peers(len).is_some()
     }
 
     /// The flat barrier's rounds, when the settings choose it and its order is known.
@@ -89,17 +103,13 @@ impl Hier {
     pub(crate) fn barrier_is_flat(&self) -> bool {
         self.flat_barrier_rounds().is_some()
     }
+}
 
-    /// Whether an Allreduce of `len` bytes takes a flat form ([`Hier::flat_allreduce`]).
-    pub(crate) fn allreduce_is_flat(&self, len: usize) -> bool {
-        match self.settings.allreduce_for(len) {
-            AllreduceAlg::Ring => self.exchanges.ring().is_some(),
-            AllreduceAlg::Rabenseifner | AllreduceAlg::RecursiveDoubling => {
-                self.exchanges.halving.is_some()
-            }
-            _ => false,
-        }
-    }
+/// The peers of a flat Allreduce form: the ring's, or the halving order's
+/// (Rabenseifner's and recursive doubling).
+enum FlatPeers<'a> {
+    Ring(&'a RingPeers),
+    Halving(&'a HalvingPeers),
 }
 
 /// The flat exchanges a context has worked out, one per Allgather algorithm that uses one,

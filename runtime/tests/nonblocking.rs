@@ -132,9 +132,32 @@ proptest! {
     }
 }
 
+/// Runs the barrier `build` gives each rank on the ranks of `plans`, rank `late` starting
+/// 30 ms after the others, and returns, per rank, how many ranks had started when its
+/// barrier completed.
+fn started_when_completed(
+    plans: &[topo_hierarchy::RankPlan],
+    late: u32,
+    build: impl Fn(&topo_runtime::view::View) -> Builder + Sync,
+) -> Vec<i64> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let started = AtomicUsize::new(0);
+    let (out, _) = run(plans, |view, fabric| {
+        if view.rank == late {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        started.fetch_add(1, Ordering::SeqCst);
+        let mut engine = Engine::default();
+        let sched = schedule("MPI_Ibarrier", build(view), None, None, 0, 0);
+        engine.start(1, sched, fabric).unwrap();
+        finish(&mut engine, fabric);
+        vec![started.load(Ordering::SeqCst) as i64]
+    });
+    out.into_iter().map(|seen| seen[0]).collect()
+}
+
 #[test]
 fn nobody_completes_an_ibarrier_before_everyone_has_started_it() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     let s = topo_hierarchy::Settings::default();
     for (nodes, per_node, levels) in [
         (1, 5, "node,world"),
@@ -144,32 +167,17 @@ fn nobody_completes_an_ibarrier_before_everyone_has_started_it() {
     ] {
         let plans = plans(nodes, per_node, 2, levels, false);
         let n = plans.len();
-        let started = AtomicUsize::new(0);
-        let (out, _) = run(&plans, |view, fabric| {
-            // The last rank starts late.
-            if view.rank as usize == n - 1 {
-                std::thread::sleep(Duration::from_millis(30));
-            }
-            started.fetch_add(1, Ordering::SeqCst);
-            let mut engine = Engine::default();
-            let sched = schedule("MPI_Ibarrier", ibarrier::build(view, &s), None, None, 0, 0);
-            engine.start(1, sched, fabric).unwrap();
-            finish(&mut engine, fabric);
-            vec![started.load(Ordering::SeqCst) as i64]
-        });
-        for (rank, seen) in out.iter().enumerate() {
-            assert_eq!(
-                seen[0], n as i64,
-                "{nodes}x{per_node} {levels}: rank {rank}"
-            );
+        // The last rank starts late.
+        let seen = started_when_completed(&plans, n as u32 - 1, |view| ibarrier::build(view, &s));
+        for (rank, seen) in seen.into_iter().enumerate() {
+            assert_eq!(seen, n as i64, "{nodes}x{per_node} {levels}: rank {rank}");
         }
     }
 }
 
 #[test]
 fn nobody_completes_a_flat_barrier_before_everyone_has_started_it() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use topo_hierarchy::remap::{self, partition::Placement};
+    use topo_hierarchy::remap;
     for (nodes, per_node, cyclic, late) in [
         (1, 5, false, 4),
         (2, 4, false, 0),
@@ -180,29 +188,12 @@ fn nobody_completes_a_flat_barrier_before_everyone_has_started_it() {
         let plans = plans(nodes, per_node, 2, "node,world", cyclic);
         let n = plans.len();
         let pos = remap::interleaved_positions(&Placement::nodes(&node_of(&plans)));
-        let started = AtomicUsize::new(0);
-        let (out, _) = run(&plans, |view, fabric| {
-            if view.rank == late {
-                std::thread::sleep(Duration::from_millis(30));
-            }
-            started.fetch_add(1, Ordering::SeqCst);
-            let rounds = remap::dissemination_peers(&pos, view.rank).unwrap();
-            let mut engine = Engine::default();
-            let sched = schedule(
-                "MPI_Ibarrier",
-                ibarrier::build_flat(&rounds),
-                None,
-                None,
-                0,
-                0,
-            );
-            engine.start(1, sched, fabric).unwrap();
-            finish(&mut engine, fabric);
-            vec![started.load(Ordering::SeqCst) as i64]
+        let seen = started_when_completed(&plans, late, |view| {
+            ibarrier::build_flat(&remap::dissemination_peers(&pos, view.rank).unwrap())
         });
-        for (rank, seen) in out.iter().enumerate() {
+        for (rank, seen) in seen.into_iter().enumerate() {
             assert_eq!(
-                seen[0], n as i64,
+                seen, n as i64,
                 "{nodes}x{per_node} late {late}: rank {rank}"
             );
         }

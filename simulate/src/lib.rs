@@ -206,20 +206,15 @@ impl Cluster {
                     Program::from_builder(&iallreduce::build_ring(&peers, elem, true, len))
                 }));
             }
-            (Op::Allreduce, AllreduceAlg::Rabenseifner) => {
+            (Op::Allreduce, alg) if alg.uses_halving_order() => {
                 let order = HalvingOrder::new(&self.placement);
                 return Ok(Programs::build(n, |r| {
                     let peers = order.peers(r).expect(PERMUTATION);
-                    Program::from_builder(&iallreduce::build_rabenseifner(&peers, elem, true, len))
-                }));
-            }
-            (Op::Allreduce, AllreduceAlg::RecursiveDoubling) => {
-                let order = HalvingOrder::new(&self.placement);
-                return Ok(Programs::build(n, |r| {
-                    let peers = order.peers(r).expect(PERMUTATION);
-                    Program::from_builder(
-                        &iallreduce::build_recursive_doubling(&peers, true, len).0,
-                    )
+                    Program::from_builder(&if alg == AllreduceAlg::Rabenseifner {
+                        iallreduce::build_rabenseifner(&peers, elem, true, len)
+                    } else {
+                        iallreduce::build_recursive_doubling(&peers, true, len).0
+                    })
                 }));
             }
             _ => {}
