@@ -15,7 +15,8 @@ fuzz_target!(|text: &str| {
             for g in &plan.groups {
                 for n in [0, 1, 4096, usize::MAX] {
                     for intra in [false, true] {
-                        let _ = (s.bcast_for(g.level, intra, n), s.reduce_for(g.level, intra, n));
+                        let m = g.members.len();
+                        let _ = (s.bcast_for(g.level, intra, m, n), s.reduce_for(g.level, intra, m, n));
                     }
                     let _ = s.allreduce_for(n);
                 }

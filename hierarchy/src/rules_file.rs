@@ -17,7 +17,7 @@
 //!
 //! The first line that is not blank or a comment (`#` to the end of the line) is the
 //! header `topo-run-rules 1`. Every other line is either an algorithm rule, `bcast`,
-//! `reduce`, `allreduce` or `allgather` followed by a selector (`[SCOPE][<BYTES]`, or `*`) and an
+//! `reduce`, `allreduce` or `allgather` followed by a selector (`[SCOPE][>MEMBERS][<BYTES]`, or `*`) and an
 //! algorithm, in the order they are tried; or a pipeline-chunk rule, `chunk` followed by
 //! an optional selector (`[COLLECTIVE][<BYTES]`, or `*`) and a size, in the order they are
 //! tried; or a setting, `slots`, `fragment`, `spin`, `single-copy` or `barrier` followed
@@ -119,7 +119,7 @@ impl RulesFile {
                 let form = if k == "chunk" {
                     "[COLLECTIVE][<BYTES]"
                 } else {
-                    "[SCOPE][<BYTES]"
+                    "[SCOPE][>MEMBERS][<BYTES]"
                 };
                 return Err(format!("{selector:?} is not a selector ({form} or *)"));
             }
@@ -249,8 +249,8 @@ mod tests {
         );
         let s = Settings::from_pairs(&f.pairs()).unwrap();
         let world: LevelName = "world".parse().unwrap();
-        assert_eq!(s.bcast_for(world, false, 100), BcastAlg::Knomial(4));
-        assert_eq!(s.bcast_for(world, false, 1 << 20), BcastAlg::Knomial(2));
+        assert_eq!(s.bcast_for(world, false, 2, 100), BcastAlg::Knomial(4));
+        assert_eq!(s.bcast_for(world, false, 2, 1 << 20), BcastAlg::Knomial(2));
         assert_eq!(s.fragment, 16 << 10);
         assert_eq!(RulesFile::parse(&f.to_text()).unwrap(), f);
     }
@@ -277,15 +277,19 @@ mod tests {
             "core", "l3", "numa", "socket", "node", "switch1", "switch2", "world",
         ] {
             let level: LevelName = level.parse().unwrap();
-            for intra in [true, false] {
-                for bytes in [0, 8, 4095, 65535, 65536, 1 << 20, 1 << 30] {
+            for (intra, m) in [true, false]
+                .into_iter()
+                .flat_map(|i| [2, 3, 16].map(|m| (i, m)))
+            {
+                for bytes in [0, 8, 511, 512, 4095, 4096, 65535, 65536, 1 << 20, 1 << 30] {
                     assert_eq!(
-                        s.bcast_for(level, intra, bytes),
-                        d.bcast_for(level, intra, bytes)
+                        s.bcast_for(level, intra, m, bytes),
+                        d.bcast_for(level, intra, m, bytes)
                     );
                     assert_eq!(
-                        s.reduce_for(level, intra, bytes),
-                        d.reduce_for(level, intra, bytes)
+                        s.reduce_for(level, intra, m, bytes),
+                        d.reduce_for(level, intra, m, bytes),
+                        "{level} intra {intra}, {m} members, {bytes} bytes"
                     );
                     assert_eq!(s.allreduce_for(bytes), d.allreduce_for(bytes));
                 }

@@ -3,12 +3,13 @@
 //! them into every rank's plan, so all ranks of a job use the same ones (the plan digest
 //! covers them); the runtime reads them back from the plan.
 //!
-//! Algorithm rules are comma-separated `[SCOPE][<BYTES]=ALGORITHM` (a bare `ALGORITHM`
-//! means `*=ALGORITHM`). `SCOPE` is a level
+//! Algorithm rules are comma-separated `[SCOPE][>MEMBERS][<BYTES]=ALGORITHM` (a bare
+//! `ALGORITHM` means `*=ALGORITHM`). `SCOPE` is a level
 //! name (`numa`, `node`, `switch1`, `world`, ...), `intra` (groups inside one node),
-//! `inter` (groups spanning nodes) or `*` (the default when left out). `<BYTES` limits the
-//! rule to messages smaller than `BYTES` (suffixes `K`, `M`, `G` are powers of 1024). The
-//! first matching rule wins; the user's rules come before the built-in defaults.
+//! `inter` (groups spanning nodes) or `*` (the default when left out). `>MEMBERS` (broadcast
+//! and reduce rules only) limits the rule to groups of more than `MEMBERS` ranks. `<BYTES`
+//! limits it to messages smaller than `BYTES` (suffixes `K`, `M`, `G` are powers of 1024).
+//! The first matching rule wins; the user's rules come before the built-in defaults.
 //!
 //! ```text
 //! bcast      numa=knomial:4,node=flat,inter<64K=knomial:2
@@ -269,11 +270,14 @@ impl Scope {
     }
 }
 
-/// One `[SCOPE][<BYTES]=ALGORITHM` rule.
+/// One `[SCOPE][>MEMBERS][<BYTES]=ALGORITHM` rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule<A> {
     /// Where it applies.
     pub scope: Scope,
+    /// It applies to groups of more than this many members only (broadcast and reduce
+    /// rules; the Allreduce's and Allgather's are not per group).
+    pub more_than: Option<u32>,
     /// It applies to messages smaller than this many bytes.
     pub below: Option<u64>,
     /// What to run.
@@ -562,7 +566,8 @@ pub fn format_bytes(n: u64) -> String {
 /// One rule of a list, split: the rule's text, `WHERE`, the bound and `VALUE`.
 type RulePart<'a> = (&'a str, &'a str, Option<u64>, &'a str);
 
-/// Splits comma-separated `[WHERE][<BYTES]=VALUE` rules (a bare `VALUE` is `*=VALUE`).
+/// Splits comma-separated `[WHERE][<BYTES]=VALUE` rules (a bare `VALUE` is `*=VALUE`;
+/// `WHERE` may end in a group-size clause `>MEMBERS`, see [`parse_rules`]).
 fn rule_parts(text: &str) -> std::result::Result<Vec<RulePart<'_>>, String> {
     let mut out = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -576,9 +581,28 @@ fn rule_parts(text: &str) -> std::result::Result<Vec<RulePart<'_>>, String> {
     Ok(out)
 }
 
-fn parse_rules<A: FromStr<Err = String>>(text: &str) -> std::result::Result<Vec<Rule<A>>, String> {
+/// Parses `[SCOPE][>MEMBERS][<BYTES]=ALGORITHM` rules; `per_group`: whether a rule may
+/// name a group size (broadcast and reduce rules).
+fn parse_rules<A: FromStr<Err = String>>(
+    text: &str,
+    per_group: bool,
+) -> std::result::Result<Vec<Rule<A>>, String> {
     let mut rules = Vec::new();
-    for (part, scope, below, alg) in rule_parts(text)? {
+    for (part, head, below, alg) in rule_parts(text)? {
+        let (scope, more_than) = match head.split_once('>') {
+            Some(_) if !per_group => {
+                return Err(format!(
+                    "rule {part:?}: a group size (>MEMBERS) applies to bcast and reduce rules only"
+                ));
+            }
+            Some((scope, members)) => {
+                let m = members.parse::<u32>().map_err(|_| {
+                    format!("rule {part:?}: {members:?} is not a number of members (like intra>2)")
+                })?;
+                (scope, Some(m))
+            }
+            None => (head, None),
+        };
         let scope = match scope {
             "" | "*" => Scope::Any,
             "intra" => Scope::Intra,
@@ -588,6 +612,7 @@ fn parse_rules<A: FromStr<Err = String>>(text: &str) -> std::result::Result<Vec<
         let algorithm = alg.parse().map_err(|e| format!("rule {part:?}: {e}"))?;
         rules.push(Rule {
             scope,
+            more_than,
             below,
             algorithm,
         });
@@ -595,17 +620,25 @@ fn parse_rules<A: FromStr<Err = String>>(text: &str) -> std::result::Result<Vec<
     Ok(rules)
 }
 
+/// The first rule of `rules`, then of `defaults`, that applies to a group of `members` at
+/// `level` (`None`: a rule that is not per group, which no group-size clause matches).
 fn pick<A: Copy>(
     rules: &[Rule<A>],
     defaults: &[Rule<A>],
     level: LevelName,
     intra: bool,
+    members: Option<usize>,
     bytes: usize,
 ) -> A {
     rules
         .iter()
         .chain(defaults)
-        .find(|r| r.scope.matches(level, intra) && r.below.is_none_or(|b| (bytes as u64) < b))
+        .find(|r| {
+            r.scope.matches(level, intra)
+                && r.more_than
+                    .is_none_or(|m| members.is_some_and(|n| n > m as usize))
+                && r.below.is_none_or(|b| (bytes as u64) < b)
+        })
         .map(|r| r.algorithm)
         .unwrap_or(defaults[defaults.len() - 1].algorithm)
 }
@@ -666,39 +699,77 @@ impl Default for Settings {
 const BCAST_DEFAULTS: [Rule<BcastAlg>; 2] = [
     Rule {
         scope: Scope::Intra,
+        more_than: None,
         below: None,
         algorithm: BcastAlg::Flat,
     },
     Rule {
         scope: Scope::Any,
+        more_than: None,
         below: None,
         algorithm: BcastAlg::Knomial(2),
     },
 ];
 
-const REDUCE_DEFAULTS: [Rule<ReduceAlg>; 2] = [
+const REDUCE_DEFAULTS: [Rule<ReduceAlg>; 5] = [
     Rule {
         scope: Scope::Intra,
+        more_than: None,
+        below: Some(REDUCE_FLAT_BELOW),
+        algorithm: ReduceAlg::Flat,
+    },
+    Rule {
+        scope: Scope::Intra,
+        more_than: Some(2),
+        below: Some(REDUCE_RSG_FROM),
+        algorithm: ReduceAlg::Knomial(4),
+    },
+    Rule {
+        scope: Scope::Intra,
+        more_than: Some(2),
+        below: None,
+        algorithm: ReduceAlg::ReduceScatterGather,
+    },
+    Rule {
+        scope: Scope::Intra,
+        more_than: None,
         below: None,
         algorithm: ReduceAlg::Flat,
     },
     Rule {
         scope: Scope::Any,
+        more_than: None,
         below: None,
         algorithm: ReduceAlg::Knomial(2),
     },
 ];
+
+/// Inside a node, reduces below this size are flat in every group: the root combines each
+/// member's message as it comes, which is quickest while the combines are short.
+const REDUCE_FLAT_BELOW: u64 = 512;
+
+/// Inside a node, groups of more than two members reduce by a 4-nomial tree from
+/// [`REDUCE_FLAT_BELOW`] and by reduce-scatter-gather from this size, where the root of a
+/// flat group would combine every member's whole message one after the other: on 16 nodes
+/// x 32 and x 128 ranks `topo-run simulate` predicts the flat reduce at 1.03-1.72 x the
+/// flat binomial tree from 4 KiB, reduce-scatter-gather at 0.60-0.95 (docs/simulate.md).
+/// Groups of two stay flat at every size: on 1 node x 2, reduce-scatter-gather measured
+/// 1.2-1.9 x the flat reduce from 4 KiB to 4 MiB (the root reads the other's buffer once,
+/// by single copy, and combines as it reads).
+const REDUCE_RSG_FROM: u64 = 4 << 10;
 
 /// Two rules for every group: `small` below `below` bytes, `large` from there.
 const fn below_then<A: Copy>(below: u64, small: A, large: A) -> [Rule<A>; 2] {
     [
         Rule {
             scope: Scope::Any,
+            more_than: None,
             below: Some(below),
             algorithm: small,
         },
         Rule {
             scope: Scope::Any,
+            more_than: None,
             below: None,
             algorithm: large,
         },
@@ -758,6 +829,7 @@ const fn rd_then_many(below: u64) -> [Rule<AllreduceAlg>; 3] {
     [
         Rule {
             scope: Scope::Any,
+            more_than: None,
             below: Some(below),
             algorithm: AllreduceAlg::RecursiveDoubling,
         },
@@ -778,6 +850,7 @@ const ALLREDUCE_DEFAULTS_FEW_PER_NODE: [[Rule<AllreduceAlg>; 3]; 2] = [
 /// and 18.6 ms against 21 at 4 MiB (docs/runtime.md).
 const ALLGATHER_DEFAULTS: [Rule<AllgatherAlg>; 1] = [Rule {
     scope: Scope::Any,
+    more_than: None,
     below: None,
     algorithm: AllgatherAlg::RecursiveDoubling,
 }];
@@ -882,10 +955,10 @@ impl Settings {
                     };
                 }
                 "barrier" => s.barrier = Some(value.parse().map_err(bad)?),
-                "bcast" => s.bcast = parse_rules(value).map_err(bad)?,
-                "reduce" => s.reduce = parse_rules(value).map_err(bad)?,
-                "allreduce" => s.allreduce = parse_rules(value).map_err(bad)?,
-                "allgather" => s.allgather = parse_rules(value).map_err(bad)?,
+                "bcast" => s.bcast = parse_rules(value, true).map_err(bad)?,
+                "reduce" => s.reduce = parse_rules(value, true).map_err(bad)?,
+                "allreduce" => s.allreduce = parse_rules(value, false).map_err(bad)?,
+                "allgather" => s.allgather = parse_rules(value, false).map_err(bad)?,
                 _ => {
                     return Err(bad(format!(
                         "unknown setting; known: {}",
@@ -897,14 +970,41 @@ impl Settings {
         Ok(s)
     }
 
-    /// The broadcast algorithm for a group at `level` (`intra`: inside one node).
-    pub fn bcast_for(&self, level: LevelName, intra: bool, bytes: usize) -> BcastAlg {
-        pick(&self.bcast, &BCAST_DEFAULTS, level, intra, bytes)
+    /// The broadcast algorithm for a group of `members` at `level` (`intra`: inside one
+    /// node).
+    pub fn bcast_for(
+        &self,
+        level: LevelName,
+        intra: bool,
+        members: usize,
+        bytes: usize,
+    ) -> BcastAlg {
+        pick(
+            &self.bcast,
+            &BCAST_DEFAULTS,
+            level,
+            intra,
+            Some(members),
+            bytes,
+        )
     }
 
-    /// The reduce algorithm for a group at `level`.
-    pub fn reduce_for(&self, level: LevelName, intra: bool, bytes: usize) -> ReduceAlg {
-        pick(&self.reduce, &REDUCE_DEFAULTS, level, intra, bytes)
+    /// The reduce algorithm for a group of `members` at `level`.
+    pub fn reduce_for(
+        &self,
+        level: LevelName,
+        intra: bool,
+        members: usize,
+        bytes: usize,
+    ) -> ReduceAlg {
+        pick(
+            &self.reduce,
+            &REDUCE_DEFAULTS,
+            level,
+            intra,
+            Some(members),
+            bytes,
+        )
     }
 
     /// The built-in Allgather rules for a job of `ranks` ranks on [`Settings::nodes`]
@@ -925,7 +1025,14 @@ impl Settings {
     /// and for large jobs on several nodes).
     pub fn allgather_for(&self, bytes: usize, ranks: usize) -> AllgatherAlg {
         let defaults = self.allgather_defaults(ranks);
-        pick(&self.allgather, &defaults, LevelName::World, false, bytes)
+        pick(
+            &self.allgather,
+            &defaults,
+            LevelName::World,
+            false,
+            None,
+            bytes,
+        )
     }
 
     /// Every flat Allgather algorithm (`rd`, `ring`) that [`Settings::allgather_for`] may
@@ -1020,6 +1127,7 @@ impl Settings {
             self.allreduce_defaults(),
             LevelName::World,
             false,
+            None,
             bytes,
         )
     }
@@ -1253,11 +1361,11 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            s.bcast_for(lvl("world"), false, 8),
+            s.bcast_for(lvl("world"), false, 2, 8),
             BcastAlg::ScatterAllgather
         );
         assert_eq!(
-            s.reduce_for(lvl("node"), true, 8),
+            s.reduce_for(lvl("node"), true, 2, 8),
             ReduceAlg::ReduceScatterGather
         );
         assert_eq!(s.single_copy, 0);
@@ -1270,8 +1378,11 @@ mod tests {
     #[test]
     fn defaults_and_user_rules() {
         let d = Settings::default();
-        assert_eq!(d.bcast_for(lvl("numa"), true, 8), BcastAlg::Flat);
-        assert_eq!(d.bcast_for(lvl("switch1"), false, 8), BcastAlg::Knomial(2));
+        assert_eq!(d.bcast_for(lvl("numa"), true, 2, 8), BcastAlg::Flat);
+        assert_eq!(
+            d.bcast_for(lvl("switch1"), false, 2, 8),
+            BcastAlg::Knomial(2)
+        );
         assert_eq!(
             d.allreduce_for(1 << 20),
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring)
@@ -1286,15 +1397,45 @@ mod tests {
         assert_eq!(s.fragment, 16384);
         assert_eq!(s.slots, 4);
         assert_eq!(
-            s.bcast_for(lvl("numa"), true, 1 << 30),
+            s.bcast_for(lvl("numa"), true, 2, 1 << 30),
             BcastAlg::Knomial(4)
         );
-        assert_eq!(s.bcast_for(lvl("world"), false, 100), BcastAlg::Flat);
+        assert_eq!(s.bcast_for(lvl("world"), false, 2, 100), BcastAlg::Flat);
         assert_eq!(
-            s.bcast_for(lvl("world"), false, 64 << 10),
+            s.bcast_for(lvl("world"), false, 2, 64 << 10),
             BcastAlg::Knomial(2)
         );
         assert_eq!(s.allreduce_for(4), AllreduceAlg::ReduceBcast);
+    }
+
+    #[test]
+    fn a_rule_may_name_the_group_size() {
+        let numa = lvl("numa");
+        let s = Settings::from_pairs(&[("reduce", "intra>4<4K=knomial:3,intra=flat")]).unwrap();
+        assert_eq!(s.reduce_for(numa, true, 4, 100), ReduceAlg::Flat);
+        assert_eq!(s.reduce_for(numa, true, 5, 100), ReduceAlg::Knomial(3));
+        assert_eq!(s.reduce_for(numa, true, 5, 4096), ReduceAlg::Flat);
+        // The defaults: flat for groups of two and small messages, else by size.
+        let d = Settings::default();
+        assert_eq!(d.reduce_for(numa, true, 2, 1 << 20), ReduceAlg::Flat);
+        assert_eq!(d.reduce_for(numa, true, 16, 511), ReduceAlg::Flat);
+        assert_eq!(d.reduce_for(numa, true, 16, 512), ReduceAlg::Knomial(4));
+        assert_eq!(
+            d.reduce_for(numa, true, 3, 4096),
+            ReduceAlg::ReduceScatterGather
+        );
+        assert_eq!(
+            d.reduce_for(lvl("world"), false, 16, 1 << 20),
+            ReduceAlg::Knomial(2)
+        );
+        for (key, value, needle) in [
+            ("reduce", "intra>two=flat", "not a number of members"),
+            ("allreduce", "*>2=ring", "bcast and reduce rules only"),
+            ("allgather", ">2<4K=rd", "bcast and reduce rules only"),
+        ] {
+            let e = Settings::from_pairs(&[(key, value)]).unwrap_err().to_string();
+            assert!(e.contains(needle), "{value}: {e}");
+        }
     }
 
     #[test]

@@ -416,11 +416,15 @@ pub struct RuntimeArgs {
     pub rules: Option<std::path::PathBuf>,
 
     /// Broadcast algorithm rules for the runtime, e.g. `numa=knomial:4,node=flat`
-    /// (`[SCOPE][<BYTES]=flat|binomial|knomial:K`; SCOPE is a level, intra, inter or *).
+    /// (`[SCOPE][>MEMBERS][<BYTES]=flat|binomial|knomial:K|scatter-allgather`; SCOPE is a
+    /// level, intra, inter or *; `>MEMBERS`: groups of more than MEMBERS ranks).
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_BCAST")]
     pub bcast: Option<String>,
 
-    /// Reduce algorithm rules, e.g. `intra=flat,inter<64K=knomial:4`.
+    /// Reduce algorithm rules, e.g. `intra=flat,inter<64K=knomial:4` (flat, binomial,
+    /// knomial:K, reduce-scatter-gather). Default: inside a node flat below 512 bytes and in
+    /// groups of two, else knomial:4 below 4K and reduce-scatter-gather from there;
+    /// binomial between nodes.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_REDUCE")]
     pub reduce: Option<String>,
 

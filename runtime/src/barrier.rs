@@ -35,7 +35,7 @@ pub fn barrier(view: &View, fabric: &mut dyn Fabric, s: &Settings) -> Result<()>
             highest = i;
             break;
         }
-        let alg = s.reduce_for(l.name, l.intra, 0);
+        let alg = s.reduce_for(l.name, l.intra, l.members.len(), 0);
         group_reduce(
             fabric.level(i),
             &l.members,
@@ -53,7 +53,7 @@ pub fn barrier(view: &View, fabric: &mut dyn Fabric, s: &Settings) -> Result<()>
     }
     for i in (0..highest).rev() {
         let l = &view.levels[i];
-        let alg = s.bcast_for(l.name, l.intra, 0);
+        let alg = s.bcast_for(l.name, l.intra, l.members.len(), 0);
         group_bcast(fabric.level(i), &l.members, l.me, 0, alg, &mut [])?;
     }
     Ok(())

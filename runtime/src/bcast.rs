@@ -114,7 +114,7 @@ pub fn bcast(
     }
     if let Some(l) = view.only_level() {
         // One group holds the whole job and nothing is pipelined: straight to it.
-        let alg = s.bcast_for(l.name, l.intra, total);
+        let alg = s.bcast_for(l.name, l.intra, l.members.len(), total);
         let r = l.position(root);
         return group_bcast(fabric.level(0), &l.members, l.me, r, alg, buf);
     }
@@ -145,7 +145,7 @@ pub(crate) fn down(
 ) -> Result<()> {
     for i in (0..from).rev() {
         let l = &view.levels[i];
-        let alg = s.bcast_for(l.name, l.intra, total);
+        let alg = s.bcast_for(l.name, l.intra, l.members.len(), total);
         let r = view.group_root(i, root);
         group_bcast(fabric.level(i), &l.members, l.me, r, alg, piece)?;
     }

@@ -106,10 +106,10 @@ pub fn reduce(
     }
     // One flat group holds the whole job and nothing is pipelined: a member sends its
     // contribution as it is, the root combines everyone's into `recv`.
-    if let Some(l) = view
-        .only_level()
-        .filter(|l| l.members.len() > 1 && s.reduce_for(l.name, l.intra, total) == ReduceAlg::Flat)
-    {
+    if let Some(l) = view.only_level().filter(|l| {
+        l.members.len() > 1
+            && s.reduce_for(l.name, l.intra, l.members.len(), total) == ReduceAlg::Flat
+    }) {
         let r = l.position(root);
         match (send, recv.as_deref_mut()) {
             (Some(sb), _) if l.me != r => {
@@ -204,7 +204,7 @@ fn leaf_parent(view: &View, s: &Settings, root: u32, total: usize) -> Option<u32
     if l.me == r {
         return None;
     }
-    match s.reduce_for(l.name, l.intra, total) {
+    match s.reduce_for(l.name, l.intra, l.members.len(), total) {
         ReduceAlg::Flat => Some(l.members[r]),
         ReduceAlg::Knomial(k) => match tree::knomial(l.me, r, l.members.len(), k as usize) {
             (Some(p), children) if children.is_empty() => Some(l.members[p]),
@@ -238,7 +238,7 @@ fn up_onto(
     let first = view.levels.first().filter(|l| {
         l.me == view.group_root(0, root)
             && l.members.len() > 1
-            && s.reduce_for(l.name, l.intra, total) == ReduceAlg::Flat
+            && s.reduce_for(l.name, l.intra, l.members.len(), total) == ReduceAlg::Flat
     });
     let Some(l) = first else {
         acc.copy_from_slice(own);
@@ -281,7 +281,7 @@ fn up_from(
 ) -> Result<bool> {
     for i in start..until {
         let l = &view.levels[i];
-        let alg = s.reduce_for(l.name, l.intra, total);
+        let alg = s.reduce_for(l.name, l.intra, l.members.len(), total);
         let r = view.group_root(i, root);
         group_reduce(fabric.level(i), &l.members, l.me, r, alg, acc, tmp, op)?;
         if l.me != r {

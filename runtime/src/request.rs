@@ -381,6 +381,7 @@ impl Topo {
     ) -> Request<'a, S> {
         let has_send = send.is_some();
         let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
+        let elem = op.elem_size();
         let args = Args {
             name: "MPI_Ireduce",
             send,
@@ -389,7 +390,7 @@ impl Topo {
         };
         let shape = shape(args.name, None, root, len, has_send);
         self.start(scope, args, keep, shape, |h| {
-            let (b, acc) = ireduce::build(&h.view, &h.settings, root as u32, has_send, len);
+            let (b, acc) = ireduce::build(&h.view, &h.settings, root as u32, has_send, len, elem);
             (b, acc, 0)
         })
     }
@@ -428,7 +429,8 @@ impl Topo {
             if let Some((b, tmp)) = h.flat_allreduce(elem, has_send, len) {
                 return (b, 0, tmp);
             }
-            let (b, tmp) = iallreduce::build(h.allreduce_view(len), &h.settings, has_send, len);
+            let (b, tmp) =
+                iallreduce::build(h.allreduce_view(len), &h.settings, has_send, len, elem);
             (b, 0, tmp)
         })
     }

@@ -104,15 +104,15 @@ proptest! {
             // Six collectives started back to back, then completed together.
             let bc = ibcast::build(view, &s, root, n);
             let sb = schedule("MPI_Ibcast", bc, None, Some(&mut b), 0, 0);
-            let (rb, acc) = ireduce::build(view, &s, root, true, n);
+            let (rb, acc) = ireduce::build(view, &s, root, true, n, 8);
             let sr = schedule("MPI_Ireduce", rb, Some(&mine), is_root.then_some(&mut r[..]), acc, 0);
-            let (rb, acc) = ireduce::build(view, &s, root, !is_root, n);
+            let (rb, acc) = ireduce::build(view, &s, root, !is_root, n, 8);
             let (send, recv) = if is_root { (None, Some(&mut inplace[..])) } else { (Some(&mine[..]), None) };
             let sri = schedule("MPI_Ireduce", rb, send, recv, acc, 0);
             let sbar = schedule("MPI_Ibarrier", ibarrier::build(&net_view, &s), None, None, 0, 0);
-            let (ab, tmp) = iallreduce::build(&net_view, &s, true, n);
+            let (ab, tmp) = iallreduce::build(&net_view, &s, true, n, 8);
             let sa = schedule("MPI_Iallreduce", ab, Some(&mine), Some(&mut a), 0, tmp);
-            let (ab, tmp) = iallreduce::build(&net_view, &s, false, n);
+            let (ab, tmp) = iallreduce::build(&net_view, &s, false, n, 8);
             let sai = schedule("MPI_Iallreduce", ab, None, Some(&mut ip), 0, tmp);
             for (id, sched) in [sb, sr, sri, sbar, sa, sai].into_iter().enumerate() {
                 engine.start(id as u64, sched, fabric).unwrap();

@@ -11,6 +11,9 @@
 //!   and the shared-memory queues match them.
 //! - A local copy takes `bytes / copy`, a local combine `bytes / reduce` (at the memory
 //!   rate beyond the model's cache size).
+//! - A rank has one core: the combines and copies of a round run one after the other, in
+//!   the order their data became ready (a root that combines many children's messages in
+//!   one round takes the sum of their combines, not the longest).
 //!
 //! Events are processed in time order (a binary heap), so the simulation costs
 //! `O(steps log ranks)` time and memory linear in the ranks and steps (16 bytes a step,
@@ -119,8 +122,11 @@ struct Rank {
     round: usize,
     /// When it started.
     start: f64,
-    /// When its steps have completed so far.
+    /// When its steps have completed so far (local work aside).
     done: f64,
+    /// The local work of the round so far (combines, copies): when each can start, and
+    /// how long it takes. One core does it, one piece after the other.
+    local: Vec<(f64, f64)>,
     /// Its receives still waiting, in program order.
     waiting: Vec<Waiting>,
     /// Messages that arrived for it before it asked for them, in sending order.
@@ -243,8 +249,7 @@ impl Sim<'_> {
                     } else {
                         step.bytes as f64 / self.model.copy_bytes_per_us
                     };
-                    let state = &mut self.ranks[r as usize];
-                    state.done = state.done.max(t + took);
+                    self.ranks[r as usize].local.push((t, took));
                 }
             }
         }
@@ -308,11 +313,12 @@ impl Sim<'_> {
             });
         }
         let state = &mut self.ranks[r as usize];
-        let mut end = arrival.max(state.start);
+        let ready = arrival.max(state.start);
         if w.combine {
-            end += self.model.combine_us(w.bytes);
+            state.local.push((ready, self.model.combine_us(w.bytes)));
+        } else {
+            state.done = state.done.max(ready);
         }
-        state.done = state.done.max(end);
         Ok(())
     }
 
@@ -320,6 +326,13 @@ impl Sim<'_> {
     fn maybe_next(&mut self, r: u32) {
         let state = &mut self.ranks[r as usize];
         if state.waiting.is_empty() && state.finished.is_none() {
+            // The round's local work, in the order it became possible.
+            state.local.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut core = state.start;
+            for (ready, took) in state.local.drain(..) {
+                core = core.max(ready) + took;
+            }
+            state.done = state.done.max(core);
             state.round += 1;
             self.heap.push(Reverse((Time(state.done), r)));
         }

@@ -4,6 +4,7 @@
 //! cost model per link class ([`model`]), and reports each one's time and its traffic per
 //! link class.
 
+pub mod blocking;
 pub mod calibrate;
 pub mod engine;
 pub mod flat;
@@ -19,10 +20,11 @@ use topo_hierarchy::remap::halving::HalvingOrder;
 use topo_hierarchy::remap::partition::Placement;
 use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg};
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
-use topo_runtime::allreduce;
 use topo_runtime::nonblocking::iallgather::Order;
 use topo_runtime::nonblocking::{iallreduce, ibarrier, ibcast, ireduce};
+use topo_runtime::reduce::Scratch;
 use topo_runtime::view::View;
+use topo_runtime::{allreduce, barrier, bcast, reduce};
 
 use crate::engine::{Outcome, SimError};
 use crate::model::CostModel;
@@ -89,8 +91,27 @@ pub const RING_UP_TO: u32 = 4096;
 /// Every rank has its part of an exchange: the positions are a permutation of the ranks.
 const PERMUTATION: &str = "the exchange's positions are a permutation of the ranks";
 
-/// The name of topo-run's own algorithm in reports.
+/// The name of topo-run's own algorithm in reports: its nonblocking schedule.
 pub const TOPO_RUN: &str = "topo-run";
+
+/// The name of topo-run's blocking form in reports.
+pub const TOPO_RUN_BLOCKING: &str = "topo-run blocking";
+
+/// Whether a prediction's algorithm is one of topo-run's (not a flat one).
+pub fn is_topo_run(algorithm: &str) -> bool {
+    algorithm == TOPO_RUN || algorithm == TOPO_RUN_BLOCKING
+}
+
+/// How topo-run's blocking form of a collective runs.
+#[derive(Debug)]
+pub enum Blocking {
+    /// As its nonblocking schedule, waited for: the flat Allreduce forms, the flat Barrier,
+    /// the flat Allgather exchanges (recursive doubling's blocking code sends what its
+    /// schedule does: see the tests).
+    Schedule,
+    /// Its own code, recorded on every rank ([`blocking`]).
+    Recorded(Programs),
+}
 
 /// A job as the simulator sees it.
 #[derive(Debug)]
@@ -225,15 +246,94 @@ impl Cluster {
             let network = view.over_network(&self.network);
             let b = match op {
                 Op::Bcast => ibcast::build(&view, s, 0, len),
-                Op::Reduce => ireduce::build(&view, s, 0, true, len).0,
+                Op::Reduce => ireduce::build(&view, s, 0, true, len, elem).0,
                 Op::Allreduce => {
                     let view = allreduce::view_for(&view, &network, s, len);
-                    iallreduce::build(view, s, true, len).0
+                    iallreduce::build(view, s, true, len, elem).0
                 }
                 Op::Barrier | Op::Allgather => ibarrier::build(&network, s),
             };
             Program::from_builder(&b)
         }))
+    }
+
+    /// topo-run's blocking form of `op` of `bytes` on every rank, chosen as the runtime's
+    /// blocking entry points choose it (`Topo::raw_*`), or why it is not simulated (the
+    /// hierarchical Allgather, whose messages tell their receivers which ranks' blocks they
+    /// carry: a recording that moves no data cannot run it).
+    pub fn topo_run_blocking(&self, op: Op, bytes: u64) -> Result<Blocking, String> {
+        let n = self.size();
+        let len = bytes as usize;
+        let s = &self.settings;
+        let flat = match op {
+            Op::Allreduce => {
+                let alg = s.allreduce_for(len);
+                alg == AllreduceAlg::Ring || alg.uses_halving_order()
+            }
+            Op::Barrier => s.barrier_alg() == BarrierAlg::Flat,
+            Op::Allgather => !matches!(
+                s.allgather_for(len * n as usize, n as usize),
+                AllgatherAlg::Hierarchical(_)
+            ),
+            Op::Bcast | Op::Reduce => false,
+        };
+        if flat {
+            return Ok(Blocking::Schedule);
+        }
+        if op == Op::Allgather {
+            return Err(
+                "the settings choose the hierarchical Allgather, whose messages carry the \
+                        lists of ranks their receivers read: a recording cannot run it"
+                    .into(),
+            );
+        }
+        // Buffers of the real sizes (the code slices them), reused by every rank.
+        let (send, mut recv) = (vec![0u8; len], vec![0u8; len]);
+        let mut scratch = Scratch::default();
+        let elem = if len.is_multiple_of(8) { 8 } else { 1 };
+        let mut failed = None;
+        let programs = Programs::build(n, |r| {
+            let view = self.view(r);
+            let mut tape = blocking::Tape::default();
+            let combine = tape.combine(elem);
+            let done = match op {
+                Op::Bcast => bcast::bcast(&view, &mut tape, s, 0, &mut recv),
+                Op::Reduce => reduce::reduce(
+                    &view,
+                    &mut tape,
+                    s,
+                    0,
+                    Some(&send),
+                    (r == 0).then_some(&mut recv[..]),
+                    &combine,
+                    &mut scratch,
+                ),
+                Op::Allreduce => {
+                    let network = view.over_network(&self.network);
+                    let view = allreduce::view_for(&view, &network, s, len);
+                    allreduce::allreduce(
+                        view,
+                        &mut tape,
+                        s,
+                        Some(&send),
+                        &mut recv,
+                        &combine,
+                        &mut scratch,
+                    )
+                }
+                Op::Barrier | Op::Allgather => {
+                    barrier::barrier(&view.over_network(&self.network), &mut tape, s)
+                }
+            };
+            if let Err(e) = done {
+                failed.get_or_insert_with(|| format!("rank {r}'s blocking {op} failed: {e}"));
+            }
+            tape.take()
+        });
+        match failed {
+            Some(why) => Err(why),
+            None => Ok(Blocking::Recorded(programs)),
+        }
     }
 
     /// Runs `programs` on this cluster under `model`.
@@ -297,8 +397,8 @@ pub enum Predicted {
     Skipped(String),
 }
 
-/// Predicts `op` of `bytes` on `cluster`: topo-run's schedule first, then each flat
-/// algorithm.
+/// Predicts `op` of `bytes` on `cluster`: topo-run's schedule (its nonblocking form)
+/// first, then its blocking form, then each flat algorithm.
 pub fn predict(
     cluster: &Cluster,
     model: &CostModel,
@@ -315,10 +415,17 @@ pub fn predict(
             result,
         })
     };
-    match cluster.topo_run(op, bytes) {
-        Ok(programs) => push(TOPO_RUN, Predicted::Outcome(cluster.run(&programs, model)?)),
-        Err(why) => push(TOPO_RUN, Predicted::Skipped(why)),
-    }
+    let nonblocking = match cluster.topo_run(op, bytes) {
+        Ok(programs) => Predicted::Outcome(cluster.run(&programs, model)?),
+        Err(why) => Predicted::Skipped(why),
+    };
+    let blocking = match cluster.topo_run_blocking(op, bytes) {
+        Ok(Blocking::Schedule) => nonblocking.clone(),
+        Ok(Blocking::Recorded(programs)) => Predicted::Outcome(cluster.run(&programs, model)?),
+        Err(why) => Predicted::Skipped(why),
+    };
+    push(TOPO_RUN, nonblocking);
+    push(TOPO_RUN_BLOCKING, blocking);
     for (name, build) in baselines(op) {
         if name == "ring" && n > RING_UP_TO {
             push(

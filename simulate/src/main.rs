@@ -13,7 +13,7 @@ use mpi::topology::Communicator;
 use topo_hierarchy::settings::{format_bytes, parse_bytes};
 use topo_hierarchy::{ErrorKind, NetworkMap, RulesFile, Settings};
 use topo_simulate::model::{CostModel, LinkClass};
-use topo_simulate::{Cluster, Op, Predicted, Prediction, TOPO_RUN, predict};
+use topo_simulate::{Cluster, Op, Predicted, Prediction, TOPO_RUN, is_topo_run, predict};
 
 /// Exit codes, as topo-run's (docs/exit-codes.md).
 mod code {
@@ -284,7 +284,7 @@ fn normalised(all: &[Prediction]) -> Vec<(Op, u64, f64)> {
     {
         let best = all
             .iter()
-            .filter(|q| q.op == p.op && q.bytes == p.bytes && q.algorithm != TOPO_RUN)
+            .filter(|q| q.op == p.op && q.bytes == p.bytes && !is_topo_run(q.algorithm))
             .filter_map(time)
             .min_by(f64::total_cmp);
         if let (Some(t), Some(best)) = (time(p), best)

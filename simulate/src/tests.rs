@@ -3,11 +3,12 @@
 use proptest::prelude::*;
 use topo_hierarchy::{Settings, job_from_str};
 
+use crate::blocking::Tape;
 use crate::engine::{self, SimError, Traffic};
 use crate::model::{CostModel, Link, LinkClass};
 use crate::place::Places;
 use crate::program::{Program, Programs, Step};
-use crate::{Cluster, Op, Predicted, TOPO_RUN, flat, predict};
+use crate::{Cluster, Op, Predicted, TOPO_RUN, TOPO_RUN_BLOCKING, flat, predict};
 
 /// `nodes` nodes of `rpn` ranks, bound by core on one socket (2 NUMA nodes).
 fn job(nodes: u32, rpn: u32, cyclic: bool) -> topo_hierarchy::Job {
@@ -256,6 +257,74 @@ fn programs_that_do_not_match_are_named() {
     );
 }
 
+#[test]
+fn a_rank_combines_one_message_after_the_other() {
+    // Ranks 1..=k send m bytes each to rank 0, which combines them all in one round: it has
+    // one core, so the combines add up (k m / gamma), where they arrive at once.
+    let (alpha, bw, gamma, m) = (1.0, 1000.0, 500.0, 5000u64);
+    for k in [1u32, 3, 7] {
+        let places = Places::new(&job(1, k + 1, false), None);
+        let mut programs = vec![Program::default()];
+        programs[0].round(
+            (1..=k)
+                .map(|from| Step::Recv {
+                    from,
+                    bytes: m,
+                    combine: true,
+                })
+                .collect(),
+        );
+        for _ in 1..=k {
+            let mut p = Program::default();
+            p.round(vec![Step::Send {
+                to: vec![0],
+                bytes: m,
+            }]);
+            programs.push(p);
+        }
+        let t = time(&programs, &places, &uniform(alpha, bw, gamma));
+        let want = alpha + m as f64 / bw + f64::from(k) * m as f64 / gamma;
+        assert!(close(t, want), "k = {k}: {t} against {want}");
+    }
+}
+
+#[test]
+fn the_blocking_recursive_doubling_allgather_sends_what_its_schedule_sends() {
+    use topo_hierarchy::remap;
+    use topo_hierarchy::remap::partition::Placement;
+    use topo_runtime::nonblocking::iallgather;
+
+    // 4 nodes x 4 ranks, cyclic: the remapped order is not the rank order.
+    let job = job(4, 4, true);
+    let node_of: Vec<u32> = (0..job.size()).map(|r| job.node_of(r)).collect();
+    let pos = remap::chosen(&Placement::with_switches(&node_of, &[u32::MAX; 16]))
+        .expect("16 ranks: recursive doubling");
+    let len = 24;
+    let transfers = |p: &Program| {
+        let mut v: Vec<(bool, Vec<u32>, u64)> = p
+            .rounds
+            .iter()
+            .flatten()
+            .filter_map(|s| match s {
+                Step::Send { to, bytes } => Some((true, to.clone(), *bytes)),
+                Step::Recv { from, bytes, .. } => Some((false, vec![*from], *bytes)),
+                Step::Local { .. } => None,
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    for r in 0..16 {
+        let peers = remap::peers(&pos, r).unwrap();
+        let schedule = Program::from_builder(&iallgather::build_rd(r, &peers, len, true));
+        let mut tape = Tape::default();
+        let (send, mut recv) = (vec![0u8; len], vec![0u8; 16 * len]);
+        topo_runtime::allgather::recursive_doubling(&mut tape, r, &peers, Some(&send), &mut recv)
+            .unwrap();
+        assert_eq!(transfers(&tape.take()), transfers(&schedule), "rank {r}");
+    }
+}
+
 /// Bytes over the network (between nodes).
 fn network_bytes(p: &crate::Prediction) -> u64 {
     match &p.result {
@@ -297,6 +366,40 @@ proptest! {
         }
         for op in [Op::Barrier, Op::Allgather] {
             predict(&cluster, &model, op, bytes).unwrap();
+        }
+    }
+
+    /// topo-run's blocking forms, recorded from its own code, run to the end (every message
+    /// received, of the size sent) on any job with any per-level algorithm.
+    #[test]
+    fn the_blocking_forms_run_to_the_end_with_any_algorithm(
+        nodes in 1u32..5, rpn in 1u32..9, cyclic: bool,
+        bytes in prop::sample::select(vec![8u64, 4096, 200_000]),
+        bcast in prop::sample::select(vec!["flat", "knomial:2", "knomial:4", "scatter-allgather"]),
+        reduce in prop::sample::select(vec!["flat", "binomial", "knomial:3", "reduce-scatter-gather"]),
+        allreduce in prop::sample::select(vec!["rb", "rab:rd", "rab:ring", "ring", "rabenseifner", "rd"]),
+        allgather in prop::sample::select(vec!["hier", "hier:ring", "rd", "ring"]),
+        barrier in prop::sample::select(vec!["dissemination", "root-first", "flat"]),
+        chunk in prop::sample::select(vec!["16K", "64K", "1M"]),
+    ) {
+        let settings = Settings::from_pairs(&[
+            ("bcast", bcast), ("reduce", reduce), ("allreduce", allreduce),
+            ("allgather", allgather), ("barrier", barrier), ("chunk", chunk),
+        ]).unwrap();
+        let cluster = Cluster::new(job(nodes, rpn, cyclic), None, settings).unwrap();
+        let model = CostModel::default();
+        for op in Op::ALL {
+            let preds = predict(&cluster, &model, op, bytes).unwrap();
+            let blocking = preds.iter().find(|p| p.algorithm == TOPO_RUN_BLOCKING).unwrap();
+            let o = match &blocking.result {
+                Predicted::Outcome(o) => o,
+                // Its messages carry the ranks' lists (see `Cluster::topo_run_blocking`).
+                Predicted::Skipped(_) if op == Op::Allgather && allgather.starts_with("hier") => {
+                    continue;
+                }
+                Predicted::Skipped(why) => panic!("{op} of {bytes} not simulated blocking: {why}"),
+            };
+            prop_assert!(o.time_us > 0.0 || nodes * rpn == 1, "{op} of {bytes}: {o:?}");
         }
     }
 }

@@ -73,8 +73,10 @@ fn json_carries_every_prediction() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["ranks"], 108);
     let preds = doc["predictions"].as_array().unwrap();
-    // barrier: topo-run + dissemination; allgather: topo-run + 2 flat.
-    assert_eq!(preds.len(), 5, "{doc}");
+    // barrier: topo-run, its blocking form, dissemination; allgather: topo-run, its
+    // blocking form, 2 flat.
+    assert_eq!(preds.len(), 7, "{doc}");
+    assert_eq!(preds[1]["algorithm"], "topo-run blocking", "{doc}");
     assert!(
         preds
             .iter()

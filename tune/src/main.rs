@@ -288,15 +288,22 @@ impl State {
         format_bytes(s.chunk_for(op, bytes).into())
     }
 
-    /// What the settings pick for `op` at `level` for `bytes` now.
-    fn current(&self, op: Op, level: LevelName, intra: bool, bytes: usize) -> String {
+    /// What the settings pick for `op` at `level` (groups of `members`) for `bytes` now.
+    fn current(
+        &self,
+        op: Op,
+        level: LevelName,
+        intra: bool,
+        members: usize,
+        bytes: usize,
+    ) -> String {
         let mut s =
             Settings::from_pairs(&self.pairs(None, None, None)).expect("tuned settings are valid");
         s.nodes = self.nodes;
         s.ranks = self.ranks as u32;
         let alg = match op {
-            Op::Bcast => s.bcast_for(level, intra, bytes).to_string(),
-            Op::Reduce => s.reduce_for(level, intra, bytes).to_string(),
+            Op::Bcast => s.bcast_for(level, intra, members, bytes).to_string(),
+            Op::Reduce => s.reduce_for(level, intra, members, bytes).to_string(),
             Op::Allreduce => s.allreduce_for(bytes).to_string(),
             Op::Allgather => s.allgather_for(bytes, self.ranks).to_string(),
         };
@@ -466,12 +473,12 @@ fn tune_algorithm(
         Some((l, intra, m)) => (l.to_string(), l, intra, m),
         None => ("*".to_string(), LevelName::World, false, 2),
     };
-    let first_current = state.current(op, lvl, intra, sizes[0]);
+    let first_current = state.current(op, lvl, intra, members as usize, sizes[0]);
     let algs = space::algorithms(op, members, &first_current);
     // Algorithms that the settings use now at some size are candidates too.
     let mut algs = algs;
     for &b in sizes {
-        let c = state.current(op, lvl, intra, b);
+        let c = state.current(op, lvl, intra, members as usize, b);
         if !algs.contains(&c) {
             algs.push(c);
         }
@@ -483,7 +490,7 @@ fn tune_algorithm(
     let mut cands = run.open(&pairs)?;
     let mut picks = Vec::new();
     for &b in sizes {
-        let current = state.current(op, lvl, intra, b);
+        let current = state.current(op, lvl, intra, members as usize, b);
         let c = algs
             .iter()
             .position(|a| *a == current)

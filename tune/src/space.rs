@@ -343,7 +343,7 @@ mod tests {
             let settings = Settings::from_pairs(&[("bcast", text.join(","))]).unwrap();
             let numa: LevelName = "numa".parse().unwrap();
             for (i, &b) in s.iter().enumerate() {
-                let got = canonical(settings.bcast_for(numa, true, b).to_string());
+                let got = canonical(settings.bcast_for(numa, true, 2, b).to_string());
                 assert_eq!(got, picks[i], "seed {seed}, {b} bytes");
             }
         }

@@ -14,10 +14,10 @@ use super::{Action, Buf, Builder, Link, Region, ibcast, ireduce};
 use crate::ring::Blocks;
 use crate::view::View;
 
-/// The steps of this rank's part in an allreduce of `len` bytes into [`Buf::Recv`]
-/// (`send`: the contribution is in [`Buf::Send`], else in place). Returns the builder and
-/// how many bytes of [`Buf::Tmp`] it uses.
-pub fn build(view: &View, s: &Settings, send: bool, len: usize) -> (Builder, usize) {
+/// The steps of this rank's part in an allreduce of `len` bytes (elements of `elem` bytes)
+/// into [`Buf::Recv`] (`send`: the contribution is in [`Buf::Send`], else in place).
+/// Returns the builder and how many bytes of [`Buf::Tmp`] it uses.
+pub fn build(view: &View, s: &Settings, send: bool, len: usize, elem: usize) -> (Builder, usize) {
     let mut b = Builder::default();
     let acc = Region::whole(Buf::Recv, len);
     if send {
@@ -35,7 +35,7 @@ pub fn build(view: &View, s: &Settings, send: bool, len: usize) -> (Builder, usi
     } else {
         n
     };
-    let holds = ireduce::up(&mut b, view, s, 0, len, until, acc);
+    let holds = ireduce::up(&mut b, view, s, 0, len, elem, until, acc);
     let mut tmp = 0;
     if holds && until < n {
         let l = &view.levels[n - 1];

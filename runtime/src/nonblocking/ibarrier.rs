@@ -15,13 +15,13 @@ pub fn build(view: &View, s: &Settings) -> Builder {
     let nothing = Region::whole(Buf::Acc, 0);
     let n = view.levels.len();
     if n == 0 || !view.is_top(n - 1) {
-        ireduce::up(&mut b, view, s, 0, 0, n, nothing);
+        ireduce::up(&mut b, view, s, 0, 0, 1, n, nothing);
         ibcast::down(&mut b, view, s, 0, 0, n, nothing);
         return b;
     }
     // A member of the top group leads every group below it.
     let top = n - 1;
-    ireduce::up(&mut b, view, s, 0, 0, top, nothing);
+    ireduce::up(&mut b, view, s, 0, 0, 1, top, nothing);
     let l = &view.levels[top];
     let m = l.members.len();
     let (mut d, mut round) = (1, 0);

@@ -45,7 +45,7 @@ pub(crate) fn down(
 ) {
     for i in (0..from).rev() {
         let l = &view.levels[i];
-        let alg = s.bcast_for(l.name, l.intra, total);
+        let alg = s.bcast_for(l.name, l.intra, l.members.len(), total);
         let (parent, children) = bcast_shape(alg, l.me, view.group_root(i, root), l.members.len());
         if let Some(p) = parent {
             let from = l.members[p];

@@ -1,0 +1,163 @@
+//! topo-run's blocking collectives as they run: each rank's own blocking code (the
+//! runtime's `bcast`, `reduce`, `allreduce`, `barrier` and `allgather`, with their
+//! pipelined chunks and per-level ring and scatter variants) runs over a [`Tape`], a
+//! transport that moves no data and writes every call down as one round of the rank's
+//! [`Program`]. The blocking code's control flow depends on sizes and ranks only, never
+//! on the data, so the tape is the sequence of transfers the rank makes on a real cluster,
+//! and the engine times it like any other program.
+//!
+//! What the tape does not see: the copies the blocking code makes itself (a transport
+//! call that combines records its reduction, a [`Combine`] call made by the algorithm is
+//! recorded through [`TapeCombine`]), and how a transport carries a call (shared memory
+//! copies a fragment once for all the receivers of a send; the engine sends to each).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use topo_runtime::Result;
+use topo_runtime::combine::Combine;
+use topo_runtime::transport::{Transfer, Transport};
+use topo_runtime::view::Fabric;
+
+use crate::program::{Program, Step};
+
+/// A transport and fabric that records instead of moving bytes: every level and every
+/// direct peer is reached through it.
+#[derive(Debug, Default, Clone)]
+pub struct Tape {
+    program: Rc<RefCell<Program>>,
+}
+
+impl Tape {
+    /// The reduction that records its combines on this tape, for elements of `elem` bytes.
+    pub fn combine(&self, elem: usize) -> TapeCombine {
+        TapeCombine {
+            program: Rc::clone(&self.program),
+            elem,
+        }
+    }
+
+    /// The program recorded so far (the tape is left empty).
+    pub fn take(&self) -> Program {
+        std::mem::take(&mut self.program.borrow_mut())
+    }
+
+    fn round(&self, steps: Vec<Step>) {
+        self.program.borrow_mut().round(steps);
+    }
+}
+
+fn send(to: &[u32], bytes: usize) -> Step {
+    Step::Send {
+        to: to.to_vec(),
+        bytes: bytes as u64,
+    }
+}
+
+fn recv(from: u32, bytes: usize, combine: bool) -> Step {
+    Step::Recv {
+        from,
+        bytes: bytes as u64,
+        combine,
+    }
+}
+
+impl Transport for Tape {
+    fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
+        self.round(vec![send(to, data.len())]);
+        Ok(())
+    }
+
+    fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
+        self.round(vec![recv(from, buf.len(), false)]);
+        Ok(())
+    }
+
+    fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
+        self.round(vec![send(&[to], data.len()), recv(from, buf.len(), false)]);
+        Ok(())
+    }
+
+    fn recv_reduce(
+        &mut self,
+        from: u32,
+        acc: &mut [u8],
+        _tmp: &mut [u8],
+        _op: &dyn Combine,
+    ) -> Result<()> {
+        self.round(vec![recv(from, acc.len(), true)]);
+        Ok(())
+    }
+
+    fn recv_reduce_onto(
+        &mut self,
+        from: u32,
+        acc: &mut [u8],
+        _own: &[u8],
+        _tmp: &mut [u8],
+        _op: &dyn Combine,
+    ) -> Result<()> {
+        self.round(vec![recv(from, acc.len(), true)]);
+        Ok(())
+    }
+
+    fn sendrecv_onto(
+        &mut self,
+        to: u32,
+        data: &[u8],
+        from: u32,
+        acc: &mut [u8],
+        _own: &[u8],
+        _tmp: &mut [u8],
+        _op: &dyn Combine,
+    ) -> Result<()> {
+        self.round(vec![send(&[to], data.len()), recv(from, acc.len(), true)]);
+        Ok(())
+    }
+
+    // The blocking forms do not poll; should one start to, each poll is its transfer.
+    fn poll_send(&mut self, _x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+        Transport::send(self, to, data).map(|()| true)
+    }
+
+    fn poll_recv(
+        &mut self,
+        _x: &mut Transfer,
+        from: u32,
+        buf: &mut [u8],
+        op: Option<&dyn Combine>,
+    ) -> Result<bool> {
+        self.round(vec![recv(from, buf.len(), op.is_some())]);
+        Ok(true)
+    }
+}
+
+impl Fabric for Tape {
+    fn level(&mut self, _i: usize) -> &mut dyn Transport {
+        self
+    }
+
+    fn direct(&mut self, _peer: u32) -> &mut dyn Transport {
+        self
+    }
+}
+
+/// A reduction that records each combine the algorithm makes as a local step of its tape.
+#[derive(Debug)]
+pub struct TapeCombine {
+    program: Rc<RefCell<Program>>,
+    elem: usize,
+}
+
+impl Combine for TapeCombine {
+    fn elem_size(&self) -> usize {
+        self.elem
+    }
+
+    fn combine(&self, acc: &mut [u8], _incoming: &[u8]) {
+        self.program.borrow_mut().round(vec![Step::Local {
+            bytes: acc.len() as u64,
+            combine: true,
+        }]);
+    }
+}
