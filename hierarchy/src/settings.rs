@@ -795,17 +795,19 @@ const ALLREDUCE_DEFAULTS_NODES: [Rule<AllreduceAlg>; 2] = below_then(
     AllreduceAlg::Rabenseifner,
 );
 
-/// Jobs of at least this many ranks on more than one node take Rabenseifner's from 8 KiB:
+/// Jobs of at least this many ranks on more than one node take Rabenseifner's from 4 KiB:
 /// on 2-128 nodes x 8-128 ranks the simulator predicts it at 0.12-1.006 of the best flat
 /// algorithm from 8 to 32 KiB, where recursive doubling among the node leaders is up to
-/// 2.9 x (cyclic placement). On 2 nodes x 2 (4 ranks) the leaders' recursive doubling
+/// 2.9 x (cyclic placement); at 4 KiB, on 16 and 128 nodes x 16-128 ranks, at 0.22-0.999
+/// where the leaders' form, once the node's combines are counted one after the other on a
+/// core, is up to 1.18 x (cyclic placement). On 2 nodes x 2 (4 ranks) the leaders' recursive doubling
 /// measured 23-29 us against Rabenseifner's 45-55 us from 8 to 32 KiB, which the model
 /// does not see (docs/simulate.md): small jobs keep it.
 const ALLREDUCE_EARLY_RANKS: u32 = 16;
 
 /// See [`ALLREDUCE_EARLY_RANKS`].
 const ALLREDUCE_DEFAULTS_MANY: [Rule<AllreduceAlg>; 2] = below_then(
-    8 << 10,
+    4 << 10,
     AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
     AllreduceAlg::Rabenseifner,
 );
@@ -1310,15 +1312,15 @@ mod tests {
             two.allreduce_for((64 << 10) - 1),
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling)
         );
-        // From 16 ranks, from 8 KiB.
+        // From 16 ranks, from 4 KiB.
         let many = Settings {
             nodes: 2,
             ranks: 16,
             ..Settings::default()
         };
-        assert_eq!(many.allreduce_for(8 << 10), AllreduceAlg::Rabenseifner);
+        assert_eq!(many.allreduce_for(4 << 10), AllreduceAlg::Rabenseifner);
         assert_eq!(
-            many.allreduce_for((8 << 10) - 1),
+            many.allreduce_for((4 << 10) - 1),
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling)
         );
         // With 5 to 32 ranks per node, recursive doubling over every rank for small
@@ -1433,7 +1435,9 @@ mod tests {
             ("allreduce", "*>2=ring", "bcast and reduce rules only"),
             ("allgather", ">2<4K=rd", "bcast and reduce rules only"),
         ] {
-            let e = Settings::from_pairs(&[(key, value)]).unwrap_err().to_string();
+            let e = Settings::from_pairs(&[(key, value)])
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(needle), "{value}: {e}");
         }
     }
