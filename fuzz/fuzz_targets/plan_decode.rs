@@ -16,7 +16,10 @@ fuzz_target!(|text: &str| {
                 for n in [0, 1, 4096, usize::MAX] {
                     for intra in [false, true] {
                         let m = g.members.len();
-                        let _ = (s.bcast_for(g.level, intra, m, n), s.reduce_for(g.level, intra, m, n));
+                        let _ = (
+                            s.bcast_for(g.level, intra, m, n),
+                            s.reduce_for(g.level, intra, m, n),
+                        );
                     }
                     let _ = s.allreduce_for(n);
                 }
