@@ -89,16 +89,17 @@ impl Transport for Tape {
         Ok(())
     }
 
+    // One combining receive, as shared memory does it (without the default's copy of
+    // `own`, which the recording would not see anyway).
     fn recv_reduce_onto(
         &mut self,
         from: u32,
         acc: &mut [u8],
         _own: &[u8],
-        _tmp: &mut [u8],
-        _op: &dyn Combine,
+        tmp: &mut [u8],
+        op: &dyn Combine,
     ) -> Result<()> {
-        self.round(vec![recv(from, acc.len(), true)]);
-        Ok(())
+        self.recv_reduce(from, acc, tmp, op)
     }
 
     fn sendrecv_onto(

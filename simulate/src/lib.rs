@@ -271,21 +271,23 @@ impl Cluster {
                 alg == AllreduceAlg::Ring || alg.uses_halving_order()
             }
             Op::Barrier => s.barrier_alg() == BarrierAlg::Flat,
-            Op::Allgather => !matches!(
-                s.allgather_for(len * n as usize, n as usize),
-                AllgatherAlg::Hierarchical(_)
-            ),
+            // The flat exchanges run as their schedule; the hierarchical form's messages
+            // carry the lists of ranks their receivers read, which a recording cannot give.
+            Op::Allgather => match s.allgather_for(len * n as usize, n as usize) {
+                AllgatherAlg::Hierarchical(_) => {
+                    return Err(
+                        "the settings choose the hierarchical Allgather, whose messages \
+                                carry the lists of ranks their receivers read: a recording \
+                                cannot run it"
+                            .into(),
+                    );
+                }
+                _ => true,
+            },
             Op::Bcast | Op::Reduce => false,
         };
         if flat {
             return Ok(Blocking::Schedule);
-        }
-        if op == Op::Allgather {
-            return Err(
-                "the settings choose the hierarchical Allgather, whose messages carry the \
-                        lists of ranks their receivers read: a recording cannot run it"
-                    .into(),
-            );
         }
         // Buffers of the real sizes (the code slices them), reused by every rank.
         let (send, mut recv) = (vec![0u8; len], vec![0u8; len]);
@@ -321,6 +323,7 @@ impl Cluster {
                         &mut scratch,
                     )
                 }
+                // (The Allgather has returned above.)
                 Op::Barrier | Op::Allgather => {
                     barrier::barrier(&view.over_network(&self.network), &mut tape, s)
                 }
