@@ -103,7 +103,9 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "allreduce",
         "TOPO_RUN_ALLREDUCE",
         "allreduce rules, e.g. <64K=rab:rd,*=rab:ring (rb = reduce then bcast; rab:rd / rab:ring = \
-         reduce, allreduce among the top group by recursive doubling or ring, then bcast)",
+         reduce, allreduce among the top group by recursive doubling or ring, then bcast; ring, \
+         rabenseifner[:PIECE], rd = over every rank in the hierarchy's order, Rabenseifner's in \
+         overlapping pieces of PIECE bytes if given)",
     ),
     (
         "allgather",
@@ -418,6 +420,17 @@ pub enum TopAlg {
     Ring,
 }
 
+/// The bytes per piece of Rabenseifner's Allreduce in the built-in rules of jobs of
+/// [`ALLREDUCE_EARLY_RANKS`] ranks or more: on 16 and 128 nodes x 32 and 16 x 128 the
+/// simulator predicts 1 MiB in 64 KiB pieces at 0.50-0.88 of the best flat algorithm
+/// (whole: 0.85-1.23; the network 5 x slower gives the upper ends), 4 MiB at 0.44-0.96
+/// (16 pieces of 256 KiB: up to 1.003), while pieces below 64 KiB add a message per piece
+/// and step that outweighs the overlap (64 KiB in two pieces: up to 1.046). Smaller jobs
+/// reduce the message whole: on 2 emulated nodes x 2, where ranks share cores and every
+/// round is a wait, 64 KiB pieces took 1.04-1.56 x Open MPI's time from 512 KiB to 4 MiB,
+/// the whole message 0.53-0.66 x.
+pub const RABENSEIFNER_PIECE: u32 = 64 << 10;
+
 /// The hierarchical allreduce variants of coll/tcl.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AllreduceAlg {
@@ -432,8 +445,11 @@ pub enum AllreduceAlg {
     /// Rabenseifner's reduce-scatter by recursive halving and allgather by recursive
     /// doubling over every rank, ordered so that the heavy steps stay inside the nodes
     /// and every rank of a node sends its share over the network at once. Large messages
-    /// on jobs of any size.
-    Rabenseifner,
+    /// on jobs of any size. With a piece (`rabenseifner:PIECE`, bytes; 0 for plain
+    /// `rabenseifner`: none), messages of at least two pieces run as pieces, each a few
+    /// steps behind the one before, so that one piece's network steps overlap the next
+    /// one's steps inside the node.
+    Rabenseifner(u32),
     /// Recursive doubling over every rank in Rabenseifner's order: `log2(p)` exchanges of
     /// the whole message, the first ones inside the nodes. Small messages on jobs with few
     /// ranks per node, where the hierarchy's climb and descent inside the node cost more
@@ -447,7 +463,7 @@ impl AllreduceAlg {
     pub fn is_flat(self) -> bool {
         matches!(
             self,
-            AllreduceAlg::Ring | AllreduceAlg::Rabenseifner | AllreduceAlg::RecursiveDoubling
+            AllreduceAlg::Ring | AllreduceAlg::Rabenseifner(_) | AllreduceAlg::RecursiveDoubling
         )
     }
 
@@ -455,7 +471,7 @@ impl AllreduceAlg {
     pub fn uses_halving_order(self) -> bool {
         matches!(
             self,
-            AllreduceAlg::Rabenseifner | AllreduceAlg::RecursiveDoubling
+            AllreduceAlg::Rabenseifner(_) | AllreduceAlg::RecursiveDoubling
         )
     }
 }
@@ -470,11 +486,25 @@ impl FromStr for AllreduceAlg {
             )),
             "rab:ring" => Ok(AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring)),
             "ring" => Ok(AllreduceAlg::Ring),
-            "rabenseifner" => Ok(AllreduceAlg::Rabenseifner),
+            "rabenseifner" => Ok(AllreduceAlg::Rabenseifner(0)),
             "rd" => Ok(AllreduceAlg::RecursiveDoubling),
-            _ => Err(format!(
-                "unknown allreduce algorithm {s:?}; use rb, rab:rd, rab:ring, ring, rabenseifner or rd"
-            )),
+            _ => match s.strip_prefix("rabenseifner:") {
+                Some(piece) => {
+                    let bytes = parse_bytes(piece)?;
+                    if !(4 << 10..=1 << 30).contains(&bytes) {
+                        return Err(format!(
+                            "{s:?}: the piece must be between {} and {} bytes",
+                            4 << 10,
+                            1 << 30
+                        ));
+                    }
+                    Ok(AllreduceAlg::Rabenseifner(bytes as u32))
+                }
+                None => Err(format!(
+                    "unknown allreduce algorithm {s:?}; use rb, rab:rd, rab:ring, ring, \
+                     rabenseifner[:PIECE] or rd"
+                )),
+            },
         }
     }
 }
@@ -486,7 +516,10 @@ impl fmt::Display for AllreduceAlg {
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling) => f.write_str("rab:rd"),
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring) => f.write_str("rab:ring"),
             AllreduceAlg::Ring => f.write_str("ring"),
-            AllreduceAlg::Rabenseifner => f.write_str("rabenseifner"),
+            AllreduceAlg::Rabenseifner(0) => f.write_str("rabenseifner"),
+            AllreduceAlg::Rabenseifner(piece) => {
+                write!(f, "rabenseifner:{}", format_bytes((*piece).into()))
+            }
             AllreduceAlg::RecursiveDoubling => f.write_str("rd"),
         }
     }
@@ -792,7 +825,7 @@ const ALLREDUCE_DEFAULTS: [Rule<AllreduceAlg>; 2] = below_then(
 const ALLREDUCE_DEFAULTS_NODES: [Rule<AllreduceAlg>; 2] = below_then(
     64 << 10,
     AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
-    AllreduceAlg::Rabenseifner,
+    AllreduceAlg::Rabenseifner(0),
 );
 
 /// Jobs of at least this many ranks on more than one node take Rabenseifner's from 4 KiB:
@@ -809,7 +842,7 @@ const ALLREDUCE_EARLY_RANKS: u32 = 16;
 const ALLREDUCE_DEFAULTS_MANY: [Rule<AllreduceAlg>; 2] = below_then(
     4 << 10,
     AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
-    AllreduceAlg::Rabenseifner,
+    AllreduceAlg::Rabenseifner(RABENSEIFNER_PIECE),
 );
 
 /// With few ranks per node, small messages take recursive doubling over every rank in the
@@ -1292,33 +1325,55 @@ mod tests {
         let s =
             Settings::from_pairs(&[("allreduce", "<64K=rab:rd,<1M=ring,*=rabenseifner")]).unwrap();
         assert_eq!(s.allreduce_for(100 << 10), AllreduceAlg::Ring);
-        assert_eq!(s.allreduce_for(4 << 20), AllreduceAlg::Rabenseifner);
+        assert_eq!(s.allreduce_for(4 << 20), AllreduceAlg::Rabenseifner(0));
         assert_eq!(
             s.flat_allreduce_algs(),
-            [AllreduceAlg::Ring, AllreduceAlg::Rabenseifner]
+            [AllreduceAlg::Ring, AllreduceAlg::Rabenseifner(0)]
         );
-        for a in ["ring", "rabenseifner", "rd"] {
+        for a in ["ring", "rabenseifner", "rabenseifner:256K", "rd"] {
             assert_eq!(a.parse::<AllreduceAlg>().unwrap().to_string(), a);
         }
+        // The piece: none when plain, a named one is kept, one out of range is refused.
+        assert_eq!(
+            "rabenseifner:64K".parse::<AllreduceAlg>(),
+            Ok(AllreduceAlg::Rabenseifner(RABENSEIFNER_PIECE))
+        );
+        assert_eq!(
+            "rabenseifner:1M".parse::<AllreduceAlg>(),
+            Ok(AllreduceAlg::Rabenseifner(1 << 20))
+        );
+        for bad in ["rabenseifner:1K", "rabenseifner:2G", "rabenseifner:x"] {
+            assert!(bad.parse::<AllreduceAlg>().is_err(), "{bad}");
+        }
+        assert!(
+            "rabenseifner:1K"
+                .parse::<AllreduceAlg>()
+                .unwrap_err()
+                .contains("the piece must be between 4096 and 1073741824 bytes")
+        );
         assert!(Settings::default().flat_allreduce_algs().is_empty());
-        // Built in: the hierarchy's forms on one node, Rabenseifner's from 64 KiB on more.
+        // Built in: the hierarchy's forms on one node, Rabenseifner's (whole) from 64 KiB on
+        // more.
         let two = Settings {
             nodes: 2,
             ..Settings::default()
         };
-        assert_eq!(two.flat_allreduce_algs(), [AllreduceAlg::Rabenseifner]);
-        assert_eq!(two.allreduce_for(64 << 10), AllreduceAlg::Rabenseifner);
+        assert_eq!(two.flat_allreduce_algs(), [AllreduceAlg::Rabenseifner(0)]);
+        assert_eq!(two.allreduce_for(64 << 10), AllreduceAlg::Rabenseifner(0));
         assert_eq!(
             two.allreduce_for((64 << 10) - 1),
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling)
         );
-        // From 16 ranks, from 4 KiB.
+        // From 16 ranks, from 4 KiB, in pieces.
         let many = Settings {
             nodes: 2,
             ranks: 16,
             ..Settings::default()
         };
-        assert_eq!(many.allreduce_for(4 << 10), AllreduceAlg::Rabenseifner);
+        assert_eq!(
+            many.allreduce_for(4 << 10),
+            AllreduceAlg::Rabenseifner(RABENSEIFNER_PIECE)
+        );
         assert_eq!(
             many.allreduce_for((4 << 10) - 1),
             AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling)
@@ -1329,7 +1384,10 @@ mod tests {
         let rd = AllreduceAlg::RecursiveDoubling;
         assert_eq!(many.allreduce_for(1023), rd);
         assert_eq!(many.allreduce_for(1024), rab_rd);
-        assert_eq!(many.flat_allreduce_algs(), [rd, AllreduceAlg::Rabenseifner]);
+        assert_eq!(
+            many.flat_allreduce_algs(),
+            [rd, AllreduceAlg::Rabenseifner(RABENSEIFNER_PIECE)]
+        );
         let shape = |nodes, per_node| Settings {
             nodes,
             ranks: nodes * per_node,

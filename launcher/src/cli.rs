@@ -430,9 +430,10 @@ pub struct RuntimeArgs {
 
     /// Allreduce rules: `rb` (reduce, then bcast), `rab:rd` / `rab:ring` (reduce, allreduce
     /// among the top group, bcast), or over every rank in the hierarchy's order `ring`,
-    /// `rabenseifner` (the default on more than one node from 64K, from 4K with 16 ranks or
-    /// more) or `rd` (recursive doubling: the default for small messages with 5 to 32 ranks
-    /// per node), by size, e.g. `<64K=rab:rd,*=rabenseifner`.
+    /// `rabenseifner` (the default on more than one node from 64K; from 4K with 16 ranks or
+    /// more, as `rabenseifner:64K`: in pieces of 64 KiB that overlap) or `rd` (recursive
+    /// doubling: the default for small messages with 5 to 32 ranks per node), by size, e.g.
+    /// `<64K=rab:rd,*=rabenseifner:256K`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLREDUCE")]
     pub allreduce: Option<String>,
 

@@ -408,7 +408,8 @@ fn bad_runtime_settings_stop_the_launch_with_exit_13() {
         (["--slots", "1"], "2 to 1024"),
         (
             ["--allreduce", "fast"],
-            "rb, rab:rd, rab:ring, ring, rabenseifner or rd",
+            "rb, rab:rd, rab:ring, ring, \
+             rabenseifner[:PIECE] or rd",
         ),
         (["--progress", "threads"], "must be none or thread"),
         (

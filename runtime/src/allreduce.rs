@@ -121,7 +121,7 @@ pub fn view_for<'a>(view: &'a View, network: &'a View, s: &Settings, bytes: usiz
     match s.allreduce_for(bytes) {
         AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring)
         | AllreduceAlg::Ring
-        | AllreduceAlg::Rabenseifner => view,
+        | AllreduceAlg::Rabenseifner(_) => view,
         _ => network,
     }
 }
@@ -148,7 +148,7 @@ pub fn allreduce(
         AllreduceAlg::ReduceAllreduceBcast(t) => Some(t),
         // The flat forms run as schedules over every rank (`Topo::raw_all_reduce`); a
         // caller without their order gets the hierarchical ring for the same sizes.
-        AllreduceAlg::Ring | AllreduceAlg::Rabenseifner => Some(TopAlg::Ring),
+        AllreduceAlg::Ring | AllreduceAlg::Rabenseifner(_) => Some(TopAlg::Ring),
         AllreduceAlg::RecursiveDoubling => Some(TopAlg::RecursiveDoubling),
     };
     let chunk = view.chunk_bytes(s, Collective::Allreduce, total, op.elem_size());

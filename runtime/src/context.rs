@@ -75,8 +75,9 @@ impl Hier {
     ) -> Option<(Builder, usize)> {
         Some(match self.flat_allreduce_peers(len)? {
             (_, FlatPeers::Ring(p)) => (iallreduce::build_ring(p, elem, send, len), 0),
-            (AllreduceAlg::Rabenseifner, FlatPeers::Halving(p)) => {
-                (iallreduce::build_rabenseifner(p, elem, send, len), 0)
+            (AllreduceAlg::Rabenseifner(piece), FlatPeers::Halving(p)) => {
+                let piece = piece as usize;
+                (iallreduce::build_rabenseifner(p, elem, send, len, piece), 0)
             }
             (_, FlatPeers::Halving(p)) => iallreduce::build_recursive_doubling(p, send, len),
         })

@@ -350,12 +350,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
     /// The flat Allreduce forms (the ring in switch-major, node-major order, Rabenseifner's
-    /// in the halving order) on random jobs of 1 to 64 ranks, out of place and in place,
+    /// in the halving order, whole and in pieces) on random jobs of 1 to 64 ranks, out of place and in place,
     /// with an Ibcast in flight between them; messages as short as one element, so that
     /// most blocks are empty.
     #[test]
     fn flat_iallreduce_matches_the_reference(
-        nodes in 1u32..5, rpn in 1u32..17, cyclic: bool, alg in 0usize..3,
+        nodes in 1u32..5, rpn in 1u32..17, cyclic: bool, alg in 0usize..4,
         len in prop::sample::select(vec![1usize, 3, 511, 1700]),
     ) {
         use topo_hierarchy::remap::{self, halving::HalvingOrder};
@@ -375,7 +375,9 @@ proptest! {
             let mut b = if me == 0 { mine.clone() } else { vec![0; n] };
             let build = |send| match alg {
                 0 => (iallreduce::build_ring(&remap::ring_peers(&ring_pos, me).unwrap(), 8, send, n), 0),
-                1 => (iallreduce::build_rabenseifner(&halving.peers(me).unwrap(), 8, send, n), 0),
+                1 => (iallreduce::build_rabenseifner(&halving.peers(me).unwrap(), 8, send, n, n), 0),
+                // In pieces of three elements, as many as the slots allow.
+                2 => (iallreduce::build_rabenseifner(&halving.peers(me).unwrap(), 8, send, n, 24), 0),
                 _ => iallreduce::build_recursive_doubling(&halving.peers(me).unwrap(), send, n),
             };
             let mut engine = Engine::default();

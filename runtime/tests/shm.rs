@@ -288,7 +288,12 @@ fn rank_main(me: usize) -> i32 {
             for (b, tmp) in [
                 (iallreduce::build_ring(&ring, 8, true, len * 8), 0),
                 (
-                    iallreduce::build_rabenseifner(&halving, 8, true, len * 8),
+                    iallreduce::build_rabenseifner(&halving, 8, true, len * 8, len * 8),
+                    0,
+                ),
+                // In pieces (70,000 elements: eight of 70,000 bytes, by single copy).
+                (
+                    iallreduce::build_rabenseifner(&halving, 8, true, len * 8, 64 << 10),
                     0,
                 ),
                 iallreduce::build_recursive_doubling(&halving, true, len * 8),

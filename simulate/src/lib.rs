@@ -231,8 +231,8 @@ impl Cluster {
                 let order = HalvingOrder::new(&self.placement);
                 return Ok(Programs::build(n, |r| {
                     let peers = order.peers(r).expect(PERMUTATION);
-                    Program::from_builder(&if alg == AllreduceAlg::Rabenseifner {
-                        iallreduce::build_rabenseifner(&peers, elem, true, len)
+                    Program::from_builder(&if let AllreduceAlg::Rabenseifner(piece) = alg {
+                        iallreduce::build_rabenseifner(&peers, elem, true, len, piece as usize)
                     } else {
                         iallreduce::build_recursive_doubling(&peers, true, len).0
                     })

@@ -46,9 +46,17 @@ pub fn algorithms(op: Op, members: u32, current: &str) -> Vec<String> {
     let mut out = match op {
         Op::Bcast => trees("scatter-allgather"),
         Op::Reduce => trees("reduce-scatter-gather"),
-        Op::Allreduce => ["rb", "rab:rd", "rab:ring", "ring", "rabenseifner", "rd"]
-            .map(String::from)
-            .to_vec(),
+        Op::Allreduce => [
+            "rb",
+            "rab:rd",
+            "rab:ring",
+            "ring",
+            "rabenseifner",
+            "rabenseifner:256K",
+            "rd",
+        ]
+        .map(String::from)
+        .to_vec(),
         Op::Allgather => ["rd", "ring", "hier:rd", "hier:ring"]
             .map(String::from)
             .to_vec(),
@@ -236,7 +244,7 @@ mod tests {
                 "knomial:3"
             ]
         );
-        assert_eq!(algorithms(Op::Allreduce, 64, "rab:rd").len(), 6);
+        assert_eq!(algorithms(Op::Allreduce, 64, "rab:rd").len(), 7);
         assert_eq!(
             algorithms(Op::Allgather, 4, "hier"),
             ["rd", "ring", "hier:rd", "hier:ring", "hier"]

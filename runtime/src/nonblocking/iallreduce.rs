@@ -289,6 +289,8 @@ struct Split {
     count: u128,
     slots: u128,
     elem: usize,
+    /// Where the message starts in its buffers, in bytes.
+    base: usize,
 }
 
 impl Split {
@@ -298,7 +300,13 @@ impl Split {
             count: (len / elem) as u128,
             slots: slots.max(1) as u128,
             elem,
+            base: 0,
         }
+    }
+
+    /// The same split of a message that starts `base` bytes into its buffers.
+    fn at(self, base: usize) -> Split {
+        Split { base, ..self }
     }
 
     /// Where block `b` starts, in bytes.
@@ -311,7 +319,7 @@ impl Split {
         let (a, b) = (self.start(first), self.start(first + count));
         Region {
             buf,
-            off: a,
+            off: self.base + a,
             len: b - a,
         }
     }
@@ -417,7 +425,19 @@ pub fn build_ring(peers: &RingPeers, elem: usize, send: bool, len: usize) -> Bui
 /// block `slot` of the result. Doubling: the same partners in reverse, each sending what
 /// it holds and receiving the partner's part beside it. A rank folded out sends its
 /// contribution first and gets the result at the end.
-pub fn build_rabenseifner(peers: &HalvingPeers, elem: usize, send: bool, len: usize) -> Builder {
+///
+/// With a `piece` (not 0), a message of at least two is cut into `len / piece` pieces of whole elements
+/// (fewer when a piece would hold fewer elements than there are slots), each reduced by
+/// the steps above, and piece `j` runs [`PIECE_LAG`] steps behind piece `j - 1`: while one
+/// piece crosses the network in the middle steps, the next is still at the first steps,
+/// inside the node, and the node's work overlaps the network's as in the ring.
+pub fn build_rabenseifner(
+    peers: &HalvingPeers,
+    elem: usize,
+    send: bool,
+    len: usize,
+    piece: usize,
+) -> Builder {
     let mut b = Builder::default();
     let acc = Region::whole(Buf::Recv, len);
     if let Fold::Out(into) = peers.fold {
@@ -429,7 +449,7 @@ pub fn build_rabenseifner(peers: &HalvingPeers, elem: usize, send: bool, len: us
     // A rank that takes part from the start with a send buffer sends the first half out
     // of it and copies only the half it keeps; everyone else starts from a copy of the
     // whole.
-    let mut direct = send && peers.fold == Fold::None && !peers.partners.is_empty();
+    let direct = send && peers.fold == Fold::None && !peers.partners.is_empty();
     if send && !direct {
         let src = Region::whole(Buf::Send, len);
         b.step(Link::Local, Action::Copy { src, dst: acc });
@@ -438,8 +458,47 @@ pub fn build_rabenseifner(peers: &HalvingPeers, elem: usize, send: bool, len: us
         b.step(Link::Direct(from), Action::RecvReduce { from, acc });
     }
     let q = peers.slots as usize;
-    let split = Split::new(len, q, elem);
+    let elem = elem.max(1);
+    let count = len / elem;
+    let pieces = match piece {
+        0 => 1,
+        piece => (len / piece).clamp(1, (count / q.max(1)).max(1)),
+    };
+    // Every piece's rounds, placed `PIECE_LAG` rounds after the previous piece's.
+    let mut rounds: Vec<Vec<(Link, Action)>> = Vec::new();
+    for j in 0..pieces {
+        let (a, z) = (j * count / pieces, (j + 1) * count / pieces);
+        let split = Split::new((z - a) * elem, q, elem).at(a * elem);
+        for (i, round) in piece_rounds(peers, &split, direct).into_iter().enumerate() {
+            let at = j * PIECE_LAG + i;
+            if rounds.len() <= at {
+                rounds.resize_with(at + 1, Vec::new);
+            }
+            rounds[at].extend(round);
+        }
+    }
+    for round in rounds {
+        b.round(round);
+    }
+    give_back(&mut b, peers.fold, acc);
+    b
+}
+
+/// How many steps of [`build_rabenseifner`] a piece runs behind the one before it. Even,
+/// so that two pieces never exchange with the same partner in the same round (a piece's
+/// halving step `s` and doubling step `s` share a partner, and they are an odd number of
+/// steps apart).
+pub const PIECE_LAG: usize = 2;
+
+/// One piece's rounds in [`build_rabenseifner`]: first the copy of the half this rank keeps
+/// at the first step (`direct`: the contribution is in the send buffer, whose other half
+/// goes out straight from there), or nothing; then the halving steps and the doubling
+/// steps over the blocks of `split`.
+fn piece_rounds(peers: &HalvingPeers, split: &Split, direct: bool) -> Vec<Vec<(Link, Action)>> {
+    let q = peers.slots as usize;
     let slot = peers.slot as usize;
+    let mut rounds = vec![Vec::new()];
+    let mut direct = direct;
     // The blocks held before each halving step: `(first, count)`.
     let mut held = Vec::with_capacity(peers.partners.len());
     let (mut first, mut count) = (0, q);
@@ -472,16 +531,16 @@ pub fn build_rabenseifner(peers: &HalvingPeers, elem: usize, send: bool, len: us
             // The copy comes first: a send may complete only once its receiver has taken
             // it (single copy), so every send shares its round with the receive it meets.
             let (src, dst) = (region(Buf::Send, keep), region(Buf::Recv, keep));
-            b.step(Link::Local, Action::Copy { src, dst });
+            rounds[0].push((Link::Local, Action::Copy { src, dst }));
             direct = false;
         }
-        b.round([send, combine]);
+        rounds.push(vec![send, combine]);
         (first, count) = (keep, half);
     }
     for (&partner, &(whole, twice)) in peers.partners.iter().zip(&held).rev() {
         let other = if first == whole { whole + count } else { whole };
         let link = Link::Direct(partner);
-        b.round([
+        rounds.push(vec![
             (
                 link,
                 Action::Send {
@@ -499,6 +558,5 @@ pub fn build_rabenseifner(peers: &HalvingPeers, elem: usize, send: bool, len: us
         ]);
         (first, count) = (whole, twice);
     }
-    give_back(&mut b, peers.fold, acc);
-    b
+    rounds
 }
