@@ -18,7 +18,7 @@ use crate::context::Exchanges;
 use crate::context::{self, Core, Hier, Locked, Shared, abort};
 use crate::error::{Error, Result};
 use crate::links::Links;
-use crate::nonblocking::iallgather::{Exchange, Order};
+use crate::nonblocking::iallgather::Order;
 use crate::plain::{self, MpiCombine};
 use crate::reduce::Scratch;
 use crate::serial_lock::SerialLock;
@@ -867,10 +867,10 @@ impl Topo {
             return false;
         };
         let rank = self.world.rank() as u32;
-        let result = match exchange.and_then(|(alg, _)| h.exchanges.get(alg)) {
-            Some(Exchange::RecursiveDoubling(peers)) => {
-                allgather::recursive_doubling(&mut h.links, rank, peers, send, recv)
-            }
+        let len = recv.len() / size;
+        let doubling = exchange.and_then(|(alg, _)| h.exchanges.get(alg)?.doubling_peers(len));
+        let result = match doubling {
+            Some(peers) => allgather::recursive_doubling(&mut h.links, rank, peers, send, recv),
             _ => {
                 // (The flat exchanges have gone above; only the hierarchical form is left.)
                 let top = match h.settings.allgather_for(recv.len(), size) {

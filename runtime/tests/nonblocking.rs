@@ -287,19 +287,54 @@ proptest! {
     }
 }
 
+/// With the switches known, recursive doubling's Allgather keeps two orders: the one that
+/// keeps the heavy steps under a switch, and for blocks below `SMALL_BLOCK` the one chosen
+/// without the switches, which under cyclic placement is plain recursive doubling (no
+/// first exchange across the network).
+#[test]
+fn small_allgather_blocks_take_the_order_chosen_without_switches() {
+    use topo_hierarchy::settings::AllgatherAlg;
+    use topo_runtime::nonblocking::iallgather::{Exchange, SMALL_BLOCK};
+    // 8 nodes x 4 ranks, cyclic; nodes 0-3 under one switch, 4-7 under another.
+    let nodes: Vec<u32> = (0..32).map(|r| r % 8).collect();
+    let switches: Vec<u32> = nodes.iter().map(|&n| n / 4).collect();
+    let place = Placement::with_switches(&nodes, &switches);
+    let order = iallgather::Order::new(AllgatherAlg::RecursiveDoubling, &place).unwrap();
+    let plain =
+        iallgather::Order::new(AllgatherAlg::RecursiveDoubling, &Placement::nodes(&nodes)).unwrap();
+    for rank in 0..32 {
+        let e = order.exchange(rank).unwrap();
+        let Exchange::RecursiveDoubling(large, Some(small)) = &e else {
+            panic!("rank {rank}: one order only: {e:?}");
+        };
+        assert_eq!(
+            small.position, rank,
+            "plain recursive doubling under cyclic placement"
+        );
+        assert_ne!(small, large);
+        assert_eq!(e.doubling_peers(SMALL_BLOCK - 1), Some(small));
+        assert_eq!(e.doubling_peers(SMALL_BLOCK), Some(large));
+        // Without switches there is one order, the small blocks' one.
+        let p = plain.exchange(rank).unwrap();
+        assert!(matches!(&p, Exchange::RecursiveDoubling(_, None)), "{p:?}");
+        assert_eq!(p.doubling_peers(8), Some(small));
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
-    /// Random placements (any rank on any of up to 6 nodes), 1 to 64 ranks: the exchange the
-    /// runtime picks for `rd` (recursive doubling or Bruck, in the chosen order, as a
-    /// schedule), the ring in node-major order and the hierarchical Allgather (its top
+    /// Random placements (any rank on any of up to 6 nodes, the nodes under one switch or
+    /// two), 1 to 64 ranks: the exchange the runtime picks for `rd` (recursive doubling or
+    /// Bruck, in the chosen order, as a schedule; with two switches, small blocks in the
+    /// order chosen without them), the ring in node-major order and the hierarchical Allgather (its top
     /// group exchanging sets of uneven runs, in place from 8 KiB blocks) all give the
     /// reference.
     #[test]
     fn allgathers_on_random_placements_match_the_reference(
         placement in prop::collection::vec(0u32..6, 1..65),
         len in prop::sample::select(vec![1usize, 3, 257, 1100]),
-        has_send: bool, ring_top: bool,
+        has_send: bool, ring_top: bool, two_switches: bool,
     ) {
         use topo_hierarchy::settings::TopAlg;
         let top = if ring_top { TopAlg::Ring } else { TopAlg::RecursiveDoubling };
@@ -307,7 +342,8 @@ proptest! {
         let size = plans.len() as u32;
         let nodes = node_of(&plans);
         use topo_hierarchy::settings::AllgatherAlg;
-        let place = Placement::nodes(&nodes);
+        let switches: Vec<u32> = nodes.iter().map(|&n| if two_switches { n % 2 } else { 0 }).collect();
+        let place = Placement::with_switches(&nodes, &switches);
         let rd = iallgather::Order::new(AllgatherAlg::RecursiveDoubling, &place).unwrap();
         let ring = iallgather::Order::new(AllgatherAlg::Ring, &place).unwrap();
         let expect: Vec<i64> = (0..size).flat_map(|r| data(r, len)).collect();

@@ -442,9 +442,9 @@ coll_check "4 nodes x 2 ranks" "$HIER" \
 # and ranks dealt cyclically: the Allreduce's recursive doubling for small messages, the
 # ring, then Rabenseifner's; the barrier's dissemination with the nodes interleaved (here
 # every round crosses the network; on 2 nodes x 2 below the last stays inside the node).
-coll_check "3 nodes x 2 ranks, cyclic, flat Allreduce and barrier (--allreduce '<1K=rd,<64K=ring,*=rabenseifner' --barrier flat)" "$HIER" \
+coll_check "3 nodes x 2 ranks, cyclic, flat Allreduce and barrier (--allreduce '<1K=rd,<64K=ring,*=rabenseifner:4K' --barrier flat)" "$HIER" \
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N3 -n6 --exclusive -m cyclic --mpi=pmix --cpu-bind=cores \
-  "$TOPO_RUN" --spin 0 --allreduce '<1K=rd,<64K=ring,*=rabenseifner' --barrier flat -- "$CHECK" --require-topo --quick
+  "$TOPO_RUN" --spin 0 --allreduce '<1K=rd,<64K=ring,*=rabenseifner:4K' --barrier flat -- "$CHECK" --require-topo --quick
 coll_check "2 nodes x 2 ranks, flat barrier (--barrier flat)" "$HIER" \
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
   "$TOPO_RUN" --spin 0 --barrier flat -- "$CHECK" --require-topo --quick

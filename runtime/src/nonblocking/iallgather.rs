@@ -15,8 +15,9 @@ use super::{Action, Buf, Builder, Link, Region};
 /// remapped Bruck; for `ring`, the ring's order.
 #[derive(Debug, Clone)]
 pub enum Order {
-    /// Recursive doubling with ranks at these positions.
-    RecursiveDoubling(Vec<u32>),
+    /// Recursive doubling with ranks at these positions; below [`SMALL_BLOCK`] bytes per
+    /// rank at the second ones, where they differ.
+    RecursiveDoubling(Vec<u32>, Option<Vec<u32>>),
     /// Bruck's exchange with ranks at these positions.
     Bruck(Vec<u32>),
     /// The ring in this order.
@@ -30,7 +31,14 @@ impl Order {
             AllgatherAlg::Hierarchical(_) => None,
             AllgatherAlg::Ring => Some(Order::Ring(remap::ring_positions(place))),
             AllgatherAlg::RecursiveDoubling => Some(match remap::chosen(place) {
-                Some(pos) => Order::RecursiveDoubling(pos),
+                Some(pos) => {
+                    // Small blocks: the order chosen as if the switches were unknown (it
+                    // keeps the heavy steps inside the nodes only, and under cyclic
+                    // placement needs no first exchange across the network).
+                    let nodes = Placement::nodes(place.node_of());
+                    let small = remap::chosen(&nodes).filter(|p| *p != pos);
+                    Order::RecursiveDoubling(pos, small)
+                }
                 None => Order::Bruck(remap::bruck_chosen(place)),
             }),
         }
@@ -39,8 +47,12 @@ impl Order {
     /// Rank `rank`'s part of it; `None` if `rank` is outside the job.
     pub fn exchange(&self, rank: u32) -> Option<Exchange> {
         match self {
-            Order::RecursiveDoubling(pos) => {
-                remap::peers(pos, rank).map(Exchange::RecursiveDoubling)
+            Order::RecursiveDoubling(pos, small) => {
+                let small = match small {
+                    Some(small) => Some(remap::peers(small, rank)?),
+                    None => None,
+                };
+                remap::peers(pos, rank).map(|peers| Exchange::RecursiveDoubling(peers, small))
             }
             Order::Bruck(pos) => remap::bruck_peers(pos, rank).map(Exchange::Bruck),
             Order::Ring(pos) => remap::ring_peers(pos, rank).map(Exchange::Ring),
@@ -48,11 +60,22 @@ impl Order {
     }
 }
 
+/// Blocks below this many bytes per rank take recursive doubling's order chosen as if the
+/// switches were unknown. Where the switches are known the order keeps the heavy steps
+/// under one switch, at the price of a first exchange that crosses the network; for small
+/// blocks that exchange costs more than it saves. Under cyclic placement with the map
+/// (128 and 1,024 nodes x 32, 128 x 128) `topo-run simulate` predicts the switch-aware
+/// order at 0.92-1.13 of plain recursive doubling for 8-byte blocks and 0.90-1.03 for
+/// 64-byte ones (the upper ends with the network 5 x slower), and at 0.83-0.97 from 256
+/// bytes; the order without switches is plain recursive doubling there (1.000).
+pub const SMALL_BLOCK: usize = 256;
+
 /// One rank's part of a flat Allgather exchange.
 #[derive(Debug, Clone)]
 pub enum Exchange {
-    /// Remapped recursive doubling.
-    RecursiveDoubling(RdPeers),
+    /// Remapped recursive doubling; for blocks below [`SMALL_BLOCK`] bytes the second
+    /// peers, if any ([`Exchange::doubling_peers`]).
+    RecursiveDoubling(RdPeers, Option<RdPeers>),
     /// Remapped Bruck.
     Bruck(BruckPeers),
     /// The ring.
@@ -63,14 +86,27 @@ impl Exchange {
     /// Whether it runs as a schedule even when blocking: Bruck's and the ring's sends and
     /// receives go to different ranks, maybe over different links.
     pub fn needs_schedule(&self) -> bool {
-        !matches!(self, Exchange::RecursiveDoubling(_))
+        !matches!(self, Exchange::RecursiveDoubling(..))
+    }
+
+    /// Recursive doubling's peers for blocks of `len` bytes; `None` for the other
+    /// exchanges.
+    pub fn doubling_peers(&self, len: usize) -> Option<&RdPeers> {
+        match self {
+            Exchange::RecursiveDoubling(_, Some(small)) if len < SMALL_BLOCK => Some(small),
+            Exchange::RecursiveDoubling(peers, _) => Some(peers),
+            _ => None,
+        }
     }
 
     /// Rank `rank`'s schedule for blocks of `len` bytes (see [`build_rd`]), and the bytes
     /// of scratch it needs.
     pub fn build(&self, rank: u32, len: usize, has_send: bool) -> (Builder, usize) {
         match self {
-            Exchange::RecursiveDoubling(peers) => (build_rd(rank, peers, len, has_send), 0),
+            Exchange::RecursiveDoubling(..) => {
+                let peers = self.doubling_peers(len).expect("recursive doubling");
+                (build_rd(rank, peers, len, has_send), 0)
+            }
             Exchange::Bruck(peers) => build_bruck(rank, peers, len, has_send),
             Exchange::Ring(peers) => (build_ring(rank, peers, len, has_send), 0),
         }
