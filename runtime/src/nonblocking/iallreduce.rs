@@ -490,14 +490,14 @@ pub fn build_rabenseifner(
 /// steps apart).
 pub const PIECE_LAG: usize = 2;
 
-/// One piece's rounds in [`build_rabenseifner`]: first the copy of the half this rank keeps
-/// at the first step (`direct`: the contribution is in the send buffer, whose other half
-/// goes out straight from there), or nothing; then the halving steps and the doubling
-/// steps over the blocks of `split`.
+/// One piece's rounds in [`build_rabenseifner`]: the halving steps and the doubling steps
+/// over the blocks of `split`. With `direct` (the contribution is in the send buffer), the
+/// first step sends the half it gives straight from there, and copies the half it keeps
+/// into the result beside that exchange, before the partner's half is combined into it.
 fn piece_rounds(peers: &HalvingPeers, split: &Split, direct: bool) -> Vec<Vec<(Link, Action)>> {
     let q = peers.slots as usize;
     let slot = peers.slot as usize;
-    let mut rounds = vec![Vec::new()];
+    let mut rounds = Vec::new();
     let mut direct = direct;
     // The blocks held before each halving step: `(first, count)`.
     let mut held = Vec::with_capacity(peers.partners.len());
@@ -528,13 +528,19 @@ fn piece_rounds(peers: &HalvingPeers, split: &Split, direct: bool) -> Vec<Vec<(L
             },
         );
         if direct {
-            // The copy comes first: a send may complete only once its receiver has taken
-            // it (single copy), so every send shares its round with the receive it meets.
+            // The copy is the round's first step, so it is done before the combine: the
+            // steps of a round run in order, and a combining receive posted ahead lands
+            // in the transfer's own memory until its round. The transfers run meanwhile.
             let (src, dst) = (region(Buf::Send, keep), region(Buf::Recv, keep));
-            rounds[0].push((Link::Local, Action::Copy { src, dst }));
+            rounds.push(vec![
+                (Link::Local, Action::Copy { src, dst }),
+                send,
+                combine,
+            ]);
             direct = false;
+        } else {
+            rounds.push(vec![send, combine]);
         }
-        rounds.push(vec![send, combine]);
         (first, count) = (keep, half);
     }
     for (&partner, &(whole, twice)) in peers.partners.iter().zip(&held).rev() {
