@@ -287,6 +287,70 @@ proptest! {
     }
 }
 
+/// Rabenseifner's Allreduce in pieces: on 4 nodes x 8 (32 slots, 5 halving steps), 1 MiB
+/// in 64 KiB pieces is 16 pieces, each two rounds behind the one before: `2 * 5 + 15 * 2`
+/// rounds; every rank sends what the whole message sends, no round exchanges twice with one
+/// partner, and a piece's regions never overlap another's.
+#[test]
+fn rabenseifner_in_pieces_overlaps_them_two_rounds_apart() {
+    use topo_hierarchy::remap::halving::HalvingOrder;
+    use topo_runtime::nonblocking::Action;
+    use topo_runtime::nonblocking::iallreduce::PIECE_LAG;
+    let nodes: Vec<u32> = (0..32).map(|r| r / 8).collect();
+    let order = HalvingOrder::new(&Placement::nodes(&nodes));
+    let sent = |b: &Builder| -> usize {
+        b.rounds()
+            .flatten()
+            .map(|(_, a)| match a {
+                Action::Send { src, .. } => src.len,
+                _ => 0,
+            })
+            .sum()
+    };
+    for rank in 0..32 {
+        let peers = order.peers(rank).unwrap();
+        let whole = iallreduce::build_rabenseifner(&peers, 8, true, 1 << 20, 0);
+        let pieces = iallreduce::build_rabenseifner(&peers, 8, true, 1 << 20, 64 << 10);
+        assert_eq!(whole.rounds().count(), 10);
+        assert_eq!(pieces.rounds().count(), 10 + 15 * PIECE_LAG);
+        assert_eq!(sent(&pieces), sent(&whole), "rank {rank}");
+        for (i, round) in pieces.rounds().enumerate() {
+            let steps: Vec<_> = round.collect();
+            let mut partners: Vec<u32> = steps
+                .iter()
+                .filter_map(|(_, a)| match a {
+                    Action::Send { to, .. } => Some(to[0]),
+                    _ => None,
+                })
+                .collect();
+            let n = partners.len();
+            partners.sort_unstable();
+            partners.dedup();
+            assert_eq!(
+                partners.len(),
+                n,
+                "rank {rank}, round {i}: one partner twice"
+            );
+            let regions: Vec<_> = steps
+                .iter()
+                .filter_map(|(_, a)| match a {
+                    Action::RecvReduce { acc, .. } => Some(*acc),
+                    Action::Recv { dst, .. } => Some(*dst),
+                    _ => None,
+                })
+                .collect();
+            for (x, a) in regions.iter().enumerate() {
+                for b in &regions[x + 1..] {
+                    assert!(
+                        a.off + a.len <= b.off || b.off + b.len <= a.off,
+                        "rank {rank}, round {i}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// With the switches known, recursive doubling's Allgather keeps two orders: the one that
 /// keeps the heavy steps under a switch, and for blocks below `SMALL_BLOCK` the one chosen
 /// without the switches, which under cyclic placement is plain recursive doubling (no

@@ -426,9 +426,9 @@ pub fn build_ring(peers: &RingPeers, elem: usize, send: bool, len: usize) -> Bui
 /// it holds and receiving the partner's part beside it. A rank folded out sends its
 /// contribution first and gets the result at the end.
 ///
-/// With a `piece` (not 0), a message of at least two is cut into `len / piece` pieces of whole elements
-/// (fewer when a piece would hold fewer elements than there are slots), each reduced by
-/// the steps above, and piece `j` runs [`PIECE_LAG`] steps behind piece `j - 1`: while one
+/// With a `piece` (not 0), a message of at least two is cut into `len / piece` pieces of
+/// whole elements (fewer when a piece would hold fewer elements than there are slots),
+/// each reduced by the steps above, and piece `j` runs [`PIECE_LAG`] steps behind piece `j - 1`: while one
 /// piece crosses the network in the middle steps, the next is still at the first steps,
 /// inside the node, and the node's work overlaps the network's as in the ring.
 pub fn build_rabenseifner(
@@ -485,9 +485,9 @@ pub fn build_rabenseifner(
 }
 
 /// How many steps of [`build_rabenseifner`] a piece runs behind the one before it. Even,
-/// so that two pieces never exchange with the same partner in the same round (a piece's
-/// halving step `s` and doubling step `s` share a partner, and they are an odd number of
-/// steps apart).
+/// so that two pieces never exchange with the same partner in the same round: of `2L`
+/// steps, halving step `i` and doubling step `2L - 1 - i` share a partner, an odd number
+/// of steps apart.
 pub const PIECE_LAG: usize = 2;
 
 /// One piece's rounds in [`build_rabenseifner`]: the halving steps and the doubling steps
