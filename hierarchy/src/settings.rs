@@ -220,6 +220,21 @@ const CHUNK_DEFAULTS: [ChunkRule; 5] = [
     },
 ];
 
+/// `bytes` as the size of a pipeline's pieces (a chunk, Rabenseifner's piece), which must be
+/// between 4 KiB and 1 GiB; else what `what` must be.
+fn pipeline_bytes(bytes: u64, what: &str) -> std::result::Result<u32, String> {
+    const RANGE: std::ops::RangeInclusive<u64> = 4 << 10..=1 << 30;
+    if RANGE.contains(&bytes) {
+        Ok(bytes as u32)
+    } else {
+        Err(format!(
+            "the {what} must be between {} and {} bytes",
+            RANGE.start(),
+            RANGE.end()
+        ))
+    }
+}
+
 /// Parses comma-separated `[COLLECTIVE][<BYTES]=CHUNK` rules; a bare `CHUNK` is `*=CHUNK`.
 fn parse_chunk_rules(text: &str) -> std::result::Result<Vec<ChunkRule>, String> {
     let mut rules = Vec::new();
@@ -229,17 +244,11 @@ fn parse_chunk_rules(text: &str) -> std::result::Result<Vec<ChunkRule>, String> 
             c => Some(c.parse().map_err(|e| format!("rule {part:?}: {e}"))?),
         };
         let bytes = parse_bytes(size)?;
-        if !(4 << 10..=1 << 30).contains(&bytes) {
-            return Err(format!(
-                "rule {part:?}: the chunk must be between {} and {} bytes",
-                4 << 10,
-                1 << 30
-            ));
-        }
+        let bytes = pipeline_bytes(bytes, "chunk").map_err(|e| format!("rule {part:?}: {e}"))?;
         rules.push(ChunkRule {
             collective,
             below,
-            bytes: bytes as u32,
+            bytes,
         });
     }
     if rules.is_empty() {
@@ -490,15 +499,9 @@ impl FromStr for AllreduceAlg {
             "rd" => Ok(AllreduceAlg::RecursiveDoubling),
             _ => match s.strip_prefix("rabenseifner:") {
                 Some(piece) => {
-                    let bytes = parse_bytes(piece)?;
-                    if !(4 << 10..=1 << 30).contains(&bytes) {
-                        return Err(format!(
-                            "{s:?}: the piece must be between {} and {} bytes",
-                            4 << 10,
-                            1 << 30
-                        ));
-                    }
-                    Ok(AllreduceAlg::Rabenseifner(bytes as u32))
+                    let bytes = pipeline_bytes(parse_bytes(piece)?, "piece")
+                        .map_err(|e| format!("{s:?}: {e}"))?;
+                    Ok(AllreduceAlg::Rabenseifner(bytes))
                 }
                 None => Err(format!(
                     "unknown allreduce algorithm {s:?}; use rb, rab:rd, rab:ring, ring, \
@@ -1525,7 +1528,10 @@ mod tests {
         for (v, needle) in [
             ("gather=1M", "unknown collective"),
             ("bcast<1Q=1M", "byte count"),
-            ("bcast=1K", "between"),
+            (
+                "bcast=1K",
+                "rule \"bcast=1K\": the chunk must be between 4096 and 1073741824 bytes",
+            ),
             ("", "no chunk"),
         ] {
             let e = Settings::from_pairs(&[("chunk", v)]).unwrap_err();

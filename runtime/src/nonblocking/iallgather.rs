@@ -35,8 +35,15 @@ impl Order {
                     // Small blocks: the order chosen as if the switches were unknown (it
                     // keeps the heavy steps inside the nodes only, and under cyclic
                     // placement needs no first exchange across the network).
-                    let nodes = Placement::nodes(place.node_of());
-                    let small = remap::chosen(&nodes).filter(|p| *p != pos);
+                    // Worked out only where the switches differ: with one switch (or
+                    // none known) it is the same order.
+                    let switches = place.switch_of();
+                    let small = switches
+                        .iter()
+                        .any(|&s| s != switches[0])
+                        .then(|| remap::chosen(&Placement::nodes(place.node_of())))
+                        .flatten()
+                        .filter(|p| *p != pos);
                     Order::RecursiveDoubling(pos, small)
                 }
                 None => Order::Bruck(remap::bruck_chosen(place)),
