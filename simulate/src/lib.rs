@@ -209,9 +209,9 @@ impl Cluster {
             }));
         }
         if op == Op::Barrier && s.barrier_alg() == BarrierAlg::Flat {
-            let pos = remap::interleaved_positions(&self.placement);
+            let flat = remap::Positions::new(&remap::interleaved_positions(&self.placement));
             return Ok(Programs::build(n, |r| {
-                let rounds = remap::dissemination_peers(&pos, r).expect(PERMUTATION);
+                let rounds = flat.dissemination_peers(r).expect(PERMUTATION);
                 Program::from_builder(&ibarrier::build_flat(&rounds))
             }));
         }
@@ -221,9 +221,9 @@ impl Cluster {
         match (op, s.allreduce_for(len)) {
             (Op::Allreduce, AllreduceAlg::Ring) => {
                 ring_fits(n)?;
-                let pos = remap::ring_positions(&self.placement);
+                let ring = remap::Positions::new(&remap::ring_positions(&self.placement));
                 return Ok(Programs::build(n, |r| {
-                    let peers = remap::ring_peers(&pos, r).expect(PERMUTATION);
+                    let peers = ring.ring_peers(r).expect(PERMUTATION);
                     Program::from_builder(&iallreduce::build_ring(&peers, elem, true, len))
                 }));
             }

@@ -138,6 +138,88 @@ fn invert(order: &[u32]) -> Vec<u32> {
     pos
 }
 
+/// The ranks' positions in a flat exchange (a permutation of `0..n`) and the rank at
+/// each position, worked out once: each rank's peers then take time in its own rounds, so
+/// a whole job's (as the simulator builds them) takes linear time, not quadratic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Positions {
+    pos: Vec<u32>,
+    rank_at: Vec<u32>,
+}
+
+impl Positions {
+    /// The positions `pos`, rank by rank (a permutation of `0..n`).
+    pub fn new(pos: &[u32]) -> Self {
+        Positions {
+            pos: pos.to_vec(),
+            rank_at: invert(pos),
+        }
+    }
+
+    /// Each rank's position.
+    pub fn as_slice(&self) -> &[u32] {
+        &self.pos
+    }
+
+    /// Rank `rank`'s recursive doubling peers (`n` a power of two); `None` if `rank` is out
+    /// of range.
+    pub fn rd_peers(&self, rank: u32) -> Option<RdPeers> {
+        let position = *self.pos.get(rank as usize)?;
+        let steps = self.pos.len().trailing_zeros();
+        Some(RdPeers {
+            position,
+            send_own_to: self.rank_at[rank as usize],
+            start_from: position,
+            partners: (0..steps)
+                .map(|k| self.rank_at[(position ^ (1 << k)) as usize])
+                .collect(),
+        })
+    }
+
+    /// Rank `rank`'s peers in Bruck's exchange; `None` if `rank` is out of range.
+    pub fn bruck_peers(&self, rank: u32) -> Option<BruckPeers> {
+        let n = self.pos.len();
+        let position = *self.pos.get(rank as usize)?;
+        let p = position as usize;
+        let (mut to, mut from) = (Vec::new(), Vec::new());
+        for (d, _) in bruck_steps(n) {
+            to.push(self.rank_at[(p + n - d) % n]);
+            from.push(self.rank_at[(p + d) % n]);
+        }
+        Some(BruckPeers {
+            size: n as u32,
+            position,
+            send_own_to: self.rank_at[rank as usize],
+            start_from: position,
+            to,
+            from,
+        })
+    }
+
+    /// Rank `rank`'s part of the ring; `None` if `rank` is out of range.
+    pub fn ring_peers(&self, rank: u32) -> Option<RingPeers> {
+        Some(RingPeers {
+            position: *self.pos.get(rank as usize)?,
+            rank_at: self.rank_at.clone(),
+        })
+    }
+
+    /// Rank `rank`'s rounds of a dissemination: in round `k` it signals the rank `2^k`
+    /// positions on and hears from the one `2^k` positions back, `(to, from)`; `None` if
+    /// `rank` is out of range.
+    pub fn dissemination_peers(&self, rank: u32) -> Option<Vec<(u32, u32)>> {
+        let p = *self.pos.get(rank as usize)? as usize;
+        let n = self.rank_at.len();
+        let mut rounds = Vec::new();
+        let mut d = 1;
+        while d < n {
+            rounds.push((self.rank_at[(p + d) % n], self.rank_at[(p + n - d) % n]));
+            d *= 2;
+        }
+        Some(rounds)
+    }
+}
+
 /// Recursive doubling's exchange graph on `n = 2^L` positions: at step `k`, `2^k` blocks
 /// from `p` to `p ^ 2^k`.
 pub fn rd_graph(n: usize) -> Graph {
@@ -156,20 +238,8 @@ pub fn bruck_graph(n: usize) -> Graph {
 /// Rank `rank`'s peers when ranks sit at `pos` (a permutation of `0..n`, `n` a power of
 /// two); `None` if `rank` is out of range.
 pub fn peers(pos: &[u32], rank: u32) -> Option<RdPeers> {
-    let position = *pos.get(rank as usize)?;
-    let mut rank_at = vec![0u32; pos.len()];
-    for (r, &p) in pos.iter().enumerate() {
-        rank_at[p as usize] = r as u32;
-    }
-    let steps = pos.len().trailing_zeros();
-    Some(RdPeers {
-        position,
-        send_own_to: rank_at[rank as usize],
-        start_from: position,
-        partners: (0..steps)
-            .map(|k| rank_at[(position ^ (1 << k)) as usize])
-            .collect(),
-    })
+    pos.get(rank as usize)?;
+    Positions::new(pos).rd_peers(rank)
 }
 
 /// The blocks recursive doubling sends between nodes, in all, with ranks at `pos`
@@ -261,26 +331,8 @@ fn bruck_constructed(place: &Placement, graph: &Graph) -> Vec<u32> {
 /// Rank `rank`'s peers in Bruck's exchange with ranks at `pos` (a permutation of `0..n`);
 /// `None` if `rank` is out of range.
 pub fn bruck_peers(pos: &[u32], rank: u32) -> Option<BruckPeers> {
-    let n = pos.len();
-    let position = *pos.get(rank as usize)?;
-    let mut rank_at = vec![0u32; n];
-    for (r, &p) in pos.iter().enumerate() {
-        rank_at[p as usize] = r as u32;
-    }
-    let p = position as usize;
-    let (mut to, mut from) = (Vec::new(), Vec::new());
-    for (d, _) in bruck_steps(n) {
-        to.push(rank_at[(p + n - d) % n]);
-        from.push(rank_at[(p + d) % n]);
-    }
-    Some(BruckPeers {
-        size: n as u32,
-        position,
-        send_own_to: rank_at[rank as usize],
-        start_from: position,
-        to,
-        from,
-    })
+    pos.get(rank as usize)?;
+    Positions::new(pos).bruck_peers(rank)
 }
 
 /// One rank's part of the ring Allgather (any number of ranks): at step `s` it passes the
@@ -334,12 +386,8 @@ pub fn ring_positions(place: &Placement) -> Vec<u32> {
 /// Rank `rank`'s part of the ring with ranks at `pos` (a permutation of `0..n`); `None` if
 /// `rank` is out of range.
 pub fn ring_peers(pos: &[u32], rank: u32) -> Option<RingPeers> {
-    let position = *pos.get(rank as usize)?;
-    let mut rank_at = vec![0u32; pos.len()];
-    for (r, &p) in pos.iter().enumerate() {
-        rank_at[p as usize] = r as u32;
-    }
-    Some(RingPeers { position, rank_at })
+    pos.get(rank as usize)?;
+    Positions::new(pos).ring_peers(rank)
 }
 
 /// The flat barrier's positions: the nodes interleaved, the first rank of every node (nodes
@@ -365,15 +413,8 @@ pub fn interleaved_positions(place: &Placement) -> Vec<u32> {
 /// in round `k` it signals the rank `2^k` positions on and hears from the one `2^k`
 /// positions back, `(to, from)`; `None` if `rank` is out of range.
 pub fn dissemination_peers(pos: &[u32], rank: u32) -> Option<Vec<(u32, u32)>> {
-    let ring = ring_peers(pos, rank)?;
-    let (n, p) = (ring.size(), ring.position as usize);
-    let mut rounds = Vec::new();
-    let mut d = 1;
-    while d < n {
-        rounds.push((ring.rank_at[(p + d) % n], ring.rank_at[(p + n - d) % n]));
-        d *= 2;
-    }
-    Some(rounds)
+    pos.get(rank as usize)?;
+    Positions::new(pos).dissemination_peers(rank)
 }
 
 /// The blocks the ring sends between nodes, in all, with ranks at `pos`: `n - 1` over each

@@ -5,7 +5,9 @@
 //! each partner holds. Every transfer goes over the link that reaches the partner directly,
 //! and the steps of a round touch disjoint parts of the receive buffer.
 
-use topo_hierarchy::remap::{self, BruckPeers, RdPeers, RingPeers, partition::Placement};
+use topo_hierarchy::remap::{
+    self, BruckPeers, Positions, RdPeers, RingPeers, partition::Placement,
+};
 use topo_hierarchy::settings::AllgatherAlg;
 
 use super::{Action, Buf, Builder, Link, Region};
@@ -17,11 +19,11 @@ use super::{Action, Buf, Builder, Link, Region};
 pub enum Order {
     /// Recursive doubling with ranks at these positions; below [`SMALL_BLOCK`] bytes per
     /// rank at the second ones, where they differ.
-    RecursiveDoubling(Vec<u32>, Option<Vec<u32>>),
+    RecursiveDoubling(Positions, Option<Positions>),
     /// Bruck's exchange with ranks at these positions.
-    Bruck(Vec<u32>),
+    Bruck(Positions),
     /// The ring in this order.
-    Ring(Vec<u32>),
+    Ring(Positions),
 }
 
 impl Order {
@@ -29,7 +31,7 @@ impl Order {
     pub fn new(alg: AllgatherAlg, place: &Placement) -> Option<Order> {
         match alg {
             AllgatherAlg::Hierarchical(_) => None,
-            AllgatherAlg::Ring => Some(Order::Ring(remap::ring_positions(place))),
+            AllgatherAlg::Ring => Some(Order::Ring(Positions::new(&remap::ring_positions(place)))),
             AllgatherAlg::RecursiveDoubling => Some(match remap::chosen(place) {
                 Some(pos) => {
                     // Small blocks: the order chosen as if the switches were unknown (it
@@ -44,9 +46,12 @@ impl Order {
                         .then(|| remap::chosen(&Placement::nodes(place.node_of())))
                         .flatten()
                         .filter(|p| *p != pos);
-                    Order::RecursiveDoubling(pos, small)
+                    Order::RecursiveDoubling(
+                        Positions::new(&pos),
+                        small.map(|p| Positions::new(&p)),
+                    )
                 }
-                None => Order::Bruck(remap::bruck_chosen(place)),
+                None => Order::Bruck(Positions::new(&remap::bruck_chosen(place))),
             }),
         }
     }
@@ -56,13 +61,14 @@ impl Order {
         match self {
             Order::RecursiveDoubling(pos, small) => {
                 let small = match small {
-                    Some(small) => Some(remap::peers(small, rank)?),
+                    Some(small) => Some(small.rd_peers(rank)?),
                     None => None,
                 };
-                remap::peers(pos, rank).map(|peers| Exchange::RecursiveDoubling(peers, small))
+                pos.rd_peers(rank)
+                    .map(|peers| Exchange::RecursiveDoubling(peers, small))
             }
-            Order::Bruck(pos) => remap::bruck_peers(pos, rank).map(Exchange::Bruck),
-            Order::Ring(pos) => remap::ring_peers(pos, rank).map(Exchange::Ring),
+            Order::Bruck(pos) => pos.bruck_peers(rank).map(Exchange::Bruck),
+            Order::Ring(pos) => pos.ring_peers(rank).map(Exchange::Ring),
         }
     }
 }
