@@ -18,15 +18,18 @@
 //! `nic` is the fastest network bandwidth measured. Each MPI pair also times an exchange
 //! of 1 MiB, both ranks sending at once: where it takes more than 1.5 times the one way
 //! between nodes, the network is half duplex (`nic duplex=half`: emulated nodes on one
-//! host, whose network is the host's TCP stack on the same cores).
+//! host, whose network is the host's TCP stack on the same cores). On a half-duplex network
+//! the pair also times an exchange of 8 bytes: what it takes beyond the one way is the time
+//! the second message waits for the first, each message's hold on the interface (`nic
+//! rate`, one over it).
 //!
 //! Started by topo-run (`srun topo-run simulate --calibrate` plans the step), the classes
 //! inside a node are measured through topo-run's own shared memory instead of MPI's, as
 //! the collectives' steps use it ([`Topo::queue_transfer`]), by the same round trips. On a
 //! step of two ranks on one node, the call overhead is a chain of topo-run's 8-byte
-//! broadcasts, the root moving every call, less the queue's one way. The interface's
-//! message rate is not measured (one pair at a time cannot load an interface): it keeps
-//! its default.
+//! broadcasts, the root moving every call, less the queue's one way. On a full-duplex
+//! network the interface's message rate is not measured (one pair at a time cannot load an
+//! interface): it keeps its default.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -73,6 +76,8 @@ pub struct Pair {
     /// Both ranks sending the largest size to each other at once: the time until both
     /// have arrived, in microseconds (MPI's pairs only).
     pub exchange_us: Option<f64>,
+    /// The same with the smallest size (MPI's pairs only).
+    pub small_exchange_us: Option<f64>,
 }
 
 /// The link of one-way `times`: latency and bandwidth from the smallest and the largest
@@ -216,6 +221,7 @@ fn measure_topo(world: &SimpleCommunicator, topo: &mut Topo) -> Result<(Vec<Pair
                     class: LinkClass::Node,
                     times: [0.0; SIZES.len()],
                     exchange_us: None,
+                    small_exchange_us: None,
                 });
             }
             queues[k].times[i] = t;
@@ -292,12 +298,15 @@ pub fn measure(
             }
             let (largest, iters) = SIZES[SIZES.len() - 1];
             let exchange_us = exchange(world, peer, largest, iters);
+            let (smallest, iters) = SIZES[0];
+            let small_exchange_us = exchange(world, peer, smallest, iters);
             if me == 0 {
                 pairs.push(Pair {
                     peer: peer as u32,
                     class: class_of(peer),
                     times,
                     exchange_us: Some(exchange_us),
+                    small_exchange_us: Some(small_exchange_us),
                 });
             }
         }
@@ -330,12 +339,25 @@ pub fn measure(
         }
         std::hint::black_box(&mut big_dst);
     });
-    let mut model = CostModel {
+    let base = CostModel {
         copy_bytes_per_us: LARGE as f64 / copy_us,
         reduce_bytes_per_us: LARGE as f64 / reduce_us,
         reduce_memory_bytes_per_us: HUGE as f64 / memory_us,
         ..CostModel::default()
     };
+    let model = fit(base, &pairs, &queues, chain_us);
+    Ok(Some(Measured {
+        model,
+        pairs,
+        queues,
+        chain_us,
+    }))
+}
+
+/// The model the measured pairs give, on top of `model` (its copy and reduce rates
+/// measured, the rest the defaults): the links, the interface's bandwidth, duplex and
+/// (half duplex) message hold, and from the chained broadcasts the call overhead.
+fn fit(mut model: CostModel, pairs: &[Pair], queues: &[Pair], chain_us: Option<f64>) -> CostModel {
     // Per class, size by size, the fastest of its pairs. (Two ranks that share a core, as
     // ranks of emulated nodes on one host can, measure the scheduler's time slice instead
     // of the link.) Inside the node, topo-run's own shared memory where it was measured.
@@ -378,23 +400,27 @@ pub fn measure(
     // The network's exchanges: full duplex takes about one way's time, half duplex two.
     // The fastest pair between nodes decides.
     let last = SIZES.len() - 1;
-    if let Some((exchange, one_way)) = pairs
+    if let Some(p) = pairs
         .iter()
-        .filter(|p| p.class.is_network())
-        .filter_map(|p| Some((p.exchange_us?, p.times[last])))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .filter(|p| p.class.is_network() && p.exchange_us.is_some())
+        .min_by(|a, b| a.times[last].total_cmp(&b.times[last]))
     {
-        model.nic_half_duplex = exchange > HALF_DUPLEX * one_way;
+        model.nic_half_duplex = p
+            .exchange_us
+            .is_some_and(|x| x > HALF_DUPLEX * p.times[last]);
+        // Half duplex: two small messages crossing take one way and the wait of the
+        // second for the first, each message's hold on the interface.
+        if model.nic_half_duplex
+            && let Some(hold) = p.small_exchange_us.map(|x| x - p.times[0])
+            && hold > model.nic_message_us
+        {
+            model.nic_message_us = hold;
+        }
     }
     if let (Some(chain), Some(node)) = (chain_us, measured.get(&LinkClass::Node)) {
         model.call_us = (chain - node.one_way_us(SIZES[0].0 as u64)).max(0.0);
     }
-    Ok(Some(Measured {
-        model,
-        pairs,
-        queues,
-        chain_us,
-    }))
+    model
 }
 
 /// The model file, with the measurements in its comments.
@@ -415,9 +441,10 @@ pub fn file_text(m: &Measured) -> String {
                 .iter()
                 .map(|t| format!(" {t:>8.2}"))
                 .collect::<String>();
-            let exchange = p
-                .exchange_us
-                .map_or(String::new(), |x| format!("  (exchange {x:.2})"));
+            let exchange = match (p.small_exchange_us, p.exchange_us) {
+                (Some(small), Some(large)) => format!("  (exchange {small:.2} / {large:.2})"),
+                _ => String::new(),
+            };
             out.push_str(&format!(
                 "#   0-{:<5} {:<6} {what:<6}{times}{exchange}\n",
                 p.peer,
@@ -428,7 +455,8 @@ pub fn file_text(m: &Measured) -> String {
     let mut out = format!(
         "# Measured by `topo-run simulate --calibrate`: one-way times in us (medians of round\n\
          # trips, halved) between rank 0 and each rank, by message size in bytes, and the\n\
-         # time of both sending the largest size to each other at once (`exchange`):\n\
+         # times of both sending the smallest and the largest size to each other at once\n\
+         # (`exchange`):\n\
          #   pair    class  path  {sizes}\n"
     );
     rows(&mut out, &m.pairs, "MPI");
@@ -459,6 +487,32 @@ pub fn file_text(m: &Measured) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_half_duplex_network_holds_the_interface_for_what_a_small_exchange_takes_beyond_one_way() {
+        // Two emulated nodes: 3.5 us one way for 8 bytes, 107 us for 1 MiB.
+        let times = [3.5, 4.0, 5.0, 8.0, 23.0, 30.0, 107.0];
+        let pair = |large: f64, small: f64| Pair {
+            peer: 1,
+            class: LinkClass::World,
+            times,
+            exchange_us: Some(large),
+            small_exchange_us: Some(small),
+        };
+        // Half duplex (1 MiB both ways takes twice one way): 8 bytes both ways take 5.3 us,
+        // 1.8 us beyond the one way.
+        let half = fit(CostModel::default(), &[pair(214.0, 5.3)], &[], None);
+        assert!(half.nic_half_duplex);
+        assert!((half.nic_message_us - 1.8).abs() < 1e-9, "{half:?}");
+        // Full duplex: the message rate keeps its default, whatever the small exchange.
+        let full = fit(CostModel::default(), &[pair(110.0, 5.3)], &[], None);
+        assert!(!full.nic_half_duplex);
+        assert_eq!(full.nic_message_us, CostModel::default().nic_message_us);
+        // Half duplex, a small exchange within the one way: the default stays too.
+        let quick = fit(CostModel::default(), &[pair(214.0, 3.4)], &[], None);
+        assert!(quick.nic_half_duplex);
+        assert_eq!(quick.nic_message_us, CostModel::default().nic_message_us);
+    }
 
     #[test]
     fn a_links_ends_give_latency_and_bandwidth_and_the_sizes_between_its_points() {
