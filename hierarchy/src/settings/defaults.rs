@@ -1,0 +1,227 @@
+//! The built-in rules, after the user's: which algorithm runs per level, message size and
+//! job shape where no rule of the user's says otherwise, each with the measurement or the
+//! simulation that chose it.
+
+use super::DEFAULT_CHUNK;
+use super::algorithms::{
+    AllgatherAlg, AllreduceAlg, BcastAlg, RABENSEIFNER_PIECE, ReduceAlg, TopAlg,
+};
+use super::rules::{ChunkRule, Collective, Rule, Scope};
+
+/// The built-in pipeline chunks, after the user's rules, measured on 2 emulated nodes x 2
+/// (docs/runtime.md, "Pipeline chunks"): Broadcasts below 256 KiB in 16 KiB pieces,
+/// larger ones and Reduce and Allreduce in 1 MiB pieces (an Allreduce's pieces do not
+/// overlap each other, so each piece only costs), everything else in [`DEFAULT_CHUNK`].
+pub(super) const CHUNK_DEFAULTS: [ChunkRule; 5] = [
+    ChunkRule {
+        collective: Some(Collective::Bcast),
+        below: Some(256 << 10),
+        bytes: 16 << 10,
+    },
+    ChunkRule {
+        collective: Some(Collective::Bcast),
+        below: None,
+        bytes: 1 << 20,
+    },
+    ChunkRule {
+        collective: Some(Collective::Reduce),
+        below: None,
+        bytes: 1 << 20,
+    },
+    ChunkRule {
+        collective: Some(Collective::Allreduce),
+        below: None,
+        bytes: 1 << 20,
+    },
+    ChunkRule {
+        collective: None,
+        below: None,
+        bytes: DEFAULT_CHUNK,
+    },
+];
+
+pub(super) const BCAST_DEFAULTS: [Rule<BcastAlg>; 2] = [
+    Rule {
+        scope: Scope::Intra,
+        more_than: None,
+        below: None,
+        algorithm: BcastAlg::Flat,
+    },
+    Rule {
+        scope: Scope::Any,
+        more_than: None,
+        below: None,
+        algorithm: BcastAlg::Knomial(2),
+    },
+];
+
+pub(super) const REDUCE_DEFAULTS: [Rule<ReduceAlg>; 5] = [
+    Rule {
+        scope: Scope::Intra,
+        more_than: None,
+        below: Some(REDUCE_FLAT_BELOW),
+        algorithm: ReduceAlg::Flat,
+    },
+    Rule {
+        scope: Scope::Intra,
+        more_than: Some(2),
+        below: Some(REDUCE_RSG_FROM),
+        algorithm: ReduceAlg::Knomial(4),
+    },
+    Rule {
+        scope: Scope::Intra,
+        more_than: Some(2),
+        below: None,
+        algorithm: ReduceAlg::ReduceScatterGather,
+    },
+    Rule {
+        scope: Scope::Intra,
+        more_than: None,
+        below: None,
+        algorithm: ReduceAlg::Flat,
+    },
+    Rule {
+        scope: Scope::Any,
+        more_than: None,
+        below: None,
+        algorithm: ReduceAlg::Knomial(2),
+    },
+];
+
+/// Inside a node, reduces below this size are flat in every group: the root combines each
+/// member's message as it comes, which is quickest while the combines are short.
+pub(super) const REDUCE_FLAT_BELOW: u64 = 512;
+
+/// Inside a node, groups of more than two members reduce by a 4-nomial tree from
+/// [`REDUCE_FLAT_BELOW`] and by reduce-scatter-gather from this size, where the root of a
+/// flat group would combine every member's whole message one after the other: on 16 nodes
+/// x 32 and x 128 ranks `topo-run simulate` predicts the flat reduce at 1.03-1.72 x the
+/// flat binomial tree from 4 KiB, reduce-scatter-gather at 0.60-0.95 (docs/simulate.md).
+/// Groups of two stay flat at every size: on 1 node x 2, reduce-scatter-gather measured
+/// 1.2-1.9 x the flat reduce from 4 KiB to 4 MiB (the root reads the other's buffer once,
+/// by single copy, and combines as it reads).
+pub(super) const REDUCE_RSG_FROM: u64 = 4 << 10;
+
+/// Two rules for every group: `small` below `below` bytes, `large` from there.
+pub(super) const fn below_then<A: Copy>(below: u64, small: A, large: A) -> [Rule<A>; 2] {
+    [
+        Rule {
+            scope: Scope::Any,
+            more_than: None,
+            below: Some(below),
+            algorithm: small,
+        },
+        Rule {
+            scope: Scope::Any,
+            more_than: None,
+            below: None,
+            algorithm: large,
+        },
+    ]
+}
+
+/// On one node: the hierarchy's forms, the ring at the top for large messages (pipelined
+/// through the levels below it when blocking).
+pub(super) const ALLREDUCE_DEFAULTS: [Rule<AllreduceAlg>; 2] = below_then(
+    64 << 10,
+    AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
+    AllreduceAlg::ReduceAllreduceBcast(TopAlg::Ring),
+);
+
+/// On more than one node: Rabenseifner's in the hierarchy's order from 64 KiB, where
+/// `topo-run simulate` predicts it faster than every flat algorithm and than the
+/// hierarchy's forms on 16 to 1,024 nodes (docs/simulate.md): only a share of each rank's
+/// message crosses the network, from every rank of the node at once. On 2 nodes x 2 it
+/// took 0.49-0.86 of Open MPI's time from 64 KiB to 4 MiB, where `rab:ring` took 0.65-0.91.
+pub(super) const ALLREDUCE_DEFAULTS_NODES: [Rule<AllreduceAlg>; 2] = below_then(
+    64 << 10,
+    AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
+    AllreduceAlg::Rabenseifner(0),
+);
+
+/// Jobs of at least this many ranks on more than one node take Rabenseifner's from 4 KiB:
+/// on 2-128 nodes x 8-128 ranks the simulator predicts it at 0.12-1.006 of the best flat
+/// algorithm from 8 to 32 KiB, where recursive doubling among the node leaders is up to
+/// 2.9 x (cyclic placement); at 4 KiB, on 16 and 128 nodes x 16-128 ranks, at 0.22-0.999
+/// where the leaders' form, once the node's combines are counted one after the other on a
+/// core, is up to 1.18 x (cyclic placement). On 2 nodes x 2 (4 ranks) the leaders' recursive doubling
+/// measured 23-29 us against Rabenseifner's 45-55 us from 8 to 32 KiB, which the model
+/// does not see (docs/simulate.md): small jobs keep it.
+pub(super) const ALLREDUCE_EARLY_RANKS: u32 = 16;
+
+/// See [`ALLREDUCE_EARLY_RANKS`].
+pub(super) const ALLREDUCE_DEFAULTS_MANY: [Rule<AllreduceAlg>; 2] = below_then(
+    4 << 10,
+    AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling),
+    AllreduceAlg::Rabenseifner(RABENSEIFNER_PIECE),
+);
+
+/// With few ranks per node, small messages take recursive doubling over every rank in the
+/// hierarchy's order: climbing and descending the node's levels costs more there than the
+/// exchanges inside the node that it saves, and the network interface carries few
+/// messages per node either way. The simulator (2, 16 and 128 nodes, docs/simulate.md)
+/// predicts the hierarchical form at 1.002-1.21 x recursive doubling below 1 KiB with 8 and
+/// 16 ranks per node and below 256 B with 32, where this form takes exactly recursive
+/// doubling's time, and the hierarchical form ahead beyond those sizes, and at every size
+/// with 4 or fewer and with 48 or more ranks per node. Each entry: the most ranks per node
+/// and the size below which recursive doubling runs.
+pub(super) const ALLREDUCE_RD_BELOW: [(u32, u64); 2] = [(16, 1 << 10), (32, 256)];
+
+/// The fewest ranks per node that take [`ALLREDUCE_RD_BELOW`]'s recursive doubling.
+pub(super) const ALLREDUCE_RD_MIN_PER_NODE: u32 = 5;
+
+/// [`ALLREDUCE_DEFAULTS_MANY`] with recursive doubling over every rank below `below`.
+pub(super) const fn rd_then_many(below: u64) -> [Rule<AllreduceAlg>; 3] {
+    [
+        Rule {
+            scope: Scope::Any,
+            more_than: None,
+            below: Some(below),
+            algorithm: AllreduceAlg::RecursiveDoubling,
+        },
+        ALLREDUCE_DEFAULTS_MANY[0],
+        ALLREDUCE_DEFAULTS_MANY[1],
+    ]
+}
+
+/// See [`ALLREDUCE_RD_BELOW`].
+pub(super) const ALLREDUCE_DEFAULTS_FEW_PER_NODE: [[Rule<AllreduceAlg>; 3]; 2] = [
+    rd_then_many(ALLREDUCE_RD_BELOW[0].1),
+    rd_then_many(ALLREDUCE_RD_BELOW[1].1),
+];
+
+/// Recursive doubling for jobs whose size is a power of two: on 1 node x 2 it took
+/// 0.26-1.02 of Open MPI's `MPI_Allgather` from 4 B to 4 MiB per rank, the hierarchical form
+/// 0.74-3.05; on 2 emulated nodes x 2, 930 us against the ring's 1,200 at 256 KiB per rank
+/// and 18.6 ms against 21 at 4 MiB (docs/runtime.md).
+pub(super) const ALLGATHER_DEFAULTS: [Rule<AllgatherAlg>; 1] = [Rule {
+    scope: Scope::Any,
+    more_than: None,
+    below: None,
+    algorithm: AllgatherAlg::RecursiveDoubling,
+}];
+
+/// Other job sizes: Bruck's exchange (`rd`) for small results, where its `log n` rounds
+/// beat the ring's `n - 1`, and the ring from 32 KiB gathered, where Bruck's scratch and
+/// final rotation cost more: on 1 node x 3 the ring took 0.75-0.85 of Bruck's time from
+/// 16 KiB per rank (48 KiB gathered) up and 0.6-0.9 from 1 MiB (docs/runtime.md).
+pub(super) const ALLGATHER_DEFAULTS_ANY_SIZE: [Rule<AllgatherAlg>; 2] = below_then(
+    32 << 10,
+    AllgatherAlg::RecursiveDoubling,
+    AllgatherAlg::Ring,
+);
+
+/// Jobs of 16 to 4,096 ranks on more than one node take the ring (in switch-major,
+/// node-major order) from 4 KiB per rank: `topo-run simulate` predicts it at the flat
+/// ring's time under block placement and 0.75-0.95 of the best flat algorithm under cyclic
+/// placement from 16 KiB, where recursive doubling's network steps and the node's heavy
+/// steps, one after the other, lose to the ring, which overlaps them (docs/simulate.md).
+/// Beyond 4,096 ranks the ring's `n - 1` steps cost more than they save (and the
+/// simulator cannot run them); smaller jobs keep the measured defaults above.
+pub(super) const ALLGATHER_RING_RANKS: usize = 16;
+
+/// See [`ALLGATHER_RING_RANKS`].
+pub(super) const ALLGATHER_RING_MAX_RANKS: usize = 4096;
+
+/// See [`ALLGATHER_RING_RANKS`].
+pub(super) const ALLGATHER_RING_BLOCK: usize = 4 << 10;

@@ -1,0 +1,357 @@
+//! Runtime settings: shared-memory queue sizes, pipelining, the spin policy and the
+//! algorithm chosen per level and message size. The launcher validates them and writes
+//! them into every rank's plan, so all ranks of a job use the same ones (the plan digest
+//! covers them); the runtime reads them back from the plan.
+//!
+//! Algorithm rules are comma-separated `[SCOPE][>MEMBERS][<BYTES]=ALGORITHM` (a bare
+//! `ALGORITHM` means `*=ALGORITHM`). `SCOPE` is a level
+//! name (`numa`, `node`, `switch1`, `world`, ...), `intra` (groups inside one node),
+//! `inter` (groups spanning nodes) or `*` (the default when left out). `>MEMBERS` (broadcast
+//! and reduce rules only) limits the rule to groups of more than `MEMBERS` ranks. `<BYTES`
+//! limits it to messages smaller than `BYTES` (suffixes `K`, `M`, `G` are powers of 1024).
+//! The first matching rule wins; the user's rules come before the built-in defaults.
+//!
+//! ```text
+//! bcast      numa=knomial:4,node=flat,inter<64K=knomial:2
+//! reduce     intra=flat,inter=binomial
+//! allreduce  <64K=rab:rd,*=rab:ring
+//! allgather  <64K=rd,*=hier
+//! ```
+
+mod algorithms;
+mod defaults;
+mod keys;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+use crate::error::{Error, Result};
+use crate::level::LevelName;
+
+pub use algorithms::{
+    AllgatherAlg, AllreduceAlg, BarrierAlg, BcastAlg, RABENSEIFNER_PIECE, ReduceAlg, TopAlg,
+};
+pub use keys::KEYS;
+pub use rules::{ChunkRule, Collective, Rule, Scope, format_bytes, parse_bytes};
+
+use defaults::*;
+use rules::{parse_chunk_rules, parse_rules, pick};
+
+/// Slots per shared-memory queue when not set.
+pub const DEFAULT_SLOTS: u32 = 8;
+/// Bytes per shared-memory slot (fragment) when not set.
+pub const DEFAULT_FRAGMENT: u32 = 128 << 10;
+/// Bytes per pipeline chunk where no rule, of the user's or the built-in ones, says
+/// otherwise.
+pub const DEFAULT_CHUNK: u32 = 256 << 10;
+/// Busy-wait rounds before a waiting rank starts yielding its core, when not set.
+pub const DEFAULT_SPIN: u32 = 1 << 10;
+/// Messages of at least this many bytes are copied once, from the sender's buffer, when
+/// not set.
+pub const DEFAULT_SINGLE_COPY: u32 = 16 << 10;
+
+/// The validated runtime settings of a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Slots per shared-memory queue.
+    pub slots: u32,
+    /// Bytes per slot.
+    pub fragment: u32,
+    /// User pipeline-chunk rules (before the defaults).
+    pub chunk: Vec<ChunkRule>,
+    /// Busy-wait rounds before yielding.
+    pub spin: u32,
+    /// Single-copy threshold in bytes (0: never).
+    pub single_copy: u32,
+    /// Whether a progress thread advances nonblocking collectives.
+    pub progress_thread: bool,
+    /// The barrier the user asked for; `None`: the built-in choice by the job's shape
+    /// ([`Settings::barrier_alg`]).
+    pub barrier: Option<BarrierAlg>,
+    /// User broadcast rules (before the defaults).
+    pub bcast: Vec<Rule<BcastAlg>>,
+    /// User reduce rules.
+    pub reduce: Vec<Rule<ReduceAlg>>,
+    /// User allreduce rules (their scope is ignored).
+    pub allreduce: Vec<Rule<AllreduceAlg>>,
+    /// User allgather rules (their scope is ignored; sizes are the whole gathered result).
+    pub allgather: Vec<Rule<AllgatherAlg>>,
+    /// The job's nodes, which the built-in Allreduce rules depend on: set where the job is
+    /// known (the runtime at setup, `topo-run simulate` from the job), 1 elsewhere.
+    pub nodes: u32,
+    /// The job's ranks, set with [`Settings::nodes`].
+    pub ranks: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            slots: DEFAULT_SLOTS,
+            fragment: DEFAULT_FRAGMENT,
+            chunk: Vec::new(),
+            spin: DEFAULT_SPIN,
+            single_copy: DEFAULT_SINGLE_COPY,
+            progress_thread: false,
+            barrier: None,
+            bcast: Vec::new(),
+            reduce: Vec::new(),
+            allreduce: Vec::new(),
+            allgather: Vec::new(),
+            nodes: 1,
+            ranks: 1,
+        }
+    }
+}
+
+/// The variable that sets the most contexts (one shared-memory segment each) a process
+/// of the PMPI library keeps: world's and its congruent communicators'.
+pub const MAX_COMMS_ENV: &str = "TOPO_RUN_MAX_COMMS";
+
+/// The most contexts a process keeps without [`MAX_COMMS_ENV`].
+pub const DEFAULT_MAX_COMMS: usize = 16;
+
+/// The most contexts a process keeps, from the value of [`MAX_COMMS_ENV`] if set (one that
+/// is not a number counts as unset).
+pub fn max_comms(value: Option<&str>) -> usize {
+    value
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_MAX_COMMS)
+}
+
+impl Settings {
+    /// An upper bound on the bytes of one node's shared-memory segment for `ranks` local
+    /// ranks with these slots and fragment: a header of 64 bytes plus 80 per rank, and per
+    /// rank a queue of `slots` fragments with a 64-byte control word per slot and reader,
+    /// each part rounded up to 4 KiB pages. The runtime's layout tests check that its
+    /// segments never exceed it; `topo-run doctor` reserves this much to test `/dev/shm`.
+    pub fn segment_bound(&self, ranks: u64) -> u64 {
+        const PAGE: u64 = 4096;
+        let (slots, fragment) = (u64::from(self.slots), u64::from(self.fragment));
+        let header = 64 + 144 * ranks + 2 * PAGE;
+        let queue = slots * ranks * 64 + slots * fragment + 2 * PAGE;
+        header + ranks * queue
+    }
+
+    /// Reads `key:value` pairs (as stored in a plan), rejecting unknown keys and bad values.
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<Self> {
+        let mut s = Settings::default();
+        for (key, value) in pairs {
+            let (key, value) = (key.as_ref(), value.as_ref());
+            let bad = |reason: String| Error::Settings {
+                key: key.to_string(),
+                value: value.to_string(),
+                reason,
+            };
+            let bytes = |lo: u64, hi: u64| -> Result<u32> {
+                let n = parse_bytes(value).map_err(bad)?;
+                if n < lo || n > hi {
+                    return Err(bad(format!("must be between {lo} and {hi} bytes")));
+                }
+                Ok(n as u32)
+            };
+            match key {
+                "slots" => {
+                    s.slots = value
+                        .parse()
+                        .ok()
+                        .filter(|n| (2..=1024).contains(n))
+                        .ok_or_else(|| bad("must be a number from 2 to 1024".into()))?;
+                }
+                "fragment" => {
+                    s.fragment = bytes(64, 16 << 20)?;
+                    if s.fragment % 64 != 0 {
+                        return Err(bad("must be a multiple of 64".into()));
+                    }
+                }
+                "chunk" => s.chunk = parse_chunk_rules(value).map_err(bad)?,
+                "spin" => {
+                    s.spin = value
+                        .parse()
+                        .map_err(|_| bad("must be a number of rounds".into()))?;
+                }
+                "single-copy" => s.single_copy = bytes(0, 1 << 30)?,
+                "progress" => {
+                    s.progress_thread = match value {
+                        "none" => false,
+                        "thread" => true,
+                        _ => return Err(bad("must be none or thread".into())),
+                    };
+                }
+                "barrier" => s.barrier = Some(value.parse().map_err(bad)?),
+                "bcast" => s.bcast = parse_rules(value, true).map_err(bad)?,
+                "reduce" => s.reduce = parse_rules(value, true).map_err(bad)?,
+                "allreduce" => s.allreduce = parse_rules(value, false).map_err(bad)?,
+                "allgather" => s.allgather = parse_rules(value, false).map_err(bad)?,
+                _ => {
+                    return Err(bad(format!(
+                        "unknown setting; known: {}",
+                        KEYS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    /// The broadcast algorithm for a group of `members` at `level` (`intra`: inside one
+    /// node).
+    pub fn bcast_for(
+        &self,
+        level: LevelName,
+        intra: bool,
+        members: usize,
+        bytes: usize,
+    ) -> BcastAlg {
+        pick(
+            &self.bcast,
+            &BCAST_DEFAULTS,
+            level,
+            intra,
+            Some(members),
+            bytes,
+        )
+    }
+
+    /// The reduce algorithm for a group of `members` at `level`.
+    pub fn reduce_for(
+        &self,
+        level: LevelName,
+        intra: bool,
+        members: usize,
+        bytes: usize,
+    ) -> ReduceAlg {
+        pick(
+            &self.reduce,
+            &REDUCE_DEFAULTS,
+            level,
+            intra,
+            Some(members),
+            bytes,
+        )
+    }
+
+    /// The built-in Allgather rules for a job of `ranks` ranks on [`Settings::nodes`]
+    /// nodes.
+    fn allgather_defaults(&self, ranks: usize) -> [Rule<AllgatherAlg>; 2] {
+        if self.nodes > 1 && (ALLGATHER_RING_RANKS..=ALLGATHER_RING_MAX_RANKS).contains(&ranks) {
+            let below = (ALLGATHER_RING_BLOCK * ranks) as u64;
+            below_then(below, AllgatherAlg::RecursiveDoubling, AllgatherAlg::Ring)
+        } else if ranks.is_power_of_two() {
+            [ALLGATHER_DEFAULTS[0]; 2]
+        } else {
+            ALLGATHER_DEFAULTS_ANY_SIZE
+        }
+    }
+
+    /// The allgather algorithm for a gathered result of `bytes` (all ranks' blocks) in a
+    /// job of `ranks` ranks (the defaults differ for sizes that are not a power of two,
+    /// and for large jobs on several nodes).
+    pub fn allgather_for(&self, bytes: usize, ranks: usize) -> AllgatherAlg {
+        let defaults = self.allgather_defaults(ranks);
+        pick(
+            &self.allgather,
+            &defaults,
+            LevelName::World,
+            false,
+            None,
+            bytes,
+        )
+    }
+
+    /// Every flat Allgather algorithm (`rd`, `ring`) that [`Settings::allgather_for`] may
+    /// choose for some size in a job of `ranks` ranks, each once, in the order of the
+    /// rules: what a context works out at setup, so that no Allgather has to learn about
+    /// the other ranks when it starts.
+    pub fn flat_allgather_algs(&self, ranks: usize) -> Vec<AllgatherAlg> {
+        let defaults = self.allgather_defaults(ranks);
+        let mut algs = Vec::new();
+        for r in self.allgather.iter().chain(&defaults) {
+            if r.scope.matches(LevelName::World, false)
+                && !matches!(r.algorithm, AllgatherAlg::Hierarchical(_))
+                && !algs.contains(&r.algorithm)
+            {
+                algs.push(r.algorithm);
+            }
+        }
+        algs
+    }
+
+    /// The pipeline chunk of `collective` for a message of `bytes` (an Allgather's whole
+    /// result): the first matching rule of the user's, then of the defaults.
+    pub fn chunk_for(&self, collective: Collective, bytes: usize) -> u32 {
+        self.chunk_rules()
+            .find(|r| r.matches(collective, bytes))
+            .map_or(DEFAULT_CHUNK, |r| r.bytes)
+    }
+
+    /// Every pipeline-chunk rule in the order they are tried: the user's, then the
+    /// built-in ones.
+    pub fn chunk_rules(&self) -> impl Iterator<Item = &ChunkRule> {
+        self.chunk.iter().chain(&CHUNK_DEFAULTS)
+    }
+
+    /// Every flat Allreduce algorithm (`ring`, `rabenseifner`, `rd`) that
+    /// [`Settings::allreduce_for`] may choose for some size, each once: what a context
+    /// works out the order of at setup.
+    pub fn flat_allreduce_algs(&self) -> Vec<AllreduceAlg> {
+        let mut algs = Vec::new();
+        for r in self.allreduce.iter().chain(self.allreduce_defaults()) {
+            if r.algorithm.is_flat() && !algs.contains(&r.algorithm) {
+                algs.push(r.algorithm);
+            }
+        }
+        algs
+    }
+
+    /// For a job of [`ALLREDUCE_EARLY_RANKS`] ranks or more on more than one node with
+    /// [`ALLREDUCE_RD_MIN_PER_NODE`] to 32 ranks per node, the entry of
+    /// [`ALLREDUCE_RD_BELOW`] its ranks per node fall under; `None` for other jobs.
+    fn few_per_node(&self) -> Option<usize> {
+        let per_node = self.ranks.div_ceil(self.nodes.max(1));
+        ALLREDUCE_RD_BELOW
+            .iter()
+            .position(|&(most, _)| per_node <= most)
+            .filter(|_| per_node >= ALLREDUCE_RD_MIN_PER_NODE)
+            .filter(|_| self.nodes > 1 && self.ranks >= ALLREDUCE_EARLY_RANKS)
+    }
+
+    /// The barrier: the user's, else the flat dissemination with the nodes interleaved for
+    /// the jobs whose small Allreduce takes recursive doubling over every rank (5 to 32
+    /// ranks per node, [`Settings::few_per_node`]): there the simulator predicts the
+    /// hierarchy's barrier at up to 1.05 x a dissemination over ranks placed cyclically,
+    /// which this one is in any placement (docs/simulate.md); else the hierarchy's, with a
+    /// dissemination among the node leaders.
+    pub fn barrier_alg(&self) -> BarrierAlg {
+        self.barrier.unwrap_or(if self.few_per_node().is_some() {
+            BarrierAlg::Flat
+        } else {
+            BarrierAlg::Dissemination
+        })
+    }
+
+    /// The built-in Allreduce rules for a job of [`Settings::ranks`] ranks on
+    /// [`Settings::nodes`] nodes.
+    fn allreduce_defaults(&self) -> &'static [Rule<AllreduceAlg>] {
+        if let Some(i) = self.few_per_node() {
+            &ALLREDUCE_DEFAULTS_FEW_PER_NODE[i]
+        } else if self.nodes > 1 && self.ranks >= ALLREDUCE_EARLY_RANKS {
+            &ALLREDUCE_DEFAULTS_MANY
+        } else if self.nodes > 1 {
+            &ALLREDUCE_DEFAULTS_NODES
+        } else {
+            &ALLREDUCE_DEFAULTS
+        }
+    }
+
+    /// The allreduce variant for a message of `bytes`.
+    pub fn allreduce_for(&self, bytes: usize) -> AllreduceAlg {
+        pick(
+            &self.allreduce,
+            self.allreduce_defaults(),
+            LevelName::World,
+            false,
+            None,
+            bytes,
+        )
+    }
+}
