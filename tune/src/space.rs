@@ -356,4 +356,11 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn a_loss_is_more_than_three_margins() {
+        assert!(!loses(10.0, 10.9));
+        assert!(loses(10.0, 10.95));
+        assert!(!loses(10.0, 9.0));
+    }
 }
