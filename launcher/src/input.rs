@@ -5,6 +5,9 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+use topo_hierarchy::NetworkMap;
+
 /// An input file that cannot be opened or read (exit code 3).
 #[derive(Debug)]
 pub struct ReadError {
@@ -46,4 +49,10 @@ pub fn read_text(path: &Path, what: &'static str) -> Result<String, ReadError> {
             source,
         })?;
     Ok(text)
+}
+
+/// Reads and parses a network map file.
+pub fn read_map(path: &Path) -> anyhow::Result<NetworkMap> {
+    NetworkMap::from_reader(open(path, "network map")?)
+        .with_context(|| format!("{}", path.display()))
 }

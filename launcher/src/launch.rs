@@ -13,8 +13,9 @@ use topo_hierarchy::{Digest, Job, LevelFilter, LevelName, LocalityString, PLAN_E
 use crate::cli::{Discovery, LaunchArgs, RuntimeArgs};
 use crate::cpus::{self, CpuMask, NodeTopology, SlurmBinding};
 use crate::discover::{self, DiscoveryError, Env, Placement, ProcessEnv};
+use crate::env_limit::{TooLarge, check_plan_size};
+use crate::input::read_map;
 use crate::leftover_shm;
-use crate::plan_cmd;
 use crate::preload;
 use crate::show_cmd;
 
@@ -54,30 +55,6 @@ pub struct ExecError {
     pub program: String,
     pub reason: String,
     pub not_found: bool,
-}
-
-/// The kernel's limit for one environment string (`MAX_ARG_STRLEN`, 32 pages), including
-/// the name, the `=` and the terminating NUL.
-pub const MAX_ENV_STRING: usize = 32 * 4096;
-
-/// The plan, or the program's whole environment and arguments, is too large for `exec`
-/// (exit code 15).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct TooLarge(pub String);
-
-/// Fails if `TOPO_RUN_PLAN=plan` cannot be passed through `exec` (`MAX_ENV_STRING`).
-pub fn check_plan_size(rank: u32, plan: &str) -> std::result::Result<(), TooLarge> {
-    let bytes = PLAN_ENV.len() + 1 + plan.len() + 1;
-    if bytes > MAX_ENV_STRING {
-        return Err(TooLarge(format!(
-            "rank {rank}'s plan takes {bytes} bytes, more than the {MAX_ENV_STRING} bytes the \
-             kernel allows for one environment string; its groups' members form no regular \
-             ranges (check with: topo-run plan --job ... --format env); place ranks in \
-             blocks (srun --distribution=block) or drop levels with --levels"
-        )));
-    }
-    Ok(())
 }
 
 /// A request the launcher cannot serve (exit code 7, like other level problems).
@@ -173,7 +150,7 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
     let map_path = network_map_path(args.job.network_map.as_deref(), &env);
     let map = match &map_path {
         None => None,
-        Some(path) => Some(plan_cmd::read_map(path)?),
+        Some(path) => Some(read_map(path)?),
     };
     v.say(match &map_path {
         Some(p) => format!("network map {}", p.display()),

@@ -8,6 +8,7 @@ mod cpus;
 mod discover;
 mod doctor;
 mod elf;
+mod env_limit;
 mod exit_codes;
 mod generate_cmd;
 mod helper;
@@ -15,6 +16,7 @@ mod input;
 mod launch;
 mod leftover_shm;
 mod plan_cmd;
+mod planned;
 mod pmix;
 mod preload;
 mod render;
@@ -67,7 +69,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 exit_codes::BAD_LEVELS,
             ),
             (cause.is::<launch::Unbound>(), exit_codes::UNBOUND),
-            (cause.is::<launch::TooLarge>(), exit_codes::TOO_LARGE),
+            (cause.is::<env_limit::TooLarge>(), exit_codes::TOO_LARGE),
             (
                 cause.is::<launch::MaskMismatch>(),
                 exit_codes::MASK_MISMATCH,

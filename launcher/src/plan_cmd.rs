@@ -1,13 +1,12 @@
 //! `topo-run plan`: read a job description and a network map, build the hierarchy, print it.
 
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
 
-use anyhow::{Context, Result};
-use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap};
+use anyhow::Result;
 
-use crate::cli::{Format, PlanArgs, RuntimeArgs};
-use crate::input::open;
+use crate::cli::{Format, PlanArgs};
+use crate::env_limit::check_plan_size;
+use crate::planned::plan;
 use crate::render;
 
 /// A command-line value that is valid syntax but out of range (exit code 2).
@@ -20,51 +19,6 @@ impl std::fmt::Display for UsageError {
     }
 }
 impl std::error::Error for UsageError {}
-
-/// Reads and parses a network map file.
-pub fn read_map(path: &Path) -> Result<NetworkMap> {
-    NetworkMap::from_reader(open(path, "network map")?)
-        .with_context(|| format!("{}", path.display()))
-}
-
-/// Everything `topo-run plan` computes before printing.
-pub struct Planned {
-    pub job: Job,
-    pub map: Option<NetworkMap>,
-    pub hierarchy: Hierarchy,
-    pub digest: Digest,
-    /// The runtime settings written into each rank's plan.
-    pub settings: Vec<(String, String)>,
-}
-
-/// Reads the inputs and builds the hierarchy.
-pub fn plan(args: &PlanArgs) -> Result<Planned> {
-    let settings = args.runtime.settings()?;
-    let filter = match &args.levels {
-        Some(list) => LevelFilter::parse(list)?,
-        None => LevelFilter::all(),
-    };
-    let job = topo_hierarchy::job_from_reader(open(&args.job, "job description")?)
-        .with_context(|| format!("{}", args.job.display()))?;
-    let map = match &args.network_map {
-        None => None,
-        Some(path) => Some(read_map(path)?),
-    };
-    let hierarchy = topo_hierarchy::build(&job, map.as_ref(), &filter)?;
-    let digest = Digest::of_job(
-        &job,
-        map.as_ref(),
-        &filter,
-        &RuntimeArgs::digest_text(&settings),
-    );
-    Ok(Planned {
-        job,
-        map,
-        hierarchy,
-        digest,
-        settings,
-    })
-}
 
 /// Runs `topo-run plan`.
 pub fn run(args: &PlanArgs) -> Result<()> {
@@ -102,7 +56,7 @@ pub fn run(args: &PlanArgs) -> Result<()> {
                 );
                 let encoded = plan.encode();
                 // The launcher would refuse this rank (exit 15): say so beside the value.
-                if let Err(e) = crate::launch::check_plan_size(r, &encoded) {
+                if let Err(e) = check_plan_size(r, &encoded) {
                     eprintln!("topo-run: warning: {e}");
                 }
                 writeln!(out, "TOPO_RUN_PLAN={encoded}")?;

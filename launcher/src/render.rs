@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
 use topo_hierarchy::{Group, LevelName, ObjectKind, ranges};
 
-use crate::plan_cmd::Planned;
+use crate::planned::Planned;
 
 /// What a group's members share, for people: `numa 1`, `node01`, `sw11`, `world`.
 fn label(p: &Planned, g: &Group) -> String {

@@ -225,7 +225,7 @@ pub fn network_map(
             }
         },
     };
-    let map = match crate::plan_cmd::read_map(&path) {
+    let map = match crate::input::read_map(&path) {
         Ok(m) => m,
         Err(e) => {
             return Finding::new(
