@@ -13,6 +13,9 @@ cargo fmt --all --check
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+echo "== no circle of imports between modules"
+python3 scripts/check-cycles.py
+
 echo "== tests"
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --locked --no-fail-fast

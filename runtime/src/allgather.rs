@@ -31,7 +31,8 @@ use crate::transport::Transport;
 /// Blocks of at least this many bytes travel in place, a message per run of consecutive
 /// ranks, rather than packed into one message (a copy on each side).
 pub const DIRECT_BLOCK: usize = 8 << 10;
-use crate::view::{Fabric, View};
+use crate::transport::Fabric;
+use crate::view::View;
 
 /// Gathers every rank's block into `recv` on every rank: rank r's block lands at
 /// `recv[r * len..(r + 1) * len]`, `len = recv.len() / size`. `send` is this rank's block,

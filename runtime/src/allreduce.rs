@@ -8,8 +8,9 @@ use crate::combine::Combine;
 use crate::error::Result;
 use crate::reduce::{self, Scratch};
 use crate::ring::{self, Blocks};
+use crate::transport::Fabric;
 use crate::transport::Transport;
-use crate::view::{Fabric, View};
+use crate::view::View;
 
 /// Recursive doubling among `members`; every member ends with the full reduction in `acc`.
 /// Non-powers of two fold the first `2 * rem` members pairwise first.

@@ -40,7 +40,7 @@ pub(crate) fn enable_mpi_progress() {
     PROBE_COMM.get_or_init(|| {
         // SAFETY: reading a constant handle; MPI is initialised (the caller's contract).
         // The communicator (local: over MPI_COMM_SELF) lives until MPI_Finalize.
-        ProbeComm(crate::transport::mpi::private_comm(unsafe {
+        ProbeComm(crate::private_comm::private_comm(unsafe {
             ffi::RSMPI_COMM_SELF
         }))
     });

@@ -15,8 +15,9 @@ use crate::bcast::group_bcast;
 use crate::combine::FnCombine;
 use crate::error::Result;
 use crate::reduce::group_reduce;
+use crate::transport::Fabric;
 use crate::transport::Transport;
-use crate::view::{Fabric, View};
+use crate::view::View;
 
 /// Returns once every rank has entered the barrier.
 pub fn barrier(view: &View, fabric: &mut dyn Fabric, s: &Settings) -> Result<()> {

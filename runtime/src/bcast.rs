@@ -5,9 +5,10 @@ use topo_hierarchy::settings::{BcastAlg, Collective, Settings};
 
 use crate::error::Result;
 use crate::ring::{self, Blocks};
+use crate::transport::Fabric;
 use crate::transport::Transport;
 use crate::tree;
-use crate::view::{Fabric, View};
+use crate::view::View;
 
 /// Broadcasts `buf` from `members[root]` to the group.
 pub fn group_bcast(

@@ -22,6 +22,8 @@ pub mod marker;
 pub mod mpi_hook;
 pub mod nonblocking;
 mod plain;
+mod private_comm;
+pub use private_comm::private_comm;
 pub mod progress_thread;
 pub mod reduce;
 pub mod request;

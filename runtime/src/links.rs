@@ -3,9 +3,10 @@
 
 use crate::combine::Combine;
 use crate::error::{Error, Result};
+use crate::transport::Fabric;
 use crate::transport::shm::ShmTransport;
 use crate::transport::{Transfer, Transport};
-use crate::view::{Fabric, View};
+use crate::view::View;
 
 /// A network transport for jobs (and tests) that never leave the node.
 #[derive(Debug)]

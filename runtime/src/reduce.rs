@@ -7,9 +7,10 @@ use topo_hierarchy::settings::{Collective, ReduceAlg, Settings};
 use crate::combine::Combine;
 use crate::error::Result;
 use crate::ring::{self, Blocks};
+use crate::transport::Fabric;
 use crate::transport::Transport;
 use crate::tree;
-use crate::view::{Fabric, Level, View};
+use crate::view::{Level, View};
 
 /// Reduces the members' `acc` into `acc` at `members[root]`. `tmp` is scratch of the same
 /// length. On other members `acc` is left partially reduced.

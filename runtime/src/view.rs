@@ -1,10 +1,8 @@
-//! One rank's view of the hierarchy, taken from its plan, and the [`Fabric`] that gives
-//! each level its transport.
+//! One rank's view of the hierarchy, taken from its plan: its levels, groups and
+//! settings (each level's transport comes from a [`Fabric`](crate::transport::Fabric)).
 
 use topo_hierarchy::settings::Collective;
 use topo_hierarchy::{LevelName, RankPlan, Settings};
-
-use crate::transport::Transport;
 
 /// A group this rank belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,14 +199,6 @@ impl View {
             _ => false,
         }
     }
-}
-
-/// Gives each level, and each direct peer, the transport that reaches it.
-pub trait Fabric {
-    /// The transport for `levels[i]`.
-    fn level(&mut self, i: usize) -> &mut dyn Transport;
-    /// The transport that reaches `peer` directly.
-    fn direct(&mut self, peer: u32) -> &mut dyn Transport;
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use topo_runtime::combine::{Combine, sum_i64};
 use topo_runtime::nonblocking::{
     Builder, Engine, Reach, Schedule, iallgather, iallreduce, ibarrier, ibcast, ireduce,
 };
-use topo_runtime::view::Fabric;
+use topo_runtime::transport::Fabric;
 
 use crate::sim::{
     LEVELS, bytes, data, ints, network_of, node_of, plans, plans_placed, run, settings, sum,

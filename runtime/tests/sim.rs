@@ -127,7 +127,8 @@ where
                 let (f, view_of) = (&f, &view_of);
                 s.spawn(move || {
                     let view = view_of(p.rank);
-                    let mut fabric = SimFabric::new(&net, &view);
+                    let mut fabric =
+                        SimFabric::new(&net, view.rank, view.levels.iter().map(|l| l.name));
                     f(&view, &mut fabric)
                 })
             })

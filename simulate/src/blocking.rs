@@ -16,8 +16,8 @@ use std::rc::Rc;
 
 use topo_runtime::Result;
 use topo_runtime::combine::Combine;
+use topo_runtime::transport::Fabric;
 use topo_runtime::transport::{Transfer, Transport};
-use topo_runtime::view::Fabric;
 
 use crate::program::{Program, Step};
 

@@ -143,7 +143,7 @@ pub(crate) fn request_error(comm: MPI_Comm) -> c_int {
 pub(crate) fn quiet_self() -> MPI_Comm {
     // SAFETY: reading a constant handle; MPI is initialised, and the call is local to
     // this process.
-    let c = topo_runtime::transport::mpi::private_comm(unsafe { ffi::RSMPI_COMM_SELF });
+    let c = topo_runtime::private_comm(unsafe { ffi::RSMPI_COMM_SELF });
     // SAFETY: the library's own live communicator.
     unsafe { ffi::PMPI_Comm_set_errhandler(c, ffi::RSMPI_ERRORS_RETURN) };
     c

@@ -220,7 +220,7 @@ fn self_comm() -> MPI_Comm {
     static SELF: OnceLock<Handle> = OnceLock::new();
     SELF.get_or_init(|| {
         // SAFETY: reading a constant handle; MPI is initialised (a collective is running).
-        let c = topo_runtime::transport::mpi::private_comm(unsafe { ffi::RSMPI_COMM_SELF });
+        let c = topo_runtime::private_comm(unsafe { ffi::RSMPI_COMM_SELF });
         // SAFETY: the library's own live communicator.
         unsafe { ffi::PMPI_Comm_set_errhandler(c, ffi::RSMPI_ERRORS_RETURN) };
         Handle(c)

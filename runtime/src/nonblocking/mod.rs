@@ -27,8 +27,8 @@ use topo_hierarchy::settings::{BcastAlg, ReduceAlg};
 pub use schedule::{Action, Buf, Builder, Link, Reach, Region, Schedule, Shape};
 
 use crate::error::Result;
+use crate::transport::Fabric;
 use crate::tree;
-use crate::view::Fabric;
 
 /// The schedules in flight on one rank, oldest first.
 #[derive(Debug, Default)]

@@ -21,8 +21,8 @@ use std::ptr::NonNull;
 
 use crate::combine::Combine;
 use crate::error::Result;
+use crate::transport::Fabric;
 use crate::transport::{Transfer, Transport};
-use crate::view::Fabric;
 
 /// Which buffer a region lies in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -195,3 +195,11 @@ pub struct Transfer {
     /// Whether a half of [`Transfer::halves`] has completed.
     pub(crate) complete: bool,
 }
+
+/// Gives each level, and each direct peer, the transport that reaches it.
+pub trait Fabric {
+    /// The transport for `levels[i]`.
+    fn level(&mut self, i: usize) -> &mut dyn Transport;
+    /// The transport that reaches `peer` directly.
+    fn direct(&mut self, peer: u32) -> &mut dyn Transport;
+}

@@ -205,7 +205,7 @@ impl SimTransport {
     }
 }
 
-/// A [`Fabric`](crate::view::Fabric) of sim endpoints: one per level, labelled with the
+/// A [`Fabric`](super::Fabric) of sim endpoints: one per level, labelled with the
 /// level's name, and one labelled `direct` for root detours.
 #[derive(Debug)]
 pub struct SimFabric {
@@ -214,20 +214,24 @@ pub struct SimFabric {
 }
 
 impl SimFabric {
-    /// The fabric of `view.rank` on `net`.
-    pub fn new(net: &Arc<SimNet>, view: &crate::view::View) -> Self {
+    /// The fabric of `rank` on `net`, one endpoint per level of `levels` (a view's level
+    /// names, bottom-up).
+    pub fn new(
+        net: &Arc<SimNet>,
+        rank: u32,
+        levels: impl IntoIterator<Item = impl ToString>,
+    ) -> Self {
         SimFabric {
-            levels: view
-                .levels
-                .iter()
-                .map(|l| net.endpoint(view.rank, l.name.to_string()))
+            levels: levels
+                .into_iter()
+                .map(|l| net.endpoint(rank, l.to_string()))
                 .collect(),
-            direct: net.endpoint(view.rank, "direct"),
+            direct: net.endpoint(rank, "direct"),
         }
     }
 }
 
-impl crate::view::Fabric for SimFabric {
+impl super::Fabric for SimFabric {
     fn level(&mut self, i: usize) -> &mut dyn Transport {
         &mut self.levels[i]
     }
