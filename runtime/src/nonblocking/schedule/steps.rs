@@ -1,0 +1,232 @@
+//! The step model of a schedule: the buffers and regions a step touches, the link it
+//! takes, what it does, and the builder that collects a schedule's rounds.
+
+use crate::transport::Transfer;
+
+/// Which buffer a region lies in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buf {
+    /// The caller's send buffer (read only).
+    Send,
+    /// The caller's receive buffer.
+    Recv,
+    /// The schedule's own accumulator.
+    Acc,
+    /// The schedule's own scratch.
+    Tmp,
+}
+
+/// Bytes `off..off + len` of a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    /// The buffer.
+    pub buf: Buf,
+    /// First byte.
+    pub off: usize,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+impl Region {
+    /// All `len` bytes of `buf`.
+    pub fn whole(buf: Buf, len: usize) -> Self {
+        Region { buf, off: 0, len }
+    }
+}
+
+/// Which transport a step uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// The transport of the rank's level `i`.
+    Level(usize),
+    /// The transport that reaches a peer directly (the root detour).
+    Direct(u32),
+    /// None: a local copy or combine.
+    Local,
+}
+
+/// What a step does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send `src` to every rank in `to`.
+    Send {
+        /// Receivers.
+        to: Vec<u32>,
+        /// What to send.
+        src: Region,
+    },
+    /// Receive into `dst` from `from`.
+    Recv {
+        /// Sender.
+        from: u32,
+        /// Where it lands.
+        dst: Region,
+    },
+    /// Receive from `from` and combine into `acc`.
+    RecvReduce {
+        /// Sender.
+        from: u32,
+        /// The accumulator.
+        acc: Region,
+    },
+    /// Copy `src` to `dst` locally.
+    Copy {
+        /// Source.
+        src: Region,
+        /// Destination (another buffer).
+        dst: Region,
+    },
+    /// Combine `src` into `acc` locally.
+    Combine {
+        /// The accumulator.
+        acc: Region,
+        /// What is combined in (another buffer).
+        src: Region,
+    },
+    /// Round `round` of a dissemination barrier: tell `to` that this rank has reached it,
+    /// and hear the same from `from` ([`Transport::poll_signal`]).
+    Signal {
+        /// The barrier's round.
+        round: usize,
+        /// Who learns that this rank got here.
+        to: u32,
+        /// Whom this rank waits for.
+        from: u32,
+    },
+}
+
+impl Region {
+    /// Whether the two share a byte.
+    pub(super) fn overlaps(&self, other: &Region) -> bool {
+        self.buf == other.buf
+            && self.len > 0
+            && other.len > 0
+            && self.off < other.off + other.len
+            && other.off < self.off + self.len
+    }
+}
+
+impl Action {
+    /// The regions this step reads or writes until it completes.
+    pub(super) fn regions(&self) -> impl Iterator<Item = Region> {
+        let (a, b) = match *self {
+            Action::Send { src, .. } => (src, None),
+            Action::Recv { dst, .. } => (dst, None),
+            Action::RecvReduce { acc, .. } => (acc, None),
+            Action::Copy { src, dst } => (dst, Some(src)),
+            Action::Combine { acc, src } => (acc, Some(src)),
+            Action::Signal { .. } => (Region::whole(Buf::Acc, 0), None),
+        };
+        std::iter::once(a).chain(b)
+    }
+
+    /// The sender, if the step is a receive. Only receives are posted ahead: a send also
+    /// tells its receiver that this rank has got this far (a barrier's empty messages
+    /// carry nothing else), which its data alone does not show.
+    pub(super) fn sender(&self) -> Option<u32> {
+        match *self {
+            Action::Recv { from, .. } | Action::RecvReduce { from, .. } => Some(from),
+            Action::Send { .. }
+            | Action::Copy { .. }
+            | Action::Combine { .. }
+            | Action::Signal { .. } => None,
+        }
+    }
+
+    /// Whether a receive may land while the earlier steps that use `pending` have not
+    /// completed: one that is combined lands in the transfer's own memory until its round.
+    pub(super) fn lands_clear_of(&self, pending: &[Region]) -> bool {
+        match self {
+            Action::Recv { dst, .. } => !pending.iter().any(|r| r.overlaps(dst)),
+            _ => true,
+        }
+    }
+
+    /// The ranks this step waits on: every receiver of a send (a shared-memory slot is
+    /// free again only once all of them have read it), the sender of a receive.
+    pub(super) fn peers(&self) -> &[u32] {
+        match self {
+            Action::Send { to, .. } => to,
+            Action::Recv { from, .. }
+            | Action::RecvReduce { from, .. }
+            | Action::Signal { from, .. } => std::slice::from_ref(from),
+            Action::Copy { .. } | Action::Combine { .. } => &[],
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct Step {
+    pub(super) link: Link,
+    pub(super) action: Action,
+    pub(super) x: Transfer,
+    pub(super) done: bool,
+}
+
+/// Collects a schedule's rounds.
+#[derive(Debug, Default)]
+pub struct Builder {
+    pub(super) rounds: Vec<Vec<Step>>,
+}
+
+impl Builder {
+    /// Appends a round of `steps` (nothing when empty).
+    pub fn round(&mut self, steps: impl IntoIterator<Item = (Link, Action)>) {
+        let steps: Vec<Step> = steps
+            .into_iter()
+            .map(|(link, action)| Step {
+                link,
+                action,
+                x: Transfer::default(),
+                done: false,
+            })
+            .collect();
+        if !steps.is_empty() {
+            self.rounds.push(steps);
+        }
+    }
+
+    /// Appends a round of one step.
+    pub fn step(&mut self, link: Link, action: Action) {
+        self.round([(link, action)]);
+    }
+
+    /// The rounds built so far, each its steps, for tools that read a schedule without
+    /// running it (`topo-run simulate`).
+    pub fn rounds(&self) -> impl Iterator<Item = impl Iterator<Item = (Link, &Action)>> {
+        self.rounds
+            .iter()
+            .map(|r| r.iter().map(|step| (step.link, &step.action)))
+    }
+}
+
+/// What a schedule's steps depend on besides its context (view and settings): calls of
+/// one shape on one context build the same steps, so the steps of a completed schedule,
+/// reset, serve the next call of its shape ([`super::Engine::reuse`]) without building
+/// or allocating anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// The collective (its MPI name) and, for an Allgather, its algorithm.
+    pub op: &'static str,
+    /// The Allgather's algorithm (`None` for the other collectives).
+    pub alg: Option<topo_hierarchy::settings::AllgatherAlg>,
+    /// The root (0 where there is none).
+    pub root: u32,
+    /// The bytes the builder was given.
+    pub len: usize,
+    /// Whether the caller passed a send buffer (not in place).
+    pub has_send: bool,
+    /// The element's bytes where the steps cut the message into blocks of whole elements
+    /// (an Allreduce's; 0 elsewhere).
+    pub elem: usize,
+}
+
+impl Builder {
+    /// Makes the steps of a completed schedule new again.
+    pub(super) fn reset(&mut self) {
+        for step in self.rounds.iter_mut().flatten() {
+            step.done = false;
+            step.x = Transfer::default();
+        }
+    }
+}
