@@ -1,0 +1,123 @@
+//! Single copy: a reader copies (or combines) a large fragment straight out of the
+//! writer's buffer with `process_vm_readv`, as Open MPI's CMA path does, and the check
+//! that this rank may read its peers' memory.
+
+use super::*;
+
+/// A fragment as its reader finds it.
+pub(super) enum Frag<'a> {
+    /// In the writer's queue.
+    Queue(&'a [u8]),
+    /// In the writer's own buffer, at `addr` in process `pid`.
+    Remote { pid: i32, addr: u64 },
+}
+
+/// Copies `dst.len()` bytes at `addr` in process `pid` into `dst`.
+pub(super) fn read_remote(pid: i32, addr: u64, dst: &mut [u8]) -> nix::Result<()> {
+    let mut done = 0;
+    while done < dst.len() {
+        let remote = [RemoteIoVec {
+            base: addr as usize + done,
+            len: dst.len() - done,
+        }];
+        let mut local = [IoSliceMut::new(&mut dst[done..])];
+        match process_vm_readv(Pid::from_raw(pid), &mut local, &remote)? {
+            0 => return Err(Errno::EFAULT),
+            n => done += n,
+        }
+    }
+    Ok(())
+}
+
+/// Combines a fragment into `acc`. A remote buffer is read and combined in pieces of at
+/// most [`REDUCE_PIECE`] bytes through `tmp` (not empty; a piece is as long as `tmp`
+/// allows).
+pub(super) fn combine_in(
+    op: &dyn Combine,
+    frag: Frag<'_>,
+    acc: &mut [u8],
+    tmp: &mut [u8],
+) -> nix::Result<()> {
+    match frag {
+        Frag::Queue(src) => op.combine(acc, src),
+        Frag::Remote { pid, addr } => {
+            let piece = REDUCE_PIECE.min(tmp.len());
+            let piece = (piece - piece % op.elem_size()).max(op.elem_size());
+            for (i, a) in acc.chunks_mut(piece).enumerate() {
+                let t = &mut tmp[..a.len()];
+                read_remote(pid, addr + (i * piece) as u64, t)?;
+                op.combine(a, t);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Combines a fragment onto `mine` (this rank's own contribution) in `part`: a queue
+/// fragment into `part`, which already holds `mine` if `ready`; a remote buffer read
+/// straight into `part`, a piece at a time, with `mine` combined in.
+pub(super) fn combine_onto(
+    op: &dyn Combine,
+    frag: Frag<'_>,
+    part: &mut [u8],
+    mine: &[u8],
+    ready: bool,
+) -> nix::Result<()> {
+    match frag {
+        Frag::Queue(src) => {
+            if !ready {
+                part.copy_from_slice(mine);
+            }
+            op.combine(part, src);
+        }
+        Frag::Remote { pid, addr } => {
+            let piece = (REDUCE_PIECE - REDUCE_PIECE % op.elem_size()).max(op.elem_size());
+            for (i, (p, m)) in part.chunks_mut(piece).zip(mine.chunks(piece)).enumerate() {
+                read_remote(pid, addr + (i * piece) as u64, p)?;
+                op.combine(p, m);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies a fragment into `dst`.
+pub(super) fn copy_out(frag: Frag<'_>, dst: &mut [u8]) -> nix::Result<()> {
+    match frag {
+        Frag::Queue(src) => dst.copy_from_slice(src),
+        Frag::Remote { pid, addr } => read_remote(pid, addr, dst)?,
+    }
+    Ok(())
+}
+
+impl ShmTransport {
+    /// Checks that this rank may read every local peer's memory with `process_vm_readv`
+    /// (by reading the segment's magic through each peer's mapping). Call after every
+    /// local rank has attached.
+    pub fn probe_single_copy(&self) -> std::result::Result<(), String> {
+        if crate::fault::hit("no-single-copy") {
+            return Err(format!(
+                "rank {} cannot read its peers' memory (simulated: {}=no-single-copy)",
+                self.peers[self.me],
+                crate::fault::FAULT_ENV
+            ));
+        }
+        let mut word = [0u8; 8];
+        for j in (0..self.peers.len()).filter(|&j| j != self.me) {
+            let addr = self.seg.base_of(j) + layout::header::MAGIC as u64;
+            match read_remote(self.seg.pid(j), addr, &mut word) {
+                Ok(()) if u64::from_ne_bytes(word) == layout::MAGIC => {}
+                Ok(()) => return Err(format!("rank {} reads garbage", self.peers[self.me])),
+                Err(e) => {
+                    return Err(format!(
+                        "rank {} cannot read rank {}'s memory: {}",
+                        self.peers[self.me],
+                        self.peers[j],
+                        e.desc()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
