@@ -1,0 +1,166 @@
+//! The blocking collectives in rsmpi's names and types: a plain type goes to the
+//! byte-level entry points (`raw.rs`), anything else to MPI's own collective.
+
+use super::*;
+
+impl Topo {
+    /// Gathers every rank's `send` into `recv` on every rank, rank r's at
+    /// `recv[r * send.len()..]` (rsmpi: `CommunicatorCollectives::all_gather_into`).
+    /// `recv` holds `size * send.len()` elements.
+    pub fn all_gather_into<T: Equivalence + Copy + 'static>(&mut self, send: &[T], recv: &mut [T]) {
+        // `raw_all_gather` refuses a `recv` of the wrong length, which MPI then reports.
+        if plain::is_plain::<T>()
+            && self.raw_all_gather(Some(plain::bytes(send)), plain::bytes_mut(recv))
+        {
+            return;
+        }
+        drop(self.quiesced());
+        self.world.all_gather_into(send, recv)
+    }
+
+    /// Allgather in place: `buf` holds `size` blocks and this rank's is already at its
+    /// place, `buf[rank * len..(rank + 1) * len]` (as `MPI_IN_PLACE` asks); on return it
+    /// holds every rank's.
+    pub fn all_gather_in_place<T: Equivalence + Copy + 'static>(&mut self, buf: &mut [T]) {
+        if plain::is_plain::<T>() && self.raw_all_gather(None, plain::bytes_mut(buf)) {
+            return;
+        }
+        drop(self.quiesced());
+        // rsmpi has no in-place Allgather: gather a copy of this rank's block.
+        let size = self.world.size() as usize;
+        let len = buf.len() / size;
+        let at = self.world.rank() as usize * len;
+        let own = buf[at..at + len].to_vec();
+        self.world.all_gather_into(&own[..], buf)
+    }
+
+    /// Broadcasts `buf` from `root` (rsmpi: `Root::broadcast_into`).
+    pub fn broadcast_into<T: Equivalence + Copy + 'static>(&mut self, root: i32, buf: &mut [T]) {
+        if plain::is_plain::<T>() && self.raw_broadcast(root, plain::bytes_mut(buf)) {
+            return;
+        }
+        drop(self.quiesced());
+        self.world.process_at_rank(root).broadcast_into(buf)
+    }
+
+    /// Reduces everyone's `send` into `recv` at this rank, the root
+    /// (rsmpi: `Root::reduce_into_root`).
+    pub fn reduce_into_root<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) {
+        assert_eq!(
+            send.len(),
+            recv.len(),
+            "reduce_into_root: send and receive lengths differ"
+        );
+        self.reduce_impl(self.rank, Some(send), Some(recv), op);
+    }
+
+    /// Like [`Topo::reduce_into_root`], with the root's contribution in `buf` (in place).
+    pub fn reduce_into_root_in_place<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        buf: &mut [T],
+        op: O,
+    ) {
+        self.reduce_impl(self.rank, None, Some(buf), op);
+    }
+
+    /// Contributes `send` to a reduction whose result goes to `root`
+    /// (rsmpi: `Root::reduce_into`).
+    pub fn reduce_into<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        root: i32,
+        send: &[T],
+        op: O,
+    ) {
+        assert_ne!(
+            root, self.rank,
+            "reduce_into is for non-root ranks; the root calls reduce_into_root"
+        );
+        self.reduce_impl(root, Some(send), None, op);
+    }
+
+    pub(super) fn reduce_impl<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        root: i32,
+        send: Option<&[T]>,
+        mut recv: Option<&mut [T]>,
+        op: O,
+    ) {
+        if plain::is_plain::<T>() && plain::commutes(&op) {
+            let combine = MpiCombine::reuse::<T, O>(&op, &mut self.combine);
+            let r = recv.as_deref_mut().map(plain::bytes_mut);
+            if self.raw_reduce(root, send.map(plain::bytes), r, &combine) {
+                return;
+            }
+        }
+        drop(self.quiesced());
+        let p = self.world.process_at_rank(root);
+        match (send, recv) {
+            (Some(s), Some(r)) => p.reduce_into_root(s, r, op),
+            (None, Some(r)) => {
+                let s = r.to_vec();
+                p.reduce_into_root(&s[..], r, op)
+            }
+            (Some(s), None) => p.reduce_into(s, op),
+            (None, None) => {}
+        }
+    }
+
+    /// Reduces everyone's `send` into every rank's `recv` (rsmpi:
+    /// `CommunicatorCollectives::all_reduce_into`).
+    pub fn all_reduce_into<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) {
+        assert_eq!(
+            send.len(),
+            recv.len(),
+            "all_reduce_into: send and receive lengths differ"
+        );
+        self.all_reduce_impl(Some(send), recv, op);
+    }
+
+    /// Like [`Topo::all_reduce_into`], with this rank's contribution in `buf` (in place).
+    pub fn all_reduce_in_place<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        buf: &mut [T],
+        op: O,
+    ) {
+        self.all_reduce_impl(None, buf, op);
+    }
+
+    pub(super) fn all_reduce_impl<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: Option<&[T]>,
+        recv: &mut [T],
+        op: O,
+    ) {
+        if plain::is_plain::<T>() && plain::commutes(&op) {
+            let combine = MpiCombine::reuse::<T, O>(&op, &mut self.combine);
+            if self.raw_all_reduce(send.map(plain::bytes), plain::bytes_mut(recv), &combine) {
+                return;
+            }
+        }
+        drop(self.quiesced());
+        match send {
+            Some(s) => self.world.all_reduce_into(s, recv, op),
+            None => {
+                let s = recv.to_vec();
+                self.world.all_reduce_into(&s[..], recv, op)
+            }
+        }
+    }
+
+    /// Returns once every rank has called it (rsmpi: `Communicator::barrier`).
+    pub fn barrier(&mut self) {
+        if !self.raw_barrier() {
+            self.world.barrier();
+        }
+    }
+}

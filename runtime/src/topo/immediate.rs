@@ -1,0 +1,416 @@
+//! The nonblocking collectives in rsmpi's names and types (`immediate_*`), and the
+//! byte-level `raw_immediate_*` entry points of the PMPI library. The typed methods are
+//! thin wrappers: a plain type becomes bytes and goes to the same schedule starters
+//! (`start.rs`) as the byte-level entry points; anything else is handed to MPI's own
+//! nonblocking collective.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use mpi::collective::Operation;
+use mpi::datatype::Equivalence;
+use mpi::ffi;
+use mpi::raw::AsRaw;
+use mpi::request::{Scope, StaticScope};
+use mpi::topology::Communicator;
+
+use crate::plain::{self, MpiCombine};
+use crate::request::{Progress, RawRequest, Request, count, forever, forever_mut};
+use crate::topo::Topo;
+
+impl Topo {
+    /// Starts a broadcast of `buf` from `root` (rsmpi: `Root::immediate_broadcast_into`).
+    pub fn immediate_broadcast_into<'a, T, S>(
+        &mut self,
+        scope: S,
+        root: i32,
+        buf: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        if self.is_hierarchical() && plain::is_plain::<T>() {
+            return self.sched_bcast(scope, root, plain::bytes_mut(buf));
+        }
+        let (count, dt) = (count(buf.len()), T::equivalent_datatype().as_raw());
+        let ptr = buf.as_mut_ptr();
+        self.start_native(
+            scope,
+            None,
+            Box::new(move |comm, req| {
+                // SAFETY: `buf` is borrowed for the request's lifetime `'a`.
+                unsafe { ffi::MPI_Ibcast(ptr.cast(), count, dt, root, comm, req) }
+            }),
+        )
+    }
+
+    /// Starts a reduction of everyone's `send` into `recv` at this rank, the root
+    /// (rsmpi: `Root::immediate_reduce_into_root`).
+    pub fn immediate_reduce_into_root<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        assert_eq!(
+            send.len(),
+            recv.len(),
+            "immediate_reduce_into_root: send and receive lengths differ"
+        );
+        let root = self.world.rank();
+        self.ireduce(scope, root, Some(send), Some(recv), op)
+    }
+
+    /// Like [`Topo::immediate_reduce_into_root`], with the root's contribution in `buf`.
+    pub fn immediate_reduce_into_root_in_place<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        buf: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        let root = self.world.rank();
+        self.ireduce(scope, root, None, Some(buf), op)
+    }
+
+    /// Starts this rank's contribution to a reduction whose result goes to `root`
+    /// (rsmpi: `Root::immediate_reduce_into`).
+    pub fn immediate_reduce_into<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        root: i32,
+        send: &'a [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        assert_ne!(
+            root,
+            self.world.rank(),
+            "immediate_reduce_into is for non-root ranks; the root calls immediate_reduce_into_root"
+        );
+        self.ireduce(scope, root, Some(send), None, op)
+    }
+
+    pub(super) fn ireduce<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        root: i32,
+        send: Option<&'a [T]>,
+        recv: Option<&'a mut [T]>,
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        if self.ours::<T, O>(&op) {
+            let combine = Box::new(MpiCombine::new::<T, O>(&op));
+            let (send, recv) = (send.map(plain::bytes), recv.map(plain::bytes_mut));
+            return self.sched_reduce(scope, root, send, recv, combine, Some(Box::new(op)));
+        }
+        let n = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[T]>::len);
+        let (count, dt, raw_op) = (count(n), T::equivalent_datatype().as_raw(), op.as_raw());
+        // In place, MPI gets a copy of the contribution (rsmpi has no MPI_IN_PLACE), which
+        // the request keeps alive with the operation.
+        let copy: Option<Box<[T]>> = match (&send, &recv) {
+            (None, Some(r)) => Some(r.to_vec().into_boxed_slice()),
+            _ => None,
+        };
+        let sp = send
+            .or(copy.as_deref())
+            .map_or(std::ptr::null(), |s| s.as_ptr().cast());
+        let rp = recv.map_or(std::ptr::null_mut(), |r| r.as_mut_ptr().cast());
+        self.start_native(
+            scope,
+            Some(Box::new((op, copy))),
+            Box::new(move |comm, req| {
+                // SAFETY: the user's buffers are borrowed for the request's lifetime `'a`;
+                // the copy and `op` live in the request until it completes.
+                unsafe { ffi::MPI_Ireduce(sp, rp, count, dt, raw_op, root, comm, req) }
+            }),
+        )
+    }
+
+    /// Starts a reduction of everyone's `send` into every rank's `recv`
+    /// (rsmpi: `CommunicatorCollectives::immediate_all_reduce_into`).
+    pub fn immediate_all_reduce_into<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        assert_eq!(
+            send.len(),
+            recv.len(),
+            "immediate_all_reduce_into: send and receive lengths differ"
+        );
+        self.iallreduce(scope, Some(send), recv, op)
+    }
+
+    /// Like [`Topo::immediate_all_reduce_into`], with this rank's contribution in `buf`.
+    pub fn immediate_all_reduce_in_place<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        buf: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        self.iallreduce(scope, None, buf, op)
+    }
+
+    pub(super) fn iallreduce<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [T]>,
+        recv: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        if self.ours::<T, O>(&op) {
+            let combine = Box::new(MpiCombine::new::<T, O>(&op));
+            let (send, recv) = (send.map(plain::bytes), plain::bytes_mut(recv));
+            return self.sched_all_reduce(scope, send, recv, combine, Some(Box::new(op)));
+        }
+        let (count, dt, raw_op) = (
+            count(recv.len()),
+            T::equivalent_datatype().as_raw(),
+            op.as_raw(),
+        );
+        // In place, MPI gets a copy of the contribution, kept alive by the request.
+        let copy: Option<Box<[T]>> = send.is_none().then(|| recv.to_vec().into_boxed_slice());
+        let sp: *const T = send
+            .or(copy.as_deref())
+            .map_or(std::ptr::null(), <[T]>::as_ptr);
+        let rp = recv.as_mut_ptr();
+        self.start_native(
+            scope,
+            Some(Box::new((op, copy))),
+            Box::new(move |comm, req| {
+                // SAFETY: the user's buffers are borrowed for the request's lifetime `'a`;
+                // the copy and `op` live in the request until it completes.
+                unsafe { ffi::MPI_Iallreduce(sp.cast(), rp.cast(), count, dt, raw_op, comm, req) }
+            }),
+        )
+    }
+
+    /// Starts gathering every rank's `send` into `recv` on every rank, rank r's at
+    /// `recv[r * send.len()..]` (rsmpi: `CommunicatorCollectives::immediate_all_gather_into`).
+    /// Runs the remapped recursive doubling as a schedule where the blocking call would
+    /// (`--allgather` rules, jobs of a power-of-two size); otherwise MPI's `MPI_Iallgather`.
+    pub fn immediate_all_gather_into<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        assert_eq!(
+            send.len() * self.world.size() as usize,
+            recv.len(),
+            "immediate_all_gather_into: the receive buffer must hold size x send.len() elements"
+        );
+        self.iallgather(scope, Some(send), recv)
+    }
+
+    /// Like [`Topo::immediate_all_gather_into`], with this rank's block already at its place
+    /// in `buf`.
+    pub fn immediate_all_gather_in_place<'a, T, S>(
+        &mut self,
+        scope: S,
+        buf: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        assert!(
+            buf.len().is_multiple_of(self.world.size() as usize),
+            "immediate_all_gather_in_place: the buffer must hold size blocks"
+        );
+        self.iallgather(scope, None, buf)
+    }
+
+    pub(super) fn iallgather<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [T]>,
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        if plain::is_plain::<T>()
+            && let Some((alg, _)) = self.exchange_for(std::mem::size_of_val(recv))
+        {
+            let send = send.map(plain::bytes);
+            return self.sched_all_gather(scope, alg, send, plain::bytes_mut(recv));
+        }
+        let size = self.world.size() as usize;
+        let block = recv.len() / size;
+        let dt = T::equivalent_datatype().as_raw();
+        // In place, MPI gets a copy of this rank's block, kept alive by the request.
+        let at = self.world.rank() as usize * block;
+        let copy: Option<Box<[T]>> = send
+            .is_none()
+            .then(|| recv[at..at + block].to_vec().into_boxed_slice());
+        let sp: *const T = send
+            .or(copy.as_deref())
+            .map_or(std::ptr::null(), <[T]>::as_ptr);
+        let rp = recv.as_mut_ptr();
+        let n = count(block);
+        self.start_native(
+            scope,
+            Some(Box::new(copy)),
+            Box::new(move |comm, req| {
+                // SAFETY: the user's buffers are borrowed for the request's lifetime `'a`;
+                // the copy lives in the request until it completes.
+                unsafe { ffi::MPI_Iallgather(sp.cast(), n, dt, rp.cast(), n, dt, comm, req) }
+            }),
+        )
+    }
+
+    /// Starts a barrier (rsmpi: `Communicator::immediate_barrier`).
+    pub fn immediate_barrier(&mut self) -> Request<'static> {
+        if self.is_hierarchical() {
+            return self.sched_barrier();
+        }
+        self.start_native(
+            StaticScope,
+            None,
+            // SAFETY: a barrier has no buffers.
+            Box::new(|comm, req| unsafe { ffi::MPI_Ibarrier(comm, req) }),
+        )
+    }
+}
+
+impl Topo {
+    /// A handle that advances this context's nonblocking collectives from a progress hook.
+    pub fn progress_handle(&self) -> Progress {
+        Progress(Arc::clone(&self.core), PhantomData)
+    }
+
+    /// Starts a broadcast of `buf` from `root`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid, and untouched by the caller, until the request completes.
+    pub unsafe fn raw_immediate_broadcast(
+        &mut self,
+        root: i32,
+        buf: &mut [u8],
+    ) -> Option<RawRequest> {
+        if !self.is_hierarchical() {
+            return None;
+        }
+        // SAFETY: per the contract.
+        let buf = unsafe { forever_mut(buf) };
+        Some(RawRequest(self.sched_bcast(StaticScope, root, buf)))
+    }
+
+    /// Starts a reduction with `op` into `recv` at `root`. `send` is `None` in place (the
+    /// root's contribution is in `recv`); `recv` is `None` on the other ranks.
+    ///
+    /// # Safety
+    /// The buffers must stay valid, `send` unmodified and `recv` untouched by the caller,
+    /// until the request completes.
+    pub unsafe fn raw_immediate_reduce(
+        &mut self,
+        root: i32,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        op: MpiCombine,
+    ) -> Option<RawRequest> {
+        if !self.is_hierarchical() {
+            return None;
+        }
+        // SAFETY: per the contract.
+        let (send, recv) = unsafe { (send.map(|s| forever(s)), recv.map(|r| forever_mut(r))) };
+        let r = self.sched_reduce(StaticScope, root, send, recv, Box::new(op), None);
+        Some(RawRequest(r))
+    }
+
+    /// Starts a reduction with `op` into every rank's `recv`; `send` is `None` in place.
+    ///
+    /// # Safety
+    /// As [`Topo::raw_immediate_reduce`].
+    pub unsafe fn raw_immediate_all_reduce(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        op: MpiCombine,
+    ) -> Option<RawRequest> {
+        if !self.is_hierarchical() {
+            return None;
+        }
+        // SAFETY: per the contract.
+        let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
+        let r = self.sched_all_reduce(StaticScope, send, recv, Box::new(op), None);
+        Some(RawRequest(r))
+    }
+
+    /// Starts an Allgather into `recv` (rank r's block at `r * len`, `len = recv.len() /
+    /// size`); `send` is `None` when this rank's block is in place. `None` (nothing done)
+    /// where the blocking call would not run the remapped recursive doubling: the caller
+    /// hands the call to MPI.
+    ///
+    /// # Safety
+    /// As [`Topo::raw_immediate_reduce`].
+    pub unsafe fn raw_immediate_all_gather(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+    ) -> Option<RawRequest> {
+        let size = self.world.size() as usize;
+        if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len()) {
+            return None;
+        }
+        let (alg, _) = self.exchange_for(recv.len())?;
+        // SAFETY: per the contract.
+        let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
+        Some(RawRequest(self.sched_all_gather(
+            StaticScope,
+            alg,
+            send,
+            recv,
+        )))
+    }
+
+    /// Starts a barrier.
+    pub fn raw_immediate_barrier(&mut self) -> Option<RawRequest> {
+        self.is_hierarchical()
+            .then(|| RawRequest(self.sched_barrier()))
+    }
+}

@@ -1,0 +1,190 @@
+//! The context an application holds: [`Topo::from_env`] reads the plan, checks it against
+//! MPI and across ranks, sets up the node's shared memory, and the collective methods
+//! (named as in rsmpi) run the hierarchical algorithms or hand the call to MPI.
+//!
+//! This module holds the context and its small accessors; `setup.rs` makes it,
+//! `blocking.rs` and `immediate.rs` are the typed collectives (blocking and
+//! nonblocking), `raw.rs` and the `raw_immediate_*` methods the byte-level entry points of
+//! the PMPI library, `start.rs` starts a nonblocking collective's schedule,
+//! `exchanges.rs` works out the flat exchanges' peers, and `measure.rs` the measurements
+//! of `topo-run simulate --calibrate`.
+
+mod blocking;
+mod exchanges;
+mod immediate;
+mod measure;
+mod raw;
+mod setup;
+mod start;
+
+use setup::{pmpi_allgather_u32, pmpi_allreduce_i32};
+
+use mpi::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
+use mpi::datatype::Equivalence;
+use mpi::ffi;
+use mpi::raw::{AsRaw, FromRaw};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use topo_hierarchy::{PLAN_ENV, RankPlan, Settings};
+
+use std::marker::PhantomData;
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+pub use crate::context::ABORT_CODE;
+use crate::context::Exchanges;
+use crate::context::{self, Core, Hier, Locked, Shared, abort};
+use crate::error::{Error, Result};
+use crate::links::Links;
+use crate::nonblocking::iallgather::Order;
+use crate::plain::{self, MpiCombine};
+use crate::private_comm::private_comm;
+use crate::reduce::Scratch;
+use crate::serial_lock::SerialLock;
+use crate::transport::Transport;
+use crate::transport::mpi::MpiTransport;
+use crate::transport::shm::{Layout, Segment, ShmTransport};
+use crate::view::View;
+use crate::{allgather, allreduce, barrier, bcast, reduce};
+use topo_hierarchy::remap;
+use topo_hierarchy::remap::halving::HalvingOrder;
+use topo_hierarchy::remap::partition::Placement;
+use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg, TopAlg};
+
+/// Where the node segments live (`TOPO_RUN_SHM_DIR`, default `/dev/shm`).
+pub const SHM_DIR_ENV: &str = "TOPO_RUN_SHM_DIR";
+
+/// Why the collectives go to MPI's own implementation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fallback {
+    /// The program was not started by topo-run.
+    NoPlan,
+    /// Shared memory could not be set up on some node.
+    NoSharedMemory,
+}
+
+/// topo-run's collectives for one MPI job (the world communicator).
+///
+/// Drop it before MPI is finalized (before the `Universe`). Dropping it completes every
+/// nonblocking collective still in flight.
+pub struct Topo {
+    pub(crate) world: SimpleCommunicator,
+    pub(crate) core: Shared,
+    fallback: Option<Fallback>,
+    node: String,
+    local: Option<(u32, u32)>,
+    /// Whether a progress thread advances this context's collectives.
+    thread: bool,
+    /// This rank in `world` (asked of MPI once, not on every call).
+    rank: i32,
+    /// The last reduction of a predefined operation on a predefined type, reused while
+    /// calls keep the same pair (see [`MpiCombine::reuse`]).
+    combine: Option<MpiCombine>,
+    /// Not `Send`: without a progress thread the state's lock is a plain flag, which
+    /// relies on one thread using the context (and its requests, also not `Send`).
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for Topo {
+    fn drop(&mut self) {
+        self.quiesced().hier = None;
+    }
+}
+
+impl std::fmt::Debug for Topo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Topo")
+            .field("rank", &self.world.rank())
+            .field("hierarchical", &self.is_hierarchical())
+            .field("fallback", &self.fallback)
+            .finish()
+    }
+}
+
+// The agreements at init call the profiling entry points (`PMPI_*`), not rsmpi's
+// collectives, because the PMPI library sets this context up from inside its own
+// `MPI_Init`, where `MPI_Bcast` and `MPI_Allreduce` are its own.
+
+impl Topo {
+    /// The shared state, after every nonblocking collective in flight has completed (a
+    /// blocking call must not overtake them).
+    fn quiesced(&self) -> Locked<'_> {
+        let mut core = context::lock(&self.core);
+        if let Err(e) = core.quiesce() {
+            // Named after the nonblocking collective that failed.
+            core.fail(e);
+        }
+        core
+    }
+
+    /// Why collectives go to MPI's own implementation, if they do.
+    pub fn fallback(&self) -> Option<&Fallback> {
+        self.fallback.as_ref()
+    }
+
+    /// The size from which node-local messages are copied once, straight from the
+    /// sender's buffer (`None`: every message goes through the shared-memory queues).
+    pub fn single_copy(&self) -> Option<usize> {
+        let core = context::lock(&self.core);
+        core.hier.as_ref()?.links.shm.as_ref()?.single_copy()
+    }
+
+    /// How many other ranks of this node share this rank's nearest cache or memory (its
+    /// lowest group inside the node, unless the check at setup found the node's report
+    /// wrong), and the one-way cache-line time that check measured, if it ran. `None`
+    /// without shared memory.
+    pub fn near_peers(&self) -> Option<(usize, Option<f64>)> {
+        let core = context::lock(&self.core);
+        let t = core.hier.as_ref()?.links.shm.as_ref()?;
+        let me = t.local_index();
+        let near = (0..t.peers().len())
+            .filter(|&j| j != me && t.is_near(j))
+            .count();
+        Some((near, t.checked_line_ns()))
+    }
+
+    /// Whether the hierarchical path is active.
+    pub fn is_hierarchical(&self) -> bool {
+        context::lock(&self.core).hier.is_some()
+    }
+
+    /// Whether a progress thread advances this context's nonblocking collectives
+    /// (`--progress-thread`, unless `--spin 0` turned it off).
+    pub fn has_progress_thread(&self) -> bool {
+        self.thread
+    }
+
+    /// The world communicator topo-run works on: a communicator of its own over the
+    /// application's group ([`private_comm`]).
+    pub fn world(&self) -> &SimpleCommunicator {
+        &self.world
+    }
+
+    fn abort(&self, op: &'static str, e: Error) -> ! {
+        abort(self.world.rank(), &self.node, op, e)
+    }
+
+    // Byte-level entry points, for callers that hold raw MPI buffers (the PMPI library).
+    // Each runs the hierarchical algorithm and returns `true`, or returns `false` without
+    // doing anything when the collectives go to MPI's own (see [`Topo::fallback`]); the
+    // caller then hands the call to MPI. A failure (a dead peer) aborts the job, as in
+    // the typed methods. Ranks are world ranks; every rank must make the same calls in
+    // the same order, as MPI requires of collectives.
+
+    /// The node this rank runs on (from the plan, else the host name).
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// This rank's index on its node and the number of ranks there, from the plan
+    /// (`None` without a plan).
+    pub fn local(&self) -> Option<(u32, u32)> {
+        self.local
+    }
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "this node".into())
+}

@@ -1,0 +1,140 @@
+//! The byte-level blocking entry points (`raw_*`) that the typed methods and the PMPI
+//! library call: each runs the hierarchical algorithm, or says it cannot (`false`).
+
+use super::*;
+
+impl Topo {
+    /// Gathers every rank's block into `recv` (rank r's at `r * len`, `len =
+    /// recv.len() / size`); `send` is `None` when this rank's block is in place already.
+    pub fn raw_all_gather(&mut self, send: Option<&[u8]>, recv: &mut [u8]) -> bool {
+        let size = self.world.size() as usize;
+        if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len()) {
+            return false;
+        }
+        let exchange = self.exchange_for(recv.len());
+        if let Some((alg, true)) = exchange {
+            // Bruck's and the ring's sends and receives go to different ranks, maybe over
+            // different links: they run as their schedule, waited for.
+            mpi::request::scope(|scope| self.sched_all_gather(scope, alg, send, recv).wait());
+            return true;
+        }
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let rank = self.world.rank() as u32;
+        let len = recv.len() / size;
+        let doubling = exchange.and_then(|(alg, _)| h.exchanges.get(alg)?.doubling_peers(len));
+        let result = match doubling {
+            Some(peers) => allgather::recursive_doubling(&mut h.links, rank, peers, send, recv),
+            _ => {
+                // (The flat exchanges have gone above; only the hierarchical form is left.)
+                let top = match h.settings.allgather_for(recv.len(), size) {
+                    AllgatherAlg::Hierarchical(top) => top,
+                    _ => TopAlg::RecursiveDoubling,
+                };
+                allgather::allgather(&h.view, &mut h.links, &h.settings, top, send, recv)
+            }
+        };
+        if let Err(e) = result {
+            self.abort("MPI_Allgather", e);
+        }
+        true
+    }
+
+    /// Broadcasts the bytes of `buf` from `root`.
+    pub fn raw_broadcast(&mut self, root: i32, buf: &mut [u8]) -> bool {
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        if let Err(e) = bcast::bcast(&h.view, &mut h.links, &h.settings, root as u32, buf) {
+            self.abort("MPI_Bcast", e);
+        }
+        true
+    }
+
+    /// Reduces with `op` into `recv` at `root`. `send` is `None` in place (the root's
+    /// contribution is in `recv`); `recv` is `None` on the other ranks.
+    pub fn raw_reduce(
+        &mut self,
+        root: i32,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        op: &MpiCombine,
+    ) -> bool {
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let (view, settings) = (&h.view, &h.settings);
+        let r = reduce::reduce(
+            view,
+            &mut h.links,
+            settings,
+            root as u32,
+            send,
+            recv,
+            op,
+            &mut h.scratch,
+        );
+        if let Err(e) = r {
+            self.abort("MPI_Reduce", e);
+        }
+        true
+    }
+
+    /// Reduces with `op` into every rank's `recv`; `send` is `None` in place.
+    pub fn raw_all_reduce(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        op: &MpiCombine,
+    ) -> bool {
+        let flat = {
+            let core = context::lock(&self.core);
+            core.hier
+                .as_ref()
+                .is_some_and(|h| h.allreduce_is_flat(recv.len()))
+        };
+        if flat {
+            // The flat forms' sends and receives go to different ranks over different
+            // links: they run as their schedule, waited for.
+            self.flat_all_reduce(send, recv, *op);
+            return true;
+        }
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let view = allreduce::view_for(&h.view, &h.network_view, &h.settings, recv.len());
+        let settings = &h.settings;
+        let r = allreduce::allreduce(view, &mut h.links, settings, send, recv, op, &mut h.scratch);
+        if let Err(e) = r {
+            self.abort("MPI_Allreduce", e);
+        }
+        true
+    }
+
+    /// Returns once every rank has called it.
+    pub fn raw_barrier(&mut self) -> bool {
+        let flat = {
+            let core = context::lock(&self.core);
+            core.hier.as_ref().is_some_and(|h| h.barrier_is_flat())
+        };
+        if flat {
+            // Its signals go to different ranks over different links: it runs as its
+            // schedule, waited for.
+            self.immediate_barrier().wait();
+            return true;
+        }
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        if let Err(e) = barrier::barrier(&h.network_view, &mut h.links, &h.settings) {
+            self.abort("MPI_Barrier", e);
+        }
+        true
+    }
+}

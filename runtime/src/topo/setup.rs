@@ -1,0 +1,473 @@
+//! Setting a context up: the plan read and checked against MPI and across ranks, the
+//! node's shared memory and single copy, and the helpers that talk to MPI directly
+//! while no context exists yet.
+
+use super::*;
+
+/// One status word per rank for the init agreements: `MIN` over ranks finds the first
+/// rank with a problem.
+pub(super) fn first_failing(world: &SimpleCommunicator, failed: bool) -> Option<u32> {
+    let mine = if failed { world.rank() } else { world.size() };
+    let first = pmpi_allreduce_i32(world, mine, SystemOperation::min().as_raw());
+    (first < world.size()).then_some(first as u32)
+}
+
+/// Sends `rank`'s message to everyone (fixed 1 KiB, truncated).
+pub(super) fn share_message(world: &SimpleCommunicator, rank: u32, mine: &str) -> String {
+    let mut buf = [0u8; 1024];
+    if world.rank() as u32 == rank {
+        let n = mine.len().min(buf.len());
+        buf[..n].copy_from_slice(&mine.as_bytes()[..n]);
+    }
+    pmpi_bcast(world, rank, &mut buf);
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// A communicator of topo-run's own over `comm`'s group (collective over `comm`; see
+/// [`private_comm`]).
+pub(super) fn private(comm: &SimpleCommunicator) -> SimpleCommunicator {
+    // SAFETY: a live intracommunicator just made for topo-run, never world or self, and
+    // owned by the returned value alone (which frees it).
+    unsafe { SimpleCommunicator::from_raw(private_comm(comm.as_raw())) }
+}
+
+/// `PMPI_Bcast` of `buf` from `root` over `comm`.
+pub(super) fn pmpi_bcast(comm: &SimpleCommunicator, root: u32, buf: &mut [u8]) {
+    // SAFETY: `buf` is valid for `buf.len()` bytes (at most 1 KiB here) and every rank
+    // passes the same length; the communicator handle is live.
+    unsafe {
+        ffi::PMPI_Bcast(
+            buf.as_mut_ptr().cast(),
+            buf.len() as c_int,
+            ffi::RSMPI_UINT8_T,
+            root as c_int,
+            comm.as_raw(),
+        );
+    }
+}
+
+/// `PMPI_Allgather` of two `u32` per rank over `comm`: rank r's pair at `2r` and `2r + 1`.
+pub(super) fn pmpi_allgather_u32<const N: usize>(
+    comm: &SimpleCommunicator,
+    mine: [u32; N],
+) -> Vec<u32> {
+    let mut all = vec![0u32; N * comm.size() as usize];
+    // SAFETY: `N` `u32` in, `N` per rank out into a buffer of `N * size` of them; the
+    // buffers are distinct and the handles live.
+    unsafe {
+        ffi::PMPI_Allgather(
+            mine.as_ptr().cast(),
+            N as i32,
+            ffi::RSMPI_UINT32_T,
+            all.as_mut_ptr().cast(),
+            N as i32,
+            ffi::RSMPI_UINT32_T,
+            comm.as_raw(),
+        );
+    }
+    all
+}
+
+/// `PMPI_Allreduce` of one `i32` with `op` over `comm`.
+pub(super) fn pmpi_allreduce_i32(comm: &SimpleCommunicator, mine: i32, op: ffi::MPI_Op) -> i32 {
+    let mut out = 0i32;
+    // SAFETY: one `i32` in, one out, distinct locations; the handles are live constants.
+    unsafe {
+        ffi::PMPI_Allreduce(
+            (&mine as *const i32).cast(),
+            (&mut out as *mut i32).cast(),
+            1,
+            ffi::RSMPI_INT32_T,
+            op,
+            comm.as_raw(),
+        );
+    }
+    out
+}
+
+impl Topo {
+    /// Sets up topo-run's collectives for `world` (call after MPI is initialised, on every
+    /// rank). Collective: every rank gets the same outcome.
+    ///
+    /// Without a plan (not started by topo-run) the collectives go to MPI, and rank 0
+    /// prints one warning. A plan that does not match MPI, or ranks planned from different
+    /// inputs, is an error on every rank. Shared memory that cannot be set up (for example
+    /// a full /dev/shm) gives a warning and MPI's collectives.
+    pub fn from_env(world: &SimpleCommunicator) -> Result<Topo> {
+        Self::from_env_instance(world, 0)
+    }
+
+    /// Like [`Topo::from_env`], for a communicator congruent to world (same ranks in the
+    /// same order), as context number `instance` of this process: a context per
+    /// communicator keeps their collectives apart. Contexts that live at the same time
+    /// need different numbers, the same on every rank of a node; 0 is [`Topo::from_env`]'s.
+    pub fn from_env_instance(world: &SimpleCommunicator, instance: u32) -> Result<Topo> {
+        Self::init(world, instance, None)
+    }
+
+    /// Like [`Topo::from_env_instance`], with `settings` (the `key:value` pairs a plan
+    /// stores, as `topo-run --rules` would write them) in place of the plan's own: for
+    /// measuring several settings in one job, as `topo-run tune` does. Every rank must pass
+    /// the same pairs; a rank that does not gets [`Error::SettingsDiffer`], on every rank.
+    /// Without a plan this is [`Topo::from_env_instance`] (MPI's collectives).
+    pub fn from_env_with_settings(
+        world: &SimpleCommunicator,
+        instance: u32,
+        settings: &[(String, String)],
+    ) -> Result<Topo> {
+        Self::init(world, instance, Some(settings))
+    }
+
+    pub(super) fn init(
+        world: &SimpleCommunicator,
+        instance: u32,
+        settings_override: Option<&[(String, String)]>,
+    ) -> Result<Topo> {
+        crate::marker::keep();
+        crate::backoff::enable_mpi_progress();
+        let world = private(world);
+        let text = std::env::var(PLAN_ENV).ok();
+        let local = text.as_deref().map(|t| Self::read_plan(&world, t));
+        // Agree on the plans: rank 0's digest against everyone's.
+        let mut d0 = [0u8; 33];
+        if let Some(Ok((plan, _))) = &local {
+            d0[..32].copy_from_slice(plan.digest.to_string().as_bytes());
+            d0[32] = 1;
+        }
+        pmpi_bcast(&world, 0, &mut d0);
+        let problem = match &local {
+            None if d0[32] == 0 => None,
+            None => Some(format!(
+                "rank {} on {} has no topo-run plan but rank 0 has one; start every rank \
+                 with topo-run",
+                world.rank(),
+                hostname()
+            )),
+            Some(Err(e)) => Some(format!("rank {}: {e}", world.rank())),
+            Some(Ok((plan, _)))
+                if d0[32] == 0 || d0[..32] != *plan.digest.to_string().as_bytes() =>
+            {
+                Some(
+                    Error::DigestMismatch {
+                        rank: plan.rank,
+                        node: plan.node.clone(),
+                        digest: plan.digest.to_string(),
+                        digest0: String::from_utf8_lossy(&d0[..32]).into_owned(),
+                    }
+                    .to_string(),
+                )
+            }
+            Some(Ok(_)) => None,
+        };
+        if let Some(rank) = first_failing(&world, problem.is_some()) {
+            let message = share_message(&world, rank, problem.as_deref().unwrap_or(""));
+            return Err(match local {
+                Some(Err(e)) if rank == world.rank() as u32 => e,
+                _ => Error::Remote { rank, message },
+            });
+        }
+        let Some(Ok((plan, mut settings))) = local else {
+            if world.rank() == 0 {
+                eprintln!(
+                    "topo-run: warning: {PLAN_ENV} is not set, so the program was not started \
+                     by topo-run; collectives use MPI's own (run `srun --mpi=pmix topo-run ./app`)"
+                );
+            }
+            return Ok(Topo::new(
+                world,
+                None,
+                Some(Fallback::NoPlan),
+                hostname(),
+                None,
+            ));
+        };
+        if let Some(pairs) = settings_override {
+            // Every rank has a plan here; the same pairs everywhere give the same outcome.
+            Self::agree_on_settings(&world, pairs)?;
+            settings = Settings::from_pairs(pairs).map_err(Error::Settings)?;
+        }
+        let mut view = View::from_plan(&plan);
+        // Pipelining is a job-wide choice: on if any rank has more than one level.
+        view.pipeline = pmpi_allreduce_i32(
+            &world,
+            i32::from(view.pipeline),
+            SystemOperation::max().as_raw(),
+        ) != 0;
+        let mut shm = match Self::setup_shm(&world, &plan, &settings, instance) {
+            Ok(shm) => shm,
+            Err(reason) => {
+                if world.rank() == 0 {
+                    eprintln!(
+                        "topo-run: warning: {reason}; collectives use MPI's own for this run"
+                    );
+                }
+                let local = Some((plan.local_rank, plan.local_size));
+                return Ok(Topo::new(
+                    world,
+                    None,
+                    Some(Fallback::NoSharedMemory),
+                    plan.node,
+                    local,
+                ));
+            }
+        };
+        Self::setup_single_copy(&world, &settings, shm.as_mut());
+        if let Some(t) = shm.as_mut() {
+            t.check_near()?;
+        }
+        let net = MpiTransport::new(private(&world));
+        let node_label = plan.peers.first().copied().unwrap_or(plan.rank);
+        let switch_label = view.switch_label().unwrap_or(u32::MAX);
+        let (network, exchanges) =
+            Self::setup_exchanges(&world, &mut settings, &view, node_label, switch_label);
+        let links = Links::new(&view, plan.peers.clone(), shm, net);
+        let hier = Hier {
+            network_view: view.over_network(&network),
+            view,
+            settings,
+            links,
+            scratch: Scratch::default(),
+            exchanges,
+        };
+        let local = Some((plan.local_rank, plan.local_size));
+        Ok(Topo::new(
+            world,
+            Some(Box::new(hier)),
+            None,
+            plan.node,
+            local,
+        ))
+    }
+
+    pub(super) fn new(
+        world: SimpleCommunicator,
+        hier: Option<Box<Hier>>,
+        fallback: Option<Fallback>,
+        node: String,
+        local: Option<(u32, u32)>,
+    ) -> Topo {
+        let thread = hier.as_ref().map(|h| {
+            let s = &h.settings;
+            // `--spin 0` says ranks outnumber cores: a progress thread would only compete
+            // with them, and there it stalls collectives for tens of milliseconds (the
+            // lock holder starves behind yielding waiters; docs/runtime.md).
+            static WARNED: std::sync::atomic::AtomicBool =
+                std::sync::atomic::AtomicBool::new(false);
+            if s.progress_thread
+                && s.spin == 0
+                && world.rank() == 0
+                && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                eprintln!(
+                    "topo-run: warning: --progress-thread is ignored with --spin 0 (ranks \
+                     outnumber cores, so the thread would only compete with them)"
+                );
+            }
+            s.progress_thread && s.spin > 0
+        });
+        let threaded = thread == Some(true);
+        let state = Core::new(hier, world.rank(), node.clone());
+        let core = Arc::new(if threaded {
+            SerialLock::new(state)
+        } else {
+            // SAFETY: without a progress thread the state is reached only through this
+            // context, its requests and `Progress` handles (none of them `Send`), and
+            // this thread's MPI progress hook: one thread. (The PMPI library, which moves
+            // contexts between threads under MPI_THREAD_SERIALIZED, has the program's own
+            // ordering of its MPI calls between such uses.)
+            unsafe { SerialLock::new_serial(state) }
+        });
+        if let Some(thread) = thread {
+            crate::mpi_hook::track(&core);
+            if thread {
+                crate::progress_thread::track(&core);
+            }
+        }
+        Topo {
+            rank: world.rank(),
+            world,
+            core,
+            fallback,
+            node,
+            local,
+            thread: threaded,
+            combine: None,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Checks that every rank passed the same settings pairs: a hash of rank 0's against
+    /// everyone's.
+    pub(super) fn agree_on_settings(
+        world: &SimpleCommunicator,
+        pairs: &[(String, String)],
+    ) -> Result<()> {
+        use std::hash::{Hash, Hasher};
+        // `DefaultHasher::new` has fixed keys: the same text hashes alike in every process.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        pairs.hash(&mut h);
+        let mine = h.finish().to_le_bytes();
+        let mut first = mine;
+        pmpi_bcast(world, 0, &mut first);
+        match first_failing(world, mine != first) {
+            None => Ok(()),
+            Some(rank) => Err(Error::SettingsDiffer { rank }),
+        }
+    }
+
+    pub(super) fn read_plan(
+        world: &SimpleCommunicator,
+        text: &str,
+    ) -> Result<(RankPlan, Settings)> {
+        let plan = RankPlan::decode(text).map_err(Error::Plan)?;
+        for (what, p, m) in [
+            ("rank", plan.rank, world.rank() as u32),
+            ("size", plan.size, world.size() as u32),
+        ] {
+            if p != m {
+                return Err(Error::PlanMismatch {
+                    what,
+                    plan: p,
+                    mpi: m,
+                });
+            }
+        }
+        let settings = Settings::from_pairs(&plan.settings).map_err(Error::Settings)?;
+        Ok((plan, settings))
+    }
+
+    /// Creates (leader) or attaches (others) the node's segment, with two agreements over
+    /// MPI so that every rank sees the same outcome; the leader removes the name once all
+    /// have attached. `Err` is the message of the first rank that failed.
+    pub(super) fn setup_shm(
+        world: &SimpleCommunicator,
+        plan: &RankPlan,
+        s: &Settings,
+        instance: u32,
+    ) -> std::result::Result<Option<ShmTransport>, String> {
+        let alone = plan.local_size == 1;
+        let dir = std::env::var(SHM_DIR_ENV).unwrap_or_else(|_| "/dev/shm".into());
+        let mut path = format!(
+            "{}/{}",
+            dir.trim_end_matches('/'),
+            plan.shm_name.trim_start_matches('/')
+        );
+        if instance > 0 {
+            path.push_str(&format!(".c{instance}"));
+        }
+        let layout = Layout::new(
+            plan.local_size as usize,
+            s.slots as usize,
+            s.fragment as usize,
+        );
+        let leader = plan.local_rank == 0;
+        let fail_all = |e: Option<&Error>| -> std::result::Result<(), String> {
+            let mine = e.map(|e| format!("rank {} on {}: {e}", plan.rank, plan.node));
+            match first_failing(world, mine.is_some()) {
+                Some(r) => Err(share_message(world, r, mine.as_deref().unwrap_or(""))),
+                None => Ok(()),
+            }
+        };
+        // Agreement 1: every node leader has created its segment.
+        let created = match (alone, leader) {
+            (false, true) => Segment::create(&path, layout, plan.node_plan).map(Some),
+            _ => Ok(None),
+        };
+        let unlink_on_err = |seg: &Option<Segment>| {
+            if let Some(seg) = seg {
+                let _ = seg.unlink();
+            }
+        };
+        if let Err(msg) = fail_all(created.as_ref().err()) {
+            if let Ok(seg) = &created {
+                unlink_on_err(seg);
+            }
+            return Err(msg);
+        }
+        // Agreement 2: every local rank has attached and reserved its queue.
+        let attached = match created {
+            Ok(Some(seg)) => Ok(Some(seg)),
+            _ if alone => Ok(None),
+            _ => Segment::attach(&path, layout, plan.node_plan).map(Some),
+        }
+        .and_then(|seg| match &seg {
+            Some(s) => s.reserve_queue(plan.local_rank as usize).map(|()| seg),
+            None => Ok(None),
+        });
+        let seg = match attached {
+            Ok(seg) => {
+                if let Err(msg) = fail_all(None) {
+                    if leader {
+                        unlink_on_err(&seg);
+                    }
+                    return Err(msg);
+                }
+                seg
+            }
+            Err(e) => {
+                if leader {
+                    let _ = std::fs::remove_file(&path);
+                }
+                return Err(fail_all(Some(&e)).err().unwrap_or_else(|| e.to_string()));
+            }
+        };
+        // Everyone has attached: the name can go, so a crash leaves nothing behind.
+        // Agreement 3: the leaders have removed it (if one could not, every rank of the
+        // job learns it, and all use MPI's collectives alike).
+        let removed = match &seg {
+            Some(seg) if leader => {
+                if crate::fault::hit("shm-unlink") {
+                    Err(seg.unlink_error(nix::errno::Errno::EIO))
+                } else {
+                    seg.unlink()
+                }
+            }
+            _ => Ok(()),
+        };
+        fail_all(removed.as_ref().err())?;
+        Ok(seg.map(|seg| {
+            let mut t = ShmTransport::new(
+                seg,
+                plan.local_rank as usize,
+                plan.peers.clone(),
+                plan.node.clone(),
+                s.spin,
+            );
+            t.set_near(plan.near_peers());
+            t
+        }))
+    }
+
+    /// Turns on single-copy transfers if the settings ask for them and every rank can
+    /// read its local peers' memory (agreed over MPI, so all ranks decide alike); else
+    /// rank 0 warns once and large messages go through the queues.
+    pub(super) fn setup_single_copy(
+        world: &SimpleCommunicator,
+        s: &Settings,
+        shm: Option<&mut ShmTransport>,
+    ) {
+        if s.single_copy == 0 {
+            return;
+        }
+        let mine = shm.as_ref().and_then(|t| t.probe_single_copy().err());
+        match first_failing(world, mine.is_some()) {
+            None => {
+                if let Some(t) = shm {
+                    t.set_single_copy(Some(s.single_copy as usize));
+                }
+            }
+            Some(r) => {
+                let reason = share_message(world, r, mine.as_deref().unwrap_or(""));
+                if world.rank() == 0 {
+                    eprintln!(
+                        "topo-run: warning: single-copy transfers are not possible ({reason}; \
+                         process_vm_readv needs ranks of the same user and a ptrace policy \
+                         that allows it); large messages go through the shared-memory \
+                         queues (set TOPO_RUN_SINGLE_COPY=0 to silence this)"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Starting a nonblocking collective: the schedule built for the call (or reused from
+//! one of the same shape), queued in the context, and a request for it; or MPI's own
+//! nonblocking collective where topo-run's path does not take the call.
+
+use std::os::raw::c_int;
+
+use mpi::collective::Operation;
+use mpi::ffi;
+use mpi::raw::AsRaw;
+use mpi::request::{Scope, StaticScope};
+use mpi::topology::Communicator;
+use topo_hierarchy::settings::AllgatherAlg;
+
+use crate::combine::Combine;
+use crate::context::{self, Hier};
+use crate::nonblocking::{Builder, Schedule, Shape, iallreduce, ibarrier, ibcast, ireduce};
+use crate::plain::{self, MpiCombine};
+use crate::request::{Keep, Request};
+use crate::topo::Topo;
+
+/// The shape of a call (see [`Shape`]).
+pub(super) fn shape(
+    op: &'static str,
+    alg: Option<AllgatherAlg>,
+    root: i32,
+    len: usize,
+    has_send: bool,
+) -> Shape {
+    Shape {
+        op,
+        alg,
+        root: root as u32,
+        len,
+        has_send,
+        elem: 0,
+    }
+}
+
+/// A raw MPI call that starts a request on a communicator.
+pub(super) type Post<'b> = Box<dyn FnOnce(ffi::MPI_Comm, &mut ffi::MPI_Request) -> c_int + 'b>;
+
+/// What a schedule runs on: the caller's buffers and the operation.
+pub(super) struct Args<'a> {
+    name: &'static str,
+    send: Option<&'a [u8]>,
+    recv: Option<&'a mut [u8]>,
+    op: Option<Box<dyn Combine>>,
+}
+
+impl Topo {
+    /// Starts a schedule built from this rank's view and settings; `build` returns the
+    /// rounds and the sizes of the accumulator and the scratch. Calls of one `shape` reuse
+    /// the steps of the last one that completed instead of building them again.
+    pub(super) fn start<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        args: Args<'a>,
+        keep: Option<Box<dyn Keep + 'a>>,
+        shape: Shape,
+        build: impl FnOnce(&Hier) -> (Builder, usize, usize),
+    ) -> Request<'a, S> {
+        let mut core = context::lock(&self.core);
+        core.check_poison();
+        let id = core.take_id();
+        let (b, acc, tmp) = match core.reuse(&shape) {
+            Some(kept) => kept,
+            None => build(
+                core.hier
+                    .as_ref()
+                    .expect("schedules run on the hierarchical path"),
+            ),
+        };
+        let bytes = args
+            .send
+            .map_or(0, <[u8]>::len)
+            .max(args.recv.as_ref().map_or(0, |r| r.len()));
+        let (acc, tmp) = (core.buffer(acc), core.buffer(tmp));
+        // SAFETY: `send` and `recv` are borrowed for `'a`. The request registered with
+        // `scope` below lives no longer than `'a` and completes before it ends (a scope
+        // with a request left aborts the process; a dropped request poisons the engine,
+        // which then aborts instead of running the schedule), and the engine drops the
+        // schedule when it completes.
+        let sched = unsafe {
+            Schedule::with_buffers(args.name, b, args.send, args.recv, acc, tmp, args.op)
+        }
+        .shaped(shape);
+        core.start(id, sched);
+        let in_flight = core.has_schedules();
+        drop(core);
+        if in_flight {
+            crate::progress_thread::kick(bytes);
+        }
+        Request::new(&self.core, id, scope, keep)
+    }
+
+    /// Hands a collective to MPI: `post` starts it on topo-run's world communicator.
+    pub(super) fn start_native<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        keep: Option<Box<dyn Keep + 'a>>,
+        post: Post<'_>,
+    ) -> Request<'a, S> {
+        let mut core = context::lock(&self.core);
+        core.check_poison();
+        let id = core.take_id();
+        // SAFETY: reading a constant MPI handle.
+        let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
+        post(self.world.as_raw(), &mut req);
+        core.start_native(id, req);
+        drop(core);
+        Request::new(&self.core, id, scope, keep)
+    }
+
+    pub(super) fn sched_bcast<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        root: i32,
+        buf: &'a mut [u8],
+    ) -> Request<'a, S> {
+        let len = buf.len();
+        let args = Args {
+            name: "MPI_Ibcast",
+            send: None,
+            recv: Some(buf),
+            op: None,
+        };
+        let shape = shape(args.name, None, root, len, false);
+        self.start(scope, args, None, shape, |h| {
+            (ibcast::build(&h.view, &h.settings, root as u32, len), 0, 0)
+        })
+    }
+
+    pub(super) fn sched_reduce<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        root: i32,
+        send: Option<&'a [u8]>,
+        recv: Option<&'a mut [u8]>,
+        op: Box<dyn Combine>,
+        keep: Option<Box<dyn Keep + 'a>>,
+    ) -> Request<'a, S> {
+        let has_send = send.is_some();
+        let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
+        let elem = op.elem_size();
+        let args = Args {
+            name: "MPI_Ireduce",
+            send,
+            recv,
+            op: Some(op),
+        };
+        let shape = shape(args.name, None, root, len, has_send);
+        self.start(scope, args, keep, shape, |h| {
+            let (b, acc) = ireduce::build(&h.view, &h.settings, root as u32, has_send, len, elem);
+            (b, acc, 0)
+        })
+    }
+
+    /// A flat Allreduce ([`crate::context::Hier::flat_allreduce`]) run as its schedule and
+    /// waited for: the blocking form.
+    pub(crate) fn flat_all_reduce(&mut self, send: Option<&[u8]>, recv: &mut [u8], op: MpiCombine) {
+        mpi::request::scope(|scope| {
+            self.sched_all_reduce(scope, send, recv, Box::new(op), None)
+                .wait()
+        });
+    }
+
+    pub(super) fn sched_all_reduce<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [u8]>,
+        recv: &'a mut [u8],
+        op: Box<dyn Combine>,
+        keep: Option<Box<dyn Keep + 'a>>,
+    ) -> Request<'a, S> {
+        let has_send = send.is_some();
+        let len = recv.len();
+        let args = Args {
+            name: "MPI_Iallreduce",
+            send,
+            recv: Some(recv),
+            op: Some(op),
+        };
+        let elem = args.op.as_ref().map_or(1, |op| op.elem_size());
+        let shape = Shape {
+            elem,
+            ..shape(args.name, None, 0, len, has_send)
+        };
+        self.start(scope, args, keep, shape, |h| {
+            if let Some((b, tmp)) = h.flat_allreduce(elem, has_send, len) {
+                return (b, 0, tmp);
+            }
+            let (b, tmp) =
+                iallreduce::build(h.allreduce_view(len), &h.settings, has_send, len, elem);
+            (b, 0, tmp)
+        })
+    }
+
+    /// Flat exchange `alg`'s schedule; the caller has checked [`Topo::exchange_for`].
+    pub(crate) fn sched_all_gather<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        alg: AllgatherAlg,
+        send: Option<&'a [u8]>,
+        recv: &'a mut [u8],
+    ) -> Request<'a, S> {
+        let has_send = send.is_some();
+        let len = recv.len() / self.world.size() as usize;
+        let rank = self.world.rank() as u32;
+        let args = Args {
+            name: "MPI_Iallgather",
+            send,
+            recv: Some(recv),
+            op: None,
+        };
+        let shape = shape(args.name, Some(alg), 0, len, has_send);
+        self.start(scope, args, None, shape, |h| {
+            let e = h.exchanges.get(alg).expect("exchange_for found the peers");
+            let (b, tmp) = e.build(rank, len, has_send);
+            (b, 0, tmp)
+        })
+    }
+
+    pub(super) fn sched_barrier(&mut self) -> Request<'static> {
+        let args = Args {
+            name: "MPI_Ibarrier",
+            send: None,
+            recv: None,
+            op: None,
+        };
+        let shape = shape(args.name, None, 0, 0, false);
+        self.start(StaticScope, args, None, shape, |h| {
+            let b = h.flat_barrier();
+            (
+                b.unwrap_or_else(|| ibarrier::build(&h.network_view, &h.settings)),
+                0,
+                0,
+            )
+        })
+    }
+
+    /// Whether a reduction over `T` with `op` takes the hierarchical path.
+    pub(super) fn ours<T: 'static, O: Operation>(&self, op: &O) -> bool {
+        self.is_hierarchical() && plain::is_plain::<T>() && plain::commutes(op)
+    }
+}
