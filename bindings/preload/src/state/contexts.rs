@@ -1,0 +1,255 @@
+//! A context's life: adopted with its communicator, dropped when MPI deletes the
+//! communicator's attribute (the keyval's callbacks), and everything torn down at the
+//! start of MPI's finalize.
+
+use super::*;
+
+/// Tears the contexts down and prints the statistics if asked; later calls go to MPI.
+pub(crate) fn finalize() {
+    let mut g = lock();
+    g.0.finalized = true;
+    UNHOOKED.store(false, Ordering::Relaxed);
+    let Some(mut st) = g.0.state.take() else {
+        return;
+    };
+    // Collectives still in flight are the application's error; finish them so that no
+    // rank is left waiting for this one.
+    wait_idle(&mut st);
+    if st.hooked {
+        unregister_progress();
+    }
+    if let Some(quiet) = st.quiet.take() {
+        abi::free_comm(quiet);
+    }
+    st.contexts.clear();
+    st.retired.clear();
+    if st.keyval != ffi::MPI_KEYVAL_INVALID as c_int {
+        // MPI deletes the attributes still set (world's) at MPI_Finalize; their callbacks
+        // find no state then.
+        // SAFETY: the keyval this library created.
+        unsafe { ffi::PMPI_Comm_free_keyval(&mut st.keyval) };
+    }
+    if st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref()) {
+        let on = if st.node.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", st.node)
+        };
+        for line in st.stats.report() {
+            eprintln!("topo-run: stats: rank {}{on}: {line}", st.rank);
+        }
+    }
+}
+
+/// Ties the teardown to MPI's own finalize, however the program reaches it: an attribute
+/// on `MPI_COMM_SELF` whose delete callback runs [`finalize`]. MPI deletes that
+/// communicator's attributes first thing in `MPI_Finalize` (MPI-4.0 §11.2.4), with MPI
+/// still fully usable, also where the program calls `PMPI_Finalize` itself or finalizes
+/// through the `mpi_f08` bindings, which this library does not see. (Where it does see
+/// `MPI_Finalize`, the teardown has run already and the callback finds nothing to do.)
+pub(super) fn hook_finalize() {
+    let keyval = keyval_deleted_by(self_deleted);
+    // SAFETY: MPI_COMM_SELF is a constant handle; the value is never dereferenced.
+    unsafe { ffi::PMPI_Comm_set_attr(ffi::RSMPI_COMM_SELF, keyval, std::ptr::null_mut()) };
+}
+
+/// MPI is finalizing (it deletes `MPI_COMM_SELF`'s attributes first): topo-run's
+/// teardown, with every collective in flight completed, the progress callback removed,
+/// the contexts freed and the statistics printed.
+pub(super) unsafe extern "C" fn self_deleted(
+    _comm: MPI_Comm,
+    _keyval: c_int,
+    _value: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    abi::entry(
+        None,
+        || {
+            finalize();
+            true
+        },
+        || SUCCESS,
+    )
+}
+
+/// Advances everything until no collective of ours is in flight.
+pub(super) fn wait_idle(st: &mut State) {
+    let mut pace = Pace::new(SPIN);
+    let mut check = false;
+    while !st.pending.is_empty() {
+        st.progress(check);
+        check = pace.pause();
+    }
+}
+
+/// The most contexts (world's and its congruent communicators') a process keeps
+/// (`TOPO_RUN_MAX_COMMS`); collectives on further communicators go to MPI.
+pub(super) fn max_comms() -> usize {
+    settings::max_comms(std::env::var(settings::MAX_COMMS_ENV).ok().as_deref())
+}
+
+/// Gives `comm`, just created by the application, its own context if it is congruent to
+/// world (collective over `comm`: every rank of it calls this in the same creating call).
+pub(crate) fn adopt(comm: MPI_Comm) {
+    if !abi::congruent_to_world(comm) {
+        return;
+    }
+    let mut g = lock();
+    // Every rank of world is in this call: the place to set world's context up if MPI
+    // was initialised without our MPI_Init (Fortran).
+    let Some(st) = state_for(&mut g.0, abi::world()) else {
+        return;
+    };
+    if !st.on {
+        return;
+    }
+    // Agree over `comm`: whether every rank has room, and a context number no rank uses.
+    let mine: [c_int; 2] = [
+        c_int::from(st.contexts.len() >= max_comms()),
+        st.next_instance as c_int,
+    ];
+    let mut agreed: [c_int; 2] = [0; 2];
+    // SAFETY: two ints in, two out, distinct buffers; `comm` is live.
+    unsafe {
+        ffi::PMPI_Allreduce(
+            mine.as_ptr().cast(),
+            agreed.as_mut_ptr().cast(),
+            2,
+            ffi::RSMPI_INT32_T,
+            ffi::RSMPI_MAX,
+            comm,
+        );
+    }
+    if agreed[0] != 0 {
+        return;
+    }
+    let instance = agreed[1] as u32;
+    st.next_instance = instance + 1;
+    match Topo::from_env_instance(&borrowed(comm), instance) {
+        Ok(topo) if topo.is_hierarchical() => {
+            let (rank, size) = (st.rank, st.size);
+            // A stale entry under this handle (freed unseen) goes first.
+            st.drop_context(key(comm));
+            st.attach(comm, Active { topo, rank, size });
+        }
+        Ok(_) => {}
+        Err(e) => setup_failed(st.rank, &e),
+    }
+}
+
+/// Drops `comm`'s context (the application is about to free it), after its collectives
+/// in flight have completed.
+pub(crate) fn forget_comm(comm: MPI_Comm) {
+    let mut g = lock();
+    let Some(st) = &mut g.0.state else {
+        return;
+    };
+    if key(comm) == key(abi::world()) || !st.contexts.contains_key(&key(comm)) {
+        return;
+    }
+    st.drop_context(key(comm));
+}
+
+/// The delete callback of context `id`'s attribute: MPI is freeing its communicator.
+pub(crate) fn context_deleted(id: u64) {
+    match GLOBAL.try_lock() {
+        Some(mut g) => forget_id(&mut g, id),
+        // Freed while the library holds its state (it frees no application communicator
+        // itself, so another thread's doing): dropped at the next lock.
+        None => defer_deleted(id),
+    }
+}
+
+/// Queues context `id` to be dropped at the next lock: its communicator was freed where
+/// the state could not be touched.
+pub(crate) fn defer_deleted(id: u64) {
+    DELETED.lock().unwrap_or_else(|p| p.into_inner()).push(id);
+    ANY_DELETED.store(true, Ordering::Release);
+}
+
+/// Drops context `id` (its communicator is being freed), if it is still there.
+pub(super) fn forget_id(g: &mut Shared, id: u64) {
+    let Some(st) = &mut g.0.state else {
+        return;
+    };
+    if let Some(handle) = st
+        .contexts
+        .iter()
+        .find(|(_, e)| e.id == id)
+        .map(|(&h, _)| h)
+    {
+        st.drop_context(handle);
+    }
+}
+
+/// A new attribute key for topo-run's contexts (its callbacks below).
+pub(crate) fn context_keyval() -> c_int {
+    keyval_deleted_by(context_deleted_callback)
+}
+
+/// A new attribute key whose attributes are never copied to duplicates and call `delete`
+/// when MPI deletes them.
+pub(super) fn keyval_deleted_by(delete: DeleteFn) -> c_int {
+    let mut keyval: c_int = ffi::MPI_KEYVAL_INVALID as c_int;
+    // SAFETY: the callbacks have the signatures MPI expects; MPI writes the new key.
+    unsafe {
+        ffi::PMPI_Comm_create_keyval(
+            Some(context_no_copy),
+            Some(delete),
+            &mut keyval,
+            std::ptr::null_mut(),
+        )
+    };
+    keyval
+}
+
+/// A communicator's context attribute is not copied to its duplicates (a duplicate gets a
+/// context of its own, in `MPI_Comm_dup`).
+pub(super) unsafe extern "C" fn context_no_copy(
+    _old: MPI_Comm,
+    _keyval: c_int,
+    _extra: *mut c_void,
+    _value_in: *mut c_void,
+    _value_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: MPI passes a valid `int *`.
+        unsafe { *flag = 0 };
+    }
+    SUCCESS
+}
+
+/// MPI is freeing a communicator that has a context of ours (through any binding, the
+/// `mpi_f08` one and `MPI_Comm_disconnect` included): the context goes with it.
+pub(super) unsafe extern "C" fn context_deleted_callback(
+    _comm: MPI_Comm,
+    _keyval: c_int,
+    value: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    // As an entry point: MPI calls made while the context is torn down (rsmpi freeing its
+    // duplicates through `MPI_Comm_free`) go straight to MPI. Called from inside the
+    // library, the context is dropped at the library's next call instead.
+    let id = value as u64;
+    abi::entry(
+        None,
+        || {
+            context_deleted(id);
+            true
+        },
+        || {
+            defer_deleted(id);
+            SUCCESS
+        },
+    )
+}
+
+/// Ids of contexts whose communicators were freed while the state could not be touched.
+pub(super) static DELETED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// Whether `DELETED` may hold ids.
+pub(super) static ANY_DELETED: AtomicBool = AtomicBool::new(false);
+
+/// The delete callback of an attribute key.
+pub(super) type DeleteFn = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;

@@ -1,0 +1,446 @@
+//! The library's one global: topo-run's contexts (one per communicator it handles), the
+//! nonblocking collectives in flight, the datatype lookups it caches and the statistics;
+//! and the callbacks through which MPI reaches it (a communicator's attribute deleted, a
+//! turn of Open MPI's progress engine).
+//!
+//! World's context is set up collectively: in `MPI_Init`/`MPI_Init_thread`, or, when the
+//! program initialised MPI without passing through them (Fortran's `MPI_INIT` calls
+//! `PMPI_Init` directly), in its first blocking collective call on world (or creation of a
+//! communicator congruent to it), which every rank makes; never in a nonblocking one,
+//! whose start must not wait for other ranks (until then those go to MPI).
+//! A communicator congruent to world (same ranks, same order) that the application creates
+//! with `MPI_Comm_dup`, `MPI_Comm_dup_with_info`, `MPI_Comm_split` or `MPI_Comm_create`
+//! gets its own context inside that call, which is collective over it. Separate contexts
+//! keep the collectives of different communicators apart, as MPI requires: nonblocking
+//! collectives on two communicators may be started in different orders on different
+//! ranks. Everything is torn down at the start of MPI's finalize, however the program
+//! calls it (an attribute on `MPI_COMM_SELF`, see [`hook_finalize`]).
+//!
+//! A context is attached to its communicator with MPI's attribute caching, as PMPI tools
+//! do: a keyval whose delete callback drops the context when MPI frees the communicator,
+//! whichever binding frees it (the Fortran 2008 one, which the library does not
+//! intercept, or `MPI_Comm_disconnect`), so a handle that MPI reuses for a new
+//! communicator never inherits an old context. The table is keyed by handle, so that a
+//! call finds its context without asking MPI.
+//!
+//! This module holds the global and the blocking calls' path ([`run`]); `contexts.rs` a
+//! context's life (adopted, deleted with its communicator, torn down at finalize),
+//! `requests.rs` the nonblocking collectives in flight, `hooks.rs` the callbacks through
+//! which MPI advances them, and `types.rs` the datatype lookups.
+
+mod contexts;
+mod hooks;
+mod requests;
+mod types;
+
+pub(crate) use contexts::*;
+pub(crate) use hooks::*;
+pub(crate) use requests::*;
+pub(crate) use types::*;
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::mem::ManuallyDrop;
+use std::os::raw::c_int;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mpi::ffi;
+use mpi::raw::FromRaw;
+use mpi::topology::SimpleCommunicator;
+use topo_hierarchy::settings;
+use topo_runtime::serial_lock::{SerialGuard, SerialLock};
+use topo_runtime::{Pace, Progress, RawRequest, Topo, with_progress_hook};
+
+use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
+use crate::classify::{Call, HandOff};
+use crate::packed::Finish;
+use crate::stats::{self, Stats};
+
+/// Exit code (through `MPI_Abort`) when the plan in the environment is corrupted or does
+/// not match MPI: the same as the launcher's "missing or corrupted plan".
+pub(crate) const BAD_PLAN_CODE: i32 = 9;
+
+/// topo-run's context for one communicator.
+pub(crate) struct Active {
+    pub(crate) topo: Topo,
+    pub(crate) rank: i32,
+    pub(crate) size: i32,
+}
+
+/// A nonblocking collective of ours in flight, behind a generalized request.
+struct Pending {
+    req: RawRequest,
+    /// The generalized request the application holds.
+    handle: MPI_Request,
+    /// What is left at completion (a packed broadcast's or Allgather's unpacking, and the
+    /// buffers the collective uses until then).
+    unpack: Option<Box<dyn Finish>>,
+}
+
+/// Hashes a handle (an address, or a small integer under other ABIs) with one
+/// multiplication: the tables below are looked up on every intercepted call, and SipHash,
+/// the default, costs tens of nanoseconds there. Handles are not chosen by an adversary.
+#[derive(Default)]
+struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        // The table indexes by the low bits: fold the well-mixed high ones onto them.
+        self.0 ^ (self.0 >> 32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Fibonacci hashing: the product's high bits mix every bit of the handle.
+        self.0 = (n as u64 ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A table keyed by MPI handles.
+type ByHandle<V> = HashMap<usize, V, BuildHasherDefault<HandleHasher>>;
+
+/// A context and the attribute value that ties it to its communicator.
+struct Entry {
+    id: u64,
+    active: Active,
+}
+
+struct State {
+    /// Contexts by communicator handle; the delete callback of `keyval` removes an entry
+    /// when MPI frees its communicator.
+    contexts: ByHandle<Entry>,
+    /// The attribute key of contexts (`MPI_KEYVAL_INVALID` while the path is off).
+    keyval: c_int,
+    /// The id of the next context.
+    next_id: u64,
+    /// Whether topo-run's path is on for this run (world has a hierarchical context).
+    on: bool,
+    /// The number of the next context this process creates (world's is 0).
+    next_instance: u32,
+    /// Nonblocking collectives whose generalized requests are not complete yet.
+    pending: Vec<Pending>,
+    /// Contexts of communicators freed while collectives were in flight on them, kept
+    /// (and advanced) until those complete, then dropped by the next collective call.
+    retired: Vec<Active>,
+    /// Predefined datatype handle -> what it is (predefined handles live until finalize).
+    types: ByHandle<TypeInfo>,
+    stats: Stats,
+    rank: i32,
+    size: i32,
+    /// Node leaders print the statistics.
+    leader: bool,
+    node: String,
+    /// When Open MPI's progress engine last had the peers checked.
+    peer_check: PeerCheck,
+    /// Whether `progress_from_mpi` is registered with Open MPI's progress engine.
+    hooked: bool,
+    /// Without that hook, MPICH's `MPIX_Grequest_start`, if the MPI has it: requests that
+    /// MPI's own waits and tests advance through [`grequest_poll`].
+    mpix_start: Option<MpixStart>,
+    /// The library's own communicator for probes whose errors must not reach the
+    /// program (`abi::quiet_self`; set while the path is on).
+    quiet: Option<MPI_Comm>,
+}
+
+struct Global {
+    state: Option<State>,
+    finalized: bool,
+}
+
+/// The state behind the global lock.
+struct Shared(Global);
+
+// SAFETY: `Topo`, `RawRequest` and `Progress` are not `Send` only because of the `Rc`s
+// that tie a context to its requests. All of them live here, and are only used with the
+// global lock held (progress hooks run inside such a use, on the same thread). The
+// library is only active at thread levels up to MPI_THREAD_SERIALIZED, where MPI calls
+// never run concurrently anyway.
+unsafe impl Send for Shared {}
+
+/// The library's state. Its lock is a mutex until MPI is initialised below
+/// `MPI_THREAD_MULTIPLE`, then a plain flag (`SERIAL_NEXT`): the per-call cost of a
+/// mutex is a full fence at each end of every intercepted call (docs/runtime.md).
+static GLOBAL: SerialLock<Shared> = SerialLock::new(Shared(Global {
+    state: None,
+    finalized: false,
+}));
+
+/// Set once MPI is known to run below `MPI_THREAD_MULTIPLE`: the next [`lock`] turns
+/// `GLOBAL` into a flag (not while it is held, as it is where this is learnt).
+static SERIAL_NEXT: AtomicBool = AtomicBool::new(false);
+
+fn lock() -> SerialGuard<'static, Shared> {
+    if SERIAL_NEXT.load(Ordering::Relaxed) {
+        SERIAL_NEXT.store(false, Ordering::Relaxed);
+        // SAFETY: below MPI_THREAD_MULTIPLE the program makes one MPI call at a time,
+        // ordered by its own synchronisation between threads, and MPI runs the library's
+        // callbacks (attribute deletion, progress) inside such calls: no two threads use
+        // the state at once. Nobody holds the lock here: this thread is about to take
+        // it, and no other thread is in an MPI call.
+        unsafe { GLOBAL.make_serial() };
+    }
+    let mut g = GLOBAL.lock();
+    if ANY_DELETED.load(Ordering::Relaxed) && ANY_DELETED.swap(false, Ordering::Acquire) {
+        let ids = std::mem::take(&mut *DELETED.lock().unwrap_or_else(|p| p.into_inner()));
+        for id in ids {
+            forget_id(&mut g, id);
+        }
+    }
+    g
+}
+
+/// Sets topo-run's context up (collective over world). Called with MPI initialised.
+pub(crate) fn init() {
+    let mut g = lock();
+    if g.0.state.is_none() && !g.0.finalized {
+        g.0.state = Some(State::new());
+    }
+}
+
+/// `comm`, borrowed as an rsmpi communicator that is never freed.
+fn borrowed(comm: MPI_Comm) -> ManuallyDrop<SimpleCommunicator> {
+    // SAFETY: `comm` is a live intracommunicator; the wrapper is never dropped, so rsmpi
+    // never frees it, and it does not outlive the call that uses it.
+    ManuallyDrop::new(unsafe { SimpleCommunicator::from_raw(comm) })
+}
+
+impl State {
+    fn new() -> State {
+        let (rank, size) = abi::world_rank_size();
+        let mut st = State {
+            contexts: ByHandle::default(),
+            keyval: ffi::MPI_KEYVAL_INVALID as c_int,
+            next_id: 1,
+            on: false,
+            next_instance: 1,
+            pending: Vec::new(),
+            retired: Vec::new(),
+            types: ByHandle::default(),
+            stats: Stats::default(),
+            rank,
+            size,
+            leader: rank == 0,
+            node: String::new(),
+            peer_check: PeerCheck::new(),
+            hooked: false,
+            mpix_start: None,
+            quiet: None,
+        };
+        if abi::thread_multiple() {
+            if rank == 0 {
+                eprintln!(
+                    "topo-run: warning: MPI_THREAD_MULTIPLE: threads may run collectives on \
+                     different communicators at once, which topo-run's single shared-memory \
+                     stream cannot order; collectives use MPI's own for this run"
+                );
+            }
+            return st;
+        }
+        SERIAL_NEXT.store(true, Ordering::Relaxed);
+        hook_finalize();
+        // This library's own callback advances the contexts and completes their requests.
+        topo_runtime::mpi_hook::manual();
+        let world = SimpleCommunicator::world();
+        match Topo::from_env(&world) {
+            Ok(topo) => {
+                st.node = topo.node().to_string();
+                if let Some((local, _)) = topo.local() {
+                    st.leader = local == 0;
+                }
+                if topo.is_hierarchical() {
+                    abi::learn_collective_status();
+                    st.hooked = register_progress();
+                    if !st.hooked {
+                        st.mpix_start = mpix_start();
+                    }
+                    if !st.hooked && rank == 0 {
+                        let mut waits = String::from("the wait and test calls");
+                        if st.mpix_start.is_some() {
+                            waits += " (also MPI's own, through MPICH's MPIX_Grequest_start)";
+                        }
+                        if topo.has_progress_thread() {
+                            waits += " and in the progress thread";
+                        }
+                        eprintln!(
+                            "topo-run: warning: this MPI library has no progress hook \
+                             (Open MPI's opal_progress_register): nonblocking collectives \
+                             of topo-run's advance only in {waits}"
+                        );
+                    }
+                    st.quiet = Some(abi::quiet_self());
+                    st.keyval = context_keyval();
+                    st.on = true;
+                    UNHOOKED.store(!st.hooked, Ordering::Relaxed);
+                    st.attach(abi::world(), Active { topo, rank, size });
+                }
+            }
+            Err(e) => setup_failed(rank, &e),
+        }
+        st
+    }
+
+    /// Gives `comm` the context `active`, tied to it by an attribute.
+    fn attach(&mut self, comm: MPI_Comm, active: Active) {
+        let id = self.next_id;
+        self.next_id += 1;
+        // SAFETY: `comm` is live; the value is an integer stored in the attribute's
+        // pointer, never dereferenced.
+        unsafe { ffi::PMPI_Comm_set_attr(comm, self.keyval, id as usize as *mut c_void) };
+        self.contexts.insert(key(comm), Entry { id, active });
+    }
+
+    /// Takes the context under `handle` off its communicator (which MPI is freeing, or
+    /// whose handle MPI reuses). Collectives still in flight on it complete normally, as
+    /// MPI lets them after `MPI_Comm_free`: the context is kept, advanced with the others,
+    /// and dropped once they have. It is never waited for here: freeing a communicator
+    /// must not wait for a rank that has not started its collective yet.
+    fn drop_context(&mut self, handle: usize) {
+        let Some(e) = self.contexts.remove(&handle) else {
+            return;
+        };
+        if e.active.topo.progress_handle().is_idle() {
+            return;
+        }
+        self.retired.push(e.active);
+    }
+
+    /// Handles to advance the contexts other than `comm`'s that have collectives in flight
+    /// (those of freed communicators included).
+    fn busy_others(&self, comm: MPI_Comm) -> Vec<Progress> {
+        if self.pending.is_empty() {
+            return Vec::new();
+        }
+        self.contexts
+            .iter()
+            .filter(|(k, _)| **k != key(comm))
+            .map(|(_, e)| &e.active.topo)
+            .chain(self.retired.iter().map(|a| &a.topo))
+            .map(Topo::progress_handle)
+            .filter(|p| !p.is_idle())
+            .collect()
+    }
+
+    /// Advances every context's collectives and completes the generalized requests of
+    /// those that are done.
+    fn progress(&mut self, check_peers: bool) {
+        for topo in self
+            .contexts
+            .values()
+            .map(|e| &e.active.topo)
+            .chain(self.retired.iter().map(|a| &a.topo))
+        {
+            let p = topo.progress_handle();
+            p.poll();
+            if check_peers {
+                p.check_peers();
+            }
+        }
+        let mut i = 0;
+        while i < self.pending.len() {
+            if !self.pending[i].req.is_complete() {
+                i += 1;
+                continue;
+            }
+            let p = self.pending.swap_remove(i);
+            if p.req.complete().is_err() {
+                unreachable!("checked complete above");
+            }
+            // SAFETY: the generalized request started for this collective, completed
+            // only here, once, as it leaves `pending`.
+            unsafe { finish(p.handle, p.unpack) };
+        }
+        IN_FLIGHT.store(!self.pending.is_empty(), Ordering::Relaxed);
+    }
+}
+
+fn key(comm: MPI_Comm) -> usize {
+    comm.0 as usize
+}
+
+fn setup_failed(rank: i32, e: &topo_runtime::Error) -> ! {
+    eprintln!(
+        "topo-run: rank {rank}: error: cannot set up topo-run's collectives: {e}; \
+         aborting the job (exit code {BAD_PLAN_CODE})"
+    );
+    world_abort(BAD_PLAN_CODE);
+}
+
+fn world_abort(code: i32) -> ! {
+    // SAFETY: MPI is initialised; MPI_Abort does not return.
+    unsafe { ffi::PMPI_Abort(abi::world(), code) };
+    std::process::exit(code)
+}
+
+/// The global state, set up if MPI was initialised without our `MPI_Init` (Fortran) and
+/// this is a call on world, the first that every rank makes.
+fn state_for(g: &mut Global, comm: MPI_Comm) -> Option<&mut State> {
+    if g.state.is_none() {
+        if g.finalized || !abi::mpi_running() || key(comm) != key(abi::world()) {
+            return None;
+        }
+        g.state = Some(State::new());
+    }
+    g.state.as_mut()
+}
+
+/// Runs `call` on topo-run's path if it can take it: `f` gets the communicator's context
+/// and returns `Err` with the reason to hand the call to MPI. While other contexts have
+/// collectives in flight, every wait inside `f` advances them too.
+pub(crate) fn run<T>(
+    call: Call,
+    comm: MPI_Comm,
+    f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<T, HandOff>,
+) -> Option<T> {
+    let mut g = lock();
+    let st = state_for(&mut g.0, comm)?;
+    st.run(call, comm, f)
+}
+
+impl State {
+    /// [`run`], with the state locked.
+    fn run<T>(
+        &mut self,
+        call: Call,
+        comm: MPI_Comm,
+        f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<T, HandOff>,
+    ) -> Option<T> {
+        // Contexts of freed communicators go once nothing of theirs is in flight: here, in
+        // a call of the program's, not in a progress callback inside MPI (dropping one
+        // frees its communicators).
+        if !self.retired.is_empty() {
+            self.retired.retain(|a| !a.topo.progress_handle().is_idle());
+        }
+        let r = if !self.on {
+            Err(HandOff::Inactive)
+        } else {
+            let others = self.busy_others(comm);
+            match self.contexts.get_mut(&key(comm)).map(|e| &mut e.active) {
+                None => Err(HandOff::Communicator),
+                Some(active) => {
+                    let mut look = Lookup {
+                        types: &mut self.types,
+                        quiet: self.quiet,
+                    };
+                    topo_runtime::fault::maybe_panic(call.name());
+                    if others.is_empty() {
+                        f(active, &mut look)
+                    } else {
+                        let mut hook = || others.iter().for_each(Progress::poll);
+                        with_progress_hook(&mut hook, || f(active, &mut look))
+                    }
+                }
+            }
+        };
+        match &r {
+            Ok(_) => self.stats.ours(call),
+            Err(why) => self.stats.handed(call, *why),
+        }
+        r.ok()
+    }
+}

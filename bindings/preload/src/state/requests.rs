@@ -1,0 +1,187 @@
+//! Nonblocking collectives on topo-run's path: started behind a generalized request,
+//! advanced by every progress turn, and completed (with what is to unpack) once their
+//! schedule is done.
+
+use super::*;
+
+/// Like [`run`] for a nonblocking collective: `f` starts it, and `request` receives a
+/// generalized request that completes with it. Returns whether the call was done.
+///
+/// A collective that is complete as soon as it has started (a broadcast's root whose
+/// message went into the queues, a small one whose data was waiting) completes its
+/// generalized request at once: the application's wait then finds it done in MPI, and
+/// nothing of ours is left in flight.
+///
+/// # Safety
+/// `request` is the application's `MPI_Request *` argument.
+pub(crate) unsafe fn run_nonblocking(
+    call: Call,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    f: impl FnOnce(
+        &mut Active,
+        &mut Lookup<'_>,
+    ) -> Result<(RawRequest, Option<Box<dyn Finish>>), HandOff>,
+) -> bool {
+    if request.is_null() {
+        return false;
+    }
+    let mut g = lock();
+    // Never set up here: the setup is collective, and starting a nonblocking collective
+    // must not wait for other ranks (MPI-4.0 §6.12). Until a call that every rank makes
+    // has set it up, nonblocking collectives go to MPI.
+    let Some(st) = g.0.state.as_mut() else {
+        return false;
+    };
+    let Some((req, unpack)) = st.run(call, comm, f) else {
+        return false;
+    };
+    let mut handle = abi::request_null();
+    // SAFETY: the callbacks are `extern "C"` functions of the right types; `handle` is a
+    // local that MPI fills in. Starting a generalized request runs no progress callback
+    // of ours (and one would find the state locked and return).
+    unsafe {
+        match st.mpix_start {
+            Some(start) => start(
+                abi::grequest_query,
+                abi::grequest_free,
+                abi::grequest_cancel,
+                grequest_poll,
+                grequest_wait,
+                std::ptr::null_mut(),
+                &mut handle,
+            ),
+            None => ffi::PMPI_Grequest_start(
+                Some(abi::grequest_query),
+                Some(abi::grequest_free),
+                Some(abi::grequest_cancel),
+                std::ptr::null_mut(),
+                &mut handle,
+            ),
+        };
+        *request = handle;
+    }
+    match req.complete() {
+        // SAFETY: the generalized request just started for this collective.
+        Ok(()) => unsafe { finish(handle, unpack) },
+        Err(req) => {
+            st.pending.push(Pending {
+                req,
+                handle,
+                unpack,
+            });
+            IN_FLIGHT.store(true, Ordering::Relaxed);
+        }
+    }
+    true
+}
+
+/// The end of a nonblocking collective of ours that has completed: what is left to do
+/// (unpacking), then its generalized request `handle` completes.
+///
+/// # Safety
+/// `handle` is the generalized request started for the collective, not completed before
+/// (the application cannot free it while it is in flight).
+pub(super) unsafe fn finish(handle: MPI_Request, unpack: Option<Box<dyn Finish>>) {
+    if let Some(packed) = unpack {
+        // An error went to the communicator's error handler; the request completes.
+        let _ = packed.finish();
+    }
+    // SAFETY: per the contract.
+    unsafe { ffi::PMPI_Grequest_complete(handle) };
+}
+
+/// Whether blocking collectives handed to MPI run as MPI's nonblocking form, polled with
+/// ours (`completion::handed`).
+pub(crate) fn polls_handed() -> bool {
+    UNHOOKED.load(Ordering::Relaxed)
+}
+
+/// Whether any nonblocking collective of ours is in flight.
+pub(crate) fn in_flight() -> bool {
+    // Relaxed: the flag is written and read by MPI calls, which never run concurrently at
+    // the thread levels where the library is active; the lock orders everything else.
+    IN_FLIGHT.load(Ordering::Relaxed)
+}
+
+/// Advances every collective in flight once, and completes the requests of finished
+/// ones; with `check_peers`, also fails (aborting the job) if a local peer they wait on
+/// has died. Returns whether any is still in flight.
+pub(crate) fn progress(check_peers: bool) -> bool {
+    if let Some(st) = &mut lock().0.state {
+        st.progress(check_peers);
+    }
+    in_flight()
+}
+
+/// One turn of Open MPI's progress engine (inside some MPI call of the application's):
+/// advances every collective in flight unless another thread holds the state, checking
+/// the peers every 50 ms. Returns how many collectives it completed.
+pub(crate) fn progress_from_mpi() -> c_int {
+    let Some(mut g) = GLOBAL.try_lock() else {
+        return 0;
+    };
+    let Some(st) = &mut g.0.state else {
+        return 0;
+    };
+    let before = st.pending.len();
+    let check = st.peer_check.due();
+    st.progress(check);
+    (before - st.pending.len()) as c_int
+}
+
+/// Whether `handle` is the request of one of our collectives still in flight (no lock
+/// taken when none is).
+pub(crate) fn is_pending(handle: MPI_Request) -> bool {
+    in_flight()
+        && lock()
+            .0
+            .state
+            .as_ref()
+            .is_some_and(|st| st.pending.iter().any(|p| p.handle == handle))
+}
+
+/// Whether a nonblocking collective of ours is in flight: a copy of `!pending.is_empty()`
+/// that every MPI call the library intercepts can read without taking the lock (and
+/// while it is held, when the runtime re-enters the library).
+pub(super) static IN_FLIGHT: AtomicBool = AtomicBool::new(false);
+
+/// Whether topo-run's path is on in an MPI whose progress engine does not call the library
+/// (no Open MPI hook): the same on every rank.
+pub(super) static UNHOOKED: AtomicBool = AtomicBool::new(false);
+
+/// Pauses that spin before one of the library's waits yields the core.
+pub(crate) const SPIN: u32 = 64;
+
+/// Says every 50 ms that it is time to check the peers, for Open MPI's progress engine,
+/// which calls the library many times a microsecond: it reads the clock only every 64th
+/// call.
+pub(super) struct PeerCheck {
+    calls: u32,
+    last: Option<Instant>,
+}
+
+impl PeerCheck {
+    pub(super) fn new() -> Self {
+        PeerCheck {
+            calls: 0,
+            last: None,
+        }
+    }
+
+    pub(super) fn due(&mut self) -> bool {
+        self.calls = self.calls.wrapping_add(1);
+        if !self.calls.is_multiple_of(64) {
+            return false;
+        }
+        let now = Instant::now();
+        match self.last {
+            Some(t) if now.duration_since(t) < Duration::from_millis(50) => false,
+            _ => {
+                let first = self.last.is_none();
+                self.last = Some(now);
+                !first
+            }
+        }
+    }
+}
