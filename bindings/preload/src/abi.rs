@@ -393,3 +393,45 @@ pub(crate) fn op_kind(op: MPI_Op) -> Option<OpKind> {
     };
     known.iter().position(|&k| k == op).map(|i| OpKind::ALL[i])
 }
+
+/// The datatype a call unpacks with at completion: the application's handle, or a
+/// duplicate of it that this value frees (a nonblocking call keeps one, since the
+/// application may free its handle before the call completes).
+#[derive(Debug)]
+pub(crate) struct KeptType {
+    dt: MPI_Datatype,
+    owned: bool,
+}
+
+impl KeptType {
+    /// `dt` itself, or with `duplicate` a duplicate of it; `None` if MPI cannot
+    /// duplicate it.
+    pub(crate) fn new(dt: MPI_Datatype, duplicate: bool) -> Option<KeptType> {
+        if !duplicate {
+            return Some(KeptType { dt, owned: false });
+        }
+        let mut dup = dt;
+        // SAFETY: duplicating the application's valid datatype into a local handle.
+        if unsafe { ffi::PMPI_Type_dup(dt, &mut dup) } != SUCCESS {
+            return None;
+        }
+        Some(KeptType {
+            dt: dup,
+            owned: true,
+        })
+    }
+
+    /// The handle to unpack with.
+    pub(crate) fn handle(&self) -> MPI_Datatype {
+        self.dt
+    }
+}
+
+impl Drop for KeptType {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: the duplicate made in `new`, freed once, here.
+            unsafe { ffi::PMPI_Type_free(&mut self.dt) };
+        }
+    }
+}

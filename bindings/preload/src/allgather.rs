@@ -13,7 +13,7 @@ use std::os::raw::c_int;
 
 use mpi::ffi;
 
-use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
+use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
 use crate::classify::{Call, HandOff, TypeClass};
 use crate::packed::{pack, packed_size, unpack};
 use crate::state::{self, Active, Lookup};
@@ -55,9 +55,8 @@ struct Unpack {
     block: usize,
     recv: *mut c_void,
     count: c_int,
-    /// The application's datatype, or a duplicate of it that this owns (`owned`).
-    dt: MPI_Datatype,
-    owned: bool,
+    /// The application's datatype, or a duplicate of it.
+    dt: KeptType,
     stride: isize,
     comm: MPI_Comm,
 }
@@ -74,21 +73,12 @@ impl Unpack {
             // SAFETY: block r of the receive buffer holds `count` elements of `dt` at
             // `r * count * extent` bytes from its start (the MPI layout of an Allgather's
             // receive buffer); `block` holds their packed bytes.
-            let rc = unsafe { unpack(block, at.cast(), self.count, self.dt, self.comm) };
+            let rc = unsafe { unpack(block, at.cast(), self.count, self.dt.handle(), self.comm) };
             if rc != SUCCESS {
                 return rc;
             }
         }
         SUCCESS
-    }
-}
-
-impl Drop for Unpack {
-    fn drop(&mut self) {
-        if self.owned {
-            // SAFETY: the duplicate made in `prepare`, freed once, here.
-            unsafe { ffi::PMPI_Type_free(&mut self.dt) };
-        }
     }
 }
 
@@ -189,22 +179,13 @@ unsafe fn prepare<'b>(
     let unpack = if recv_direct {
         None
     } else {
-        let (mut dt, mut owned) = (recv_type, false);
-        if keep_type {
-            let mut dup = dt;
-            // SAFETY: duplicating the application's valid datatype into a local handle.
-            if unsafe { ffi::PMPI_Type_dup(dt, &mut dup) } != SUCCESS {
-                return Err(HandOff::Arguments);
-            }
-            (dt, owned) = (dup, true);
-        }
+        let dt = KeptType::new(recv_type, keep_type).ok_or(HandOff::Arguments)?;
         Some(Unpack {
             bytes: vec![0u8; total],
             block,
             recv,
             count: recv_count,
             dt,
-            owned,
             stride,
             comm,
         })

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use mpi::ffi;
 
-use crate::abi::{MPI_Comm, MPI_Datatype, SUCCESS};
+use crate::abi::{KeptType, MPI_Comm, MPI_Datatype, SUCCESS};
 use crate::classify::{HandOff, signature_bytes};
 
 /// What a collective of topo-run's still does after its data has moved: unpack into the
@@ -40,9 +40,8 @@ pub(crate) struct Packed {
 struct Target {
     buf: *mut c_void,
     count: c_int,
-    /// The application's datatype, or a duplicate of it that this owns (`owned`).
-    dt: MPI_Datatype,
-    owned: bool,
+    /// The application's datatype, or a duplicate of it.
+    dt: KeptType,
     comm: MPI_Comm,
 }
 
@@ -254,22 +253,13 @@ impl Packed {
             });
         }
         let bytes = vec![0u8; n];
-        let (mut dt, mut owned) = (dt, false);
-        if keep_type {
-            let mut dup = dt;
-            // SAFETY: duplicating the application's valid datatype into a local handle.
-            if unsafe { ffi::PMPI_Type_dup(dt, &mut dup) } != SUCCESS {
-                return Err(HandOff::Arguments);
-            }
-            (dt, owned) = (dup, true);
-        }
+        let dt = KeptType::new(dt, keep_type).ok_or(HandOff::Arguments)?;
         Ok(Packed {
             bytes,
             unpack: Some(Target {
                 buf,
                 count,
                 dt,
-                owned,
                 comm,
             }),
         })
@@ -283,15 +273,6 @@ impl Packed {
         };
         // SAFETY: `bytes` holds the packed elements; `t.buf` is the application's buffer
         // for `t.count` elements of `t.dt` (per the contract of `new`).
-        unsafe { unpack(&self.bytes, t.buf, t.count, t.dt, t.comm) }
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        if self.owned {
-            // SAFETY: the duplicate made in `Packed::new`, freed once, here.
-            unsafe { ffi::PMPI_Type_free(&mut self.dt) };
-        }
+        unsafe { unpack(&self.bytes, t.buf, t.count, t.dt.handle(), t.comm) }
     }
 }
