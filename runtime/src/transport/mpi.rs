@@ -43,6 +43,22 @@ pub fn pieces(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
     })
 }
 
+/// Posts a message of `len` bytes as its pieces ([`pieces`]: each of a length that fits
+/// an `int`), `post(offset, length, request)` starting each, and keeps the requests in
+/// `x`.
+fn post_pieces(
+    x: &mut Transfer,
+    len: usize,
+    mut post: impl FnMut(usize, c_int, &mut ffi::MPI_Request),
+) {
+    for (off, piece) in pieces(len, MAX_PIECE) {
+        // SAFETY: reading a constant handle.
+        let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
+        post(off, piece as c_int, &mut req);
+        x.requests.push(req);
+    }
+}
+
 /// Point-to-point over a communicator of topo-run's own ([`crate::private_comm`]).
 pub struct MpiTransport {
     comm: SimpleCommunicator,
@@ -99,26 +115,23 @@ impl MpiTransport {
         data: &[u8],
         tag: c_int,
     ) -> Result<()> {
-        let byte = u8::equivalent_datatype().as_raw();
+        let (byte, comm) = (u8::equivalent_datatype().as_raw(), self.comm.as_raw());
         for &r in to {
-            for (off, len) in pieces(data.len(), MAX_PIECE) {
-                // SAFETY: per the contract, `data` stays valid until the request completes;
-                // the piece lies inside it and its length fits an `int`.
-                let req = unsafe {
-                    let mut req = ffi::RSMPI_REQUEST_NULL;
+            post_pieces(x, data.len(), |off, len, req| {
+                // SAFETY: per the contract, `data` stays valid until the request
+                // completes; the piece lies inside it.
+                unsafe {
                     ffi::MPI_Isend(
                         data.as_ptr().add(off).cast(),
-                        len as c_int,
+                        len,
                         byte,
                         r as c_int,
                         tag,
-                        self.comm.as_raw(),
-                        &mut req,
-                    );
-                    req
+                        comm,
+                        req,
+                    )
                 };
-                x.requests.push(req);
-            }
+            });
         }
         Ok(())
     }
@@ -135,24 +148,22 @@ impl MpiTransport {
         len: usize,
         tag: c_int,
     ) -> Result<()> {
-        for (off, piece) in pieces(len, MAX_PIECE) {
-            // SAFETY: per the contract, `buf` has room for `len` bytes until completion; the
-            // piece lies inside it and its length fits an `int`.
-            let req = unsafe {
-                let mut req = ffi::RSMPI_REQUEST_NULL;
+        let (byte, comm) = (u8::equivalent_datatype().as_raw(), self.comm.as_raw());
+        post_pieces(x, len, |off, piece, req| {
+            // SAFETY: per the contract, `buf` has room for `len` bytes until completion;
+            // the piece lies inside it.
+            unsafe {
                 ffi::MPI_Irecv(
                     buf.add(off).cast(),
-                    piece as c_int,
-                    u8::equivalent_datatype().as_raw(),
+                    piece,
+                    byte,
                     from as c_int,
                     tag,
-                    self.comm.as_raw(),
-                    &mut req,
-                );
-                req
+                    comm,
+                    req,
+                )
             };
-            x.requests.push(req);
-        }
+        });
         Ok(())
     }
 
