@@ -16,11 +16,11 @@ use mpi::ffi;
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
 use crate::classify::{Call, HandOff, TypeClass};
 use crate::packed::{pack, packed_size, unpack};
-use crate::state::{self, Active, Lookup};
+use crate::state::{self, Active, TypeCache};
 
 /// A type used as it is: predefined, without gaps (the value-index pairs have gaps).
-fn direct_size(look: &mut Lookup<'_>, dt: MPI_Datatype) -> Option<usize> {
-    match look.datatype(dt) {
+fn direct_size(types: &mut TypeCache<'_>, dt: MPI_Datatype) -> Option<usize> {
+    match types.datatype(dt) {
         TypeInfo::Plain { size, class, .. } if class != TypeClass::Pair => Some(size),
         _ => None,
     }
@@ -105,7 +105,7 @@ struct Prepared<'b> {
 #[allow(clippy::too_many_arguments)]
 unsafe fn prepare<'b>(
     a: &Active,
-    look: &mut Lookup<'_>,
+    types: &mut TypeCache<'_>,
     send: *const c_void,
     send_count: c_int,
     send_type: MPI_Datatype,
@@ -127,13 +127,13 @@ unsafe fn prepare<'b>(
     let bad = |p: *const c_void, direct: bool| {
         p == abi::in_place() || (direct && (p.is_null() || p == abi::bottom()))
     };
-    let recv_direct = direct_size(look, recv_type).is_some();
+    let recv_direct = direct_size(types, recv_type).is_some();
     if bad(recv.cast_const(), recv_direct)
-        || (!in_place && bad(send, direct_size(look, send_type).is_some()))
+        || (!in_place && bad(send, direct_size(types, send_type).is_some()))
     {
         return Err(HandOff::Arguments);
     }
-    if !recv_direct && !look.committed(recv_type) {
+    if !recv_direct && !types.committed(recv_type) {
         return Err(HandOff::Arguments);
     }
     // Everything that can fail is asked before anything is allocated for the collective.
@@ -161,7 +161,7 @@ unsafe fn prepare<'b>(
             }?)
         }
     } else {
-        match direct_size(look, send_type) {
+        match direct_size(types, send_type) {
             Some(s) if s as u64 * send_count.max(0) as u64 == block as u64 => {
                 // Buffers that overlap are erroneous, but handing the call to MPI on this
                 // rank alone would split the ranks between two paths: copy.
@@ -227,11 +227,11 @@ pub(crate) unsafe fn allgather(
     recv_type: MPI_Datatype,
     comm: MPI_Comm,
 ) -> Option<c_int> {
-    let finish = state::run(Call::Allgather, comm, |a, look| {
+    let finish = state::run(Call::Allgather, comm, |a, types| {
         // SAFETY: per the contract.
         let p = unsafe {
             prepare(
-                a, look, send, send_count, send_type, recv, recv_count, recv_type, comm, false,
+                a, types, send, send_count, send_type, recv, recv_count, recv_type, comm, false,
             )
         }?;
         if !a.topo.raw_all_gather(p.send, p.recv) {
@@ -260,12 +260,12 @@ pub(crate) unsafe fn iallgather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> bool {
-    let start = |a: &mut Active, look: &mut Lookup<'_>| {
+    let start = |a: &mut Active, types: &mut TypeCache<'_>| {
         // SAFETY: per the contract; the buffers are the collective's until completion,
         // and `finish` keeps the library's own ones alive until then.
         let p = unsafe {
             prepare(
-                a, look, send, send_count, send_type, recv, recv_count, recv_type, comm, true,
+                a, types, send, send_count, send_type, recv, recv_count, recv_type, comm, true,
             )
         }?;
         // SAFETY: as above.

@@ -11,7 +11,7 @@ use topo_runtime::{MpiCombine, RawRequest};
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, SUCCESS, TypeInfo};
 use crate::classify::{Call, HandOff, Numeric, TypeClass, overlaps, signature_bytes};
 use crate::packed::{Finish, Packed};
-use crate::state::{self, Active, Lookup};
+use crate::state::{self, Active, TypeCache};
 
 /// What a call needs of its datatype: the element size, the class and what it holds.
 #[derive(Debug, Clone, Copy)]
@@ -22,8 +22,8 @@ struct Element {
 }
 
 /// The elements of `count` elements of `dt` in a call topo-run can take.
-fn elements(look: &mut Lookup<'_>, count: c_int, dt: MPI_Datatype) -> Result<Element, HandOff> {
-    let e = match look.datatype(dt) {
+fn elements(types: &mut TypeCache<'_>, count: c_int, dt: MPI_Datatype) -> Result<Element, HandOff> {
+    let e = match types.datatype(dt) {
         TypeInfo::Invalid => return Err(HandOff::Arguments),
         TypeInfo::Derived => return Err(HandOff::DerivedDatatype),
         TypeInfo::Plain {
@@ -119,7 +119,7 @@ enum BcastBuf<'b> {
 #[allow(clippy::too_many_arguments)]
 unsafe fn bcast_args<'b>(
     a: &Active,
-    look: &mut Lookup<'_>,
+    types: &mut TypeCache<'_>,
     buf: *mut c_void,
     count: c_int,
     dt: MPI_Datatype,
@@ -127,7 +127,7 @@ unsafe fn bcast_args<'b>(
     comm: MPI_Comm,
     keep_type: bool,
 ) -> Result<BcastBuf<'b>, HandOff> {
-    let size = match elements(look, count, dt) {
+    let size = match elements(types, count, dt) {
         // The same limit as the packed path's, on the same signature bytes.
         Ok(e) => signature_bytes(count, e.size).map(|_| e.size)?,
         // Derived and pair types: the decision rests on the packed size alone, the same
@@ -136,7 +136,7 @@ unsafe fn bcast_args<'b>(
             check_root(a, root)?;
             // Every rank checks its own type, so that one not committed goes to MPI,
             // which reports it, on every rank that passes one (as MPI's own checks do).
-            if buf.cast_const() == abi::in_place() || !look.committed(dt) {
+            if buf.cast_const() == abi::in_place() || !types.committed(dt) {
                 return Err(HandOff::Arguments);
             }
             // SAFETY: per the contract (MPI checks the buffer as it packs and unpacks).
@@ -165,7 +165,7 @@ type ReduceArgs<'b> = (Option<&'b [u8]>, Option<&'b mut [u8]>, MpiCombine);
 #[allow(clippy::too_many_arguments)]
 unsafe fn reduce_args<'b>(
     a: &Active,
-    look: &mut Lookup<'_>,
+    types: &mut TypeCache<'_>,
     send: *const c_void,
     recv: *mut c_void,
     count: c_int,
@@ -173,7 +173,7 @@ unsafe fn reduce_args<'b>(
     op: MPI_Op,
     root: c_int,
 ) -> Result<ReduceArgs<'b>, HandOff> {
-    let e = elements(look, count, dt)?;
+    let e = elements(types, count, dt)?;
     let (size, combine) = (e.size, reduction(op, dt, e)?);
     check_root(a, root)?;
     let n = count as usize * size;
@@ -199,14 +199,14 @@ type AllreduceArgs<'b> = (Option<&'b [u8]>, &'b mut [u8], MpiCombine);
 /// # Safety
 /// The arguments are those of an `MPI_Allreduce` call, the buffers valid for `'b`.
 unsafe fn allreduce_args<'b>(
-    look: &mut Lookup<'_>,
+    types: &mut TypeCache<'_>,
     send: *const c_void,
     recv: *mut c_void,
     count: c_int,
     dt: MPI_Datatype,
     op: MPI_Op,
 ) -> Result<AllreduceArgs<'b>, HandOff> {
-    let e = elements(look, count, dt)?;
+    let e = elements(types, count, dt)?;
     let (size, combine) = (e.size, reduction(op, dt, e)?);
     let n = count as usize * size;
     // SAFETY: both buffers hold `count` elements of `size` bytes (`n` bytes).
@@ -226,9 +226,9 @@ pub(crate) unsafe fn bcast(
     comm: MPI_Comm,
 ) -> Option<c_int> {
     let mut packed = None;
-    state::run(Call::Bcast, comm, |a, look| {
+    state::run(Call::Bcast, comm, |a, types| {
         // SAFETY: per the contract.
-        match unsafe { bcast_args(a, look, buf, count, dt, root, comm, false) }? {
+        match unsafe { bcast_args(a, types, buf, count, dt, root, comm, false) }? {
             BcastBuf::Direct(bytes) => ran(a.topo.raw_broadcast(root, bytes)),
             BcastBuf::Packed(mut p) => {
                 ran(a.topo.raw_broadcast(root, &mut p.bytes))?;
@@ -255,9 +255,9 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> bool {
-    state::run(Call::Reduce, comm, |a, look| {
+    state::run(Call::Reduce, comm, |a, types| {
         // SAFETY: per the contract.
-        let (send, recv, op) = unsafe { reduce_args(a, look, send, recv, count, dt, op, root) }?;
+        let (send, recv, op) = unsafe { reduce_args(a, types, send, recv, count, dt, op, root) }?;
         ran(a.topo.raw_reduce(root, send, recv, &op))
     })
     .is_some()
@@ -275,9 +275,9 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> bool {
-    state::run(Call::Allreduce, comm, |a, look| {
+    state::run(Call::Allreduce, comm, |a, types| {
         // SAFETY: per the contract.
-        let (send, recv, op) = unsafe { allreduce_args(look, send, recv, count, dt, op) }?;
+        let (send, recv, op) = unsafe { allreduce_args(types, send, recv, count, dt, op) }?;
         ran(a.topo.raw_all_reduce(send, recv, &op))
     })
     .is_some()
@@ -307,9 +307,9 @@ pub(crate) unsafe fn ibcast(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> bool {
-    let start = |a: &mut Active, look: &mut Lookup<'_>| {
+    let start = |a: &mut Active, types: &mut TypeCache<'_>| {
         // SAFETY: per the contract; the buffer is the collective's until completion.
-        match unsafe { bcast_args(a, look, buf, count, dt, root, comm, true) }? {
+        match unsafe { bcast_args(a, types, buf, count, dt, root, comm, true) }? {
             // SAFETY: as above.
             BcastBuf::Direct(bytes) => {
                 started(unsafe { a.topo.raw_immediate_broadcast(root, bytes) })
@@ -343,10 +343,10 @@ pub(crate) unsafe fn ireduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> bool {
-    let start = |a: &mut Active, look: &mut Lookup<'_>| {
+    let start = |a: &mut Active, types: &mut TypeCache<'_>| {
         // SAFETY: per the contract; the buffers are the collective's until completion.
         started(unsafe {
-            let (send, recv, op) = reduce_args(a, look, send, recv, count, dt, op, root)?;
+            let (send, recv, op) = reduce_args(a, types, send, recv, count, dt, op, root)?;
             a.topo.raw_immediate_reduce(root, send, recv, op)
         })
     };
@@ -369,10 +369,10 @@ pub(crate) unsafe fn iallreduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> bool {
-    let start = |a: &mut Active, look: &mut Lookup<'_>| {
+    let start = |a: &mut Active, types: &mut TypeCache<'_>| {
         // SAFETY: per the contract; the buffers are the collective's until completion.
         started(unsafe {
-            let (send, recv, op) = allreduce_args(look, send, recv, count, dt, op)?;
+            let (send, recv, op) = allreduce_args(types, send, recv, count, dt, op)?;
             a.topo.raw_immediate_all_reduce(send, recv, op)
         })
     };

@@ -395,7 +395,7 @@ fn state_for(g: &mut Global, comm: MPI_Comm) -> Option<&mut State> {
 pub(crate) fn run<T>(
     call: Call,
     comm: MPI_Comm,
-    f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<T, HandOff>,
+    f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
 ) -> Option<T> {
     let mut g = lock();
     let st = state_for(&mut g.0, comm)?;
@@ -408,7 +408,7 @@ impl State {
         &mut self,
         call: Call,
         comm: MPI_Comm,
-        f: impl FnOnce(&mut Active, &mut Lookup<'_>) -> Result<T, HandOff>,
+        f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
     ) -> Option<T> {
         // Contexts of freed communicators go once nothing of theirs is in flight: here, in
         // a call of the program's, not in a progress callback inside MPI (dropping one
@@ -423,16 +423,16 @@ impl State {
             match self.contexts.get_mut(&key(comm)).map(|e| &mut e.active) {
                 None => Err(HandOff::Communicator),
                 Some(active) => {
-                    let mut look = Lookup {
+                    let mut types = TypeCache {
                         types: &mut self.types,
                         quiet: self.quiet,
                     };
                     topo_runtime::fault::maybe_panic(call.name());
                     if others.is_empty() {
-                        f(active, &mut look)
+                        f(active, &mut types)
                     } else {
                         let mut hook = || others.iter().for_each(Progress::poll);
-                        with_progress_hook(&mut hook, || f(active, &mut look))
+                        with_progress_hook(&mut hook, || f(active, &mut types))
                     }
                 }
             }

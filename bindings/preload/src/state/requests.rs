@@ -20,7 +20,7 @@ pub(crate) unsafe fn run_nonblocking(
     request: *mut MPI_Request,
     f: impl FnOnce(
         &mut Active,
-        &mut Lookup<'_>,
+        &mut TypeCache<'_>,
     ) -> Result<(RawRequest, Option<Box<dyn Finish>>), HandOff>,
 ) -> bool {
     if request.is_null() {

@@ -2,13 +2,13 @@
 
 use super::*;
 
-/// Cached datatype lookups, for the closure of [`run`].
-pub(crate) struct Lookup<'a> {
+/// The datatypes a call looks up, predefined ones cached, for the closure of [`run`].
+pub(crate) struct TypeCache<'a> {
     pub(super) types: &'a mut ByHandle<TypeInfo>,
     pub(super) quiet: Option<MPI_Comm>,
 }
 
-impl Lookup<'_> {
+impl TypeCache<'_> {
     /// Whether MPI can pack `dt` (it is committed); see `abi::committed`.
     pub(crate) fn committed(&self, dt: MPI_Datatype) -> bool {
         self.quiet.is_some_and(|q| abi::committed(dt, q))
