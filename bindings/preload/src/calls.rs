@@ -154,6 +154,19 @@ unsafe fn bcast_args<'b>(
     Ok(BcastBuf::Direct(bytes))
 }
 
+/// The bytes of `count` elements of `dt` and the combine of `op` on them, if topo-run can
+/// take a reduction of them (Reduce's and Allreduce's alike).
+fn reduction_of(
+    types: &mut TypeCache<'_>,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+) -> Result<(usize, MpiCombine), HandOff> {
+    let e = elements(types, count, dt)?;
+    let (size, combine) = (e.size, reduction(op, dt, e)?);
+    Ok((count as usize * size, combine))
+}
+
 /// A reduction's send buffer (`None` in place), receive buffer (`None` off the root) and
 /// operation.
 type ReduceArgs<'b> = (Option<&'b [u8]>, Option<&'b mut [u8]>, MpiCombine);
@@ -173,20 +186,18 @@ unsafe fn reduce_args<'b>(
     op: MPI_Op,
     root: c_int,
 ) -> Result<ReduceArgs<'b>, HandOff> {
-    let e = elements(types, count, dt)?;
-    let (size, combine) = (e.size, reduction(op, dt, e)?);
+    let (n, combine) = reduction_of(types, count, dt, op)?;
     check_root(a, root)?;
-    let n = count as usize * size;
     if root != a.rank {
         // Only the root may pass MPI_IN_PLACE; the receive buffer is not used here.
         if special(send) {
             return Err(HandOff::Arguments);
         }
-        // SAFETY: the send buffer holds `count` elements of `size` bytes.
+        // SAFETY: the send buffer holds `count` elements (`n` bytes).
         let send = unsafe { std::slice::from_raw_parts(send.cast::<u8>(), n) };
         return Ok((Some(send), None, combine));
     }
-    // SAFETY: both buffers hold `count` elements of `size` bytes (`n` bytes).
+    // SAFETY: both buffers hold `count` elements (`n` bytes).
     let (send, recv) = unsafe { send_recv(send, recv, n) }?;
     Ok((send, Some(recv), combine))
 }
@@ -206,10 +217,8 @@ unsafe fn allreduce_args<'b>(
     dt: MPI_Datatype,
     op: MPI_Op,
 ) -> Result<AllreduceArgs<'b>, HandOff> {
-    let e = elements(types, count, dt)?;
-    let (size, combine) = (e.size, reduction(op, dt, e)?);
-    let n = count as usize * size;
-    // SAFETY: both buffers hold `count` elements of `size` bytes (`n` bytes).
+    let (n, combine) = reduction_of(types, count, dt, op)?;
+    // SAFETY: both buffers hold `count` elements (`n` bytes).
     let (send, recv) = unsafe { send_recv(send, recv, n) }?;
     Ok((send, recv, combine))
 }
