@@ -18,10 +18,10 @@
 //! `nic` is the fastest network bandwidth measured. Each MPI pair also times an exchange
 //! of 1 MiB, both ranks sending at once: where it takes more than 1.5 times the one way
 //! between nodes, the network is half duplex (`nic duplex=half`: emulated nodes on one
-//! host, whose network is the host's TCP stack on the same cores). On a half-duplex network
-//! the pair also times an exchange of 8 bytes: what it takes beyond the one way is the time
-//! the second message waits for the first, each message's hold on the interface (`nic
-//! rate`, one over it).
+//! host, whose network is the host's TCP stack on the same cores). Each MPI pair also times
+//! an exchange of 8 bytes: on a half-duplex network, what it takes beyond the one way is
+//! the time the second message waits for the first, each message's hold on the interface
+//! (`nic rate`, one over it).
 //!
 //! Started by topo-run (`srun topo-run simulate --calibrate` plans the step), the classes
 //! inside a node are measured through topo-run's own shared memory instead of MPI's, as
@@ -400,14 +400,13 @@ fn fit(mut model: CostModel, pairs: &[Pair], queues: &[Pair], chain_us: Option<f
     // The network's exchanges: full duplex takes about one way's time, half duplex two.
     // The fastest pair between nodes decides.
     let last = SIZES.len() - 1;
-    if let Some(p) = pairs
+    if let Some((p, exchange)) = pairs
         .iter()
-        .filter(|p| p.class.is_network() && p.exchange_us.is_some())
-        .min_by(|a, b| a.times[last].total_cmp(&b.times[last]))
+        .filter(|p| p.class.is_network())
+        .filter_map(|p| Some((p, p.exchange_us?)))
+        .min_by(|a, b| a.0.times[last].total_cmp(&b.0.times[last]))
     {
-        model.nic_half_duplex = p
-            .exchange_us
-            .is_some_and(|x| x > HALF_DUPLEX * p.times[last]);
+        model.nic_half_duplex = exchange > HALF_DUPLEX * p.times[last];
         // Half duplex: two small messages crossing take one way and the wait of the
         // second for the first, each message's hold on the interface.
         if model.nic_half_duplex

@@ -209,7 +209,7 @@ impl Cluster {
             }));
         }
         if op == Op::Barrier && s.barrier_alg() == BarrierAlg::Flat {
-            let flat = remap::Positions::new(&remap::interleaved_positions(&self.placement));
+            let flat = remap::Positions::new(remap::interleaved_positions(&self.placement));
             return Ok(Programs::build(n, |r| {
                 let rounds = flat.dissemination_peers(r).expect(PERMUTATION);
                 Program::from_builder(&ibarrier::build_flat(&rounds))
@@ -221,7 +221,7 @@ impl Cluster {
         match (op, s.allreduce_for(len)) {
             (Op::Allreduce, AllreduceAlg::Ring) => {
                 ring_fits(n)?;
-                let ring = remap::Positions::new(&remap::ring_positions(&self.placement));
+                let ring = remap::Positions::new(remap::ring_positions(&self.placement));
                 return Ok(Programs::build(n, |r| {
                     let peers = ring.ring_peers(r).expect(PERMUTATION);
                     Program::from_builder(&iallreduce::build_ring(&peers, elem, true, len))

@@ -149,16 +149,9 @@ pub struct Positions {
 
 impl Positions {
     /// The positions `pos`, rank by rank (a permutation of `0..n`).
-    pub fn new(pos: &[u32]) -> Self {
-        Positions {
-            pos: pos.to_vec(),
-            rank_at: invert(pos),
-        }
-    }
-
-    /// Each rank's position.
-    pub fn as_slice(&self) -> &[u32] {
-        &self.pos
+    pub fn new(pos: Vec<u32>) -> Self {
+        let rank_at = invert(&pos);
+        Positions { pos, rank_at }
     }
 
     /// Rank `rank`'s recursive doubling peers (`n` a power of two); `None` if `rank` is out
@@ -238,8 +231,7 @@ pub fn bruck_graph(n: usize) -> Graph {
 /// Rank `rank`'s peers when ranks sit at `pos` (a permutation of `0..n`, `n` a power of
 /// two); `None` if `rank` is out of range.
 pub fn peers(pos: &[u32], rank: u32) -> Option<RdPeers> {
-    pos.get(rank as usize)?;
-    Positions::new(pos).rd_peers(rank)
+    Positions::new(pos.to_vec()).rd_peers(rank)
 }
 
 /// The blocks recursive doubling sends between nodes, in all, with ranks at `pos`
@@ -331,8 +323,7 @@ fn bruck_constructed(place: &Placement, graph: &Graph) -> Vec<u32> {
 /// Rank `rank`'s peers in Bruck's exchange with ranks at `pos` (a permutation of `0..n`);
 /// `None` if `rank` is out of range.
 pub fn bruck_peers(pos: &[u32], rank: u32) -> Option<BruckPeers> {
-    pos.get(rank as usize)?;
-    Positions::new(pos).bruck_peers(rank)
+    Positions::new(pos.to_vec()).bruck_peers(rank)
 }
 
 /// One rank's part of the ring Allgather (any number of ranks): at step `s` it passes the
@@ -386,8 +377,7 @@ pub fn ring_positions(place: &Placement) -> Vec<u32> {
 /// Rank `rank`'s part of the ring with ranks at `pos` (a permutation of `0..n`); `None` if
 /// `rank` is out of range.
 pub fn ring_peers(pos: &[u32], rank: u32) -> Option<RingPeers> {
-    pos.get(rank as usize)?;
-    Positions::new(pos).ring_peers(rank)
+    Positions::new(pos.to_vec()).ring_peers(rank)
 }
 
 /// The flat barrier's positions: the nodes interleaved, the first rank of every node (nodes
@@ -413,18 +403,14 @@ pub fn interleaved_positions(place: &Placement) -> Vec<u32> {
 /// in round `k` it signals the rank `2^k` positions on and hears from the one `2^k`
 /// positions back, `(to, from)`; `None` if `rank` is out of range.
 pub fn dissemination_peers(pos: &[u32], rank: u32) -> Option<Vec<(u32, u32)>> {
-    pos.get(rank as usize)?;
-    Positions::new(pos).dissemination_peers(rank)
+    Positions::new(pos.to_vec()).dissemination_peers(rank)
 }
 
 /// The blocks the ring sends between nodes, in all, with ranks at `pos`: `n - 1` over each
 /// edge of the ring whose ends are on different nodes.
 pub fn ring_blocks_between_nodes(node_of: &[u32], pos: &[u32]) -> u64 {
     let n = node_of.len();
-    let mut rank_at = vec![0u32; n];
-    for (r, &p) in pos.iter().enumerate() {
-        rank_at[p as usize] = r as u32;
-    }
+    let rank_at = invert(pos);
     let crossing = (0..n)
         .filter(|&p| node_of[rank_at[p] as usize] != node_of[rank_at[(p + 1) % n] as usize])
         .count() as u64;

@@ -31,7 +31,7 @@ impl Order {
     pub fn new(alg: AllgatherAlg, place: &Placement) -> Option<Order> {
         match alg {
             AllgatherAlg::Hierarchical(_) => None,
-            AllgatherAlg::Ring => Some(Order::Ring(Positions::new(&remap::ring_positions(place)))),
+            AllgatherAlg::Ring => Some(Order::Ring(Positions::new(remap::ring_positions(place)))),
             AllgatherAlg::RecursiveDoubling => Some(match remap::chosen(place) {
                 Some(pos) => {
                     // Small blocks: the order chosen as if the switches were unknown (it
@@ -46,12 +46,9 @@ impl Order {
                         .then(|| remap::chosen(&Placement::nodes(place.node_of())))
                         .flatten()
                         .filter(|p| *p != pos);
-                    Order::RecursiveDoubling(
-                        Positions::new(&pos),
-                        small.map(|p| Positions::new(&p)),
-                    )
+                    Order::RecursiveDoubling(Positions::new(pos), small.map(Positions::new))
                 }
-                None => Order::Bruck(Positions::new(&remap::bruck_chosen(place))),
+                None => Order::Bruck(Positions::new(remap::bruck_chosen(place))),
             }),
         }
     }
