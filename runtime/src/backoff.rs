@@ -8,105 +8,16 @@
 //! and it advances only while this rank is inside MPI.
 //!
 //! A caller that holds more than one context (the PMPI library keeps one per communicator)
-//! installs a progress hook with [`with_progress_hook`]: every wait then also advances the
-//! nonblocking collectives of the other contexts, as MPI's progress rule asks.
+//! installs a progress hook ([`crate::progress_hook`]): every wait then also runs it.
 
-use std::cell::Cell;
-use std::os::raw::c_int;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use mpi::ffi;
-
-/// A private communicator over `MPI_COMM_SELF` for the progress probes, once MPI is known to be
-/// initialised ([`enable_mpi_progress`]); unset in tests without MPI.
-static PROBE_COMM: OnceLock<ProbeComm> = OnceLock::new();
-
-struct ProbeComm(ffi::MPI_Comm);
-
-// SAFETY: an MPI communicator handle is a process-wide value; it is only read after it is
-// set, and MPI itself decides which threads may call it.
-unsafe impl Send for ProbeComm {}
-// SAFETY: as for `Send`; the handle is never written after it is set.
-unsafe impl Sync for ProbeComm {}
+use crate::ffi::comm::poke_mpi;
+use crate::progress_hook::run_hook;
 
 /// Spinning waits probe MPI once every this many rounds (a probe costs about as much as
 /// a few dozen polls of a queue).
 const PROBE_EVERY: u32 = 64;
-
-/// Lets waits drive MPI's progress from now on. Call it with MPI initialised, from the
-/// thread that calls MPI; later calls do nothing.
-pub(crate) fn enable_mpi_progress() {
-    PROBE_COMM.get_or_init(|| {
-        // SAFETY: reading a constant handle; MPI is initialised (the caller's contract).
-        // The communicator (local: over MPI_COMM_SELF) lives until MPI_Finalize.
-        ProbeComm(crate::private_comm::private_comm(unsafe {
-            ffi::RSMPI_COMM_SELF
-        }))
-    });
-}
-
-/// Drives MPI's progress engine once, if [`enable_mpi_progress`] was called.
-pub(crate) fn poke_mpi() {
-    if let Some(ProbeComm(comm)) = PROBE_COMM.get() {
-        let mut flag: c_int = 0;
-        // SAFETY: `comm` is the live private duplicate made by `enable_mpi_progress`, on
-        // which nothing is ever sent, so the probe matches nothing and only progresses.
-        unsafe {
-            ffi::PMPI_Iprobe(
-                ffi::RSMPI_ANY_SOURCE,
-                ffi::RSMPI_ANY_TAG,
-                *comm,
-                &mut flag,
-                ffi::RSMPI_STATUS_IGNORE,
-            )
-        };
-    }
-}
-
-thread_local! {
-    /// The hook installed by [`with_progress_hook`] on this thread, if any.
-    static HOOK: Cell<Option<*mut (dyn FnMut() + 'static)>> = const { Cell::new(None) };
-}
-
-/// Runs `f` with `hook` called whenever a wait inside it pauses (and in place of blocking
-/// MPI point-to-point calls, which become polled). The hook must not wait itself.
-pub fn with_progress_hook<R>(hook: &mut dyn FnMut(), f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<*mut (dyn FnMut() + 'static)>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            HOOK.with(|h| h.set(self.0));
-        }
-    }
-    // SAFETY: only the trait object's lifetime bound changes. The pointer lives in the
-    // thread-local no longer than this call: `Restore` puts the previous value back when
-    // `f` returns or unwinds, and `hook` outlives the call.
-    let hook: *mut (dyn FnMut() + 'static) = unsafe { std::mem::transmute(hook) };
-    let _restore = Restore(HOOK.with(|h| h.replace(Some(hook))));
-    f()
-}
-
-/// Whether a progress hook is installed on this thread.
-pub(crate) fn hooked() -> bool {
-    HOOK.with(|h| h.get().is_some())
-}
-
-/// Calls the progress hook, if any (never recursively: it is taken out while it runs).
-pub(crate) fn run_hook() {
-    let Some(hook) = HOOK.with(|h| h.take()) else {
-        return;
-    };
-    struct Restore(*mut (dyn FnMut() + 'static));
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            HOOK.with(|h| h.set(Some(self.0)));
-        }
-    }
-    let _restore = Restore(hook);
-    // SAFETY: installed by `with_progress_hook`, whose caller keeps it alive and
-    // unaliased until the call returns; we are inside that call on the same thread.
-    unsafe { (*hook)() };
-}
 
 /// The first pauses of a spinning wait return at once: a peer that is about to answer
 /// is seen the moment its line arrives (a `pause` instruction holds the core for tens of
@@ -199,6 +110,7 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::progress_hook::{hooked, with_progress_hook};
 
     #[test]
     fn pauses_call_the_hook_while_installed_never_recursively() {

@@ -6,11 +6,9 @@
 //! the caller's own calls, so nobody waits for the progress thread.
 
 use std::collections::BTreeMap;
-use std::os::raw::c_int;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use mpi::ffi;
 use mpi::topology::Communicator;
 use topo_hierarchy::Settings;
 use topo_hierarchy::remap::RingPeers;
@@ -19,6 +17,7 @@ use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg};
 
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
+use crate::ffi::native::NativeRequest;
 use crate::links::Links;
 use crate::nonblocking::iallgather::Exchange;
 use crate::nonblocking::{Builder, Engine, Reach, Schedule, Shape};
@@ -160,6 +159,21 @@ impl Exchanges {
 /// plain flag unless a progress thread shares it ([`crate::serial_lock`]).
 pub(crate) type Shared = Arc<SerialLock<Core>>;
 
+/// A context's state behind its lock: a mutex if a progress thread shares it, a flag
+/// otherwise.
+pub(crate) fn shared(state: Core, threaded: bool) -> Shared {
+    Arc::new(if threaded {
+        SerialLock::new(state)
+    } else {
+        // SAFETY: without a progress thread the state is reached only through this
+        // context, its requests and `Progress` handles (none of them `Send`), and this
+        // thread's MPI progress hook: one thread. (The PMPI library, which moves contexts
+        // between threads under MPI_THREAD_SERIALIZED, has the program's own ordering of
+        // its MPI calls between such uses.)
+        unsafe { SerialLock::new_serial(state) }
+    })
+}
+
 /// The guard of a context's state.
 pub(crate) type Locked<'a> = SerialGuard<'a, Core>;
 
@@ -180,7 +194,7 @@ pub(crate) struct Core {
     pub(crate) hier: Option<Box<Hier>>,
     engine: Engine,
     /// Collectives handed to MPI, by request id.
-    native: BTreeMap<u64, ffi::MPI_Request>,
+    native: BTreeMap<u64, NativeRequest>,
     next_id: u64,
     /// A request was dropped before it completed.
     pub(crate) poisoned: bool,
@@ -198,7 +212,7 @@ pub(crate) struct Core {
 
 // SAFETY: `Core` holds raw pointers of three kinds, each safe to use from the thread that
 // holds the mutex: the caller's buffers in schedules (kept valid until the schedule
-// completes by `Schedule::new`'s contract, whichever thread polls it), the mapping of the
+// completes: a request lends them, `crate::request`), whichever thread polls it), the mapping of the
 // node's segment (process-wide memory), and MPI handles. MPI is called through the state
 // only by the thread that called MPI's initialisation, or by the progress thread when
 // `thread_multiple` says MPI allows every thread to call it; otherwise that thread polls
@@ -213,7 +227,7 @@ impl Core {
             native: BTreeMap::new(),
             next_id: 0,
             poisoned: false,
-            thread_multiple: mpi_thread_multiple(),
+            thread_multiple: crate::ffi::comm::thread_multiple(),
             deferred: None,
             busy: Arc::new(AtomicBool::new(false)),
             rank,
@@ -258,13 +272,7 @@ impl Core {
         if let Some(h) = &mut self.hier {
             self.engine.progress(&mut h.links, Reach::All)?;
         }
-        self.native.retain(|_, req| {
-            let mut flag: c_int = 0;
-            // SAFETY: `req` is an active request started by this module; MPI_Test frees
-            // it (and sets it to null) once it completes, and then we forget it.
-            unsafe { ffi::MPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
-            flag == 0
-        });
+        self.native.retain(|_, req| !req.test());
         Ok(())
     }
 
@@ -395,7 +403,7 @@ impl Core {
     }
 
     /// Records an MPI request as request `id`.
-    pub(crate) fn start_native(&mut self, id: u64, req: ffi::MPI_Request) {
+    pub(crate) fn start_native(&mut self, id: u64, req: NativeRequest) {
         self.busy.store(true, Ordering::Relaxed);
         self.native.insert(id, req);
     }
@@ -404,23 +412,6 @@ impl Core {
         self.next_id += 1;
         self.next_id
     }
-}
-
-/// Whether MPI was initialised with `MPI_THREAD_MULTIPLE` (false before it is).
-fn mpi_thread_multiple() -> bool {
-    let mut init: c_int = 0;
-    let mut level: c_int = 0;
-    // SAFETY: MPI_Initialized may be called at any time; MPI_Query_thread once MPI is
-    // initialised. Both write one int.
-    unsafe {
-        ffi::PMPI_Initialized(&mut init);
-        if init == 0 {
-            return false;
-        }
-        ffi::PMPI_Query_thread(&mut level);
-    }
-    // SAFETY: reading a constant.
-    level == unsafe { ffi::RSMPI_THREAD_MULTIPLE }
 }
 
 /// Reports a failed collective and aborts the job with [`ABORT_CODE`].

@@ -13,7 +13,6 @@
 //! topo-run's calls only.
 
 use std::cell::RefCell;
-use std::ffi::{CStr, c_void};
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -23,35 +22,7 @@ use crate::backoff::LIVENESS_PERIOD;
 use crate::context::{Core, Shared, try_lock};
 use crate::serial_lock::SerialLock;
 
-/// A callback of Open MPI's progress engine: returns how many events it completed.
-pub type Callback = unsafe extern "C" fn() -> c_int;
-
-/// Open MPI's `opal_progress_register` or `opal_progress_unregister`, if the process has
-/// them (libopen-pal, loaded with libmpi).
-fn opal_fn(name: &CStr) -> Option<unsafe extern "C" fn(Callback) -> c_int> {
-    // SAFETY: `name` is NUL-terminated; RTLD_DEFAULT searches the loaded objects.
-    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    // SAFETY: both functions have the C type `int (*)(int (*)(void))` in every Open MPI
-    // release that defines them (opal/runtime/opal_progress.h).
-    (!sym.is_null()).then(|| unsafe {
-        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Callback) -> c_int>(sym)
-    })
-}
-
-/// Asks Open MPI's progress engine to call `cb` in every turn. Returns whether it could
-/// (false under other MPI libraries).
-pub fn register(cb: Callback) -> bool {
-    // SAFETY: registering a function of the type Open MPI expects, with MPI initialised.
-    opal_fn(c"opal_progress_register").is_some_and(|register| unsafe { register(cb) } == 0)
-}
-
-/// Undoes [`register`].
-pub fn unregister(cb: Callback) {
-    if let Some(unregister) = opal_fn(c"opal_progress_unregister") {
-        // SAFETY: a function registered by `register`; MPI is still running.
-        unsafe { unregister(cb) };
-    }
-}
+pub use crate::ffi::opal::{Callback, register, unregister};
 
 /// Set by [`manual`]: the contexts do not register the automatic callback.
 static MANUAL: AtomicBool = AtomicBool::new(false);
@@ -104,7 +75,7 @@ pub(crate) fn track(core: &Shared) {
 /// The automatic callback: advances this thread's contexts that have collectives in
 /// flight. A context that is itself running a call (this turn comes from inside it) is
 /// left alone. A dead peer aborts the job, naming it.
-unsafe extern "C" fn advance() -> c_int {
+extern "C" fn advance() -> c_int {
     CONTEXTS.with(|c| {
         let Ok(list) = c.try_borrow() else {
             return 0;

@@ -94,10 +94,7 @@ pub fn running() -> bool {
 }
 
 fn run(helper: &'static Helper) -> ! {
-    // Sleep as long as asked, not up to the default 50 us longer: the thread's short naps
-    // are what lets it share a core with the computation.
-    // SAFETY: prctl with PR_SET_TIMERSLACK takes one integer and affects this thread only.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+    crate::ffi::tight_timer_slack();
     let mut quiet = 0u32;
     let mut last = 0u64;
     let mut last_busy = Instant::now();

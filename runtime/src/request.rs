@@ -17,7 +17,6 @@
 
 use std::cell::Cell;
 use std::marker::PhantomData;
-use std::os::raw::c_int;
 use std::sync::Arc;
 
 use mpi::request::{Scope, StaticScope};
@@ -60,6 +59,30 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
             _borrow: PhantomData,
             _not_send: PhantomData,
         }
+    }
+
+    /// The request's id in its context.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Lends `buf`, borrowed for `'a`, to the collective this request tracks, for good:
+    /// the engine's schedules and MPI hold buffers without their lifetime.
+    ///
+    /// Sound because this request is registered with a scope of `'a`: the scope ends only
+    /// after the request has completed (a scope with a request left aborts the process),
+    /// and a request dropped before it completes poisons its context, which then aborts
+    /// the job instead of running anything further. A completed collective holds nothing
+    /// (the engine drops a schedule when it completes).
+    pub(crate) fn lend<T: ?Sized>(&self, buf: &'a T) -> &'static T {
+        // SAFETY: as above: `buf` outlives the collective's use of it.
+        unsafe { &*(buf as *const T) }
+    }
+
+    /// As [`Request::lend`], for a buffer the collective writes.
+    pub(crate) fn lend_mut<T: ?Sized>(&self, buf: &'a mut T) -> &'static mut T {
+        // SAFETY: as in `lend`; the caller gave up its `&mut` for `'a`.
+        unsafe { &mut *(buf as *mut T) }
     }
 
     fn finish(&mut self) {
@@ -225,33 +248,9 @@ impl Progress {
     }
 }
 
-/// Extends a borrow to `'static` for a [`RawRequest`].
-///
-/// # Safety
-/// The referent must stay valid (and, for `&mut`, untouched by others) until the request
-/// that holds it has completed.
-pub(crate) unsafe fn forever<T: ?Sized>(r: &T) -> &'static T {
-    // SAFETY: per the contract.
-    unsafe { &*(r as *const T) }
-}
-
-/// As [`forever`], for a mutable borrow.
-///
-/// # Safety
-/// As [`forever`].
-pub(crate) unsafe fn forever_mut<T: ?Sized>(r: &mut T) -> &'static mut T {
-    // SAFETY: per the contract.
-    unsafe { &mut *(r as *mut T) }
-}
-
 // The schedule starters, shared by the typed and the byte-level entry points.
 
 // Byte-level entry points, for callers that hold raw MPI buffers (the PMPI library). Each
 // starts the hierarchical schedule and returns its request, or returns `None` without
 // doing anything when the collectives go to MPI's own; the caller then hands the call to
 // MPI. Ranks are world ranks.
-
-/// An MPI element count.
-pub(crate) fn count(n: usize) -> c_int {
-    c_int::try_from(n).expect("MPI element counts are limited to i32::MAX")
-}

@@ -268,8 +268,9 @@ pub(crate) unsafe fn iallgather(
                 a, types, send, send_count, send_type, recv, recv_count, recv_type, comm, true,
             )
         }?;
-        // SAFETY: as above.
-        let req = unsafe { a.topo.raw_immediate_all_gather(p.send, p.recv) }
+        let req = a
+            .topo
+            .raw_immediate_all_gather(p.send, p.recv)
             .ok_or(HandOff::NoSchedule)?;
         let finish: Box<dyn crate::packed::Finish> = Box::new(p.finish);
         Ok((req, Some(finish)))

@@ -319,15 +319,9 @@ pub(crate) unsafe fn ibcast(
     let start = |a: &mut Active, types: &mut TypeCache<'_>| {
         // SAFETY: per the contract; the buffer is the collective's until completion.
         match unsafe { bcast_args(a, types, buf, count, dt, root, comm, true) }? {
-            // SAFETY: as above.
-            BcastBuf::Direct(bytes) => {
-                started(unsafe { a.topo.raw_immediate_broadcast(root, bytes) })
-            }
+            BcastBuf::Direct(bytes) => started(a.topo.raw_immediate_broadcast(root, bytes)),
             BcastBuf::Packed(mut p) => {
-                // SAFETY: the packed bytes live on the heap, owned by the pending
-                // collective (moving `p` does not move them), until it completes.
-                let (req, _) =
-                    started(unsafe { a.topo.raw_immediate_broadcast(root, &mut p.bytes) })?;
+                let (req, _) = started(a.topo.raw_immediate_broadcast(root, p.lend()))?;
                 Ok((req, Some(Box::new(p) as Box<dyn Finish>)))
             }
         }

@@ -36,6 +36,17 @@ pub(crate) struct Packed {
     unpack: Option<Target>,
 }
 
+impl Packed {
+    /// The packed bytes, lent for good to the collective that moves them: the pending
+    /// collective owns this `Packed` until it completes, and moving it does not move the
+    /// bytes (they are on the heap).
+    pub(crate) fn lend(&mut self) -> &'static mut [u8] {
+        // SAFETY: as above; nothing else touches the bytes until the collective completes
+        // and `finish` unpacks them.
+        unsafe { std::slice::from_raw_parts_mut(self.bytes.as_mut_ptr(), self.bytes.len()) }
+    }
+}
+
 /// The application's buffer of a rank that receives.
 struct Target {
     buf: *mut c_void,

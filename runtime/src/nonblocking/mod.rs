@@ -18,6 +18,8 @@ pub mod iallreduce;
 pub mod ibarrier;
 pub mod ibcast;
 pub mod ireduce;
+// Unsafe: a schedule addresses its regions of the lent buffers as raw parts.
+#[allow(unsafe_code)]
 pub mod schedule;
 
 use std::collections::VecDeque;

@@ -9,13 +9,12 @@ use std::sync::Arc;
 
 use mpi::collective::Operation;
 use mpi::datatype::Equivalence;
-use mpi::ffi;
-use mpi::raw::AsRaw;
 use mpi::request::{Scope, StaticScope};
 use mpi::topology::Communicator;
 
+use crate::ffi::native::Native;
 use crate::plain::{self, MpiCombine};
-use crate::request::{Progress, RawRequest, Request, count, forever, forever_mut};
+use crate::request::{Progress, RawRequest, Request};
 use crate::topo::Topo;
 
 impl Topo {
@@ -33,16 +32,7 @@ impl Topo {
         if self.is_hierarchical() && plain::is_plain::<T>() {
             return self.sched_bcast(scope, root, plain::bytes_mut(buf));
         }
-        let (count, dt) = (count(buf.len()), T::equivalent_datatype().as_raw());
-        let ptr = buf.as_mut_ptr();
-        self.start_native(
-            scope,
-            None,
-            Box::new(move |comm, req| {
-                // SAFETY: `buf` is borrowed for the request's lifetime `'a`.
-                unsafe { ffi::MPI_Ibcast(ptr.cast(), count, dt, root, comm, req) }
-            }),
-        )
+        self.start_native(scope, None, |r| Native::bcast(r.lend_mut(buf), root))
     }
 
     /// Starts a reduction of everyone's `send` into `recv` at this rank, the root
@@ -124,27 +114,11 @@ impl Topo {
             let (send, recv) = (send.map(plain::bytes), recv.map(plain::bytes_mut));
             return self.sched_reduce(scope, root, send, recv, combine, Some(Box::new(op)));
         }
-        let n = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[T]>::len);
-        let (count, dt, raw_op) = (count(n), T::equivalent_datatype().as_raw(), op.as_raw());
-        // In place, MPI gets a copy of the contribution (rsmpi has no MPI_IN_PLACE), which
-        // the request keeps alive with the operation.
-        let copy: Option<Box<[T]>> = match (&send, &recv) {
-            (None, Some(r)) => Some(r.to_vec().into_boxed_slice()),
-            _ => None,
-        };
-        let sp = send
-            .or(copy.as_deref())
-            .map_or(std::ptr::null(), |s| s.as_ptr().cast());
-        let rp = recv.map_or(std::ptr::null_mut(), |r| r.as_mut_ptr().cast());
-        self.start_native(
-            scope,
-            Some(Box::new((op, copy))),
-            Box::new(move |comm, req| {
-                // SAFETY: the user's buffers are borrowed for the request's lifetime `'a`;
-                // the copy and `op` live in the request until it completes.
-                unsafe { ffi::MPI_Ireduce(sp, rp, count, dt, raw_op, root, comm, req) }
-            }),
-        )
+        let raw_op = op.as_raw();
+        self.start_native(scope, Some(Box::new(op)), |r| {
+            let (send, recv) = (send.map(|s| r.lend(s)), recv.map(|b| r.lend_mut(b)));
+            Native::reduce(root, send, recv, raw_op)
+        })
     }
 
     /// Starts a reduction of everyone's `send` into every rank's `recv`
@@ -201,26 +175,10 @@ impl Topo {
             let (send, recv) = (send.map(plain::bytes), plain::bytes_mut(recv));
             return self.sched_all_reduce(scope, send, recv, combine, Some(Box::new(op)));
         }
-        let (count, dt, raw_op) = (
-            count(recv.len()),
-            T::equivalent_datatype().as_raw(),
-            op.as_raw(),
-        );
-        // In place, MPI gets a copy of the contribution, kept alive by the request.
-        let copy: Option<Box<[T]>> = send.is_none().then(|| recv.to_vec().into_boxed_slice());
-        let sp: *const T = send
-            .or(copy.as_deref())
-            .map_or(std::ptr::null(), <[T]>::as_ptr);
-        let rp = recv.as_mut_ptr();
-        self.start_native(
-            scope,
-            Some(Box::new((op, copy))),
-            Box::new(move |comm, req| {
-                // SAFETY: the user's buffers are borrowed for the request's lifetime `'a`;
-                // the copy and `op` live in the request until it completes.
-                unsafe { ffi::MPI_Iallreduce(sp.cast(), rp.cast(), count, dt, raw_op, comm, req) }
-            }),
-        )
+        let raw_op = op.as_raw();
+        self.start_native(scope, Some(Box::new(op)), |r| {
+            Native::all_reduce(send.map(|s| r.lend(s)), r.lend_mut(recv), raw_op)
+        })
     }
 
     /// Starts gathering every rank's `send` into `recv` on every rank, rank r's at
@@ -279,28 +237,10 @@ impl Topo {
             let send = send.map(plain::bytes);
             return self.sched_all_gather(scope, alg, send, plain::bytes_mut(recv));
         }
-        let size = self.world.size() as usize;
-        let block = recv.len() / size;
-        let dt = T::equivalent_datatype().as_raw();
-        // In place, MPI gets a copy of this rank's block, kept alive by the request.
-        let at = self.world.rank() as usize * block;
-        let copy: Option<Box<[T]>> = send
-            .is_none()
-            .then(|| recv[at..at + block].to_vec().into_boxed_slice());
-        let sp: *const T = send
-            .or(copy.as_deref())
-            .map_or(std::ptr::null(), <[T]>::as_ptr);
-        let rp = recv.as_mut_ptr();
-        let n = count(block);
-        self.start_native(
-            scope,
-            Some(Box::new(copy)),
-            Box::new(move |comm, req| {
-                // SAFETY: the user's buffers are borrowed for the request's lifetime `'a`;
-                // the copy lives in the request until it completes.
-                unsafe { ffi::MPI_Iallgather(sp.cast(), n, dt, rp.cast(), n, dt, comm, req) }
-            }),
-        )
+        let (rank, size) = (self.world.rank() as usize, self.world.size() as usize);
+        self.start_native(scope, None, |r| {
+            Native::all_gather(send.map(|s| r.lend(s)), r.lend_mut(recv), rank, size)
+        })
     }
 
     /// Starts a barrier (rsmpi: `Communicator::immediate_barrier`).
@@ -308,12 +248,7 @@ impl Topo {
         if self.is_hierarchical() {
             return self.sched_barrier();
         }
-        self.start_native(
-            StaticScope,
-            None,
-            // SAFETY: a barrier has no buffers.
-            Box::new(|comm, req| unsafe { ffi::MPI_Ibarrier(comm, req) }),
-        )
+        self.start_native(StaticScope, None, |_| Native::barrier())
     }
 }
 
@@ -323,60 +258,46 @@ impl Topo {
         Progress(Arc::clone(&self.core), PhantomData)
     }
 
-    /// Starts a broadcast of `buf` from `root`.
-    ///
-    /// # Safety
-    /// `buf` must stay valid, and untouched by the caller, until the request completes.
-    pub unsafe fn raw_immediate_broadcast(
+    /// Starts a broadcast of `buf` from `root`. The byte-level entry points take buffers
+    /// lent for good: the PMPI library makes them from the C caller's pointers, which MPI
+    /// lets the collective use until its request completes.
+    pub fn raw_immediate_broadcast(
         &mut self,
         root: i32,
-        buf: &mut [u8],
+        buf: &'static mut [u8],
     ) -> Option<RawRequest> {
         if !self.is_hierarchical() {
             return None;
         }
-        // SAFETY: per the contract.
-        let buf = unsafe { forever_mut(buf) };
         Some(RawRequest(self.sched_bcast(StaticScope, root, buf)))
     }
 
     /// Starts a reduction with `op` into `recv` at `root`. `send` is `None` in place (the
     /// root's contribution is in `recv`); `recv` is `None` on the other ranks.
-    ///
-    /// # Safety
-    /// The buffers must stay valid, `send` unmodified and `recv` untouched by the caller,
-    /// until the request completes.
-    pub unsafe fn raw_immediate_reduce(
+    pub fn raw_immediate_reduce(
         &mut self,
         root: i32,
-        send: Option<&[u8]>,
-        recv: Option<&mut [u8]>,
+        send: Option<&'static [u8]>,
+        recv: Option<&'static mut [u8]>,
         op: MpiCombine,
     ) -> Option<RawRequest> {
         if !self.is_hierarchical() {
             return None;
         }
-        // SAFETY: per the contract.
-        let (send, recv) = unsafe { (send.map(|s| forever(s)), recv.map(|r| forever_mut(r))) };
         let r = self.sched_reduce(StaticScope, root, send, recv, Box::new(op), None);
         Some(RawRequest(r))
     }
 
     /// Starts a reduction with `op` into every rank's `recv`; `send` is `None` in place.
-    ///
-    /// # Safety
-    /// As [`Topo::raw_immediate_reduce`].
-    pub unsafe fn raw_immediate_all_reduce(
+    pub fn raw_immediate_all_reduce(
         &mut self,
-        send: Option<&[u8]>,
-        recv: &mut [u8],
+        send: Option<&'static [u8]>,
+        recv: &'static mut [u8],
         op: MpiCombine,
     ) -> Option<RawRequest> {
         if !self.is_hierarchical() {
             return None;
         }
-        // SAFETY: per the contract.
-        let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
         let r = self.sched_all_reduce(StaticScope, send, recv, Box::new(op), None);
         Some(RawRequest(r))
     }
@@ -385,21 +306,16 @@ impl Topo {
     /// size`); `send` is `None` when this rank's block is in place. `None` (nothing done)
     /// where the blocking call would not run the remapped recursive doubling: the caller
     /// hands the call to MPI.
-    ///
-    /// # Safety
-    /// As [`Topo::raw_immediate_reduce`].
-    pub unsafe fn raw_immediate_all_gather(
+    pub fn raw_immediate_all_gather(
         &mut self,
-        send: Option<&[u8]>,
-        recv: &mut [u8],
+        send: Option<&'static [u8]>,
+        recv: &'static mut [u8],
     ) -> Option<RawRequest> {
         let size = self.world.size() as usize;
         if !recv.len().is_multiple_of(size) || send.is_some_and(|b| b.len() * size != recv.len()) {
             return None;
         }
         let (alg, _) = self.exchange_for(recv.len())?;
-        // SAFETY: per the contract.
-        let (send, recv) = unsafe { (send.map(|s| forever(s)), forever_mut(recv)) };
         Some(RawRequest(self.sched_all_gather(
             StaticScope,
             alg,

@@ -70,8 +70,7 @@ impl Topo {
         );
         let mut out = Vec::new();
         for j in 1..most.max(1) as usize {
-            // SAFETY: a live communicator; every rank makes the same calls.
-            unsafe { ffi::PMPI_Barrier(self.world.as_raw()) };
+            crate::ffi::comm::pmpi_barrier(&self.world);
             let Some(shm) = shm
                 .as_deref_mut()
                 .filter(|_| j < peers.len() && (me == 0 || me == j))

@@ -17,18 +17,15 @@ mod raw;
 mod setup;
 mod start;
 
-use setup::{pmpi_allgather_u32, pmpi_allreduce_i32};
+use crate::ffi::comm::{pmpi_allgather_u32, pmpi_allreduce_i32, pmpi_bcast, private};
 
 use mpi::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
 use mpi::datatype::Equivalence;
-use mpi::ffi;
-use mpi::raw::{AsRaw, FromRaw};
+use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use topo_hierarchy::{PLAN_ENV, RankPlan, Settings};
 
 use std::marker::PhantomData;
-use std::os::raw::c_int;
-use std::sync::Arc;
 
 pub use crate::context::ABORT_CODE;
 use crate::context::Exchanges;
@@ -37,9 +34,7 @@ use crate::error::{Error, Result};
 use crate::links::Links;
 use crate::nonblocking::iallgather::Order;
 use crate::plain::{self, MpiCombine};
-use crate::private_comm::private_comm;
 use crate::reduce::Scratch;
-use crate::serial_lock::SerialLock;
 use crate::transport::Transport;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::{Layout, Segment, ShmTransport};

@@ -24,68 +24,6 @@ pub(super) fn share_message(world: &SimpleCommunicator, rank: u32, mine: &str) -
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// A communicator of topo-run's own over `comm`'s group (collective over `comm`; see
-/// [`private_comm`]).
-pub(super) fn private(comm: &SimpleCommunicator) -> SimpleCommunicator {
-    // SAFETY: a live intracommunicator just made for topo-run, never world or self, and
-    // owned by the returned value alone (which frees it).
-    unsafe { SimpleCommunicator::from_raw(private_comm(comm.as_raw())) }
-}
-
-/// `PMPI_Bcast` of `buf` from `root` over `comm`.
-pub(super) fn pmpi_bcast(comm: &SimpleCommunicator, root: u32, buf: &mut [u8]) {
-    // SAFETY: `buf` is valid for `buf.len()` bytes (at most 1 KiB here) and every rank
-    // passes the same length; the communicator handle is live.
-    unsafe {
-        ffi::PMPI_Bcast(
-            buf.as_mut_ptr().cast(),
-            buf.len() as c_int,
-            ffi::RSMPI_UINT8_T,
-            root as c_int,
-            comm.as_raw(),
-        );
-    }
-}
-
-/// `PMPI_Allgather` of two `u32` per rank over `comm`: rank r's pair at `2r` and `2r + 1`.
-pub(super) fn pmpi_allgather_u32<const N: usize>(
-    comm: &SimpleCommunicator,
-    mine: [u32; N],
-) -> Vec<u32> {
-    let mut all = vec![0u32; N * comm.size() as usize];
-    // SAFETY: `N` `u32` in, `N` per rank out into a buffer of `N * size` of them; the
-    // buffers are distinct and the handles live.
-    unsafe {
-        ffi::PMPI_Allgather(
-            mine.as_ptr().cast(),
-            N as i32,
-            ffi::RSMPI_UINT32_T,
-            all.as_mut_ptr().cast(),
-            N as i32,
-            ffi::RSMPI_UINT32_T,
-            comm.as_raw(),
-        );
-    }
-    all
-}
-
-/// `PMPI_Allreduce` of one `i32` with `op` over `comm`.
-pub(super) fn pmpi_allreduce_i32(comm: &SimpleCommunicator, mine: i32, op: ffi::MPI_Op) -> i32 {
-    let mut out = 0i32;
-    // SAFETY: one `i32` in, one out, distinct locations; the handles are live constants.
-    unsafe {
-        ffi::PMPI_Allreduce(
-            (&mine as *const i32).cast(),
-            (&mut out as *mut i32).cast(),
-            1,
-            ffi::RSMPI_INT32_T,
-            op,
-            comm.as_raw(),
-        );
-    }
-    out
-}
-
 impl Topo {
     /// Sets up topo-run's collectives for `world` (call after MPI is initialised, on every
     /// rank). Collective: every rank gets the same outcome.
@@ -125,7 +63,7 @@ impl Topo {
         settings_override: Option<&[(String, String)]>,
     ) -> Result<Topo> {
         crate::marker::keep();
-        crate::backoff::enable_mpi_progress();
+        crate::ffi::comm::enable_mpi_progress();
         let world = private(world);
         let text = std::env::var(PLAN_ENV).ok();
         let local = text.as_deref().map(|t| Self::read_plan(&world, t));
@@ -268,16 +206,7 @@ impl Topo {
         });
         let threaded = thread == Some(true);
         let state = Core::new(hier, world.rank(), node.clone());
-        let core = Arc::new(if threaded {
-            SerialLock::new(state)
-        } else {
-            // SAFETY: without a progress thread the state is reached only through this
-            // context, its requests and `Progress` handles (none of them `Send`), and
-            // this thread's MPI progress hook: one thread. (The PMPI library, which moves
-            // contexts between threads under MPI_THREAD_SERIALIZED, has the program's own
-            // ordering of its MPI calls between such uses.)
-            unsafe { SerialLock::new_serial(state) }
-        });
+        let core = context::shared(state, threaded);
         if let Some(thread) = thread {
             crate::mpi_hook::track(&core);
             if thread {

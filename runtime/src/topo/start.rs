@@ -2,17 +2,14 @@
 //! one of the same shape), queued in the context, and a request for it; or MPI's own
 //! nonblocking collective where topo-run's path does not take the call.
 
-use std::os::raw::c_int;
-
 use mpi::collective::Operation;
-use mpi::ffi;
-use mpi::raw::AsRaw;
 use mpi::request::{Scope, StaticScope};
 use mpi::topology::Communicator;
 use topo_hierarchy::settings::AllgatherAlg;
 
 use crate::combine::Combine;
 use crate::context::{self, Hier};
+use crate::ffi::native::Native;
 use crate::nonblocking::{Builder, Schedule, Shape, iallreduce, ibarrier, ibcast, ireduce};
 use crate::plain::{self, MpiCombine};
 use crate::request::{Keep, Request};
@@ -36,9 +33,6 @@ pub(super) fn shape(
     }
 }
 
-/// A raw MPI call that starts a request on a communicator.
-pub(super) type Post<'b> = Box<dyn FnOnce(ffi::MPI_Comm, &mut ffi::MPI_Request) -> c_int + 'b>;
-
 /// What a schedule runs on: the caller's buffers and the operation.
 pub(super) struct Args<'a> {
     name: &'static str,
@@ -59,9 +53,14 @@ impl Topo {
         shape: Shape,
         build: impl FnOnce(&Hier) -> (Builder, usize, usize),
     ) -> Request<'a, S> {
+        let request = self.request(scope, keep);
+        let id = request.id();
+        let send = args.send.map(|s| request.lend(s));
+        let recv = args.recv.map(|r| request.lend_mut(r));
+        let bytes = send
+            .map_or(0, <[u8]>::len)
+            .max(recv.as_ref().map_or(0, |r| r.len()));
         let mut core = context::lock(&self.core);
-        core.check_poison();
-        let id = core.take_id();
         let (b, acc, tmp) = match core.reuse(&shape) {
             Some(kept) => kept,
             None => build(
@@ -70,45 +69,43 @@ impl Topo {
                     .expect("schedules run on the hierarchical path"),
             ),
         };
-        let bytes = args
-            .send
-            .map_or(0, <[u8]>::len)
-            .max(args.recv.as_ref().map_or(0, |r| r.len()));
         let (acc, tmp) = (core.buffer(acc), core.buffer(tmp));
-        // SAFETY: `send` and `recv` are borrowed for `'a`. The request registered with
-        // `scope` below lives no longer than `'a` and completes before it ends (a scope
-        // with a request left aborts the process; a dropped request poisons the engine,
-        // which then aborts instead of running the schedule), and the engine drops the
-        // schedule when it completes.
-        let sched = unsafe {
-            Schedule::with_buffers(args.name, b, args.send, args.recv, acc, tmp, args.op)
-        }
-        .shaped(shape);
+        let sched = Schedule::lent(args.name, b, send, recv, acc, tmp, args.op).shaped(shape);
         core.start(id, sched);
         let in_flight = core.has_schedules();
         drop(core);
         if in_flight {
             crate::progress_thread::kick(bytes);
         }
-        Request::new(&self.core, id, scope, keep)
+        request
     }
 
-    /// Hands a collective to MPI: `post` starts it on topo-run's world communicator.
-    pub(super) fn start_native<'a, S: Scope<'a>>(
-        &mut self,
+    /// A request for a collective about to start on this context, registered with
+    /// `scope` (the context's poison checked first).
+    fn request<'a, S: Scope<'a>>(
+        &self,
         scope: S,
         keep: Option<Box<dyn Keep + 'a>>,
-        post: Post<'_>,
     ) -> Request<'a, S> {
         let mut core = context::lock(&self.core);
         core.check_poison();
         let id = core.take_id();
-        // SAFETY: reading a constant MPI handle.
-        let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
-        post(self.world.as_raw(), &mut req);
-        core.start_native(id, req);
         drop(core);
         Request::new(&self.core, id, scope, keep)
+    }
+
+    /// Hands a collective to MPI: `native` describes it on the buffers the request lends,
+    /// and it starts on topo-run's world communicator.
+    pub(super) fn start_native<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        keep: Option<Box<dyn Keep + 'a>>,
+        native: impl FnOnce(&Request<'a, S>) -> Native,
+    ) -> Request<'a, S> {
+        let request = self.request(scope, keep);
+        let started = native(&request).start(&self.world);
+        context::lock(&self.core).start_native(request.id(), started);
+        request
     }
 
     pub(super) fn sched_bcast<'a, S: Scope<'a>>(

@@ -184,7 +184,7 @@ pub struct Transfer {
     /// Queue entries sent, or bytes received, so far.
     pub(crate) done: usize,
     /// Outstanding MPI requests.
-    pub(crate) requests: Vec<::mpi::ffi::MPI_Request>,
+    pub(crate) messages: crate::ffi::p2p::Messages,
     /// Where an MPI receive that is combined on arrival lands.
     pub(crate) tmp: Vec<u8>,
     /// The queue slot of a single-copy descriptor whose readers may still read the

@@ -14,50 +14,21 @@
 
 use std::os::raw::c_int;
 
-use mpi::datatype::Equivalence;
-use mpi::ffi;
 use mpi::point_to_point::{Destination, Source, send_receive_into};
-use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use super::{Transfer, Transport};
-use crate::backoff::{self, Backoff};
+use crate::backoff::Backoff;
 use crate::combine::Combine;
 use crate::error::Result;
+use crate::progress_hook::hooked;
 
 /// The tag of nonblocking collectives' messages.
 const NONBLOCKING_TAG: c_int = 0x7e57;
 /// The tag of blocking collectives' messages (rsmpi's default).
 const BLOCKING_TAG: c_int = 0;
 
-/// The most bytes in one MPI message (1 GiB: well under `INT_MAX`).
-pub const MAX_PIECE: usize = 1 << 30;
-
-/// The pieces of a message of `len` bytes: `(offset, length)`; one empty piece for an empty
-/// message.
-pub fn pieces(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
-    let n = len.div_ceil(max).max(1);
-    (0..n).map(move |i| {
-        let off = i * max;
-        (off, (len - off).min(max))
-    })
-}
-
-/// Posts a message of `len` bytes as its pieces ([`pieces`]: each of a length that fits
-/// an `int`), `post(offset, length, request)` starting each, and keeps the requests in
-/// `x`.
-fn post_pieces(
-    x: &mut Transfer,
-    len: usize,
-    mut post: impl FnMut(usize, c_int, &mut ffi::MPI_Request),
-) {
-    for (off, piece) in pieces(len, MAX_PIECE) {
-        // SAFETY: reading a constant handle.
-        let mut req = unsafe { ffi::RSMPI_REQUEST_NULL };
-        post(off, piece as c_int, &mut req);
-        x.requests.push(req);
-    }
-}
+pub use crate::ffi::p2p::{MAX_PIECE, pieces};
 
 /// Point-to-point over a communicator of topo-run's own ([`crate::private_comm`]).
 pub struct MpiTransport {
@@ -75,103 +46,18 @@ impl MpiTransport {
     /// for topo-run ([`crate::private_comm`]).
     pub fn new(comm: SimpleCommunicator) -> Self {
         if crate::fault::hit("mpi-error") {
-            // SAFETY: a live communicator; MPI runs its error handler with the code.
-            unsafe { ffi::PMPI_Comm_call_errhandler(comm.as_raw(), ffi::MPI_ERR_OTHER as c_int) };
+            crate::ffi::comm::call_errhandler(&comm);
         }
         MpiTransport { comm }
     }
 }
 
 impl MpiTransport {
-    /// Tests `x`'s requests; true once all are complete.
-    fn test_all(x: &mut Transfer) -> bool {
-        let mut flag: c_int = 0;
-        // SAFETY: `requests` are active requests this transfer posted (or MPI_REQUEST_NULL
-        // after completion); MPI_Testall frees completed ones and sets them to null.
-        unsafe {
-            ffi::MPI_Testall(
-                x.requests.len() as c_int,
-                x.requests.as_mut_ptr(),
-                &mut flag,
-                ffi::RSMPI_STATUSES_IGNORE,
-            );
-        }
-        if flag != 0 {
-            x.requests.clear();
-        }
-        flag != 0
-    }
-}
-
-impl MpiTransport {
-    /// Posts `MPI_Isend`s of `data` to every rank in `to` with `tag` into `x`.
-    ///
-    /// # Safety
-    /// `data` must stay valid and unmodified until `x`'s requests complete.
-    unsafe fn post_send(
-        &self,
-        x: &mut Transfer,
-        to: &[u32],
-        data: &[u8],
-        tag: c_int,
-    ) -> Result<()> {
-        let (byte, comm) = (u8::equivalent_datatype().as_raw(), self.comm.as_raw());
-        for &r in to {
-            post_pieces(x, data.len(), |off, len, req| {
-                // SAFETY: per the contract, `data` stays valid until the request
-                // completes; the piece lies inside it.
-                unsafe {
-                    ffi::MPI_Isend(
-                        data.as_ptr().add(off).cast(),
-                        len,
-                        byte,
-                        r as c_int,
-                        tag,
-                        comm,
-                        req,
-                    )
-                };
-            });
-        }
-        Ok(())
-    }
-
-    /// Posts an `MPI_Irecv` of `buf.len()` bytes from `from` with `tag` into `x`.
-    ///
-    /// # Safety
-    /// `buf` must stay valid and untouched until `x`'s requests complete.
-    unsafe fn post_recv(
-        &self,
-        x: &mut Transfer,
-        from: u32,
-        buf: *mut u8,
-        len: usize,
-        tag: c_int,
-    ) -> Result<()> {
-        let (byte, comm) = (u8::equivalent_datatype().as_raw(), self.comm.as_raw());
-        post_pieces(x, len, |off, piece, req| {
-            // SAFETY: per the contract, `buf` has room for `len` bytes until completion;
-            // the piece lies inside it.
-            unsafe {
-                ffi::MPI_Irecv(
-                    buf.add(off).cast(),
-                    piece,
-                    byte,
-                    from as c_int,
-                    tag,
-                    comm,
-                    req,
-                )
-            };
-        });
-        Ok(())
-    }
-
     /// Waits for `x`'s requests by testing them, calling the progress hook between tests
     /// (the blocking calls' form while a hook is installed).
     fn wait_polled(x: &mut Transfer) {
         let mut backoff = Backoff::new(0);
-        while !Self::test_all(x) {
+        while !x.messages.test_all() {
             backoff.pause();
         }
     }
@@ -191,12 +77,11 @@ impl Transport for MpiTransport {
     // only just left, and that cost falls on the call that starts the collective.
     fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
         if !x.started {
-            // SAFETY: the caller polls with the same `data` until this returns true.
-            unsafe { self.post_send(x, to, data, NONBLOCKING_TAG)? };
+            x.messages.post_send(&self.comm, to, data, NONBLOCKING_TAG);
             x.started = true;
             return Ok(false);
         }
-        Ok(Self::test_all(x))
+        Ok(x.messages.test_all())
     }
 
     fn poll_recv(
@@ -210,17 +95,17 @@ impl Transport for MpiTransport {
             if op.is_some() {
                 x.tmp = vec![0; buf.len()];
             }
-            let dst = match op {
-                Some(_) => x.tmp.as_mut_ptr(),
-                None => buf.as_mut_ptr(),
-            };
-            // SAFETY: `dst` is our own `tmp`, or `buf`, which the caller keeps in place and
+            // Into our own `tmp`, or into `buf`, which the caller keeps in place and
             // untouched until this returns true.
-            unsafe { self.post_recv(x, from, dst, buf.len(), NONBLOCKING_TAG)? };
+            let dst = match op {
+                Some(_) => &mut x.tmp[..],
+                None => buf,
+            };
+            x.messages.post_recv(&self.comm, from, dst, NONBLOCKING_TAG);
             x.started = true;
             return Ok(false);
         }
-        if !Self::test_all(x) {
+        if !x.messages.test_all() {
             return Ok(false);
         }
         if let Some(op) = op {
@@ -230,10 +115,10 @@ impl Transport for MpiTransport {
     }
 
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
-        if backoff::hooked() || data.len() > MAX_PIECE {
+        if hooked() || data.len() > MAX_PIECE {
             let mut x = Transfer::default();
-            // SAFETY: `data` is borrowed until the sends have completed below.
-            unsafe { self.post_send(&mut x, to, data, BLOCKING_TAG)? };
+            // `data` is borrowed until the sends have completed below.
+            x.messages.post_send(&self.comm, to, data, BLOCKING_TAG);
             Self::wait_polled(&mut x);
             return Ok(());
         }
@@ -258,10 +143,10 @@ impl Transport for MpiTransport {
     }
 
     fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
-        if backoff::hooked() || buf.len() > MAX_PIECE {
+        if hooked() || buf.len() > MAX_PIECE {
             let mut x = Transfer::default();
-            // SAFETY: `buf` is borrowed until the receive has completed below.
-            unsafe { self.post_recv(&mut x, from, buf.as_mut_ptr(), buf.len(), BLOCKING_TAG)? };
+            // `buf` is borrowed until the receive has completed below.
+            x.messages.post_recv(&self.comm, from, buf, BLOCKING_TAG);
             Self::wait_polled(&mut x);
             return Ok(());
         }
@@ -270,12 +155,11 @@ impl Transport for MpiTransport {
     }
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
-        if backoff::hooked() || data.len().max(buf.len()) > MAX_PIECE {
+        if hooked() || data.len().max(buf.len()) > MAX_PIECE {
             let mut x = Transfer::default();
-            // SAFETY: `buf` is borrowed until both transfers have completed below.
-            unsafe { self.post_recv(&mut x, from, buf.as_mut_ptr(), buf.len(), BLOCKING_TAG)? };
-            // SAFETY: as for the receive.
-            unsafe { self.post_send(&mut x, &[to], data, BLOCKING_TAG)? };
+            // `buf` and `data` are borrowed until both transfers have completed below.
+            x.messages.post_recv(&self.comm, from, buf, BLOCKING_TAG);
+            x.messages.post_send(&self.comm, &[to], data, BLOCKING_TAG);
             Self::wait_polled(&mut x);
             return Ok(());
         }

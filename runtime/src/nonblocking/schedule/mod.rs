@@ -124,6 +124,21 @@ impl Schedule {
         }
     }
 
+    /// Like [`Schedule::with_buffers`], on buffers lent for good (a request lends the
+    /// caller's: `Request::lend`).
+    pub fn lent(
+        name: &'static str,
+        b: Builder,
+        send: Option<&'static [u8]>,
+        recv: Option<&'static mut [u8]>,
+        acc: Vec<u8>,
+        tmp: Vec<u8>,
+        op: Option<Box<dyn Combine>>,
+    ) -> Self {
+        // SAFETY: `'static` buffers outlive the schedule; `recv` is borrowed uniquely.
+        unsafe { Self::with_buffers(name, b, send, recv, acc, tmp, op) }
+    }
+
     /// Marks the schedule's steps as those of every call of `shape` on its context: once
     /// complete, they serve the next such call.
     pub fn shaped(mut self, shape: Shape) -> Self {

@@ -23,7 +23,11 @@
 mod exchange;
 pub mod layout;
 mod probe;
+// Unsafe: the queue protocol reads and writes the shared segment's lines.
+#[allow(unsafe_code)]
 mod queue;
+// Unsafe: the node's segment, mapped and laid out.
+#[allow(unsafe_code)]
 pub mod segment;
 mod signals;
 mod single_copy;
