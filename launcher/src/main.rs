@@ -3,6 +3,8 @@
 //! Thin by design: parse the command line, run, turn errors into one message and a
 //! documented exit code (see `exit_codes`).
 
+#![deny(unsafe_code)]
+
 mod cli;
 mod cpus;
 mod discover;
@@ -17,6 +19,8 @@ mod launch;
 mod leftover_shm;
 mod plan_cmd;
 mod planned;
+// Unsafe: the PMIx client library's C API (the launcher's one FFI module).
+#[allow(unsafe_code)]
 mod pmix;
 mod preload;
 mod render;

@@ -3,6 +3,7 @@
 //! job's real plans, and the flat algorithms MPI libraries use, in virtual time over a
 //! cost model per link class ([`model`]), and reports each one's time and its traffic per
 //! link class.
+#![forbid(unsafe_code)]
 
 pub mod blocking;
 pub mod calibrate;

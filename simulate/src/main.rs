@@ -2,6 +2,7 @@
 //! algorithms MPI libraries use, for a job and network map one may not have, over a cost
 //! model per link class. Started by `topo-run simulate` (see `topo-run simulate --help`);
 //! it needs no allocation and no MPI.
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeSet;
 use std::fs::File;

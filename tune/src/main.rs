@@ -14,6 +14,7 @@
 //!
 //! Then it measures the settings it started from against the tuned ones at every size and
 //! writes both columns into the file's comments. The whole run keeps to `--budget`.
+#![forbid(unsafe_code)]
 
 mod job;
 mod measure;

@@ -276,5 +276,5 @@ pub(crate) unsafe fn iallgather(
         Ok((req, Some(finish)))
     };
     // SAFETY: `request` is the caller's.
-    unsafe { state::run_nonblocking(Call::Iallgather, comm, request, start) }
+    unsafe { crate::calls::nonblocking(Call::Iallgather, comm, request, start) }
 }

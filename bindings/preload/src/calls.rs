@@ -303,6 +303,32 @@ fn started(r: Option<RawRequest>) -> Result<(RawRequest, Option<Box<dyn Finish>>
     r.map(|r| (r, None)).ok_or(HandOff::Inactive)
 }
 
+/// Runs a nonblocking collective on topo-run's path (`start` starts it; see
+/// [`state::run_nonblocking`]) and writes the generalized request that completes with it
+/// to the application's `request`. Returns whether the call was done.
+///
+/// # Safety
+/// `request` is the application's `MPI_Request *` argument.
+pub(crate) unsafe fn nonblocking(
+    call: Call,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    start: impl FnOnce(
+        &mut Active,
+        &mut TypeCache<'_>,
+    ) -> Result<(RawRequest, Option<Box<dyn Finish>>), HandOff>,
+) -> bool {
+    if request.is_null() {
+        return false;
+    }
+    let Some(handle) = state::run_nonblocking(call, comm, start) else {
+        return false;
+    };
+    // SAFETY: per the contract: MPI's caller passes a valid `MPI_Request *`.
+    unsafe { *request = handle };
+    true
+}
+
 /// `MPI_Ibcast`.
 ///
 /// # Safety
@@ -327,7 +353,7 @@ pub(crate) unsafe fn ibcast(
         }
     };
     // SAFETY: `request` is the caller's.
-    unsafe { state::run_nonblocking(Call::Ibcast, comm, request, start) }
+    unsafe { nonblocking(Call::Ibcast, comm, request, start) }
 }
 
 /// `MPI_Ireduce`.
@@ -354,7 +380,7 @@ pub(crate) unsafe fn ireduce(
         })
     };
     // SAFETY: `request` is the caller's.
-    unsafe { state::run_nonblocking(Call::Ireduce, comm, request, start) }
+    unsafe { nonblocking(Call::Ireduce, comm, request, start) }
 }
 
 /// `MPI_Iallreduce`.
@@ -380,7 +406,7 @@ pub(crate) unsafe fn iallreduce(
         })
     };
     // SAFETY: `request` is the caller's.
-    unsafe { state::run_nonblocking(Call::Iallreduce, comm, request, start) }
+    unsafe { nonblocking(Call::Iallreduce, comm, request, start) }
 }
 
 /// `MPI_Ibarrier`.
@@ -390,7 +416,7 @@ pub(crate) unsafe fn iallreduce(
 pub(crate) unsafe fn ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> bool {
     // SAFETY: `request` is the caller's.
     unsafe {
-        state::run_nonblocking(Call::Ibarrier, comm, request, |a, _| {
+        nonblocking(Call::Ibarrier, comm, request, |a, _| {
             started(a.topo.raw_immediate_barrier())
         })
     }

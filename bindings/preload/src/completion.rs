@@ -8,7 +8,6 @@
 
 use std::os::raw::c_int;
 
-use mpi::ffi;
 use topo_runtime::Pace;
 
 use crate::abi::{self, MPI_Request, SUCCESS};
@@ -77,15 +76,19 @@ pub(crate) fn handed(
     if rc != SUCCESS {
         return rc;
     }
-    let req = &mut req as *mut MPI_Request;
+    let req = std::cell::Cell::new(req);
     let test = || {
-        let mut flag = 0;
-        // SAFETY: `req` is the active request just started, a local that outlives the loop.
-        let rc = unsafe { ffi::PMPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
-        (rc, flag != 0)
+        let mut r = req.get();
+        let out = abi::test(&mut r);
+        req.set(r);
+        out
     };
-    // SAFETY: as above.
-    let wait = || unsafe { ffi::PMPI_Wait(req, ffi::RSMPI_STATUS_IGNORE) };
+    let wait = || {
+        let mut r = req.get();
+        let rc = abi::wait(&mut r);
+        req.set(r);
+        rc
+    };
     // Polled as an entry point: the runtime's own MPI calls inside go straight to MPI.
     abi::entry_rc(None, || Some(poll(test, wait)), wait)
 }

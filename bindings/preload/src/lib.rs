@@ -15,13 +15,38 @@
 //! its error checks) is kept. The statistics (`TOPO_RUN_STATS=1`) say how many calls went
 //! which way, and why.
 
+//!
+//! Unsafe code is denied but in the modules below that say why they need it. The FFI
+//! is in two modules, one per direction: [`abi`] calls MPI (`PMPI_*`, its constants,
+//! the callbacks it is handed), and `exports` and `fortran` are the symbols through
+//! which the program calls the library. Beside them, the collectives see the C caller's
+//! buffers as slices, and the state asserts the thread rule it relies on
+//! (`state::global`). Each unsafe block carries a `// SAFETY:` comment.
+#![deny(unsafe_code)]
+
+// Unsafe: every call into MPI (the library calls `PMPI_*`), and the callbacks it hands
+// MPI.
+#[allow(unsafe_code)]
 mod abi;
+// Unsafe: an Allgather's C buffers, valid as the standard says for its counts and
+// datatypes, seen as slices.
+#[allow(unsafe_code)]
 mod allgather;
+// Unsafe: the C buffers of Bcast, Reduce and Allreduce and their nonblocking forms, seen
+// as slices, and the application's `MPI_Request *` written.
+#[allow(unsafe_code)]
 mod calls;
 pub mod classify;
 mod completion;
+// Unsafe: the exported `MPI_*` symbols, called from C with C's pointers.
+#[allow(unsafe_code)]
 mod exports;
+// Unsafe: the exported gfortran symbols (`mpi_bcast_`, ...), called with Fortran's
+// pointers.
+#[allow(unsafe_code)]
 mod fortran;
+// Unsafe: the application's buffer packed and unpacked (`PMPI_Pack`, `PMPI_Unpack`).
+#[allow(unsafe_code)]
 mod packed;
 mod state;
 pub mod stats;

@@ -23,11 +23,10 @@ pub(crate) fn finalize() {
     }
     st.contexts.clear();
     st.retired.clear();
-    if st.keyval != ffi::MPI_KEYVAL_INVALID as c_int {
+    if abi::is_keyval(st.keyval) {
         // MPI deletes the attributes still set (world's) at MPI_Finalize; their callbacks
         // find no state then.
-        // SAFETY: the keyval this library created.
-        unsafe { ffi::PMPI_Comm_free_keyval(&mut st.keyval) };
+        abi::free_keyval(&mut st.keyval);
     }
     if st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref()) {
         let on = if st.node.is_empty() {
@@ -48,15 +47,14 @@ pub(crate) fn finalize() {
 /// through the `mpi_f08` bindings, which this library does not see. (Where it does see
 /// `MPI_Finalize`, the teardown has run already and the callback finds nothing to do.)
 pub(super) fn hook_finalize() {
-    let keyval = keyval_deleted_by(self_deleted);
-    // SAFETY: MPI_COMM_SELF is a constant handle; the value is never dereferenced.
-    unsafe { ffi::PMPI_Comm_set_attr(ffi::RSMPI_COMM_SELF, keyval, std::ptr::null_mut()) };
+    let keyval = abi::keyval_deleted_by(self_deleted);
+    abi::set_attr(abi::comm_self(), keyval, 0);
 }
 
 /// MPI is finalizing (it deletes `MPI_COMM_SELF`'s attributes first): topo-run's
 /// teardown, with every collective in flight completed, the progress callback removed,
 /// the contexts freed and the statistics printed.
-pub(super) unsafe extern "C" fn self_deleted(
+pub(super) extern "C" fn self_deleted(
     _comm: MPI_Comm,
     _keyval: c_int,
     _value: *mut c_void,
@@ -108,24 +106,13 @@ pub(crate) fn adopt(comm: MPI_Comm) {
         c_int::from(st.contexts.len() >= max_comms()),
         st.next_instance as c_int,
     ];
-    let mut agreed: [c_int; 2] = [0; 2];
-    // SAFETY: two ints in, two out, distinct buffers; `comm` is live.
-    unsafe {
-        ffi::PMPI_Allreduce(
-            mine.as_ptr().cast(),
-            agreed.as_mut_ptr().cast(),
-            2,
-            ffi::RSMPI_INT32_T,
-            ffi::RSMPI_MAX,
-            comm,
-        );
-    }
+    let agreed = abi::allreduce_max_2(comm, mine);
     if agreed[0] != 0 {
         return;
     }
     let instance = agreed[1] as u32;
     st.next_instance = instance + 1;
-    match Topo::from_env_instance(&borrowed(comm), instance) {
+    match Topo::from_env_instance(&abi::borrowed(comm), instance) {
         Ok(topo) if topo.is_hierarchical() => {
             let (rank, size) = (st.rank, st.size);
             // A stale entry under this handle (freed unseen) goes first.
@@ -187,42 +174,9 @@ pub(crate) fn context_keyval() -> c_int {
     keyval_deleted_by(context_deleted_callback)
 }
 
-/// A new attribute key whose attributes are never copied to duplicates and call `delete`
-/// when MPI deletes them.
-pub(super) fn keyval_deleted_by(delete: DeleteFn) -> c_int {
-    let mut keyval: c_int = ffi::MPI_KEYVAL_INVALID as c_int;
-    // SAFETY: the callbacks have the signatures MPI expects; MPI writes the new key.
-    unsafe {
-        ffi::PMPI_Comm_create_keyval(
-            Some(context_no_copy),
-            Some(delete),
-            &mut keyval,
-            std::ptr::null_mut(),
-        )
-    };
-    keyval
-}
-
-/// A communicator's context attribute is not copied to its duplicates (a duplicate gets a
-/// context of its own, in `MPI_Comm_dup`).
-pub(super) unsafe extern "C" fn context_no_copy(
-    _old: MPI_Comm,
-    _keyval: c_int,
-    _extra: *mut c_void,
-    _value_in: *mut c_void,
-    _value_out: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    if !flag.is_null() {
-        // SAFETY: MPI passes a valid `int *`.
-        unsafe { *flag = 0 };
-    }
-    SUCCESS
-}
-
 /// MPI is freeing a communicator that has a context of ours (through any binding, the
 /// `mpi_f08` one and `MPI_Comm_disconnect` included): the context goes with it.
-pub(super) unsafe extern "C" fn context_deleted_callback(
+pub(super) extern "C" fn context_deleted_callback(
     _comm: MPI_Comm,
     _keyval: c_int,
     value: *mut c_void,
@@ -250,6 +204,3 @@ pub(super) static DELETED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 /// Whether `DELETED` may hold ids.
 pub(super) static ANY_DELETED: AtomicBool = AtomicBool::new(false);
-
-/// The delete callback of an attribute key.
-pub(super) type DeleteFn = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;

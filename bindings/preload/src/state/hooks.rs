@@ -18,31 +18,18 @@ pub(crate) fn unregister_progress() {
 /// Called by Open MPI's progress engine, inside MPI calls: advances topo-run's
 /// collectives in flight, unless this thread is inside the library already (the runtime's
 /// own MPI calls) or nothing is in flight.
-pub(super) unsafe extern "C" fn mpi_progress() -> c_int {
+pub(super) extern "C" fn mpi_progress() -> c_int {
     if !in_flight() {
         return 0;
     }
     abi::entry_rc(None, || Some(progress_from_mpi()), || 0)
 }
 
-/// `MPIX_Grequest_start` of the MPI in the process, if it has one (its profiling name
-/// first, so that no tool's interception of it runs).
-pub(super) fn mpix_start() -> Option<MpixStart> {
-    [c"PMPIX_Grequest_start", c"MPIX_Grequest_start"]
-        .iter()
-        .find_map(|name| {
-            // SAFETY: dlsym with a NUL-terminated name.
-            let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-            // SAFETY: MPICH's MPIX_Grequest_start has this signature (mpi_proto.h).
-            (!f.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, MpixStart>(f) })
-        })
-}
-
 /// The poll function of our extended generalized requests: MPI calls it while it waits on
 /// or tests one of them (a wait that does not pass through this library, such as a
 /// Fortran `MPI_WAIT` or a library's `PMPI_Wait`); it advances every collective in flight
 /// and completes the requests of those that are done.
-pub(super) unsafe extern "C" fn grequest_poll(
+pub(super) extern "C" fn grequest_poll(
     _extra: *mut c_void,
     _status: *mut ffi::MPI_Status,
 ) -> c_int {
@@ -54,26 +41,11 @@ pub(super) unsafe extern "C" fn grequest_poll(
 
 /// The wait function of our extended generalized requests: one turn, as
 /// [`grequest_poll`]; MPI calls it again until its requests have completed.
-pub(super) unsafe extern "C" fn grequest_wait(
+pub(super) extern "C" fn grequest_wait(
     _count: c_int,
     _states: *mut *mut c_void,
     _timeout: f64,
     status: *mut ffi::MPI_Status,
 ) -> c_int {
-    // SAFETY: as MPI calls the poll function.
-    unsafe { grequest_poll(std::ptr::null_mut(), status) }
+    grequest_poll(std::ptr::null_mut(), status)
 }
-
-/// `MPIX_Grequest_start` (MPICH's extended generalized requests, `mpi_proto.h`): a
-/// generalized request with a poll function that MPI calls while it tests the request, and
-/// a wait function (never null) that it calls, with the states of every such request it
-/// waits on, while it waits.
-pub(super) type MpixStart = unsafe extern "C" fn(
-    unsafe extern "C" fn(*mut c_void, *mut ffi::MPI_Status) -> c_int,
-    unsafe extern "C" fn(*mut c_void) -> c_int,
-    unsafe extern "C" fn(*mut c_void, c_int) -> c_int,
-    unsafe extern "C" fn(*mut c_void, *mut ffi::MPI_Status) -> c_int,
-    unsafe extern "C" fn(c_int, *mut *mut c_void, f64, *mut ffi::MPI_Status) -> c_int,
-    *mut c_void,
-    *mut MPI_Request,
-) -> c_int;

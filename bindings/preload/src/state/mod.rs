@@ -29,11 +29,16 @@
 //! which MPI advances them, and `types.rs` the datatype lookups.
 
 mod contexts;
+// Unsafe: the state is `Send`, and its lock a flag, by the thread rule of
+// MPI_THREAD_SERIALIZED (the one place of the library that asserts it).
+#[allow(unsafe_code)]
+mod global;
 mod hooks;
 mod requests;
 mod types;
 
 pub(crate) use contexts::*;
+use global::*;
 pub(crate) use hooks::*;
 pub(crate) use requests::*;
 pub(crate) use types::*;
@@ -41,20 +46,19 @@ pub(crate) use types::*;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::mem::ManuallyDrop;
 use std::os::raw::c_int;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mpi::ffi;
-use mpi::raw::FromRaw;
 use mpi::topology::SimpleCommunicator;
 use topo_hierarchy::settings;
 use topo_runtime::serial_lock::{SerialGuard, SerialLock};
 use topo_runtime::{Pace, Progress, RawRequest, Topo, with_progress_hook};
 
-use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
+use crate::abi::{self, GRequest, MPI_Comm, MPI_Datatype, MpixStart, SUCCESS, TypeInfo};
+use crate::abi::{keyval_deleted_by, mpix_start};
 use crate::classify::{Call, HandOff};
 use crate::packed::Finish;
 use crate::stats::{self, Stats};
@@ -74,7 +78,7 @@ pub(crate) struct Active {
 struct Pending {
     req: RawRequest,
     /// The generalized request the application holds.
-    handle: MPI_Request,
+    grequest: GRequest,
     /// What is left at completion (a packed broadcast's or Allgather's unpacking, and the
     /// buffers the collective uses until then).
     unpack: Option<Box<dyn Finish>>,
@@ -148,66 +152,12 @@ struct State {
     quiet: Option<MPI_Comm>,
 }
 
-struct Global {
-    state: Option<State>,
-    finalized: bool,
-}
-
-/// The state behind the global lock.
-struct Shared(Global);
-
-// SAFETY: `Topo`, `RawRequest` and `Progress` are not `Send` only because of the `Rc`s
-// that tie a context to its requests. All of them live here, and are only used with the
-// global lock held (progress hooks run inside such a use, on the same thread). The
-// library is only active at thread levels up to MPI_THREAD_SERIALIZED, where MPI calls
-// never run concurrently anyway.
-unsafe impl Send for Shared {}
-
-/// The library's state. Its lock is a mutex until MPI is initialised below
-/// `MPI_THREAD_MULTIPLE`, then a plain flag (`SERIAL_NEXT`): the per-call cost of a
-/// mutex is a full fence at each end of every intercepted call (docs/runtime.md).
-static GLOBAL: SerialLock<Shared> = SerialLock::new(Shared(Global {
-    state: None,
-    finalized: false,
-}));
-
-/// Set once MPI is known to run below `MPI_THREAD_MULTIPLE`: the next [`lock`] turns
-/// `GLOBAL` into a flag (not while it is held, as it is where this is learnt).
-static SERIAL_NEXT: AtomicBool = AtomicBool::new(false);
-
-fn lock() -> SerialGuard<'static, Shared> {
-    if SERIAL_NEXT.load(Ordering::Relaxed) {
-        SERIAL_NEXT.store(false, Ordering::Relaxed);
-        // SAFETY: below MPI_THREAD_MULTIPLE the program makes one MPI call at a time,
-        // ordered by its own synchronisation between threads, and MPI runs the library's
-        // callbacks (attribute deletion, progress) inside such calls: no two threads use
-        // the state at once. Nobody holds the lock here: this thread is about to take
-        // it, and no other thread is in an MPI call.
-        unsafe { GLOBAL.make_serial() };
-    }
-    let mut g = GLOBAL.lock();
-    if ANY_DELETED.load(Ordering::Relaxed) && ANY_DELETED.swap(false, Ordering::Acquire) {
-        let ids = std::mem::take(&mut *DELETED.lock().unwrap_or_else(|p| p.into_inner()));
-        for id in ids {
-            forget_id(&mut g, id);
-        }
-    }
-    g
-}
-
 /// Sets topo-run's context up (collective over world). Called with MPI initialised.
 pub(crate) fn init() {
     let mut g = lock();
     if g.0.state.is_none() && !g.0.finalized {
         g.0.state = Some(State::new());
     }
-}
-
-/// `comm`, borrowed as an rsmpi communicator that is never freed.
-fn borrowed(comm: MPI_Comm) -> ManuallyDrop<SimpleCommunicator> {
-    // SAFETY: `comm` is a live intracommunicator; the wrapper is never dropped, so rsmpi
-    // never frees it, and it does not outlive the call that uses it.
-    ManuallyDrop::new(unsafe { SimpleCommunicator::from_raw(comm) })
 }
 
 impl State {
@@ -289,9 +239,7 @@ impl State {
     fn attach(&mut self, comm: MPI_Comm, active: Active) {
         let id = self.next_id;
         self.next_id += 1;
-        // SAFETY: `comm` is live; the value is an integer stored in the attribute's
-        // pointer, never dereferenced.
-        unsafe { ffi::PMPI_Comm_set_attr(comm, self.keyval, id as usize as *mut c_void) };
+        abi::set_attr(comm, self.keyval, id as usize);
         self.contexts.insert(key(comm), Entry { id, active });
     }
 
@@ -351,9 +299,7 @@ impl State {
             if p.req.complete().is_err() {
                 unreachable!("checked complete above");
             }
-            // SAFETY: the generalized request started for this collective, completed
-            // only here, once, as it leaves `pending`.
-            unsafe { finish(p.handle, p.unpack) };
+            finish(p.grequest, p.unpack);
         }
         IN_FLIGHT.store(!self.pending.is_empty(), Ordering::Relaxed);
     }
@@ -372,9 +318,7 @@ fn setup_failed(rank: i32, e: &topo_runtime::Error) -> ! {
 }
 
 fn world_abort(code: i32) -> ! {
-    // SAFETY: MPI is initialised; MPI_Abort does not return.
-    unsafe { ffi::PMPI_Abort(abi::world(), code) };
-    std::process::exit(code)
+    abi::abort(code)
 }
 
 /// The global state, set up if MPI was initialised without our `MPI_Init` (Fortran) and

@@ -3,92 +3,54 @@
 //! schedule is done.
 
 use super::*;
+use crate::abi::MPI_Request;
 
-/// Like [`run`] for a nonblocking collective: `f` starts it, and `request` receives a
-/// generalized request that completes with it. Returns whether the call was done.
+/// Like [`run`] for a nonblocking collective: `f` starts it. Returns the handle of a
+/// generalized request that completes with it, for the application's `MPI_Request`, or
+/// `None` if the call was not done.
 ///
 /// A collective that is complete as soon as it has started (a broadcast's root whose
 /// message went into the queues, a small one whose data was waiting) completes its
 /// generalized request at once: the application's wait then finds it done in MPI, and
 /// nothing of ours is left in flight.
-///
-/// # Safety
-/// `request` is the application's `MPI_Request *` argument.
-pub(crate) unsafe fn run_nonblocking(
+pub(crate) fn run_nonblocking(
     call: Call,
     comm: MPI_Comm,
-    request: *mut MPI_Request,
     f: impl FnOnce(
         &mut Active,
         &mut TypeCache<'_>,
     ) -> Result<(RawRequest, Option<Box<dyn Finish>>), HandOff>,
-) -> bool {
-    if request.is_null() {
-        return false;
-    }
+) -> Option<MPI_Request> {
     let mut g = lock();
     // Never set up here: the setup is collective, and starting a nonblocking collective
     // must not wait for other ranks (MPI-4.0 §6.12). Until a call that every rank makes
     // has set it up, nonblocking collectives go to MPI.
-    let Some(st) = g.0.state.as_mut() else {
-        return false;
-    };
-    let Some((req, unpack)) = st.run(call, comm, f) else {
-        return false;
-    };
-    let mut handle = abi::request_null();
-    // SAFETY: the callbacks are `extern "C"` functions of the right types; `handle` is a
-    // local that MPI fills in. Starting a generalized request runs no progress callback
-    // of ours (and one would find the state locked and return).
-    unsafe {
-        match st.mpix_start {
-            Some(start) => start(
-                abi::grequest_query,
-                abi::grequest_free,
-                abi::grequest_cancel,
-                grequest_poll,
-                grequest_wait,
-                std::ptr::null_mut(),
-                &mut handle,
-            ),
-            None => ffi::PMPI_Grequest_start(
-                Some(abi::grequest_query),
-                Some(abi::grequest_free),
-                Some(abi::grequest_cancel),
-                std::ptr::null_mut(),
-                &mut handle,
-            ),
-        };
-        *request = handle;
-    }
+    let st = g.0.state.as_mut()?;
+    let (req, unpack) = st.run(call, comm, f)?;
+    let grequest = GRequest::start(st.mpix_start, grequest_poll, grequest_wait);
+    let handle = grequest.handle();
     match req.complete() {
-        // SAFETY: the generalized request just started for this collective.
-        Ok(()) => unsafe { finish(handle, unpack) },
+        Ok(()) => finish(grequest, unpack),
         Err(req) => {
             st.pending.push(Pending {
                 req,
-                handle,
+                grequest,
                 unpack,
             });
             IN_FLIGHT.store(true, Ordering::Relaxed);
         }
     }
-    true
+    Some(handle)
 }
 
 /// The end of a nonblocking collective of ours that has completed: what is left to do
-/// (unpacking), then its generalized request `handle` completes.
-///
-/// # Safety
-/// `handle` is the generalized request started for the collective, not completed before
-/// (the application cannot free it while it is in flight).
-pub(super) unsafe fn finish(handle: MPI_Request, unpack: Option<Box<dyn Finish>>) {
+/// (unpacking), then its generalized request completes.
+pub(super) fn finish(grequest: GRequest, unpack: Option<Box<dyn Finish>>) {
     if let Some(packed) = unpack {
         // An error went to the communicator's error handler; the request completes.
         let _ = packed.finish();
     }
-    // SAFETY: per the contract.
-    unsafe { ffi::PMPI_Grequest_complete(handle) };
+    grequest.complete();
 }
 
 /// Whether blocking collectives handed to MPI run as MPI's nonblocking form, polled with
@@ -138,7 +100,7 @@ pub(crate) fn is_pending(handle: MPI_Request) -> bool {
             .0
             .state
             .as_ref()
-            .is_some_and(|st| st.pending.iter().any(|p| p.handle == handle))
+            .is_some_and(|st| st.pending.iter().any(|p| p.grequest.handle() == handle))
 }
 
 /// Whether a nonblocking collective of ours is in flight: a copy of `!pending.is_empty()`

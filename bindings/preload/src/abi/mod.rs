@@ -6,13 +6,17 @@ use std::cell::Cell;
 use std::ffi::{CStr, c_void};
 use std::os::raw::{c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicI32, Ordering};
 
 use mpi::ffi;
 
 use crate::classify::{Numeric, OpKind, TypeClass, numeric, type_class};
 
 pub(crate) use ffi::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status};
+
+mod attrs;
+mod grequest;
+pub(crate) use attrs::{free_keyval, is_keyval, keyval_deleted_by, set_attr};
+pub(crate) use grequest::{GRequest, MpixStart, learn_collective_status, mpix_start};
 
 /// `MPI_SUCCESS`.
 pub(crate) const SUCCESS: c_int = ffi::MPI_SUCCESS as c_int;
@@ -181,74 +185,64 @@ pub(crate) fn world() -> MPI_Comm {
     unsafe { ffi::RSMPI_COMM_WORLD }
 }
 
+/// `comm`, borrowed as an rsmpi communicator that is never freed.
+pub(crate) fn borrowed(
+    comm: MPI_Comm,
+) -> std::mem::ManuallyDrop<mpi::topology::SimpleCommunicator> {
+    use mpi::raw::FromRaw;
+    // SAFETY: `comm` is a live intracommunicator; the wrapper is never dropped, so rsmpi
+    // never frees it, and it does not outlive the call that uses it.
+    std::mem::ManuallyDrop::new(unsafe { mpi::topology::SimpleCommunicator::from_raw(comm) })
+}
+
+/// `PMPI_Allreduce` with `MPI_MAX` of two ints over `comm`.
+pub(crate) fn allreduce_max_2(comm: MPI_Comm, mine: [c_int; 2]) -> [c_int; 2] {
+    let mut agreed: [c_int; 2] = [0; 2];
+    // SAFETY: two ints in, two out, distinct buffers; `comm` is live.
+    unsafe {
+        ffi::PMPI_Allreduce(
+            mine.as_ptr().cast(),
+            agreed.as_mut_ptr().cast(),
+            2,
+            ffi::RSMPI_INT32_T,
+            ffi::RSMPI_MAX,
+            comm,
+        );
+    }
+    agreed
+}
+
+/// `MPI_Abort` over world with `code`; does not return.
+pub(crate) fn abort(code: c_int) -> ! {
+    // SAFETY: MPI is initialised; MPI_Abort does not return.
+    unsafe { ffi::PMPI_Abort(world(), code) };
+    std::process::exit(code)
+}
+
+/// `PMPI_Test` of `req`: MPI's code, and whether it completed.
+pub(crate) fn test(req: &mut MPI_Request) -> (c_int, bool) {
+    let mut flag = 0;
+    // SAFETY: `req` is a request handle MPI checks (an active one, or null).
+    let rc = unsafe { ffi::PMPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+    (rc, flag != 0)
+}
+
+/// `PMPI_Wait` for `req`: MPI's code.
+pub(crate) fn wait(req: &mut MPI_Request) -> c_int {
+    // SAFETY: as in `test`.
+    unsafe { ffi::PMPI_Wait(req, ffi::RSMPI_STATUS_IGNORE) }
+}
+
+/// `MPI_COMM_SELF`.
+pub(crate) fn comm_self() -> MPI_Comm {
+    // SAFETY: reading a constant handle.
+    unsafe { ffi::RSMPI_COMM_SELF }
+}
+
 /// `MPI_REQUEST_NULL`.
 pub(crate) fn request_null() -> MPI_Request {
     // SAFETY: reading a constant handle.
     unsafe { ffi::RSMPI_REQUEST_NULL }
-}
-
-/// The source and tag MPI puts in the status of its own completed nonblocking collectives
-/// (learnt by [`learn_collective_status`]).
-static COLLECTIVE_SOURCE: AtomicI32 = AtomicI32::new(ffi::MPI_ANY_SOURCE);
-static COLLECTIVE_TAG: AtomicI32 = AtomicI32::new(ffi::MPI_ANY_TAG);
-
-/// Asks MPI what status its own nonblocking collectives complete with (an
-/// `MPI_Iallreduce` of one int over world: collective), so that ours complete with the
-/// same.
-pub(crate) fn learn_collective_status() {
-    // SAFETY: MPI is initialised; the request and status are locals (a zeroed status is a
-    // valid value of the plain C struct).
-    unsafe {
-        let mut req = ffi::RSMPI_REQUEST_NULL;
-        let mut st: MPI_Status = std::mem::zeroed();
-        let (one, mut out) = (1 as c_int, 0 as c_int);
-        let (one, out) = (&one as *const c_int, &mut out as *mut c_int);
-        if ffi::PMPI_Iallreduce(
-            one.cast(),
-            out.cast(),
-            1,
-            ffi::RSMPI_INT32_T,
-            ffi::RSMPI_SUM,
-            world(),
-            &mut req,
-        ) == SUCCESS
-            && ffi::PMPI_Wait(&mut req, &mut st) == SUCCESS
-        {
-            COLLECTIVE_SOURCE.store(st.MPI_SOURCE, Ordering::Relaxed);
-            COLLECTIVE_TAG.store(st.MPI_TAG, Ordering::Relaxed);
-        }
-    }
-}
-
-/// The status of a completed nonblocking collective of ours, as MPI gives for its own:
-/// its source and tag, no elements, not cancelled.
-///
-/// # Safety
-/// Called by MPI with a valid status (never `MPI_STATUS_IGNORE`).
-pub(crate) unsafe extern "C" fn grequest_query(
-    _extra: *mut c_void,
-    status: *mut MPI_Status,
-) -> c_int {
-    // SAFETY: MPI passes a status it owns, valid for writes.
-    unsafe {
-        (*status).MPI_SOURCE = COLLECTIVE_SOURCE.load(Ordering::Relaxed);
-        (*status).MPI_TAG = COLLECTIVE_TAG.load(Ordering::Relaxed);
-        ffi::PMPI_Status_set_elements(status, ffi::RSMPI_UINT8_T, 0);
-        ffi::PMPI_Status_set_cancelled(status, 0);
-    }
-    SUCCESS
-}
-
-/// Nothing to free: the library keeps its own state for the request.
-pub(crate) unsafe extern "C" fn grequest_free(_extra: *mut c_void) -> c_int {
-    SUCCESS
-}
-
-/// A collective cannot be cancelled: `MPI_Cancel` on one of our requests, in flight or
-/// complete, fails with `MPI_ERR_REQUEST` (MPI passes it to world's error handler), as it
-/// does on Open MPI's own nonblocking collectives.
-pub(crate) unsafe extern "C" fn grequest_cancel(_extra: *mut c_void, _complete: c_int) -> c_int {
-    ffi::MPI_ERR_REQUEST as c_int
 }
 
 /// Whether MPI is initialised and not yet finalised.
