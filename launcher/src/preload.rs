@@ -120,11 +120,11 @@ fn resolve(program: &OsStr, path: Option<&OsStr>) -> Option<PathBuf> {
 /// `libmpich.so.12`, and the MPICH ABI's `libmpifort.so.12` and `libmpicxx.so.12` (Intel
 /// MPI) for `libmpi.so.12`.
 fn mpi_soname(info: &elf::ElfInfo) -> Option<String> {
-    let direct = info
+    let linked = info
         .needed
         .iter()
         .find(|n| n.starts_with("libmpi.") || n.starts_with("libmpich."));
-    if let Some(n) = direct {
+    if let Some(n) = linked {
         return Some(n.clone());
     }
     info.needed.iter().find_map(|n| {

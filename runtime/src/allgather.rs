@@ -10,7 +10,7 @@
 //! A set of blocks sent from a member to its leader, or between top members, starts with
 //! its count (4 bytes) and its ranks (4 bytes each, little-endian): the receiver cannot know
 //! which ranks the sender's subtree holds, since a rank's plan lists only its own groups.
-//! Blocks of [`DIRECT_BLOCK`] bytes and more then travel straight from their places in the
+//! Blocks of [`IN_PLACE_BLOCK`] bytes and more then travel straight from their places in the
 //! sender's buffer into theirs in the receiver's, one message per run of consecutive
 //! ranks (a whole node's, with block placement); smaller ones go packed behind the ranks,
 //! in the same message.
@@ -30,7 +30,7 @@ use crate::transport::Transport;
 
 /// Blocks of at least this many bytes travel in place, a message per run of consecutive
 /// ranks, rather than packed into one message (a copy on each side).
-pub const DIRECT_BLOCK: usize = 8 << 10;
+pub const IN_PLACE_BLOCK: usize = 8 << 10;
 use crate::transport::Fabric;
 use crate::view::View;
 
@@ -137,7 +137,7 @@ fn exchange(
 /// Sends the blocks of `ranks` to `to`.
 fn send_set(t: &mut dyn Transport, to: u32, ranks: &[u32], recv: &[u8], len: usize) -> Result<()> {
     t.send(&[to], &(ranks.len() as u32).to_le_bytes())?;
-    if len < DIRECT_BLOCK {
+    if len < IN_PLACE_BLOCK {
         return t.send(&[to], &pack(ranks, recv, len));
     }
     t.send(&[to], &rank_bytes(ranks))?;
@@ -159,9 +159,9 @@ fn recv_set(
     t.recv(from, &mut count)?;
     let count = checked_count(from, count, size)?;
     // Packed blocks, or the ranks of blocks that follow in place.
-    let mut first = vec![0u8; count * (4 + if len < DIRECT_BLOCK { len } else { 0 })];
+    let mut first = vec![0u8; count * (4 + if len < IN_PLACE_BLOCK { len } else { 0 })];
     t.recv(from, &mut first)?;
-    if len < DIRECT_BLOCK {
+    if len < IN_PLACE_BLOCK {
         return unpack(from, &first, recv, len, size);
     }
     let ranks = checked_ranks(from, &first, size)?;
@@ -185,15 +185,15 @@ fn swap(
     let mut count = [0u8; 4];
     t.sendrecv(to, &(ranks.len() as u32).to_le_bytes(), from, &mut count)?;
     let count = checked_count(from, count, size)?;
-    let direct = len >= DIRECT_BLOCK;
-    let out = if direct {
+    let in_place = len >= IN_PLACE_BLOCK;
+    let out = if in_place {
         rank_bytes(ranks)
     } else {
         pack(ranks, recv, len)
     };
-    let mut first = vec![0u8; count * (4 + if direct { 0 } else { len })];
+    let mut first = vec![0u8; count * (4 + if in_place { 0 } else { len })];
     t.sendrecv(to, &out, from, &mut first)?;
-    if !direct {
+    if !in_place {
         return unpack(from, &first, recv, len, size);
     }
     let theirs = checked_ranks(from, &first, size)?;
@@ -316,11 +316,11 @@ pub fn recursive_doubling(
         let own = recv[at(rank as usize)].to_vec();
         let (to, from) = (peers.send_own_to, peers.start_from);
         if rank < to {
-            fabric.direct(to).send(&[to], &own)?;
-            fabric.direct(from).recv(from, &mut recv[at(p)])?;
+            fabric.peer(to).send(&[to], &own)?;
+            fabric.peer(from).recv(from, &mut recv[at(p)])?;
         } else {
-            fabric.direct(from).recv(from, &mut recv[at(p)])?;
-            fabric.direct(to).send(&[to], &own)?;
+            fabric.peer(from).recv(from, &mut recv[at(p)])?;
+            fabric.peer(to).send(&[to], &own)?;
         }
     }
     for (k, &partner) in peers.partners.iter().enumerate() {
@@ -331,7 +331,7 @@ pub fn recursive_doubling(
         // partner then reads lines this rank has not just written), else from `recv`.
         if let (0, Some(own), true) = (k, send, p == rank as usize) {
             fabric
-                .direct(partner)
+                .peer(partner)
                 .sendrecv(partner, own, partner, &mut recv[at(theirs)])?;
             continue;
         }
@@ -347,9 +347,7 @@ pub fn recursive_doubling(
                 &mut lo[theirs * len..(theirs + width) * len],
             )
         };
-        fabric
-            .direct(partner)
-            .sendrecv(partner, data, partner, buf)?;
+        fabric.peer(partner).sendrecv(partner, data, partner, buf)?;
     }
     Ok(())
 }

@@ -123,9 +123,9 @@ pub fn bcast(
     for piece in buf.chunks_mut(view.chunk_bytes(s, Collective::Bcast, total, 1)) {
         if detour {
             if view.rank == root {
-                fabric.direct(0).send(&[0], piece)?;
+                fabric.peer(0).send(&[0], piece)?;
             } else {
-                fabric.direct(root).recv(root, piece)?;
+                fabric.peer(root).recv(root, piece)?;
             }
         }
         down(view, fabric, s, root, total, view.levels.len(), piece)?;

@@ -1,4 +1,4 @@
-//! A context's shared state ([`Core`]): the hierarchy, the nonblocking schedules in flight
+//! A context's shared state ([`ContextState`]): the hierarchy, the nonblocking schedules in flight
 //! and the collectives handed to MPI. A [`crate::Topo`] owns it with its requests, and
 //! two things advance it from outside the caller's own calls: Open MPI's progress engine
 //! ([`crate::mpi_hook`]) and the optional progress thread ([`crate::progress_thread`]).
@@ -31,7 +31,7 @@ use crate::view::View;
 pub const ABORT_CODE: i32 = 20;
 
 /// What the hierarchical path needs: the rank's view, its settings and its transports.
-pub(crate) struct Hier {
+pub(crate) struct HierarchicalPath {
     pub(crate) view: View,
     /// The view whose network part is one group of every rank that reaches the network
     /// ([`View::over_network`]), for Barrier and small Allreduce.
@@ -44,7 +44,7 @@ pub(crate) struct Hier {
     pub(crate) exchanges: Exchanges,
 }
 
-impl Hier {
+impl HierarchicalPath {
     /// The view an Allreduce of `bytes` runs on ([`crate::allreduce::view_for`]).
     pub(crate) fn allreduce_view(&self, bytes: usize) -> &View {
         crate::allreduce::view_for(&self.view, &self.network_view, &self.settings, bytes)
@@ -65,7 +65,7 @@ impl Hier {
     /// The steps of a flat Allreduce of `len` bytes of `elem`-byte elements (`send`: the
     /// contribution is in the send buffer), and how many bytes of
     /// [`crate::nonblocking::Buf::Tmp`] they use, when it takes a flat form
-    /// ([`Hier::flat_allreduce_peers`]); `None` for the hierarchical forms.
+    /// ([`HierarchicalPath::flat_allreduce_peers`]); `None` for the hierarchical forms.
     pub(crate) fn flat_allreduce(
         &self,
         elem: usize,
@@ -82,7 +82,7 @@ impl Hier {
         })
     }
 
-    /// Whether an Allreduce of `len` bytes takes a flat form ([`Hier::flat_allreduce`]).
+    /// Whether an Allreduce of `len` bytes takes a flat form ([`HierarchicalPath::flat_allreduce`]).
     pub(crate) fn allreduce_is_flat(&self, len: usize) -> bool {
         self.flat_allreduce_peers(len).is_some()
     }
@@ -99,7 +99,7 @@ impl Hier {
         self.flat_barrier_rounds().map(ibarrier::build_flat)
     }
 
-    /// Whether the barrier takes the flat form ([`Hier::flat_barrier`]).
+    /// Whether the barrier takes the flat form ([`HierarchicalPath::flat_barrier`]).
     pub(crate) fn barrier_is_flat(&self) -> bool {
         self.flat_barrier_rounds().is_some()
     }
@@ -157,11 +157,11 @@ impl Exchanges {
 
 /// A context's state, shared with its requests and the progress hooks. Its lock is a
 /// plain flag unless a progress thread shares it ([`crate::serial_lock`]).
-pub(crate) type Shared = Arc<SerialLock<Core>>;
+pub(crate) type Shared = Arc<SerialLock<ContextState>>;
 
 /// A context's state behind its lock: a mutex if a progress thread shares it, a flag
 /// otherwise.
-pub(crate) fn shared(state: Core, threaded: bool) -> Shared {
+pub(crate) fn shared(state: ContextState, threaded: bool) -> Shared {
     Arc::new(if threaded {
         SerialLock::new(state)
     } else {
@@ -175,11 +175,11 @@ pub(crate) fn shared(state: Core, threaded: bool) -> Shared {
 }
 
 /// The guard of a context's state.
-pub(crate) type Locked<'a> = SerialGuard<'a, Core>;
+pub(crate) type Locked<'a> = SerialGuard<'a, ContextState>;
 
 /// Locks `shared`, waiting for it. A panic while it was held (a request dropped before it
 /// completed panics) leaves the state consistent: every change to it is made whole
-/// before anything can panic, and poisoning is reported by [`Core::check_poison`].
+/// before anything can panic, and poisoning is reported by [`ContextState::check_poison`].
 pub(crate) fn lock(shared: &Shared) -> Locked<'_> {
     shared.lock()
 }
@@ -190,8 +190,8 @@ pub(crate) fn try_lock(shared: &Shared) -> Option<Locked<'_>> {
 }
 
 /// State shared by a [`crate::Topo`] and its requests.
-pub(crate) struct Core {
-    pub(crate) hier: Option<Box<Hier>>,
+pub(crate) struct ContextState {
+    pub(crate) hier: Option<Box<HierarchicalPath>>,
     engine: Engine,
     /// Collectives handed to MPI, by request id.
     native: BTreeMap<u64, NativeRequest>,
@@ -210,18 +210,18 @@ pub(crate) struct Core {
     node: String,
 }
 
-// SAFETY: `Core` holds raw pointers of three kinds, each safe to use from the thread that
+// SAFETY: `ContextState` holds raw pointers of three kinds, each safe to use from the thread that
 // holds the mutex: the caller's buffers in schedules (kept valid until the schedule
 // completes: a request lends them, `crate::request`), whichever thread polls it), the mapping of the
 // node's segment (process-wide memory), and MPI handles. MPI is called through the state
 // only by the thread that called MPI's initialisation, or by the progress thread when
 // `thread_multiple` says MPI allows every thread to call it; otherwise that thread polls
 // only the steps that make no MPI call (`Reach::WithoutMpi`).
-unsafe impl Send for Core {}
+unsafe impl Send for ContextState {}
 
-impl Core {
-    pub(crate) fn new(hier: Option<Box<Hier>>, rank: i32, node: String) -> Self {
-        Core {
+impl ContextState {
+    pub(crate) fn new(hier: Option<Box<HierarchicalPath>>, rank: i32, node: String) -> Self {
+        ContextState {
             hier,
             engine: Engine::default(),
             native: BTreeMap::new(),
@@ -339,7 +339,7 @@ impl Core {
 
     /// Advances everything in flight until `done` holds: spins, then yields the core,
     /// checking now and then that the local peers waited on are alive.
-    pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&Core) -> bool) -> Result<()> {
+    pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&ContextState) -> bool) -> Result<()> {
         let mut backoff = Backoff::new(self.spin());
         loop {
             self.progress()?;
@@ -371,7 +371,7 @@ impl Core {
                 None => Ok(()),
             };
         }
-        self.wait_until(Core::is_idle)
+        self.wait_until(ContextState::is_idle)
     }
 
     pub(crate) fn fail(&self, e: Error) -> ! {

@@ -81,7 +81,7 @@ impl<N: Transport> Fabric for Links<N> {
         let intra = self.intra.get(i).copied().unwrap_or(false);
         self.pick(intra)
     }
-    fn direct(&mut self, peer: u32) -> &mut dyn Transport {
+    fn peer(&mut self, peer: u32) -> &mut dyn Transport {
         let intra = self.peers.binary_search(&peer).is_ok();
         self.pick(intra)
     }

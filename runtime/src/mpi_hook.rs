@@ -19,7 +19,7 @@ use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use crate::backoff::LIVENESS_PERIOD;
-use crate::context::{Core, Shared, try_lock};
+use crate::context::{ContextState, Shared, try_lock};
 use crate::serial_lock::SerialLock;
 
 pub use crate::ffi::opal::{Callback, register, unregister};
@@ -43,11 +43,11 @@ thread_local! {
 }
 
 /// A context the callback advances, and its flag that says it may have collectives in
-/// flight (`Core::busy_flag`): the callback runs in every turn of MPI's progress engine,
+/// flight (`ContextState::busy_flag`): the callback runs in every turn of MPI's progress engine,
 /// inside every MPI call the program makes, so an idle context costs it one load, not the
 /// atomic updates of taking a reference and the lock.
 struct Tracked {
-    core: Weak<SerialLock<Core>>,
+    core: Weak<SerialLock<ContextState>>,
     busy: Arc<AtomicBool>,
 }
 

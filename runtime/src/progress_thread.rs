@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use crate::context::{Core, Shared, try_lock};
+use crate::context::{ContextState, Shared, try_lock};
 use crate::serial_lock::SerialLock;
 
 /// Turns without progress that spin before the thread sleeps between turns.
@@ -39,7 +39,7 @@ pub const ACTIVE: Duration = Duration::from_millis(100);
 pub const KICK_BYTES: usize = 64 << 10;
 
 struct Helper {
-    contexts: Mutex<Vec<Weak<SerialLock<Core>>>>,
+    contexts: Mutex<Vec<Weak<SerialLock<ContextState>>>>,
     thread: std::thread::Thread,
     /// The thread is blocked until a collective starts (not napping).
     blocked: AtomicBool,

@@ -160,9 +160,9 @@ pub fn reduce(
         up_onto(view, fabric, s, root, total, acc, own, tmp, op)?;
         if detour {
             if view.rank == 0 {
-                fabric.direct(root).send(&[root], acc)?;
+                fabric.peer(root).send(&[root], acc)?;
             } else if let Some(r) = &mut recv {
-                fabric.direct(0).recv(0, &mut r[off..end])?;
+                fabric.peer(0).recv(0, &mut r[off..end])?;
             }
         }
         off = end;

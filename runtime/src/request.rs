@@ -25,8 +25,8 @@ use crate::backoff::Backoff;
 use crate::context::{self, Shared};
 
 /// Something a request keeps alive until it completes (its operation).
-pub(crate) trait Keep {}
-impl<T: ?Sized> Keep for T {}
+pub(crate) trait KeepAlive {}
+impl<T: ?Sized> KeepAlive for T {}
 
 /// A nonblocking collective in flight, borrowing its buffers for `'a`.
 #[must_use = "a request must be completed with wait or test"]
@@ -35,7 +35,7 @@ pub struct Request<'a, S: Scope<'a> = StaticScope> {
     id: u64,
     scope: S,
     done: bool,
-    _keep: Option<Box<dyn Keep + 'a>>,
+    _keep: Option<Box<dyn KeepAlive + 'a>>,
     _borrow: PhantomData<Cell<&'a ()>>,
     /// Completed on the thread that started it, which is the thread that calls MPI.
     _not_send: PhantomData<*const ()>,
@@ -48,7 +48,12 @@ impl<'a, S: Scope<'a>> std::fmt::Debug for Request<'a, S> {
 }
 
 impl<'a, S: Scope<'a>> Request<'a, S> {
-    pub(crate) fn new(core: &Shared, id: u64, scope: S, keep: Option<Box<dyn Keep + 'a>>) -> Self {
+    pub(crate) fn new(
+        core: &Shared,
+        id: u64,
+        scope: S,
+        keep: Option<Box<dyn KeepAlive + 'a>>,
+    ) -> Self {
         scope.register();
         Request {
             core: Arc::clone(core),

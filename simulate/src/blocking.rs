@@ -22,7 +22,7 @@ use topo_runtime::transport::{Transfer, Transport};
 use crate::program::{Program, Step};
 
 /// A transport and fabric that records instead of moving bytes: every level and every
-/// direct peer is reached through it.
+/// peer ([`Fabric::peer`]) is reached through it.
 #[derive(Debug, Default, Clone)]
 pub struct Tape {
     program: Rc<RefCell<Program>>,
@@ -138,7 +138,7 @@ impl Fabric for Tape {
         self
     }
 
-    fn direct(&mut self, _peer: u32) -> &mut dyn Transport {
+    fn peer(&mut self, _peer: u32) -> &mut dyn Transport {
         self
     }
 }

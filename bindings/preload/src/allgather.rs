@@ -19,7 +19,7 @@ use crate::packed::{pack, packed_size, unpack};
 use crate::state::{self, Active, TypeCache};
 
 /// A type used as it is: predefined, without gaps (the value-index pairs have gaps).
-fn direct_size(types: &mut TypeCache<'_>, dt: MPI_Datatype) -> Option<usize> {
+fn unpacked_size(types: &mut TypeCache<'_>, dt: MPI_Datatype) -> Option<usize> {
     match types.datatype(dt) {
         TypeInfo::Plain { size, class, .. } if class != TypeClass::Pair => Some(size),
         _ => None,
@@ -124,28 +124,28 @@ unsafe fn prepare<'b>(
     // addresses) it is legal, on any subset of the ranks, and packed like any buffer; with
     // a predefined type it is erroneous, for MPI to report. `MPI_IN_PLACE` is legal only
     // as the send buffer (checked apart).
-    let bad = |p: *const c_void, direct: bool| {
-        p == abi::in_place() || (direct && (p.is_null() || p == abi::bottom()))
+    let bad = |p: *const c_void, unpacked: bool| {
+        p == abi::in_place() || (unpacked && (p.is_null() || p == abi::bottom()))
     };
-    let recv_direct = direct_size(types, recv_type).is_some();
-    if bad(recv.cast_const(), recv_direct)
-        || (!in_place && bad(send, direct_size(types, send_type).is_some()))
+    let recv_unpacked = unpacked_size(types, recv_type).is_some();
+    if bad(recv.cast_const(), recv_unpacked)
+        || (!in_place && bad(send, unpacked_size(types, send_type).is_some()))
     {
         return Err(HandOff::Arguments);
     }
-    if !recv_direct && !types.committed(recv_type) {
+    if !recv_unpacked && !types.committed(recv_type) {
         return Err(HandOff::Arguments);
     }
     // Everything that can fail is asked before anything is allocated for the collective.
-    let stride = if recv_direct {
+    let stride = if recv_unpacked {
         0
     } else {
         recv_count as isize * extent(recv_type)?
     };
     // This rank's block, unless the collective reads it from the application: in place in
-    // a directly used receive buffer, or a direct send buffer clear of the receive buffer.
+    // an unpacked receive buffer, or an unpacked send buffer clear of the receive buffer.
     let own: Option<Vec<u8>> = if in_place {
-        if recv_direct {
+        if recv_unpacked {
             None
         } else {
             let at = a.rank as isize * stride;
@@ -161,7 +161,7 @@ unsafe fn prepare<'b>(
             }?)
         }
     } else {
-        match direct_size(types, send_type) {
+        match unpacked_size(types, send_type) {
             Some(s) if s as u64 * send_count.max(0) as u64 == block as u64 => {
                 // Buffers that overlap are erroneous, but handing the call to MPI on this
                 // rank alone would split the ranks between two paths: copy.
@@ -176,7 +176,7 @@ unsafe fn prepare<'b>(
             _ => Some(unsafe { pack(send, send_count, send_type, block, comm) }?),
         }
     };
-    let unpack = if recv_direct {
+    let unpack = if recv_unpacked {
         None
     } else {
         let dt = KeptType::new(recv_type, keep_type).ok_or(HandOff::Arguments)?;
@@ -193,7 +193,7 @@ unsafe fn prepare<'b>(
     let mut finish = Finish { own, unpack };
     // The slices below point into the heap buffers `finish` owns (moving it moves none of
     // them) or into the application's buffers.
-    // SAFETY: a direct send buffer holds `block` bytes; `own` and the packed bytes live as
+    // SAFETY: an unpacked send buffer holds `block` bytes; `own` and the packed bytes live as
     // long as `finish`, which the caller keeps until the collective completes.
     let send_bytes: Option<&'b [u8]> = match (&finish.own, in_place) {
         (Some(v), _) => Some(unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) }),

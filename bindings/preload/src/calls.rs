@@ -98,14 +98,14 @@ unsafe fn send_recv<'b>(
 }
 
 /// The outcome of a runtime entry point: `false` means its path is off.
-fn ran(done: bool) -> Result<(), HandOff> {
+fn path_taken(done: bool) -> Result<(), HandOff> {
     done.then_some(()).ok_or(HandOff::Inactive)
 }
 
 /// A broadcast's buffer on topo-run's path.
 enum BcastBuf<'b> {
     /// The application's own bytes (one gap-free predefined type).
-    Direct(&'b mut [u8]),
+    Unpacked(&'b mut [u8]),
     /// Any other datatype, packed (see [`crate::packed`]).
     Packed(Packed),
 }
@@ -151,7 +151,7 @@ unsafe fn bcast_args<'b>(
     }
     // SAFETY: the caller's buffer holds `count` gap-free elements of `size` bytes.
     let bytes = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), count as usize * size) };
-    Ok(BcastBuf::Direct(bytes))
+    Ok(BcastBuf::Unpacked(bytes))
 }
 
 /// The bytes of `count` elements of `dt` and the combine of `op` on them, if topo-run can
@@ -238,9 +238,9 @@ pub(crate) unsafe fn bcast(
     state::run(Call::Bcast, comm, |a, types| {
         // SAFETY: per the contract.
         match unsafe { bcast_args(a, types, buf, count, dt, root, comm, false) }? {
-            BcastBuf::Direct(bytes) => ran(a.topo.raw_broadcast(root, bytes)),
+            BcastBuf::Unpacked(bytes) => path_taken(a.topo.raw_broadcast(root, bytes)),
             BcastBuf::Packed(mut p) => {
-                ran(a.topo.raw_broadcast(root, &mut p.bytes))?;
+                path_taken(a.topo.raw_broadcast(root, &mut p.bytes))?;
                 packed = Some(p);
                 Ok(())
             }
@@ -267,7 +267,7 @@ pub(crate) unsafe fn reduce(
     state::run(Call::Reduce, comm, |a, types| {
         // SAFETY: per the contract.
         let (send, recv, op) = unsafe { reduce_args(a, types, send, recv, count, dt, op, root) }?;
-        ran(a.topo.raw_reduce(root, send, recv, &op))
+        path_taken(a.topo.raw_reduce(root, send, recv, &op))
     })
     .is_some()
 }
@@ -287,19 +287,19 @@ pub(crate) unsafe fn allreduce(
     state::run(Call::Allreduce, comm, |a, types| {
         // SAFETY: per the contract.
         let (send, recv, op) = unsafe { allreduce_args(types, send, recv, count, dt, op) }?;
-        ran(a.topo.raw_all_reduce(send, recv, &op))
+        path_taken(a.topo.raw_all_reduce(send, recv, &op))
     })
     .is_some()
 }
 
 /// `MPI_Barrier`.
 pub(crate) fn barrier(comm: MPI_Comm) -> bool {
-    state::run(Call::Barrier, comm, |a, _| ran(a.topo.raw_barrier())).is_some()
+    state::run(Call::Barrier, comm, |a, _| path_taken(a.topo.raw_barrier())).is_some()
 }
 
 /// A started nonblocking collective (with nothing to unpack at completion), or `Inactive`
 /// if its path is off.
-fn started(r: Option<RawRequest>) -> Result<(RawRequest, Option<Box<dyn Finish>>), HandOff> {
+fn request_taken(r: Option<RawRequest>) -> Result<(RawRequest, Option<Box<dyn Finish>>), HandOff> {
     r.map(|r| (r, None)).ok_or(HandOff::Inactive)
 }
 
@@ -345,9 +345,9 @@ pub(crate) unsafe fn ibcast(
     let start = |a: &mut Active, types: &mut TypeCache<'_>| {
         // SAFETY: per the contract; the buffer is the collective's until completion.
         match unsafe { bcast_args(a, types, buf, count, dt, root, comm, true) }? {
-            BcastBuf::Direct(bytes) => started(a.topo.raw_immediate_broadcast(root, bytes)),
+            BcastBuf::Unpacked(bytes) => request_taken(a.topo.raw_immediate_broadcast(root, bytes)),
             BcastBuf::Packed(mut p) => {
-                let (req, _) = started(a.topo.raw_immediate_broadcast(root, p.lend()))?;
+                let (req, _) = request_taken(a.topo.raw_immediate_broadcast(root, p.lend()))?;
                 Ok((req, Some(Box::new(p) as Box<dyn Finish>)))
             }
         }
@@ -374,7 +374,7 @@ pub(crate) unsafe fn ireduce(
 ) -> bool {
     let start = |a: &mut Active, types: &mut TypeCache<'_>| {
         // SAFETY: per the contract; the buffers are the collective's until completion.
-        started(unsafe {
+        request_taken(unsafe {
             let (send, recv, op) = reduce_args(a, types, send, recv, count, dt, op, root)?;
             a.topo.raw_immediate_reduce(root, send, recv, op)
         })
@@ -400,7 +400,7 @@ pub(crate) unsafe fn iallreduce(
 ) -> bool {
     let start = |a: &mut Active, types: &mut TypeCache<'_>| {
         // SAFETY: per the contract; the buffers are the collective's until completion.
-        started(unsafe {
+        request_taken(unsafe {
             let (send, recv, op) = allreduce_args(types, send, recv, count, dt, op)?;
             a.topo.raw_immediate_all_reduce(send, recv, op)
         })
@@ -417,7 +417,7 @@ pub(crate) unsafe fn ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> bool
     // SAFETY: `request` is the caller's.
     unsafe {
         nonblocking(Call::Ibarrier, comm, request, |a, _| {
-            started(a.topo.raw_immediate_barrier())
+            request_taken(a.topo.raw_immediate_barrier())
         })
     }
 }

@@ -18,27 +18,13 @@ pub(crate) fn forget(comm: *const MPI_Comm) {
     if !comm.is_null() {
         // SAFETY: a non-null pointer to the application's handle.
         let c = unsafe { *comm };
-        abi::entry(
-            Some(c),
-            || {
-                state::forget_comm(c);
-                false
-            },
-            || SUCCESS,
-        );
+        abi::own(Some(c), || state::forget_comm(c));
     }
 }
 
 /// topo-run's part of `MPI_Finalize` (C and Fortran): teardown and statistics.
 pub(crate) fn teardown() {
-    abi::entry(
-        None,
-        || {
-            state::finalize();
-            true
-        },
-        || SUCCESS,
-    );
+    abi::own(None, state::finalize);
 }
 
 /// `MPI_Init`: MPI's, then topo-run's setup.
@@ -50,14 +36,7 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
     // SAFETY: the application's own arguments, passed on.
     let rc = unsafe { ffi::PMPI_Init(argc, argv) };
     if rc == SUCCESS {
-        abi::entry(
-            None,
-            || {
-                state::init();
-                true
-            },
-            || SUCCESS,
-        );
+        abi::own(None, state::init);
     }
     rc
 }
@@ -76,14 +55,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     // SAFETY: the application's own arguments, passed on.
     let rc = unsafe { ffi::PMPI_Init_thread(argc, argv, required, provided) };
     if rc == SUCCESS {
-        abi::entry(
-            None,
-            || {
-                state::init();
-                true
-            },
-            || SUCCESS,
-        );
+        abi::own(None, state::init);
     }
     rc
 }
@@ -393,14 +365,7 @@ fn adopt(rc: c_int, comm: MPI_Comm, newcomm: *const MPI_Comm) -> c_int {
 /// Gives `new`, just created from `comm` (C or Fortran), a context if it is congruent to
 /// world.
 pub(crate) fn adopt_created(comm: MPI_Comm, new: MPI_Comm) {
-    abi::entry(
-        Some(comm),
-        || {
-            state::adopt(new);
-            true
-        },
-        || SUCCESS,
-    );
+    abi::own(Some(comm), || state::adopt(new));
 }
 
 /// `MPI_Comm_dup`: MPI's, then a context for the duplicate of a communicator congruent

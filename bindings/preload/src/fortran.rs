@@ -142,6 +142,35 @@ pub unsafe extern "C" fn mpi_bcast_(
     )
 }
 
+/// topo-run's path of `MPI_REDUCE` (to `root`) and `MPI_ALLREDUCE` (without one) on
+/// communicator `cc`: MPI's code, or -1 to hand the call to MPI.
+///
+/// # Safety
+/// The arguments of the Fortran call, all passed by reference.
+unsafe fn reduction(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: *const Fint,
+    dt: *const Fint,
+    op: *const Fint,
+    root: Option<*const Fint>,
+    cc: MPI_Comm,
+) -> c_int {
+    buffers_entry(
+        cc,
+        // SAFETY: the translated arguments of this call (all read by reference).
+        || unsafe {
+            let (send, recv) = (buffer(send), buffer(recv).cast_mut());
+            let (count, dt, op) = (*count, abi::type_f2c(*dt), abi::op_f2c(*op));
+            match root {
+                Some(root) => calls::reduce(send, recv, count, dt, op, *root, cc),
+                None => calls::allreduce(send, recv, count, dt, op, cc),
+            }
+            .then_some(SUCCESS)
+        },
+    )
+}
+
 /// `MPI_REDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, ROOT, COMM, IERROR)`.
 ///
 /// # Safety
@@ -158,23 +187,8 @@ pub unsafe extern "C" fn mpi_reduce_(
     c: *const Fint,
     ierr: *mut Fint,
 ) {
-    let cc = comm(c);
-    let ours = buffers_entry(
-        cc,
-        // SAFETY: the translated arguments of this call (all read by reference).
-        || unsafe {
-            calls::reduce(
-                buffer(send),
-                buffer(recv).cast_mut(),
-                *count,
-                abi::type_f2c(*dt),
-                abi::op_f2c(*op),
-                *root,
-                cc,
-            )
-            .then_some(SUCCESS)
-        },
-    );
+    // SAFETY: the arguments of this call.
+    let ours = unsafe { reduction(send, recv, count, dt, op, Some(root), comm(c)) };
     if ours != -1 {
         return set_ierr(ierr, ours);
     }
@@ -215,22 +229,8 @@ pub unsafe extern "C" fn mpi_allreduce_(
     c: *const Fint,
     ierr: *mut Fint,
 ) {
-    let cc = comm(c);
-    let ours = buffers_entry(
-        cc,
-        // SAFETY: the translated arguments of this call (all read by reference).
-        || unsafe {
-            calls::allreduce(
-                buffer(send),
-                buffer(recv).cast_mut(),
-                *count,
-                abi::type_f2c(*dt),
-                abi::op_f2c(*op),
-                cc,
-            )
-            .then_some(SUCCESS)
-        },
-    );
+    // SAFETY: the arguments of this call.
+    let ours = unsafe { reduction(send, recv, count, dt, op, None, comm(c)) };
     if ours != -1 {
         return set_ierr(ierr, ours);
     }

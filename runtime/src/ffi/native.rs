@@ -155,7 +155,7 @@ pub(crate) struct NativeRequest {
 
 // SAFETY: a request handle is a process-wide value (a pointer in Open MPI, an integer in
 // MPICH), and the copy is plain data; which thread may test the request is the context's
-// rule (`Core` calls MPI only from threads MPI's thread level allows).
+// rule (`ContextState` calls MPI only from threads MPI's thread level allows).
 unsafe impl Send for NativeRequest {}
 
 impl NativeRequest {

@@ -165,14 +165,14 @@ pub fn build_rd(rank: u32, peers: &RdPeers, len: usize, has_send: bool) -> Build
     if p != rank as usize {
         let (to, from) = (peers.send_own_to, peers.start_from);
         first.push((
-            Link::Direct(to),
+            Link::Peer(to),
             Action::Send {
                 to: vec![to],
                 src: own,
             },
         ));
         first.push((
-            Link::Direct(from),
+            Link::Peer(from),
             Action::Recv {
                 from,
                 dst: at(p, 1),
@@ -186,14 +186,14 @@ pub fn build_rd(rank: u32, peers: &RdPeers, len: usize, has_send: bool) -> Build
         let theirs = mine ^ width;
         b.round([
             (
-                Link::Direct(partner),
+                Link::Peer(partner),
                 Action::Send {
                     to: vec![partner],
                     src: at(mine, width),
                 },
             ),
             (
-                Link::Direct(partner),
+                Link::Peer(partner),
                 Action::Recv {
                     from: partner,
                     dst: at(theirs, width),
@@ -232,14 +232,14 @@ pub fn build_bruck(rank: u32, peers: &BruckPeers, len: usize, has_send: bool) ->
         let (to, from) = (peers.send_own_to, peers.start_from);
         b.round([
             (
-                Link::Direct(to),
+                Link::Peer(to),
                 Action::Send {
                     to: vec![to],
                     src: own,
                 },
             ),
             (
-                Link::Direct(from),
+                Link::Peer(from),
                 Action::Recv {
                     from,
                     dst: tmp(0, 1),
@@ -252,14 +252,14 @@ pub fn build_bruck(rank: u32, peers: &BruckPeers, len: usize, has_send: bool) ->
         let blocks = d.min(n - d);
         b.round([
             (
-                Link::Direct(to),
+                Link::Peer(to),
                 Action::Send {
                     to: vec![to],
                     src: tmp(0, blocks),
                 },
             ),
             (
-                Link::Direct(from),
+                Link::Peer(from),
                 Action::Recv {
                     from,
                     dst: tmp(d, blocks),
@@ -317,14 +317,14 @@ pub fn build_ring(rank: u32, peers: &RingPeers, len: usize, has_send: bool) -> B
         let (sent, received) = peers.step(s);
         let src = if s == 0 { own } else { at(sent) };
         round.push((
-            Link::Direct(next),
+            Link::Peer(next),
             Action::Send {
                 to: vec![next],
                 src,
             },
         ));
         round.push((
-            Link::Direct(prev),
+            Link::Peer(prev),
             Action::Recv {
                 from: prev,
                 dst: at(received),

@@ -188,11 +188,11 @@ pub fn build_recursive_doubling(peers: &HalvingPeers, send: bool, len: usize) ->
     if let Fold::In(from) = peers.fold {
         if apart {
             // The first message in lands in `acc`, and `own` joins it there.
-            b.step(Link::Direct(from), Action::Recv { from, dst: acc });
+            b.step(Link::Peer(from), Action::Recv { from, dst: acc });
             b.step(Link::Local, Action::Combine { acc, src: own });
             apart = false;
         } else {
-            b.step(Link::Direct(from), Action::RecvReduce { from, acc });
+            b.step(Link::Peer(from), Action::RecvReduce { from, acc });
         }
     }
     let tmp = Region {
@@ -201,7 +201,7 @@ pub fn build_recursive_doubling(peers: &HalvingPeers, send: bool, len: usize) ->
     };
     let mut uses_tmp = false;
     for &partner in &peers.partners {
-        let link = Link::Direct(partner);
+        let link = Link::Peer(partner);
         let out = |src| {
             (
                 link,
@@ -243,7 +243,7 @@ pub fn build_recursive_doubling(peers: &HalvingPeers, send: bool, len: usize) ->
 fn folded_out(into: u32, send: bool, len: usize) -> Builder {
     let mut b = Builder::default();
     if len > 0 {
-        let link = Link::Direct(into);
+        let link = Link::Peer(into);
         let src = Region::whole(if send { Buf::Send } else { Buf::Recv }, len);
         b.step(
             link,
@@ -262,7 +262,7 @@ fn folded_out(into: u32, send: bool, len: usize) -> Builder {
 fn give_back(b: &mut Builder, fold: Fold, acc: Region) {
     if let Fold::In(from) = fold {
         b.step(
-            Link::Direct(from),
+            Link::Peer(from),
             Action::Send {
                 to: vec![from],
                 src: acc,
@@ -369,14 +369,14 @@ pub fn build_ring(peers: &RingPeers, elem: usize, send: bool, len: usize) -> Bui
         };
         let mut round = vec![
             (
-                Link::Direct(next),
+                Link::Peer(next),
                 Action::Send {
                     to: vec![next],
                     src,
                 },
             ),
             (
-                Link::Direct(prev),
+                Link::Peer(prev),
                 Action::RecvReduce {
                     from: prev,
                     acc: block(p + 2 * n - s - 1),
@@ -398,14 +398,14 @@ pub fn build_ring(peers: &RingPeers, elem: usize, send: bool, len: usize) -> Bui
     for s in 0..n - 1 {
         b.round([
             (
-                Link::Direct(next),
+                Link::Peer(next),
                 Action::Send {
                     to: vec![next],
                     src: block(p + 1 + n - s),
                 },
             ),
             (
-                Link::Direct(prev),
+                Link::Peer(prev),
                 Action::Recv {
                     from: prev,
                     dst: block(p + n - s),
@@ -449,13 +449,13 @@ pub fn build_rabenseifner(
     // A rank that takes part from the start with a send buffer sends the first half out
     // of it and copies only the half it keeps; everyone else starts from a copy of the
     // whole.
-    let direct = send && peers.fold == Fold::None && !peers.partners.is_empty();
-    if send && !direct {
+    let from_send = send && peers.fold == Fold::None && !peers.partners.is_empty();
+    if send && !from_send {
         let src = Region::whole(Buf::Send, len);
         b.step(Link::Local, Action::Copy { src, dst: acc });
     }
     if let Fold::In(from) = peers.fold {
-        b.step(Link::Direct(from), Action::RecvReduce { from, acc });
+        b.step(Link::Peer(from), Action::RecvReduce { from, acc });
     }
     let q = peers.slots as usize;
     let elem = elem.max(1);
@@ -469,7 +469,10 @@ pub fn build_rabenseifner(
     for j in 0..pieces {
         let (a, z) = (j * count / pieces, (j + 1) * count / pieces);
         let split = Split::new((z - a) * elem, q, elem).at(a * elem);
-        for (i, round) in piece_rounds(peers, &split, direct).into_iter().enumerate() {
+        for (i, round) in piece_rounds(peers, &split, from_send)
+            .into_iter()
+            .enumerate()
+        {
             let at = j * PIECE_LAG + i;
             if rounds.len() <= at {
                 rounds.resize_with(at + 1, Vec::new);
@@ -491,14 +494,14 @@ pub fn build_rabenseifner(
 pub const PIECE_LAG: usize = 2;
 
 /// One piece's rounds in [`build_rabenseifner`]: the halving steps and the doubling steps
-/// over the blocks of `split`. With `direct` (the contribution is in the send buffer), the
+/// over the blocks of `split`. With `from_send` (the contribution is in the send buffer), the
 /// first step sends the half it gives straight from there, and copies the half it keeps
 /// into the result beside that exchange, before the partner's half is combined into it.
-fn piece_rounds(peers: &HalvingPeers, split: &Split, direct: bool) -> Vec<Vec<(Link, Action)>> {
+fn piece_rounds(peers: &HalvingPeers, split: &Split, from_send: bool) -> Vec<Vec<(Link, Action)>> {
     let q = peers.slots as usize;
     let slot = peers.slot as usize;
     let mut rounds = Vec::new();
-    let mut direct = direct;
+    let mut from_send = from_send;
     // The blocks held before each halving step: `(first, count)`.
     let mut held = Vec::with_capacity(peers.partners.len());
     let (mut first, mut count) = (0, q);
@@ -510,7 +513,7 @@ fn piece_rounds(peers: &HalvingPeers, split: &Split, direct: bool) -> Vec<Vec<(L
         } else {
             (first + half, first)
         };
-        let link = Link::Direct(partner);
+        let link = Link::Peer(partner);
         let region = |buf, i| split.region(buf, i, half);
         let combine = (
             link,
@@ -519,7 +522,7 @@ fn piece_rounds(peers: &HalvingPeers, split: &Split, direct: bool) -> Vec<Vec<(L
                 acc: region(Buf::Recv, keep),
             },
         );
-        let src = region(if direct { Buf::Send } else { Buf::Recv }, give);
+        let src = region(if from_send { Buf::Send } else { Buf::Recv }, give);
         let send = (
             link,
             Action::Send {
@@ -527,7 +530,7 @@ fn piece_rounds(peers: &HalvingPeers, split: &Split, direct: bool) -> Vec<Vec<(L
                 src,
             },
         );
-        if direct {
+        if from_send {
             // The copy is the round's first step, so it is done before the combine: the
             // steps of a round run in order, and a combining receive posted ahead lands
             // in the transfer's own memory until its round. The transfers run meanwhile.
@@ -537,7 +540,7 @@ fn piece_rounds(peers: &HalvingPeers, split: &Split, direct: bool) -> Vec<Vec<(L
                 send,
                 combine,
             ]);
-            direct = false;
+            from_send = false;
         } else {
             rounds.push(vec![send, combine]);
         }
@@ -545,7 +548,7 @@ fn piece_rounds(peers: &HalvingPeers, split: &Split, direct: bool) -> Vec<Vec<(L
     }
     for (&partner, &(whole, twice)) in peers.partners.iter().zip(&held).rev() {
         let other = if first == whole { whole + count } else { whole };
-        let link = Link::Direct(partner);
+        let link = Link::Peer(partner);
         rounds.push(vec![
             (
                 link,

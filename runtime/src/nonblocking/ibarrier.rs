@@ -47,13 +47,13 @@ pub fn build_flat(rounds: &[(u32, u32)]) -> Builder {
     for &(to, from) in rounds {
         b.round([
             (
-                Link::Direct(to),
+                Link::Peer(to),
                 Action::Send {
                     to: vec![to],
                     src: nothing,
                 },
             ),
-            (Link::Direct(from), Action::Recv { from, dst: nothing }),
+            (Link::Peer(from), Action::Recv { from, dst: nothing }),
         ]);
     }
     b

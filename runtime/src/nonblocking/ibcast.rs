@@ -19,13 +19,13 @@ pub fn build(view: &View, s: &Settings, root: u32, len: usize) -> Builder {
                 to: vec![0],
                 src: whole,
             };
-            b.step(Link::Direct(0), send);
+            b.step(Link::Peer(0), send);
         } else if view.rank == 0 {
             let recv = Action::Recv {
                 from: root,
                 dst: whole,
             };
-            b.step(Link::Direct(root), recv);
+            b.step(Link::Peer(root), recv);
         }
     }
     down(&mut b, view, s, root, len, view.levels.len(), whole);

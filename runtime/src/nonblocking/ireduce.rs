@@ -54,7 +54,7 @@ pub fn build(
         let whole = Region::whole(Buf::Recv, len);
         if view.rank == 0 && holds {
             b.step(
-                Link::Direct(root),
+                Link::Peer(root),
                 Action::Send {
                     to: vec![root],
                     src: acc,
@@ -62,7 +62,7 @@ pub fn build(
             );
         } else if is_root {
             b.step(
-                Link::Direct(0),
+                Link::Peer(0),
                 Action::Recv {
                     from: 0,
                     dst: whole,

@@ -29,7 +29,7 @@ use std::marker::PhantomData;
 
 pub use crate::context::ABORT_CODE;
 use crate::context::Exchanges;
-use crate::context::{self, Core, Hier, Locked, Shared, abort};
+use crate::context::{self, ContextState, HierarchicalPath, Locked, Shared, abort};
 use crate::error::{Error, Result};
 use crate::links::Links;
 use crate::nonblocking::iallgather::Order;

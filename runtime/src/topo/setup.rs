@@ -160,7 +160,7 @@ impl Topo {
         let (network, exchanges) =
             Self::setup_exchanges(&world, &mut settings, &view, node_label, switch_label);
         let links = Links::new(&view, plan.peers.clone(), shm, net);
-        let hier = Hier {
+        let hier = HierarchicalPath {
             network_view: view.over_network(&network),
             view,
             settings,
@@ -180,7 +180,7 @@ impl Topo {
 
     pub(super) fn new(
         world: SimpleCommunicator,
-        hier: Option<Box<Hier>>,
+        hier: Option<Box<HierarchicalPath>>,
         fallback: Option<Fallback>,
         node: String,
         local: Option<(u32, u32)>,
@@ -205,7 +205,7 @@ impl Topo {
             s.progress_thread && s.spin > 0
         });
         let threaded = thread == Some(true);
-        let state = Core::new(hier, world.rank(), node.clone());
+        let state = ContextState::new(hier, world.rank(), node.clone());
         let core = context::shared(state, threaded);
         if let Some(thread) = thread {
             crate::mpi_hook::track(&core);

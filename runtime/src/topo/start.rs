@@ -8,11 +8,11 @@ use mpi::topology::Communicator;
 use topo_hierarchy::settings::AllgatherAlg;
 
 use crate::combine::Combine;
-use crate::context::{self, Hier};
+use crate::context::{self, HierarchicalPath};
 use crate::ffi::native::Native;
 use crate::nonblocking::{Builder, Schedule, Shape, iallreduce, ibarrier, ibcast, ireduce};
 use crate::plain::{self, MpiCombine};
-use crate::request::{Keep, Request};
+use crate::request::{KeepAlive, Request};
 use crate::topo::Topo;
 
 /// The shape of a call (see [`Shape`]).
@@ -49,9 +49,9 @@ impl Topo {
         &mut self,
         scope: S,
         args: Args<'a>,
-        keep: Option<Box<dyn Keep + 'a>>,
+        keep: Option<Box<dyn KeepAlive + 'a>>,
         shape: Shape,
-        build: impl FnOnce(&Hier) -> (Builder, usize, usize),
+        build: impl FnOnce(&HierarchicalPath) -> (Builder, usize, usize),
     ) -> Request<'a, S> {
         let request = self.request(scope, keep);
         let id = request.id();
@@ -85,7 +85,7 @@ impl Topo {
     fn request<'a, S: Scope<'a>>(
         &self,
         scope: S,
-        keep: Option<Box<dyn Keep + 'a>>,
+        keep: Option<Box<dyn KeepAlive + 'a>>,
     ) -> Request<'a, S> {
         let mut core = context::lock(&self.core);
         core.check_poison();
@@ -99,7 +99,7 @@ impl Topo {
     pub(super) fn start_native<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
-        keep: Option<Box<dyn Keep + 'a>>,
+        keep: Option<Box<dyn KeepAlive + 'a>>,
         native: impl FnOnce(&Request<'a, S>) -> Native,
     ) -> Request<'a, S> {
         let request = self.request(scope, keep);
@@ -134,7 +134,7 @@ impl Topo {
         send: Option<&'a [u8]>,
         recv: Option<&'a mut [u8]>,
         op: Box<dyn Combine>,
-        keep: Option<Box<dyn Keep + 'a>>,
+        keep: Option<Box<dyn KeepAlive + 'a>>,
     ) -> Request<'a, S> {
         let has_send = send.is_some();
         let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
@@ -152,7 +152,7 @@ impl Topo {
         })
     }
 
-    /// A flat Allreduce ([`crate::context::Hier::flat_allreduce`]) run as its schedule and
+    /// A flat Allreduce ([`crate::context::HierarchicalPath::flat_allreduce`]) run as its schedule and
     /// waited for: the blocking form.
     pub(crate) fn flat_all_reduce(&mut self, send: Option<&[u8]>, recv: &mut [u8], op: MpiCombine) {
         mpi::request::scope(|scope| {
@@ -167,7 +167,7 @@ impl Topo {
         send: Option<&'a [u8]>,
         recv: &'a mut [u8],
         op: Box<dyn Combine>,
-        keep: Option<Box<dyn Keep + 'a>>,
+        keep: Option<Box<dyn KeepAlive + 'a>>,
     ) -> Request<'a, S> {
         let has_send = send.is_some();
         let len = recv.len();

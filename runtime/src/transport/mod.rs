@@ -60,11 +60,17 @@ pub trait Transport {
     }
 
     /// The nonblocking form of [`Transport::signal`]: call it again with the same
-    /// arguments and `x` until it returns true. By default an empty message each way
+    /// arguments and `transfer` until it returns true. By default an empty message each way
     /// ([`exchange_empty`]).
-    fn poll_signal(&mut self, x: &mut Transfer, round: usize, to: u32, from: u32) -> Result<bool> {
+    fn poll_signal(
+        &mut self,
+        transfer: &mut Transfer,
+        round: usize,
+        to: u32,
+        from: u32,
+    ) -> Result<bool> {
         let _ = round;
-        exchange_empty(self, x, to, from)
+        exchange_empty(self, transfer, to, from)
     }
 
     /// Receives `acc.len()` bytes from `from` and combines them into `acc` (`tmp` is
@@ -121,15 +127,15 @@ pub trait Transport {
 
     /// The nonblocking form of [`Transport::send`]: makes what progress it can without
     /// waiting and returns whether `data` may be reused. Call it again with the same
-    /// arguments and `x` until it returns true; `data` must stay put until then.
-    fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool>;
+    /// arguments and `transfer` until it returns true; `data` must stay put until then.
+    fn poll_send(&mut self, transfer: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool>;
 
     /// The nonblocking form of [`Transport::recv`] (or, with `op`, of
     /// [`Transport::recv_reduce`]: the message is combined into `buf`). Call it again with
-    /// the same arguments and `x` until it returns true; `buf` must stay put until then.
+    /// the same arguments and `transfer` until it returns true; `buf` must stay put until then.
     fn poll_recv(
         &mut self,
-        x: &mut Transfer,
+        transfer: &mut Transfer,
         from: u32,
         buf: &mut [u8],
         op: Option<&dyn Combine>,
@@ -158,14 +164,14 @@ pub trait Transport {
 }
 
 /// Sends an empty message to `to` and receives one from `from`, both at once, as the
-/// nonblocking transfers of `x` (call it again until it returns true).
+/// nonblocking transfers of `transfer` (call it again until it returns true).
 pub fn exchange_empty<T: Transport + ?Sized>(
     t: &mut T,
-    x: &mut Transfer,
+    transfer: &mut Transfer,
     to: u32,
     from: u32,
 ) -> Result<bool> {
-    let [s, r] = &mut **x.halves.get_or_insert_with(Default::default);
+    let [s, r] = &mut **transfer.halves.get_or_insert_with(Default::default);
     if !s.complete {
         s.complete = t.poll_send(s, &[to], &[])?;
     }
@@ -196,10 +202,10 @@ pub struct Transfer {
     pub(crate) complete: bool,
 }
 
-/// Gives each level, and each direct peer, the transport that reaches it.
+/// Gives each level, and each peer a step names ([`Fabric::peer`]), the transport that reaches it.
 pub trait Fabric {
     /// The transport for `levels[i]`.
     fn level(&mut self, i: usize) -> &mut dyn Transport;
     /// The transport that reaches `peer` directly.
-    fn direct(&mut self, peer: u32) -> &mut dyn Transport;
+    fn peer(&mut self, peer: u32) -> &mut dyn Transport;
 }

@@ -53,11 +53,11 @@ impl MpiTransport {
 }
 
 impl MpiTransport {
-    /// Waits for `x`'s requests by testing them, calling the progress hook between tests
+    /// Waits for `transfer`'s requests by testing them, calling the progress hook between tests
     /// (the blocking calls' form while a hook is installed).
-    fn wait_polled(x: &mut Transfer) {
+    fn wait_polled(transfer: &mut Transfer) {
         let mut backoff = Backoff::new(0);
-        while !x.messages.test_all() {
+        while !transfer.messages.test_all() {
             backoff.pause();
         }
     }
@@ -75,51 +75,57 @@ impl Transport for MpiTransport {
     // The first poll of a transfer only posts it (`posts_ahead`): testing right away would
     // drive MPI's progress engine once more (a system call on TCP) for a message that has
     // only just left, and that cost falls on the call that starts the collective.
-    fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
-        if !x.started {
-            x.messages.post_send(&self.comm, to, data, NONBLOCKING_TAG);
-            x.started = true;
+    fn poll_send(&mut self, transfer: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+        if !transfer.started {
+            transfer
+                .messages
+                .post_send(&self.comm, to, data, NONBLOCKING_TAG);
+            transfer.started = true;
             return Ok(false);
         }
-        Ok(x.messages.test_all())
+        Ok(transfer.messages.test_all())
     }
 
     fn poll_recv(
         &mut self,
-        x: &mut Transfer,
+        transfer: &mut Transfer,
         from: u32,
         buf: &mut [u8],
         op: Option<&dyn Combine>,
     ) -> Result<bool> {
-        if !x.started {
+        if !transfer.started {
             if op.is_some() {
-                x.tmp = vec![0; buf.len()];
+                transfer.tmp = vec![0; buf.len()];
             }
             // Into our own `tmp`, or into `buf`, which the caller keeps in place and
             // untouched until this returns true.
             let dst = match op {
-                Some(_) => &mut x.tmp[..],
+                Some(_) => &mut transfer.tmp[..],
                 None => buf,
             };
-            x.messages.post_recv(&self.comm, from, dst, NONBLOCKING_TAG);
-            x.started = true;
+            transfer
+                .messages
+                .post_recv(&self.comm, from, dst, NONBLOCKING_TAG);
+            transfer.started = true;
             return Ok(false);
         }
-        if !x.messages.test_all() {
+        if !transfer.messages.test_all() {
             return Ok(false);
         }
         if let Some(op) = op {
-            op.combine(buf, &x.tmp);
+            op.combine(buf, &transfer.tmp);
         }
         Ok(true)
     }
 
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
         if hooked() || data.len() > MAX_PIECE {
-            let mut x = Transfer::default();
+            let mut transfer = Transfer::default();
             // `data` is borrowed until the sends have completed below.
-            x.messages.post_send(&self.comm, to, data, BLOCKING_TAG);
-            Self::wait_polled(&mut x);
+            transfer
+                .messages
+                .post_send(&self.comm, to, data, BLOCKING_TAG);
+            Self::wait_polled(&mut transfer);
             return Ok(());
         }
         match to {
@@ -144,10 +150,12 @@ impl Transport for MpiTransport {
 
     fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
         if hooked() || buf.len() > MAX_PIECE {
-            let mut x = Transfer::default();
+            let mut transfer = Transfer::default();
             // `buf` is borrowed until the receive has completed below.
-            x.messages.post_recv(&self.comm, from, buf, BLOCKING_TAG);
-            Self::wait_polled(&mut x);
+            transfer
+                .messages
+                .post_recv(&self.comm, from, buf, BLOCKING_TAG);
+            Self::wait_polled(&mut transfer);
             return Ok(());
         }
         self.comm.process_at_rank(from as i32).receive_into(buf);
@@ -156,11 +164,15 @@ impl Transport for MpiTransport {
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
         if hooked() || data.len().max(buf.len()) > MAX_PIECE {
-            let mut x = Transfer::default();
+            let mut transfer = Transfer::default();
             // `buf` and `data` are borrowed until both transfers have completed below.
-            x.messages.post_recv(&self.comm, from, buf, BLOCKING_TAG);
-            x.messages.post_send(&self.comm, &[to], data, BLOCKING_TAG);
-            Self::wait_polled(&mut x);
+            transfer
+                .messages
+                .post_recv(&self.comm, from, buf, BLOCKING_TAG);
+            transfer
+                .messages
+                .post_send(&self.comm, &[to], data, BLOCKING_TAG);
+            Self::wait_polled(&mut transfer);
             return Ok(());
         }
         let (dst, src) = (

@@ -206,11 +206,11 @@ impl SimTransport {
 }
 
 /// A [`Fabric`](super::Fabric) of sim endpoints: one per level, labelled with the
-/// level's name, and one labelled `direct` for root detours.
+/// level's name, and one labelled `peer` for root detours.
 #[derive(Debug)]
 pub struct SimFabric {
     levels: Vec<SimTransport>,
-    direct: SimTransport,
+    peer: SimTransport,
 }
 
 impl SimFabric {
@@ -226,7 +226,7 @@ impl SimFabric {
                 .into_iter()
                 .map(|l| net.endpoint(rank, l.to_string()))
                 .collect(),
-            direct: net.endpoint(rank, "direct"),
+            peer: net.endpoint(rank, "peer"),
         }
     }
 }
@@ -235,7 +235,7 @@ impl super::Fabric for SimFabric {
     fn level(&mut self, i: usize) -> &mut dyn Transport {
         &mut self.levels[i]
     }
-    fn direct(&mut self, _peer: u32) -> &mut dyn Transport {
-        &mut self.direct
+    fn peer(&mut self, _peer: u32) -> &mut dyn Transport {
+        &mut self.peer
     }
 }

@@ -93,6 +93,19 @@ pub(crate) fn entry(
     entry_rc(comm, || ours().then_some(SUCCESS), native)
 }
 
+/// Runs the library's own part of an entry point (setup, teardown, bookkeeping), which
+/// has nothing to hand to MPI, as [`entry`] runs topo-run's path.
+pub(crate) fn own(comm: Option<MPI_Comm>, f: impl FnOnce()) {
+    entry(
+        comm,
+        || {
+            f();
+            true
+        },
+        || SUCCESS,
+    );
+}
+
 /// Whether this thread is inside one of the library's entry points (the runtime's own MPI
 /// calls, which go straight to MPI).
 pub(crate) fn inside() -> bool {

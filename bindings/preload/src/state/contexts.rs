@@ -60,14 +60,8 @@ pub(super) extern "C" fn self_deleted(
     _value: *mut c_void,
     _extra: *mut c_void,
 ) -> c_int {
-    abi::entry(
-        None,
-        || {
-            finalize();
-            true
-        },
-        || SUCCESS,
-    )
+    abi::own(None, finalize);
+    SUCCESS
 }
 
 /// Advances everything until no collective of ours is in flight.

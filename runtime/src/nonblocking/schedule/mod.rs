@@ -188,9 +188,9 @@ impl Schedule {
                     all = false;
                     continue;
                 }
-                let before = (step.x.started, step.x.done);
+                let before = (step.transfer.started, step.transfer.done);
                 step.done = run(fabric, step, &mem, op).map_err(|e| e.during(self.name))?;
-                if step.done || (step.x.started, step.x.done) != before {
+                if step.done || (step.transfer.started, step.transfer.done) != before {
                     *moves += 1;
                 }
                 all &= step.done;
@@ -239,7 +239,7 @@ fn post_ahead(
     let candidate = |fabric: &mut dyn Fabric, step: &Step| {
         !step.done
             && step.action.sender().is_some()
-            && !step.x.started
+            && !step.transfer.started
             && step.link != Link::Local
             && link(fabric, step.link).posts_ahead()
     };
@@ -294,7 +294,7 @@ fn starts(fabric: &mut dyn Fabric, step: &Step) -> bool {
         Action::Copy { .. } | Action::Send { .. } | Action::Signal { .. } => true,
         Action::Combine { .. } => false,
         Action::Recv { .. } | Action::RecvReduce { .. } => {
-            !step.x.started && link(fabric, step.link).posts_ahead()
+            !step.transfer.started && link(fabric, step.link).posts_ahead()
         }
     }
 }
@@ -313,7 +313,7 @@ fn calls_mpi(fabric: &mut dyn Fabric, step: &Step, op: Option<&dyn Combine>) -> 
 fn link(fabric: &mut dyn Fabric, l: Link) -> &mut dyn Transport {
     match l {
         Link::Level(i) => fabric.level(i),
-        Link::Direct(p) => fabric.direct(p),
+        Link::Peer(p) => fabric.peer(p),
         Link::Local => unreachable!("a local step has no transport"),
     }
 }
@@ -370,18 +370,18 @@ fn run(
     mem: &Memory,
     op: Option<&dyn Combine>,
 ) -> Result<bool> {
-    let x = &mut step.x;
+    let transfer = &mut step.transfer;
     let need_op = || op.expect("a reducing schedule carries its operation");
     match &step.action {
-        Action::Send { to, src } => link(fabric, step.link).poll_send(x, to, mem.get(*src)),
+        Action::Send { to, src } => link(fabric, step.link).poll_send(transfer, to, mem.get(*src)),
         Action::Recv { from, dst } => {
-            link(fabric, step.link).poll_recv(x, *from, mem.get_mut(*dst), None)
+            link(fabric, step.link).poll_recv(transfer, *from, mem.get_mut(*dst), None)
         }
         Action::RecvReduce { from, acc } => {
             // An empty message (a barrier's) has nothing to combine.
             let op = (acc.len > 0).then(need_op);
             let acc = mem.get_mut(*acc);
-            link(fabric, step.link).poll_recv(x, *from, acc, op)
+            link(fabric, step.link).poll_recv(transfer, *from, acc, op)
         }
         Action::Copy { src, dst } => {
             assert_ne!(src.buf, dst.buf, "schedule copies within one buffer");
@@ -394,7 +394,7 @@ fn run(
             Ok(true)
         }
         Action::Signal { round, to, from } => {
-            link(fabric, step.link).poll_signal(x, *round, *to, *from)
+            link(fabric, step.link).poll_signal(transfer, *round, *to, *from)
         }
     }
 }

@@ -40,7 +40,7 @@ pub enum Link {
     /// The transport of the rank's level `i`.
     Level(usize),
     /// The transport that reaches a peer directly (the root detour).
-    Direct(u32),
+    Peer(u32),
     /// None: a local copy or combine.
     Local,
 }
@@ -159,7 +159,7 @@ impl Action {
 pub(super) struct Step {
     pub(super) link: Link,
     pub(super) action: Action,
-    pub(super) x: Transfer,
+    pub(super) transfer: Transfer,
     pub(super) done: bool,
 }
 
@@ -177,7 +177,7 @@ impl Builder {
             .map(|(link, action)| Step {
                 link,
                 action,
-                x: Transfer::default(),
+                transfer: Transfer::default(),
                 done: false,
             })
             .collect();
@@ -226,7 +226,7 @@ impl Builder {
     pub(super) fn reset(&mut self) {
         for step in self.rounds.iter_mut().flatten() {
             step.done = false;
-            step.x = Transfer::default();
+            step.transfer = Transfer::default();
         }
     }
 }

@@ -50,7 +50,7 @@ impl Fabric for Stuck {
     fn level(&mut self, _: usize) -> &mut dyn Transport {
         self
     }
-    fn direct(&mut self, _: u32) -> &mut dyn Transport {
+    fn peer(&mut self, _: u32) -> &mut dyn Transport {
         self
     }
 }
@@ -79,9 +79,9 @@ impl Transport for Posting {
     fn calls_mpi(&self) -> bool {
         true
     }
-    fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
-        if !x.started {
-            x.started = true;
+    fn poll_send(&mut self, transfer: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+        if !transfer.started {
+            transfer.started = true;
             self.posted.push(("send", to[0], data.len()));
             return Ok(false);
         }
@@ -89,13 +89,13 @@ impl Transport for Posting {
     }
     fn poll_recv(
         &mut self,
-        x: &mut Transfer,
+        transfer: &mut Transfer,
         from: u32,
         buf: &mut [u8],
         _: Option<&dyn Combine>,
     ) -> Result<bool> {
-        if !x.started {
-            x.started = true;
+        if !transfer.started {
+            transfer.started = true;
             self.posted.push(("recv", from, buf.len()));
             return Ok(false);
         }
@@ -107,7 +107,7 @@ impl Fabric for Posting {
     fn level(&mut self, _: usize) -> &mut dyn Transport {
         self
     }
-    fn direct(&mut self, _: u32) -> &mut dyn Transport {
+    fn peer(&mut self, _: u32) -> &mut dyn Transport {
         self
     }
 }

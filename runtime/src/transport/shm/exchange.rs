@@ -10,11 +10,11 @@ impl ShmTransport {
     /// threshold); between far ones, where every fragment's line crosses the dies twice,
     /// single copy wins from half the threshold (docs/runtime.md). Both partners decide
     /// alike: they agree on who is near ([`ShmTransport::check_near`]).
-    pub(super) fn exchange_direct(&self, len: usize, j: usize) -> bool {
+    pub(super) fn exchange_single_copy(&self, len: usize, j: usize) -> bool {
         if self.near[j] {
-            self.direct(len / SENDRECV_FACTOR)
+            self.single_copy_for(len / SENDRECV_FACTOR)
         } else {
-            self.direct_far(len)
+            self.single_copy_far(len)
         }
     }
 
@@ -32,7 +32,7 @@ impl ShmTransport {
             // One entry each way: ours goes first (it waits for nothing but a free slot,
             // which the partner frees without us), then the partner's is taken.
             let j = self.local(to)?;
-            if !self.exchange_direct(data.len(), j) {
+            if !self.exchange_single_copy(data.len(), j) {
                 self.send_one(j, data)?;
                 let w = self.local(from)?;
                 let mut taken = Ok(());
@@ -46,15 +46,20 @@ impl ShmTransport {
         }
         self.set_readers(&[to])?;
         let w = self.local(from)?;
-        let direct = self.exchange_direct(data.len(), self.readers[0]);
-        let ns = self.units(data.len(), direct);
+        let single_copy = self.exchange_single_copy(data.len(), self.readers[0]);
+        let ns = self.units(data.len(), single_copy);
         let (mut si, mut got, mut finished) = (0, 0, false);
         // An empty message still takes one entry.
         let mut recv_done = false;
         let mut backoff = Backoff::new(self.spin);
         while si < ns || !recv_done || !finished {
             let mut progress = false;
-            if si < ns && self.try_send(&data[self.unit_range(si, data.len(), direct)], direct)? {
+            if si < ns
+                && self.try_send(
+                    &data[self.unit_range(si, data.len(), single_copy)],
+                    single_copy,
+                )?
+            {
                 si += 1;
                 progress = true;
             }

@@ -223,13 +223,13 @@ impl Transport for ShmTransport {
             && self.one_entry(data.len())
         {
             let j = self.local(r)?;
-            if !self.direct_one_way(self.near[j], data.len()) {
+            if !self.single_copy_one_way(self.near[j], data.len()) {
                 return self.send_one(j, data);
             }
         }
         self.set_readers(to)?;
-        let direct = self.direct_to_readers(data.len());
-        self.send_as(data, direct)
+        let single_copy = self.single_copy_to_readers(data.len());
+        self.send_as(data, single_copy)
     }
 
     /// For a rank that shares this rank's nearest cache, stays in the queues: the
@@ -239,12 +239,12 @@ impl Transport for ShmTransport {
     /// and combines straight from `data`.
     fn send_to_combine(&mut self, to: u32, data: &[u8]) -> Result<()> {
         let j = self.local(to)?;
-        let direct = !self.near[j] && self.direct_far(data.len());
-        if !direct && self.one_entry(data.len()) {
+        let single_copy = !self.near[j] && self.single_copy_far(data.len());
+        if !single_copy && self.one_entry(data.len()) {
             return self.send_one(j, data);
         }
         self.set_readers(&[to])?;
-        self.send_as(data, direct)
+        self.send_as(data, single_copy)
     }
 
     fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
@@ -287,7 +287,7 @@ impl Transport for ShmTransport {
         assert_eq!(acc.len(), own.len(), "recv_reduce_onto: lengths differ");
         let w = self.local(from)?;
         // The sender's choice in `send_to_combine` (both sides agree on who is near).
-        if self.near[w] || !self.direct_far(acc.len()) {
+        if self.near[w] || !self.single_copy_far(acc.len()) {
             acc.copy_from_slice(own);
             return self.recv_reduce(from, acc, tmp, op);
         }
@@ -317,7 +317,7 @@ impl Transport for ShmTransport {
         assert_eq!(acc.len(), own.len(), "sendrecv_onto: lengths differ");
         // The partner sends as this rank does (`exchange`): through the queues, `acc`
         // holds `own` before the first fragment comes.
-        let ready = !self.exchange_direct(acc.len(), self.local(from)?);
+        let ready = !self.exchange_single_copy(acc.len(), self.local(from)?);
         if ready {
             acc.copy_from_slice(own);
         }
@@ -329,44 +329,47 @@ impl Transport for ShmTransport {
         })
     }
 
-    fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+    fn poll_send(&mut self, transfer: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
         self.set_readers(to)?;
-        if self.direct_to_readers(data.len()) {
-            if x.slot.is_none() {
+        if self.single_copy_to_readers(data.len()) {
+            if transfer.slot.is_none() {
                 if !self.try_send(data, true)? {
                     return Ok(false);
                 }
                 let k = self.pending.take().expect("a descriptor was just written");
-                x.slot = Some(k);
+                transfer.slot = Some(k);
             }
-            let k = x.slot.expect("set above");
+            let k = transfer.slot.expect("set above");
             return Ok(self.drained(k));
         }
         let n = self.units(data.len(), false);
-        while x.done < n {
-            if !self.try_send(&data[self.unit_range(x.done, data.len(), false)], false)? {
+        while transfer.done < n {
+            if !self.try_send(
+                &data[self.unit_range(transfer.done, data.len(), false)],
+                false,
+            )? {
                 return Ok(false);
             }
-            x.done += 1;
+            transfer.done += 1;
         }
         Ok(true)
     }
 
     fn poll_recv(
         &mut self,
-        x: &mut Transfer,
+        transfer: &mut Transfer,
         from: u32,
         buf: &mut [u8],
         op: Option<&dyn Combine>,
     ) -> Result<bool> {
         let w = self.local(from)?;
         // An empty message still takes one entry.
-        while !x.started || x.done < buf.len() {
-            let rest = &mut buf[x.done..];
+        while !transfer.started || transfer.done < buf.len() {
+            let rest = &mut buf[transfer.done..];
             let got = match op {
                 None => self.try_take(w, rest, &mut copy_out)?,
                 Some(op) => {
-                    let tmp = &mut x.tmp;
+                    let tmp = &mut transfer.tmp;
                     self.try_take(w, rest, &mut |frag: Frag<'_>, acc: &mut [u8]| {
                         if matches!(frag, Frag::Remote { .. }) {
                             tmp.resize(acc.len().min(POLL_REDUCE_PIECE), 0);
@@ -377,8 +380,8 @@ impl Transport for ShmTransport {
             };
             match got {
                 Some(n) => {
-                    x.started = true;
-                    x.done += n;
+                    transfer.started = true;
+                    transfer.done += n;
                 }
                 None => return Ok(false),
             }
@@ -434,17 +437,23 @@ impl Transport for ShmTransport {
     }
 
     /// The nonblocking [`ShmTransport::signal`]: the first poll raises this rank's count.
-    fn poll_signal(&mut self, x: &mut Transfer, round: usize, to: u32, from: u32) -> Result<bool> {
+    fn poll_signal(
+        &mut self,
+        transfer: &mut Transfer,
+        round: usize,
+        to: u32,
+        from: u32,
+    ) -> Result<bool> {
         if round >= layout::SIGNAL_ROUNDS {
-            return super::exchange_empty(self, x, to, from);
+            return super::exchange_empty(self, transfer, to, from);
         }
         let w = self.local(from)?;
         self.local(to)?;
-        if !x.started {
-            x.started = true;
-            x.done = self.raise(round, w) as usize;
+        if !transfer.started {
+            transfer.started = true;
+            transfer.done = self.raise(round, w) as usize;
         }
-        Ok(self.reached(w, round, x.done as u64))
+        Ok(self.reached(w, round, transfer.done as u64))
     }
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {

@@ -16,28 +16,28 @@ impl ShmTransport {
 
     /// Whether a message of `len` bytes goes as one single-copy descriptor (receivers
     /// accept either form; the sender decides).
-    pub(super) fn direct(&self, len: usize) -> bool {
+    pub(super) fn single_copy_for(&self, len: usize) -> bool {
         self.single_copy.is_some_and(|t| len >= t)
     }
 
-    /// [`ShmTransport::direct`] for a message to a rank that is not near.
-    pub(super) fn direct_far(&self, len: usize) -> bool {
-        self.direct(len.saturating_mul(FAR_DIVISOR))
+    /// [`ShmTransport::single_copy`] for a message to a rank that is not near.
+    pub(super) fn single_copy_far(&self, len: usize) -> bool {
+        self.single_copy_for(len.saturating_mul(FAR_DIVISOR))
     }
 
-    /// [`ShmTransport::direct`] for a one-way message to readers that are all near (later)
+    /// [`ShmTransport::single_copy`] for a one-way message to readers that are all near (later)
     /// or not.
-    pub(super) fn direct_one_way(&self, all_near: bool, len: usize) -> bool {
+    pub(super) fn single_copy_one_way(&self, all_near: bool, len: usize) -> bool {
         if all_near {
-            self.direct(len / NEAR_FACTOR)
+            self.single_copy_for(len / NEAR_FACTOR)
         } else {
-            self.direct_far(len)
+            self.single_copy_far(len)
         }
     }
 
-    /// [`ShmTransport::direct_one_way`] for `self.readers`.
-    pub(super) fn direct_to_readers(&self, len: usize) -> bool {
-        self.direct_one_way(self.readers.iter().all(|&j| self.near[j]), len)
+    /// [`ShmTransport::single_copy_one_way`] for `self.readers`.
+    pub(super) fn single_copy_to_readers(&self, len: usize) -> bool {
+        self.single_copy_one_way(self.readers.iter().all(|&j| self.near[j]), len)
     }
 
     /// The slot of this rank's queue that its next entry goes to.
@@ -46,8 +46,8 @@ impl ShmTransport {
     }
 
     /// How many queue entries a message of `len` bytes takes.
-    pub(super) fn units(&self, len: usize, direct: bool) -> usize {
-        if direct {
+    pub(super) fn units(&self, len: usize, single_copy: bool) -> usize {
+        if single_copy {
             1
         } else {
             len.div_ceil(self.seg.layout().fragment).max(1)
@@ -55,8 +55,13 @@ impl ShmTransport {
     }
 
     /// The part of a `len`-byte message that entry `i` carries.
-    pub(super) fn unit_range(&self, i: usize, len: usize, direct: bool) -> std::ops::Range<usize> {
-        if direct {
+    pub(super) fn unit_range(
+        &self,
+        i: usize,
+        len: usize,
+        single_copy: bool,
+    ) -> std::ops::Range<usize> {
+        if single_copy {
             return 0..len;
         }
         let f = self.seg.layout().fragment;
@@ -132,14 +137,14 @@ impl ShmTransport {
     }
 
     /// Puts one entry into this rank's next slot for `self.readers`, if the slot is free:
-    /// the bytes of `frag`, or with `direct` a descriptor of `frag` itself.
-    pub(super) fn try_send(&mut self, frag: &[u8], direct: bool) -> Result<bool> {
+    /// the bytes of `frag`, or with `single_copy` a descriptor of `frag` itself.
+    pub(super) fn try_send(&mut self, frag: &[u8], single_copy: bool) -> Result<bool> {
         let l = *self.seg.layout();
         let k = self.write_slot();
         if !self.drained(k) {
             return Ok(false);
         }
-        let len = if direct {
+        let len = if single_copy {
             let mut d = [0u8; layout::DESCRIPTOR];
             d[..8].copy_from_slice(&(frag.as_ptr() as u64).to_ne_bytes());
             d[8..].copy_from_slice(&(frag.len() as u64).to_ne_bytes());
@@ -208,8 +213,8 @@ impl ShmTransport {
             if (word >> 32) as u32 != want {
                 continue;
             }
-            let direct = word & layout::SINGLE_COPY != 0;
-            let expect = if direct {
+            let single_copy = word & layout::SINGLE_COPY != 0;
+            let expect = if single_copy {
                 rest.len()
             } else {
                 rest.len().min(l.fragment)
@@ -217,7 +222,7 @@ impl ShmTransport {
             // SAFETY (the reads below): the word addressed this slot to us, and the
             // writer leaves the slot and our control line (and, for a descriptor, its
             // buffer) alone until we clear the word below.
-            let (len, frag) = if direct {
+            let (len, frag) = if single_copy {
                 let mut d = [0u8; layout::DESCRIPTOR];
                 unsafe { self.seg.read(l.data(w, k), &mut d) };
                 let addr = u64::from_ne_bytes(d[..8].try_into().expect("8 bytes"));
@@ -363,9 +368,9 @@ impl ShmTransport {
 
     /// Puts one entry for `self.readers` ([`ShmTransport::try_send`]), waiting for its
     /// slot to be free.
-    pub(super) fn put(&mut self, frag: &[u8], direct: bool) -> Result<()> {
+    pub(super) fn put(&mut self, frag: &[u8], single_copy: bool) -> Result<()> {
         let mut backoff = Backoff::new(self.spin);
-        while !self.try_send(frag, direct)? {
+        while !self.try_send(frag, single_copy)? {
             if backoff.pause() {
                 self.check_readers(self.waiting_slot())?;
             }
@@ -413,14 +418,17 @@ impl ShmTransport {
         Ok(())
     }
 
-    /// Sends `data` to `self.readers`, as one descriptor if `direct`, else in fragments.
-    pub(super) fn send_as(&mut self, data: &[u8], direct: bool) -> Result<()> {
-        if !direct && data.len() <= layout::INLINE_MAX {
+    /// Sends `data` to `self.readers`, as one descriptor if `single_copy`, else in fragments.
+    pub(super) fn send_as(&mut self, data: &[u8], single_copy: bool) -> Result<()> {
+        if !single_copy && data.len() <= layout::INLINE_MAX {
             // One entry in the readers' control lines, and nothing to wait for after it.
             return self.put(data, false);
         }
-        for i in 0..self.units(data.len(), direct) {
-            self.put(&data[self.unit_range(i, data.len(), direct)], direct)?;
+        for i in 0..self.units(data.len(), single_copy) {
+            self.put(
+                &data[self.unit_range(i, data.len(), single_copy)],
+                single_copy,
+            )?;
         }
         let mut backoff = Backoff::new(self.spin);
         while !self.try_finish() {
