@@ -42,7 +42,7 @@ pub struct Hierarchy {
 
 /// Splits `participants` (ascending) by `key`; records groups of 2+ and returns the next
 /// participants (group leaders and singletons), ascending.
-fn partition(
+pub(crate) fn partition(
     participants: &[u32],
     level: LevelName,
     key: impl Fn(u32) -> Option<u32>,
@@ -161,23 +161,7 @@ pub fn build(job: &Job, map: Option<&NetworkMap>, filter: &LevelFilter) -> Resul
 
     // Per-rank index, bottom-up: groups were created bottom-up for every rank.
     let size = job.size();
-    let mut rank_start = vec![0u32; size as usize + 1];
-    for g in &groups {
-        for &m in &g.members {
-            rank_start[m as usize + 1] += 1;
-        }
-    }
-    for i in 0..size as usize {
-        rank_start[i + 1] += rank_start[i];
-    }
-    let mut fill = rank_start.clone();
-    let mut rank_groups = vec![0u32; rank_start[size as usize] as usize];
-    for (gi, g) in groups.iter().enumerate() {
-        for &m in &g.members {
-            rank_groups[fill[m as usize] as usize] = gi as u32;
-            fill[m as usize] += 1;
-        }
-    }
+    let (rank_start, rank_groups) = index_by_rank(size, &groups);
     let switch_names = map
         .map(|m| {
             (0..m.switch_count() as u32)
@@ -195,6 +179,29 @@ pub fn build(job: &Job, map: Option<&NetworkMap>, filter: &LevelFilter) -> Resul
         node_levels: node_levels_out,
         switch_names,
     })
+}
+
+/// For every rank of `size`, the indices of the groups it belongs to, in the order of
+/// `groups`: `rank_groups[rank_start[r]..rank_start[r + 1]]`.
+pub(crate) fn index_by_rank(size: u32, groups: &[Group]) -> (Vec<u32>, Vec<u32>) {
+    let mut rank_start = vec![0u32; size as usize + 1];
+    for g in groups {
+        for &m in &g.members {
+            rank_start[m as usize + 1] += 1;
+        }
+    }
+    for i in 0..size as usize {
+        rank_start[i + 1] += rank_start[i];
+    }
+    let mut fill = rank_start.clone();
+    let mut rank_groups = vec![0u32; rank_start[size as usize] as usize];
+    for (gi, g) in groups.iter().enumerate() {
+        for &m in &g.members {
+            rank_groups[fill[m as usize] as usize] = gi as u32;
+            fill[m as usize] += 1;
+        }
+    }
+    (rank_start, rank_groups)
 }
 
 /// Adds one node's level sequence to the job-wide list, keeping each node's order. A level

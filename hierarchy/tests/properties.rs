@@ -2,8 +2,8 @@
 
 use proptest::prelude::*;
 use topo_hierarchy::{
-    Digest, IndexList, LevelFilter, LocalityString, ObjectKind, PlanGroup, RankPlan, build,
-    hostlist, job_from_str, ranges,
+    Digest, Hierarchy, IndexList, Job, LevelFilter, LocalityString, ObjectKind, PlanGroup,
+    RankPlan, build, hostlist, job_from_str, ranges, restrict,
 };
 
 fn index_list() -> impl Strategy<Value = IndexList> {
@@ -31,6 +31,56 @@ fn host_name() -> impl Strategy<Value = String> {
             None => p,
             Some((n, w)) => format!("{p}{n:0w$}"),
         })
+}
+
+/// The network map of the random jobs: two leaf switches of two nodes each, under a top.
+fn two_switches() -> topo_hierarchy::NetworkMap {
+    topo_hierarchy::NetworkMap::from_str(
+        "SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n[3-4]\nSwitchName=top Switches=a,b",
+    )
+    .unwrap()
+}
+
+fn levels_filter(levels: &Option<Vec<&str>>) -> LevelFilter {
+    levels.as_ref().map_or_else(LevelFilter::all, |l| {
+        LevelFilter::parse(&l.join(",")).unwrap()
+    })
+}
+
+/// A job of `nodes` nodes of `sockets` x `numa` x `cores` cores (two threads each) with
+/// `l3` choosing the L3 caches per socket, filled to `rpn_frac` with `mapping` and
+/// block or cyclic distribution, and its hierarchy under [`two_switches`] with `levels`.
+#[allow(clippy::too_many_arguments)]
+fn random_job(
+    sockets: u32,
+    numa: u32,
+    cores: u32,
+    l3: usize,
+    nodes: u32,
+    rpn_frac: f64,
+    mapping: usize,
+    cyclic: bool,
+    levels: &Option<Vec<&str>>,
+) -> (Job, Hierarchy) {
+    let cps = numa * cores;
+    let l3_per_socket = [1, numa, cps][l3];
+    let capacity = sockets * cps * 2;
+    let rpn = ((f64::from(capacity) * rpn_frac) as u32).max(1);
+    let mapping = ["by-core", "by-hwthread", "by-numa", "by-socket", "by-l3"][mapping];
+    let rpn = if mapping == "by-hwthread" {
+        rpn
+    } else {
+        rpn.min(sockets * cps)
+    };
+    let job = format!(
+        "layout: {{nodes: 'n[1-{nodes}]', ranks_per_node: {rpn}, mapping: {mapping},
+           distribution: {}, hardware: {{sockets: {sockets}, numa_per_socket: {numa},
+           cores_per_numa: {cores}, l3_per_socket: {l3_per_socket}, threads_per_core: 2}}}}",
+        if cyclic { "cyclic" } else { "block" }
+    );
+    let job = job_from_str(&job).unwrap();
+    let h = build(&job, Some(&two_switches()), &levels_filter(levels)).unwrap();
+    (job, h)
 }
 
 proptest! {
@@ -68,22 +118,9 @@ proptest! {
             vec!["core", "l1", "l2", "l3", "numa", "socket", "node", "switch1", "switch2"], 1..6)),
         setting in "[ -~]{0,12}",
     ) {
-        let cps = numa * cores;
-        let l3_per_socket = [1, numa, cps][l3];
-        let capacity = sockets * cps * 2;
-        let rpn = ((f64::from(capacity) * rpn_frac) as u32).max(1);
-        let mapping = ["by-core", "by-hwthread", "by-numa", "by-socket", "by-l3"][mapping];
-        let rpn = if mapping == "by-hwthread" { rpn } else { rpn.min(sockets * cps) };
-        let job = format!(
-            "layout: {{nodes: 'n[1-{nodes}]', ranks_per_node: {rpn}, mapping: {mapping},
-               distribution: {}, hardware: {{sockets: {sockets}, numa_per_socket: {numa},
-               cores_per_numa: {cores}, l3_per_socket: {l3_per_socket}, threads_per_core: 2}}}}",
-            if cyclic { "cyclic" } else { "block" });
-        let job = job_from_str(&job).unwrap();
-        let map = topo_hierarchy::NetworkMap::from_str(
-            "SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n[3-4]\nSwitchName=top Switches=a,b").unwrap();
-        let filter = levels.map_or_else(LevelFilter::all, |l| LevelFilter::parse(&l.join(",")).unwrap());
-        let h = build(&job, Some(&map), &filter).unwrap();
+        let (job, h) = random_job(sockets, numa, cores, l3, nodes, rpn_frac, mapping, cyclic, &levels);
+        let map = two_switches();
+        let filter = levels_filter(&levels);
         let digest = Digest::of_job(&job, Some(&map), &filter, "");
         for rank in 0..h.size() {
             let shm = format!("/topo-run.1.0.{}", job.node_name(job.node_of(rank)));
@@ -107,9 +144,116 @@ proptest! {
     }
 
     #[test]
+    fn restricted_hierarchies_unite_exactly_the_ranks_that_share_a_domain(
+        sockets in 1u32..3, numa in 1u32..3, cores in 1u32..5, l3 in 0usize..3,
+        nodes in 1u32..5, rpn_frac in 0.1f64..1.0, mapping in 0usize..5, cyclic: bool,
+        levels in prop::option::of(prop::sample::subsequence(
+            vec!["core", "l1", "l2", "l3", "numa", "socket", "node", "switch1", "switch2"], 1..6)),
+        seed: u64, keep in 0.05f64..1.0,
+    ) {
+        let (_, h) = random_job(sockets, numa, cores, l3, nodes, rpn_frac, mapping, cyclic, &levels);
+        let domains: Vec<Vec<u32>> = (0..h.size()).map(|r| h.domains_of(r)).collect();
+        // World in world's order: world's own groups.
+        let world = restrict(h.levels(), &domains).unwrap();
+        prop_assert_eq!(world.levels(), h.levels());
+        for rank in 0..h.size() {
+            prop_assert_eq!(world.plan_groups(rank), h.plan_groups(rank));
+        }
+        // A random subset in a random order.
+        let comm = random_members(h.size(), seed, keep);
+        let d: Vec<Vec<u32>> = comm.iter().map(|&w| domains[w as usize].clone()).collect();
+        let r = restrict(h.levels(), &d).unwrap();
+        check_restricted(&r, h.levels(), &d)?;
+    }
+
+    #[test]
     fn decode_never_panics(text in "v3;[ -~]{0,120}") {
         let _ = RankPlan::decode(&text);
     }
+}
+
+/// A random subset of `0..size` (each rank kept with probability about `keep`, at least
+/// one), in a random order.
+fn random_members(size: u32, seed: u64, keep: f64) -> Vec<u32> {
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut comm: Vec<u32> = (0..size)
+        .filter(|_| (next() % 1000) as f64 / 1000.0 < keep)
+        .collect();
+    if comm.is_empty() {
+        comm.push((next() % u64::from(size)) as u32);
+    }
+    for i in (1..comm.len()).rev() {
+        comm.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+    comm
+}
+
+/// The restriction's invariants, checked against the domains alone: groups of two or more
+/// members, ascending (the lowest communicator rank leads), one per domain and level; and
+/// after each level, two members are united (have the same representative) exactly when
+/// they share that level's domain.
+fn check_restricted(
+    r: &topo_hierarchy::Restricted,
+    levels: &[topo_hierarchy::LevelName],
+    d: &[Vec<u32>],
+) -> Result<(), TestCaseError> {
+    let n = d.len();
+    let mut rep: Vec<u32> = (0..n as u32).collect();
+    let mut kept = Vec::new();
+    for (l, &level) in levels.iter().enumerate() {
+        let here: Vec<_> = r.groups().iter().filter(|g| g.level == level).collect();
+        if !here.is_empty() {
+            kept.push(level);
+        }
+        let mut seen = std::collections::HashSet::new();
+        for g in &here {
+            prop_assert!(g.members.len() >= 2, "a group of one at {}", level);
+            prop_assert!(g.members.windows(2).all(|w| w[0] < w[1]), "{:?}", g.members);
+            let domain = d[g.members[0] as usize][l];
+            for &m in &g.members {
+                prop_assert!(rep.contains(&m), "member {} does not represent anyone", m);
+                prop_assert!(seen.insert(m), "member {} twice at {}", m, level);
+                prop_assert_eq!(d[m as usize][l], domain);
+            }
+        }
+        for x in rep.iter_mut() {
+            if let Some(g) = here.iter().find(|g| g.members.contains(x)) {
+                *x = g.members[0];
+            }
+        }
+        for i in 0..n {
+            for j in i + 1..n {
+                prop_assert_eq!(
+                    d[i][l] == d[j][l],
+                    rep[i] == rep[j],
+                    "ranks {} and {} at {}",
+                    i,
+                    j,
+                    level
+                );
+            }
+        }
+    }
+    prop_assert_eq!(r.levels(), &kept[..]);
+    prop_assert!(rep.iter().all(|&x| x == 0), "not one tree: {:?}", rep);
+    for rank in 0..n as u32 {
+        let mine: Vec<_> = r.groups_of(rank).collect();
+        prop_assert!(mine.iter().all(|g| g.members.contains(&rank)));
+        prop_assert_eq!(
+            mine.len(),
+            r.groups()
+                .iter()
+                .filter(|g| g.members.contains(&rank))
+                .count()
+        );
+    }
+    Ok(())
 }
 
 #[test]
