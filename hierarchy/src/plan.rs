@@ -2,9 +2,10 @@
 //! versioned text encoding.
 //!
 //! ```text
-//! v3;rank=0;size=108;node=node01;local=0/36;peers=0-35;shm=topo-run.42.0.node01;
+//! v4;rank=0;size=108;node=node01;local=0/36;peers=0-35;shm=topo-run.42.0.node01;
 //! digest=<32 hex>;nodeplan=<16 hex>;settings=key:value,...;
-//! groups=numa@0-17/node@0,18/switch1@0,36/world@0,72;top=world;check=<16 hex>
+//! groups=numa@0-17/node@0,18/switch1@0,36/world@0,72;
+//! domains=numa:0,node:0,switch1:0,world:0;top=world;check=<16 hex>
 //! ```
 //! (one line, no spaces). Strings are percent-encoded outside `[A-Za-z0-9._/-]`. `check` is
 //! FNV-1a-64 over everything before `;check=`, so truncation or an edit is caught.
@@ -22,7 +23,7 @@ use crate::ranges;
 pub const PLAN_ENV: &str = "TOPO_RUN_PLAN";
 
 /// The encoding version this crate writes and reads.
-pub const PLAN_VERSION: u32 = 3;
+pub const PLAN_VERSION: u32 = 4;
 
 /// The most ranks a decoded plan may list in all its groups together.
 pub const MAX_PLAN_MEMBERS: usize = 1 << 24;
@@ -64,6 +65,10 @@ pub struct RankPlan {
     pub settings: Vec<(String, String)>,
     /// The groups this rank belongs to, bottom-up.
     pub groups: Vec<PlanGroup>,
+    /// This rank's domain at every level of the job, bottom-up
+    /// ([`Hierarchy::domains_of`]): what a communicator's members exchange to work out
+    /// its hierarchy ([`crate::restrict`]).
+    pub domains: Vec<(LevelName, u32)>,
     /// The level of the job's top group (the last group of rank 0), `None` when the job has
     /// no group at all. A rank whose last group is at this level is in the top group; the
     /// runtime roots the top group's step at the collective's root when it is a member.
@@ -104,6 +109,12 @@ impl Hierarchy {
             node_plan: self.node_plan(node),
             settings,
             groups: self.plan_groups(rank),
+            domains: self
+                .levels()
+                .iter()
+                .copied()
+                .zip(self.domains_of(rank))
+                .collect(),
             top: self.groups_of(0).last().map(|g| g.level),
         }
     }
@@ -253,6 +264,10 @@ impl RankPlan {
                 ranges::encode(&g.members)
             );
         }
+        s.push_str(";domains=");
+        for (i, (level, d)) in self.domains.iter().enumerate() {
+            let _ = write!(s, "{}{level}:{d}", if i > 0 { "," } else { "" });
+        }
         s.push_str(";top=");
         if let Some(top) = self.top {
             let _ = write!(s, "{top}");
@@ -286,10 +301,10 @@ impl RankPlan {
                 "checksum mismatch: the variable was truncated or modified after topo-run wrote it",
             ));
         }
-        let mut fields: [Option<&str>; 11] = [None; 11];
-        const NAMES: [&str; 11] = [
+        let mut fields: [Option<&str>; 12] = [None; 12];
+        const NAMES: [&str; 12] = [
             "rank", "size", "node", "local", "shm", "digest", "settings", "groups", "peers", "top",
-            "nodeplan",
+            "nodeplan", "domains",
         ];
         for field in body.split(';').skip(1) {
             let (k, v) = field
@@ -360,6 +375,17 @@ impl RankPlan {
                 groups.push(PlanGroup { level, members });
             }
         }
+        let mut domains = Vec::new();
+        let raw_domains = get(11)?;
+        if !raw_domains.is_empty() {
+            for d in raw_domains.split(',') {
+                let (level, rank) = d
+                    .split_once(':')
+                    .ok_or_else(|| Error::plan(format!("domain {d:?} has no ':'")))?;
+                let level: LevelName = level.parse().map_err(Error::plan)?;
+                domains.push((level, num(11, rank)?));
+            }
+        }
         let top = match get(9)? {
             "" => None,
             t => Some(t.parse().map_err(Error::plan)?),
@@ -376,6 +402,7 @@ impl RankPlan {
             node_plan,
             settings,
             groups,
+            domains,
             top,
         };
         plan.validate()?;
@@ -442,6 +469,37 @@ impl RankPlan {
                 }
             }
             prev = Some(g);
+        }
+        // Domains: bottom-up, each the lowest rank that shares the level with this one (so
+        // at most this rank, and no higher than the level below's), and the leader of this
+        // rank's group where it has one at the level.
+        let mut below = self.rank;
+        for (i, &(level, d)) in self.domains.iter().enumerate() {
+            if i > 0
+                && (height(level) < height(self.domains[i - 1].0)
+                    || self.domains[..i].iter().any(|(l, _)| *l == level))
+            {
+                return fail(format!(
+                    "domain level {level} follows {}: not bottom-up",
+                    self.domains[i - 1].0
+                ));
+            }
+            if d > below {
+                return fail(format!(
+                    "the {level} domain {d} is above rank {} or the level below's",
+                    self.rank
+                ));
+            }
+            below = d;
+        }
+        for g in &self.groups {
+            let d = self.domains.iter().find(|(l, _)| *l == g.level);
+            if d.map(|&(_, d)| d) != Some(g.members[0]) {
+                return fail(format!(
+                    "the {} domain does not name the {} group's leader {}",
+                    g.level, g.level, g.members[0]
+                ));
+            }
         }
         if let (Some(last), Some(top)) = (prev, self.top) {
             if height(last.level) > height(top) {

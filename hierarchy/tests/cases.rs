@@ -408,6 +408,7 @@ fn near_peers_are_the_lowest_group_inside_the_node() {
             level: topo_hierarchy::LevelName::Node,
             members: vec![0, 2],
         }],
+        domains: vec![(topo_hierarchy::LevelName::Node, 0)],
         ..topo_hierarchy::RankPlan::decode(&flat_plan()).unwrap()
     };
     assert_eq!(alone.near_peers(), [false, false, true]);

@@ -167,7 +167,7 @@ proptest! {
     }
 
     #[test]
-    fn decode_never_panics(text in "v3;[ -~]{0,120}") {
+    fn decode_never_panics(text in "v4;[ -~]{0,120}") {
         let _ = RankPlan::decode(&text);
     }
 }
@@ -273,6 +273,7 @@ fn tampered_plans_are_rejected() {
             level: "numa".parse().unwrap(),
             members: vec![2, 3],
         }],
+        domains: vec![("numa".parse().unwrap(), 2), ("node".parse().unwrap(), 0)],
         top: Some("node".parse().unwrap()),
     };
     let text = plan.encode();
@@ -284,7 +285,7 @@ fn tampered_plans_are_rejected() {
     let cases = [
         (text.replace("rank=3", "rank=2"), "checksum"),
         (text[..text.len() - 3].to_string(), "checksum"),
-        (text.replace("v3;", "v2;"), "version"),
+        (text.replace("v4;", "v3;"), "version"),
         ("garbage".to_string(), "version"),
         (text.split(";check=").next().unwrap().to_string(), "check"),
     ];
@@ -308,6 +309,18 @@ fn tampered_plans_are_rejected() {
     wrong.peers = vec![0, 1, 2, 4];
     let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();
     assert!(e.contains("rank list"), "{e}");
+    let mut wrong = plan.clone();
+    wrong.domains[0].1 = 3;
+    let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();
+    assert!(e.contains("leader"), "{e}");
+    let mut wrong = plan.clone();
+    wrong.domains.reverse();
+    let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();
+    assert!(e.contains("not bottom-up"), "{e}");
+    let mut wrong = plan.clone();
+    wrong.domains[1].1 = 3;
+    let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();
+    assert!(e.contains("above rank"), "{e}");
     let mut wrong = plan;
     wrong.rank = 9;
     let e = RankPlan::decode(&wrong.encode()).unwrap_err().to_string();

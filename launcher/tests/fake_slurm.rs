@@ -77,7 +77,7 @@ fn the_exported_plan_names_job_step_and_node() {
     let text = stdout(&out);
     assert!(
         text.starts_with(
-            "v3;rank=0;size=8;node=node1;local=0/4;peers=0-3;shm=/topo-run.42.3.node1;"
+            "v4;rank=0;size=8;node=node1;local=0/4;peers=0-3;shm=/topo-run.42.3.node1;"
         ),
         "{text}"
     );

@@ -381,7 +381,7 @@ if [[ $RC -eq 0 ]] && passed_line "$WORK/out" && grep -q "warning: MPI_THREAD_MU
   ok "MPI_THREAD_MULTIPLE: one warning, MPI's own collectives, correct results"
 else bad "MPI_THREAD_MULTIPLE" "exit $RC" "$(head -3 "$WORK/err")"; fi
 run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" --preload -- \
-  sh -c 'TOPO_RUN_PLAN="v3;corrupted" exec "$0" --quick' "$CPROG"
+  sh -c 'TOPO_RUN_PLAN="v4;corrupted" exec "$0" --quick' "$CPROG"
 if [[ $RC -ne 0 ]] && grep -q "error: cannot set up topo-run's collectives: .*aborting the job (exit code 9)" "$WORK/err" \
    && ! grep -q passed "$WORK/out"; then
   ok "a corrupted plan in the environment: a clear error (exit $RC)"
@@ -428,7 +428,7 @@ check_killed "a rank killed while rank 0 is blocked in MPI_Recv with an MPI_Ibca
 MONE=(-N1 -n2 --mpi=pmi2 --cpu-bind=cores)
 check_killed "MPICH: a rank killed mid-collective" MPI_Allreduce "$MCPROG" --die 1 -- "${MONE[@]}"
 run "$WORK/out" "$WORK/err" env TOPO_RUN_PRELOAD_LIB="$MPICH_LIB" srun "${MONE[@]}" "$TOPO_RUN" --preload -- \
-  sh -c 'TOPO_RUN_PLAN="v3;corrupted" exec "$0" --quick' "$MCPROG"
+  sh -c 'TOPO_RUN_PLAN="v4;corrupted" exec "$0" --quick' "$MCPROG"
 if [[ $RC -ne 0 ]] && grep -q "error: cannot set up topo-run's collectives: .*aborting the job (exit code 9)" "$WORK/err" \
    && ! grep -q passed "$WORK/out"; then
   ok "MPICH: a corrupted plan in the environment: a clear error (exit $RC)"
