@@ -410,11 +410,28 @@ if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "5 passed, 0 failed" ]]; then
   ok "2 nodes x 2 ranks, cyclic: coll-cases allgather basic: $(tail -1 "$WORK/out")"
 else bad "2 nodes x 2 cyclic: coll-cases allgather basic" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
+# Contexts over communicators of every kind (Topo::for_comm, the job's hierarchy restricted
+# to the members): a duplicate, the node's, world reversed, the even and the odd ranks, each
+# half, one rank alone; every collective against MPI's own on the same communicator, and
+# every communicator of two or more on topo-run's path. Block and cyclic placement.
+for place in block cyclic; do
+  T=120 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive -m "$place" \
+    --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$BIN/coll-cases" --require-topo comms
+  if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "12 passed, 0 failed" ]] && (( $(shm_leftovers) == 0 )); then
+    ok "2 nodes x 2 ranks, $place: coll-cases comms: $(tail -1 "$WORK/out")"
+  else bad "2 nodes x 2 $place: coll-cases comms" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+done
+
 # MPICH across nodes; and its progress thread at MPI_THREAD_MULTIPLE, one rank per node on
 # a core of its own (the thread runs the network steps too).
 if [[ -x $MCHECK ]]; then
   coll_check "MPICH: 2 nodes x 2 ranks (srun --mpi=pmi2)" "$HIER" \
     srun -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$MCHECK" --require-topo --quick
+  T=120 run "$WORK/out" "$WORK/err" srun -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" --spin 0 -- \
+    "$(dirname "$MCHECK")/coll-cases" --require-topo comms
+  if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "12 passed, 0 failed" ]]; then
+    ok "MPICH: 2 nodes x 2 ranks: coll-cases comms: $(tail -1 "$WORK/out")"
+  else bad "MPICH: coll-cases comms" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
   coll_check "MPICH: 2 nodes x 1 rank on its own core, progress thread, MPI_THREAD_MULTIPLE (srun --mpi=pmi2)" \
     "$HIER.*, progress thread" \
     srun -N2 -n2 --mpi=pmi2 sh -c 'exec taskset -c "$SLURM_NODEID" "$0" --progress-thread -- "$1" --require-topo --quick --thread-multiple' \

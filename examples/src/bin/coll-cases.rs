@@ -31,6 +31,12 @@
 //! - `private-comms`: with `MPI_ERRORS_RETURN` set on world, the communicator a context
 //!   makes for itself has an error handler of topo-run's own, neither the application's
 //!   nor the default.
+//! - `comms`: a context for each of several communicators (`Topo::for_comm`): a
+//!   duplicate of world, the node's (`split_shared`), a split in reversed order, the even
+//!   and the odd ranks, each half, one rank alone. On each, allreduce, reduce and broadcast
+//!   from every root, allgather, barrier and a nonblocking allreduce, at 1, 1000 and
+//!   100,000 elements, against MPI's own on the same communicator; with `--require-topo`,
+//!   every communicator of two or more ranks must take topo-run's path.
 //! - `huge`: a 2.5 GiB broadcast and allreduce, larger than MPI's `int` count (run by hand:
 //!   it needs about 8 GiB of memory per rank).
 
@@ -53,6 +59,7 @@ enum Case {
     ThreadProgress,
     LocalStart,
     PrivateComms,
+    Comms,
     Huge,
 }
 
@@ -421,6 +428,89 @@ fn private_comms(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Resul
     Ok(())
 }
 
+/// Every collective on a context over `comm` against MPI's own on `comm`. Returns whether
+/// all agreed, and whether the context took topo-run's path.
+fn on_comm(comm: &SimpleCommunicator) -> anyhow::Result<(bool, bool)> {
+    use mpi::collective::Root;
+    let mut topo = Topo::for_comm(comm).context("context over a communicator")?;
+    let (rank, size) = (comm.rank(), comm.size());
+    let mut ok = true;
+    for n in [1usize, 1000, 100_000] {
+        let mine: Vec<i64> = (0..n as i64).map(|i| i * 3 + i64::from(rank)).collect();
+        let (mut ours, mut theirs) = (vec![0i64; n], vec![0i64; n]);
+        topo.all_reduce_into(&mine[..], &mut ours[..], SystemOperation::sum());
+        comm.all_reduce_into(&mine[..], &mut theirs[..], SystemOperation::sum());
+        ok &= ours == theirs;
+        for root in 0..size {
+            let (mut ours, mut theirs) = (vec![0i64; n], vec![0i64; n]);
+            if rank == root {
+                topo.reduce_into_root(&mine[..], &mut ours[..], SystemOperation::max());
+                comm.process_at_rank(root).reduce_into_root(
+                    &mine[..],
+                    &mut theirs[..],
+                    SystemOperation::max(),
+                );
+                ok &= ours == theirs;
+            } else {
+                topo.reduce_into(root, &mine[..], SystemOperation::max());
+                comm.process_at_rank(root)
+                    .reduce_into(&mine[..], SystemOperation::max());
+            }
+            let mut b: Vec<i64> = if rank == root {
+                mine.clone()
+            } else {
+                vec![-1; n]
+            };
+            topo.broadcast_into(root, &mut b[..]);
+            ok &= b
+                .iter()
+                .enumerate()
+                .all(|(i, &v)| v == i as i64 * 3 + i64::from(root));
+        }
+        let (mut ours, mut theirs) = (vec![0i64; n * size as usize], vec![0i64; n * size as usize]);
+        topo.all_gather_into(&mine[..], &mut ours[..]);
+        comm.all_gather_into(&mine[..], &mut theirs[..]);
+        ok &= ours == theirs;
+        topo.barrier();
+        let mut ours = vec![0i64; n];
+        mpi::request::scope(|scope| {
+            topo.immediate_all_reduce_into(scope, &mine[..], &mut ours[..], SystemOperation::sum())
+                .wait();
+        });
+        comm.all_reduce_into(&mine[..], &mut theirs[..n], SystemOperation::sum());
+        ok &= ours[..] == theirs[..n];
+    }
+    Ok((ok, topo.is_hierarchical()))
+}
+
+/// Contexts over communicators of every kind, each against MPI's own.
+fn comms(world: &SimpleCommunicator, t: &mut Tally<'_>, require_topo: bool) -> anyhow::Result<()> {
+    use mpi::topology::Color;
+    let (rank, size) = (world.rank(), world.size());
+    let split = |color: i32, key: i32| {
+        world
+            .split_by_color_with_key(Color::with_value(color), key)
+            .context("split")
+    };
+    let kinds: Vec<(&str, SimpleCommunicator)> = vec![
+        ("a duplicate of world", world.duplicate()),
+        ("the node's communicator", world.split_shared(rank)),
+        ("world in reversed order", split(0, size - rank)?),
+        ("the even and the odd ranks", split(rank % 2, rank)?),
+        ("each half", split(i32::from(rank >= size / 2), rank)?),
+        ("one rank alone", split(rank, 0)?),
+    ];
+    for (what, comm) in &kinds {
+        let (ok, ours) = on_comm(comm)?;
+        t.record(&format!("{what}: every collective as MPI's"), ok);
+        if require_topo {
+            // Each member says whether its communicator of two or more took the path.
+            t.record(&format!("{what}: topo-run's path"), comm.size() < 2 || ours);
+        }
+    }
+    Ok(())
+}
+
 /// Broadcast and allreduce of 2.5 GiB.
 fn huge(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
     let mut topo = Topo::from_env(world).context("context")?;
@@ -470,6 +560,7 @@ fn main() -> anyhow::Result<()> {
             Case::ThreadProgress => thread_progress(&world, &mut t)?,
             Case::LocalStart => local_start(&world, &mut t)?,
             Case::PrivateComms => private_comms(&world, &mut t)?,
+            Case::Comms => comms(&world, &mut t, args.require_topo)?,
             Case::Huge => huge(&world, &mut t)?,
         }
     }

@@ -109,26 +109,36 @@ pub(crate) fn pmpi_bcast(comm: &SimpleCommunicator, root: u32, buf: &mut [u8]) {
     }
 }
 
-/// `PMPI_Allgather` of two `u32` per rank over `comm`: rank r's pair at `2r` and `2r + 1`.
-pub(crate) fn pmpi_allgather_u32<const N: usize>(
-    comm: &SimpleCommunicator,
-    mine: [u32; N],
-) -> Vec<u32> {
-    let mut all = vec![0u32; N * comm.size() as usize];
-    // SAFETY: `N` `u32` in, `N` per rank out into a buffer of `N * size` of them; the
+/// `PMPI_Allgather` of `mine.len()` `u32` per rank over `comm` (every rank passes as
+/// many): rank r's at `r * mine.len()..`.
+pub(crate) fn pmpi_allgather_u32(comm: &SimpleCommunicator, mine: &[u32]) -> Vec<u32> {
+    let n = mine.len();
+    let mut all = vec![0u32; n * comm.size() as usize];
+    // SAFETY: `n` `u32` in, `n` per rank out into a buffer of `n * size` of them; the
     // buffers are distinct and the handles live.
     unsafe {
         ffi::PMPI_Allgather(
             mine.as_ptr().cast(),
-            N as i32,
+            n as c_int,
             ffi::RSMPI_UINT32_T,
             all.as_mut_ptr().cast(),
-            N as i32,
+            n as c_int,
             ffi::RSMPI_UINT32_T,
             comm.as_raw(),
         );
     }
     all
+}
+
+/// This process's rank in `MPI_COMM_WORLD` and its size.
+pub(crate) fn world_rank_size() -> (u32, u32) {
+    let (mut rank, mut size): (c_int, c_int) = (0, 0);
+    // SAFETY: MPI is initialised; world is a constant handle; each call writes one int.
+    unsafe {
+        ffi::PMPI_Comm_rank(ffi::RSMPI_COMM_WORLD, &mut rank);
+        ffi::PMPI_Comm_size(ffi::RSMPI_COMM_WORLD, &mut size);
+    }
+    (rank as u32, size as u32)
 }
 
 /// `PMPI_Allreduce` of one `i32` with `op` over `comm`.

@@ -33,7 +33,7 @@ impl Topo {
     ) -> (Vec<u32>, Exchanges) {
         let mut exchanges = Exchanges::default();
         let reaches = u32::from(view.reaches_network());
-        let labels = pmpi_allgather_u32(world, [node_label, switch_label, reaches]);
+        let labels = pmpi_allgather_u32(world, &[node_label, switch_label, reaches]);
         let reaching: Vec<u32> = (0..world.size() as u32)
             .filter(|&r| labels[3 * r as usize + 2] != 0)
             .collect();

@@ -10,6 +10,7 @@
 //! of `topo-run simulate --calibrate`.
 
 mod blocking;
+mod comm;
 mod exchanges;
 mod immediate;
 mod measure;

@@ -41,7 +41,7 @@ impl Topo {
     /// communicator keeps their collectives apart. Contexts that live at the same time
     /// need different numbers, the same on every rank of a node; 0 is [`Topo::from_env`]'s.
     pub fn from_env_instance(world: &SimpleCommunicator, instance: u32) -> Result<Topo> {
-        Self::init(world, instance, None)
+        Self::init(world, instance, None, false)
     }
 
     /// Like [`Topo::from_env_instance`], with `settings` (the `key:value` pairs a plan
@@ -54,19 +54,25 @@ impl Topo {
         instance: u32,
         settings: &[(String, String)],
     ) -> Result<Topo> {
-        Self::init(world, instance, Some(settings))
+        Self::init(world, instance, Some(settings), false)
     }
 
+    /// Sets a context up over `world`, which is world or congruent to it, or with
+    /// `restricted` any intracommunicator, whose plan is then the job's restricted to its
+    /// members (`comm.rs`).
     pub(super) fn init(
         world: &SimpleCommunicator,
         instance: u32,
         settings_override: Option<&[(String, String)]>,
+        restricted: bool,
     ) -> Result<Topo> {
         crate::marker::keep();
         crate::ffi::comm::enable_mpi_progress();
         let world = private(world);
         let text = std::env::var(PLAN_ENV).ok();
-        let local = text.as_deref().map(|t| Self::read_plan(&world, t));
+        let local = text
+            .as_deref()
+            .map(|t| Self::read_plan(&world, t, restricted));
         // Agree on the plans: rank 0's digest against everyone's.
         let mut d0 = [0u8; 33];
         if let Some(Ok((plan, _))) = &local {
@@ -125,6 +131,11 @@ impl Topo {
             Self::agree_on_settings(&world, pairs)?;
             settings = Settings::from_pairs(pairs).map_err(Error::Settings)?;
         }
+        let plan = if restricted {
+            Self::restricted_plan(&world, &plan)?
+        } else {
+            plan
+        };
         let mut view = View::from_plan(&plan);
         // Pipelining is a job-wide choice: on if any rank has more than one level.
         view.pipeline = pmpi_allreduce_i32(
@@ -245,15 +256,20 @@ impl Topo {
         }
     }
 
+    /// Reads this rank's plan and checks it against MPI: against `world`'s rank and size,
+    /// or with `restricted` (a context over any communicator) against `MPI_COMM_WORLD`'s.
     pub(super) fn read_plan(
         world: &SimpleCommunicator,
         text: &str,
+        restricted: bool,
     ) -> Result<(RankPlan, Settings)> {
         let plan = RankPlan::decode(text).map_err(Error::Plan)?;
-        for (what, p, m) in [
-            ("rank", plan.rank, world.rank() as u32),
-            ("size", plan.size, world.size() as u32),
-        ] {
+        let (rank, size) = if restricted {
+            crate::ffi::comm::world_rank_size()
+        } else {
+            (world.rank() as u32, world.size() as u32)
+        };
+        for (what, p, m) in [("rank", plan.rank, rank), ("size", plan.size, size)] {
             if p != m {
                 return Err(Error::PlanMismatch {
                     what,

@@ -1,0 +1,100 @@
+//! A context over any intracommunicator: the job's plan restricted to the communicator's
+//! members, in its own ranks (`topo_hierarchy::restrict`).
+//!
+//! At setup the members exchange their world rank, their node (named by its lowest world
+//! rank) and their domains at every level of the job (the plan's `domains`); each works
+//! out the same groups from them. The node's shared memory is a segment of the context's
+//! own, named after the job's segment, the lowest world rank of the node's members and
+//! the context's number.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::setup::first_failing;
+use super::*;
+use topo_hierarchy::{LevelName, restrict};
+
+/// The next context number of this process for [`Topo::for_comm`] (0 is world's).
+static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(1);
+
+impl Topo {
+    /// Sets up topo-run's collectives for `comm`, any intracommunicator: world, a
+    /// duplicate, a split in any rank order, a node's communicator, any subset
+    /// (collective over `comm`; every member gets the same outcome). Its hierarchy is the
+    /// job's restricted to its members: at every level a group holds the members that share
+    /// that level's domain, led by the lowest rank in `comm`, and levels where every group
+    /// has one member drop out. The collectives take `comm`'s ranks.
+    ///
+    /// Each context has a number of its own, agreed over `comm` (the highest next number
+    /// of its members), so that contexts alive at the same time on a node never share a
+    /// segment. Without a plan, or where shared memory cannot be set up, the collectives go
+    /// to MPI ([`Topo::fallback`]), as for world.
+    pub fn for_comm(comm: &SimpleCommunicator) -> Result<Topo> {
+        let mine = NEXT_INSTANCE.load(Ordering::Relaxed) as i32;
+        let instance = pmpi_allreduce_i32(comm, mine, SystemOperation::max().as_raw()) as u32;
+        NEXT_INSTANCE.store(instance + 1, Ordering::Relaxed);
+        Self::init(comm, instance, None, true)
+    }
+
+    /// This rank's plan in `comm`: the job's plan restricted to `comm`'s members
+    /// (collective over `comm`).
+    pub(super) fn restricted_plan(comm: &SimpleCommunicator, plan: &RankPlan) -> Result<RankPlan> {
+        let levels: Vec<LevelName> = plan.domains.iter().map(|&(l, _)| l).collect();
+        // Every member's plan comes from the same job (the digests agreed), so the levels
+        // agree; the exchange below needs it, so it is checked.
+        let names = levels.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let mut first = [0u8; 8];
+        let mine = fnv(names.join(",").as_bytes()).to_le_bytes();
+        first.copy_from_slice(&mine);
+        pmpi_bcast(comm, 0, &mut first);
+        if let Some(rank) = first_failing(comm, first != mine) {
+            return Err(Error::Remote {
+                rank,
+                message: "its plan lists other levels than rank 0's".into(),
+            });
+        }
+        let node_key = plan.peers.first().copied().unwrap_or(plan.rank);
+        let mut row = vec![plan.rank, node_key];
+        row.extend(plan.domains.iter().map(|&(_, d)| d));
+        let n = row.len();
+        let all = pmpi_allgather_u32(comm, &row);
+        let size = comm.size() as u32;
+        let domains: Vec<Vec<u32>> = (0..size as usize)
+            .map(|i| all[i * n + 2..(i + 1) * n].to_vec())
+            .collect();
+        let hierarchy = restrict(&levels, &domains).map_err(Error::Plan)?;
+        let me = comm.rank() as u32;
+        let peers: Vec<u32> = (0..size)
+            .filter(|&i| all[i as usize * n + 1] == node_key)
+            .collect();
+        let local_rank = peers.partition_point(|&p| p < me) as u32;
+        // The node's members are named by the lowest world rank among them: a segment name
+        // no other live context of this node shares with this number.
+        let node_leader = peers
+            .iter()
+            .map(|&p| all[p as usize * n])
+            .min()
+            .unwrap_or(plan.rank);
+        Ok(RankPlan {
+            rank: me,
+            size,
+            node: plan.node.clone(),
+            local_rank,
+            local_size: peers.len() as u32,
+            peers,
+            shm_name: format!("{}.w{node_leader}", plan.shm_name),
+            digest: plan.digest,
+            node_plan: plan.node_plan,
+            settings: plan.settings.clone(),
+            groups: hierarchy.plan_groups(me),
+            domains: Vec::new(),
+            top: hierarchy.top(),
+        })
+    }
+}
+
+/// FNV-1a-64.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
