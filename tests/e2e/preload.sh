@@ -43,6 +43,10 @@ F08PROG="$WORK/comm-f08"
 if ! mpif90 -O2 -J "$WORK" -o "$F08PROG" "$ROOT/examples/fortran/comm-f08.f90" 2>"$WORK/fc.log"; then
   cat "$WORK/fc.log"; give_up "mpif90 examples/fortran/comm-f08.f90"
 fi
+COMMSPROG="$WORK/preload-comms"
+if ! mpicc -O2 -Wall -o "$COMMSPROG" "$ROOT/examples/c/preload-comms.c" 2>"$WORK/cc.log"; then
+  cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-comms.c"
+fi
 CASES="$WORK/preload-cases"
 if ! mpicc -O2 -Wall -o "$CASES" "$ROOT/examples/c/preload-cases.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-cases.c"
@@ -459,6 +463,14 @@ export OMPI_MCA_mpi_yield_when_idle=1
 check_c "C, 2 nodes x 2 ranks" "${TWO[@]}"
 check_nb "C nonblocking, 2 nodes x 2 ranks" "${TWO[@]}"
 check_f "Fortran, 2 nodes x 2 ranks" "${TWO[@]}"
+# Communicators of every kind (a duplicate, the node's, parities, halves, reversed, a
+# group's half, a Cartesian grid and its rows and columns, an intercommunicator's merge):
+# every blocking call on topo-run's path, none handed to MPI for want of a context.
+check_prog "C communicators of every kind, 2 nodes x 2 ranks" "$COMMSPROG" \
+  "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" "" "${TWO[@]}"
+if grep -q "communicator without a topo-run context" "$WORK/topo.err"; then
+  bad "C communicators of every kind: calls handed to MPI for want of a context" "$(grep stats "$WORK/topo.err" | head -6)"
+fi
 check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 2 nodes x 2" "23 passed, 0 failed" \
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \
   --quick local-start free-in-flight bottom attr-copy nb-stress -- "${TWO[@]}"

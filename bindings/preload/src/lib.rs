@@ -8,8 +8,10 @@
 //! `MPI_Init_thread`, `MPI_Finalize`, `MPI_Comm_free` and `MPI_Comm_disconnect` to set
 //! up, tear down and keep its caches right.
 //!
-//! A call takes topo-run's path when its communicator is `MPI_COMM_WORLD` or congruent to
-//! it, its datatype is predefined and gap-free, its operation is a predefined one that the
+//! A call takes topo-run's path when its communicator has a context (`MPI_COMM_WORLD`, a
+//! communicator congruent to it from its creation on, any other intracommunicator of two
+//! or more ranks from its first blocking collective on), its datatype is predefined and
+//! gap-free, its operation is a predefined one that the
 //! standard defines on that datatype, and its arguments are ones MPI accepts. Everything
 //! else goes, unchanged, to the `PMPI_*` entry point, so MPI's own behaviour (including
 //! its error checks) is kept. The statistics (`TOPO_RUN_STATS=1`) say how many calls went

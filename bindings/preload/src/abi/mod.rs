@@ -225,6 +225,61 @@ pub(crate) fn allreduce_max_2(comm: MPI_Comm, mine: [c_int; 2]) -> [c_int; 2] {
     agreed
 }
 
+/// `MAX` over `comm` of every rank's `mine`, through `PMPI_Iallreduce`, calling `poll`
+/// between tests until it completes (so that collectives of the library's own that a peer
+/// may wait for advance meanwhile). `None` if MPI reports an error.
+pub(crate) fn allreduce_max_polled<const N: usize>(
+    comm: MPI_Comm,
+    mine: [c_int; N],
+    mut poll: impl FnMut(),
+) -> Option<[c_int; N]> {
+    let mut out = [0 as c_int; N];
+    let mut req = request_null();
+    // SAFETY: `mine` and `out` are locals that outlive the request (it completes, or fails,
+    // before this returns); `comm` is live.
+    let rc = unsafe {
+        ffi::PMPI_Iallreduce(
+            mine.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            N as c_int,
+            ffi::RSMPI_INT32_T,
+            ffi::RSMPI_MAX,
+            comm,
+            &mut req,
+        )
+    };
+    if rc != SUCCESS {
+        return None;
+    }
+    loop {
+        let (rc, done) = test(&mut req);
+        if rc != SUCCESS {
+            return None;
+        }
+        if done {
+            return Some(out);
+        }
+        poll();
+    }
+}
+
+/// Whether `comm` is an intracommunicator of at least two ranks; `None` for a null or
+/// unusable handle (the collective's own call then reports it).
+pub(crate) fn intra_of_two_or_more(comm: MPI_Comm) -> Option<bool> {
+    // SAFETY: reading a constant handle, and comparing `comm` with constants.
+    if comm == unsafe { ffi::RSMPI_COMM_NULL } || unsafe { topo_preload_comm_unusable(comm) } != 0 {
+        return None;
+    }
+    let (mut inter, mut size) = (0 as c_int, 0 as c_int);
+    // SAFETY: `comm` is a usable communicator handle (checked above); each call writes one
+    // int.
+    let ok = unsafe {
+        ffi::PMPI_Comm_test_inter(comm, &mut inter) == SUCCESS
+            && ffi::PMPI_Comm_size(comm, &mut size) == SUCCESS
+    };
+    ok.then_some(inter == 0 && size >= 2)
+}
+
 /// `MPI_Abort` over world with `code`; does not return.
 pub(crate) fn abort(code: c_int) -> ! {
     // SAFETY: MPI is initialised; MPI_Abort does not return.

@@ -3,6 +3,7 @@
 //! start of MPI's finalize.
 
 use super::*;
+use mpi::topology::Communicator;
 
 /// Tears the contexts down and prints the statistics if asked; later calls go to MPI.
 pub(crate) fn finalize() {
@@ -118,6 +119,49 @@ pub(crate) fn adopt(comm: MPI_Comm) {
     }
 }
 
+/// At the first blocking collective on `comm`, which has no context (one the library did
+/// not see created, or one not congruent to world): gives it one, the job's hierarchy
+/// restricted to its members (`Topo::for_comm`), when every member has room for it and
+/// none has a collective of the library's in flight. (Setting up blocks inside MPI, where
+/// this rank would not advance a collective a peer may be waiting for; so the members
+/// first agree, through a nonblocking allreduce polled with the library's progress.) With
+/// collectives in flight somewhere, the call goes to MPI and the next one tries again; a
+/// communicator that cannot have a context is remembered, tied to it by an attribute.
+pub(super) fn set_up_lazily(st: &mut State, comm: MPI_Comm) {
+    match abi::intra_of_two_or_more(comm) {
+        None => return,
+        Some(false) => {
+            st.decline(comm);
+            return;
+        }
+        Some(true) => {}
+    }
+    let mine = [
+        c_int::from(!st.pending.is_empty()),
+        c_int::from(st.contexts.len() >= max_comms()),
+    ];
+    let Some([busy, full]) = abi::allreduce_max_polled(comm, mine, || st.progress(false)) else {
+        st.decline(comm);
+        return;
+    };
+    if full != 0 {
+        st.decline(comm);
+        return;
+    }
+    if busy != 0 {
+        return;
+    }
+    match Topo::for_comm(&abi::borrowed(comm)) {
+        Ok(topo) if topo.is_hierarchical() => {
+            let (rank, size) = (topo.world().rank(), topo.world().size());
+            st.drop_context(key(comm));
+            st.attach(comm, Active { topo, rank, size });
+        }
+        Ok(_) => st.decline(comm),
+        Err(e) => setup_failed(st.rank, &e),
+    }
+}
+
 /// Drops `comm`'s context (the application is about to free it), after its collectives
 /// in flight have completed.
 pub(crate) fn forget_comm(comm: MPI_Comm) {
@@ -125,6 +169,7 @@ pub(crate) fn forget_comm(comm: MPI_Comm) {
     let Some(st) = &mut g.0.state else {
         return;
     };
+    st.declined.remove(&key(comm));
     if key(comm) == key(abi::world()) || !st.contexts.contains_key(&key(comm)) {
         return;
     }
@@ -153,6 +198,7 @@ pub(super) fn forget_id(g: &mut Shared, id: u64) {
     let Some(st) = &mut g.0.state else {
         return;
     };
+    st.declined.retain(|_, d| *d != id);
     if let Some(handle) = st
         .contexts
         .iter()

@@ -10,7 +10,9 @@
 //! whose start must not wait for other ranks (until then those go to MPI).
 //! A communicator congruent to world (same ranks, same order) that the application creates
 //! with `MPI_Comm_dup`, `MPI_Comm_dup_with_info`, `MPI_Comm_split` or `MPI_Comm_create`
-//! gets its own context inside that call, which is collective over it. Separate contexts
+//! gets its own context inside that call, which is collective over it; any other
+//! intracommunicator of two or more ranks gets one at its first blocking collective
+//! (`contexts::set_up_lazily`), its hierarchy the job's restricted to its members. Separate contexts
 //! keep the collectives of different communicators apart, as MPI requires: nonblocking
 //! collectives on two communicators may be started in different orders on different
 //! ranks. Everything is torn down at the start of MPI's finalize, however the program
@@ -119,6 +121,10 @@ struct State {
     /// Contexts by communicator handle; the delete callback of `keyval` removes an entry
     /// when MPI frees its communicator.
     contexts: ByHandle<Entry>,
+    /// Communicators that will not get a context (no room for one, shared memory that
+    /// could not be set up, one rank, an intercommunicator), by handle, with the id of the
+    /// attribute that ties the entry to the communicator as a context's does.
+    declined: ByHandle<u64>,
     /// The attribute key of contexts (`MPI_KEYVAL_INVALID` while the path is off).
     keyval: c_int,
     /// The id of the next context.
@@ -165,6 +171,7 @@ impl State {
         let (rank, size) = abi::world_rank_size();
         let mut st = State {
             contexts: ByHandle::default(),
+            declined: ByHandle::default(),
             keyval: ffi::MPI_KEYVAL_INVALID as c_int,
             next_id: 1,
             on: false,
@@ -233,6 +240,15 @@ impl State {
             Err(e) => setup_failed(rank, &e),
         }
         st
+    }
+
+    /// Remembers that `comm` gets no context, tied to it by an attribute (so that a handle
+    /// MPI reuses for a new communicator is asked again).
+    fn decline(&mut self, comm: MPI_Comm) {
+        let id = self.next_id;
+        self.next_id += 1;
+        abi::set_attr(comm, self.keyval, id as usize);
+        self.declined.insert(key(comm), id);
     }
 
     /// Gives `comm` the context `active`, tied to it by an attribute.
@@ -343,6 +359,11 @@ pub(crate) fn run<T>(
 ) -> Option<T> {
     let mut g = lock();
     let st = state_for(&mut g.0, comm)?;
+    if st.on && !st.contexts.contains_key(&key(comm)) && !st.declined.contains_key(&key(comm)) {
+        // The first blocking collective on a communicator the library has no context for:
+        // every member is in this call.
+        set_up_lazily(st, comm);
+    }
     st.run(call, comm, f)
 }
 
