@@ -470,6 +470,10 @@ check_prog "C communicators of every kind, 2 nodes x 2 ranks" "$COMMSPROG" \
   "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" "" "${TWO[@]}"
 if grep -q "communicator without a topo-run context" "$WORK/topo.err"; then
   bad "C communicators of every kind: calls handed to MPI for want of a context" "$(grep stats "$WORK/topo.err" | head -6)"
+elif ! grep -Eq "topo-run: stats: rank 0.*by communicator: .*node [1-9][0-9]* topo-run, 0 MPI; split [1-9][0-9]* topo-run, 0 MPI" "$WORK/topo.err"; then
+  bad "C communicators of every kind: the statistics by communicator kind" "$(grep 'by communicator' "$WORK/topo.err" | head -2)"
+else
+  ok "C communicators of every kind: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
 fi
 check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 2 nodes x 2" "23 passed, 0 failed" \
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \

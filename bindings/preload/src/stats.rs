@@ -3,6 +3,45 @@
 
 use crate::classify::{Call, HandOff};
 
+/// What a communicator is to world, for the statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommKind {
+    /// `MPI_COMM_WORLD`.
+    World,
+    /// Congruent to world (the same ranks in the same order): a duplicate or a split
+    /// that keeps world whole.
+    Duplicate,
+    /// Inside one node (for example `MPI_Comm_split_type` SHARED).
+    Node,
+    /// Any other intracommunicator with a context: a subset, or world in another order.
+    Split,
+    /// A communicator without a context of topo-run's (an intercommunicator, one rank, no
+    /// room, not set up yet).
+    Other,
+}
+
+impl CommKind {
+    /// Every kind, in report order.
+    pub const ALL: [CommKind; 5] = [
+        CommKind::World,
+        CommKind::Duplicate,
+        CommKind::Node,
+        CommKind::Split,
+        CommKind::Other,
+    ];
+
+    /// Its name in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            CommKind::World => "world",
+            CommKind::Duplicate => "duplicate",
+            CommKind::Node => "node",
+            CommKind::Split => "split",
+            CommKind::Other => "other",
+        }
+    }
+}
+
 /// The environment variable that turns the report on.
 pub const STATS_ENV: &str = "TOPO_RUN_STATS";
 
@@ -11,6 +50,8 @@ pub const STATS_ENV: &str = "TOPO_RUN_STATS";
 pub struct Stats {
     ours: [u64; Call::ALL.len()],
     handed: [[u64; HandOff::ALL.len()]; Call::ALL.len()],
+    /// Per communicator kind: calls on topo-run's path and calls handed to MPI.
+    by_kind: [[u64; 2]; CommKind::ALL.len()],
 }
 
 impl Stats {
@@ -22,6 +63,11 @@ impl Stats {
     /// Counts a call handed to MPI.
     pub fn handed(&mut self, call: Call, why: HandOff) {
         self.handed[call.index()][why.index()] += 1;
+    }
+
+    /// Counts a call on a communicator of `kind`, on topo-run's path (`ours`) or not.
+    pub fn on(&mut self, kind: CommKind, ours: bool) {
+        self.by_kind[kind as usize][usize::from(!ours)] += 1;
     }
 
     /// One line per call that was made at all, for example
@@ -48,6 +94,18 @@ impl Stats {
         }
         if lines.is_empty() {
             lines.push("no collective calls".into());
+            return lines;
+        }
+        let kinds: Vec<String> = CommKind::ALL
+            .iter()
+            .filter(|k| self.by_kind[**k as usize] != [0, 0])
+            .map(|k| {
+                let [ours, handed] = self.by_kind[*k as usize];
+                format!("{} {ours} topo-run, {handed} MPI", k.name())
+            })
+            .collect();
+        if !kinds.is_empty() {
+            lines.push(format!("by communicator: {}", kinds.join("; ")));
         }
         lines
     }
@@ -81,6 +139,14 @@ mod tests {
                 "MPI_Bcast: 2 topo-run, 3 MPI (1 derived datatype, 2 zero count)".to_string(),
                 "MPI_Barrier: 1 topo-run, 0 MPI".to_string(),
             ]
+        );
+        s.on(CommKind::World, true);
+        s.on(CommKind::Split, true);
+        s.on(CommKind::Split, false);
+        s.on(CommKind::Other, false);
+        assert_eq!(
+            s.report().last().unwrap(),
+            "by communicator: world 1 topo-run, 0 MPI; split 1 topo-run, 1 MPI; other 0 topo-run, 1 MPI"
         );
     }
 

@@ -112,7 +112,16 @@ pub(crate) fn adopt(comm: MPI_Comm) {
             let (rank, size) = (st.rank, st.size);
             // A stale entry under this handle (freed unseen) goes first.
             st.drop_context(key(comm));
-            st.attach(comm, Active { topo, rank, size });
+            let kind = CommKind::Duplicate;
+            st.attach(
+                comm,
+                Active {
+                    topo,
+                    kind,
+                    rank,
+                    size,
+                },
+            );
         }
         Ok(_) => {}
         Err(e) => setup_failed(st.rank, &e),
@@ -154,8 +163,24 @@ pub(super) fn set_up_lazily(st: &mut State, comm: MPI_Comm) {
     match Topo::for_comm(&abi::borrowed(comm)) {
         Ok(topo) if topo.is_hierarchical() => {
             let (rank, size) = (topo.world().rank(), topo.world().size());
+            let node = topo.local().is_some_and(|(_, local)| local as i32 == size);
+            let kind = if abi::congruent_to_world(comm) {
+                CommKind::Duplicate
+            } else if node {
+                CommKind::Node
+            } else {
+                CommKind::Split
+            };
             st.drop_context(key(comm));
-            st.attach(comm, Active { topo, rank, size });
+            st.attach(
+                comm,
+                Active {
+                    topo,
+                    kind,
+                    rank,
+                    size,
+                },
+            );
         }
         Ok(_) => st.decline(comm),
         Err(e) => setup_failed(st.rank, &e),

@@ -63,7 +63,7 @@ use crate::abi::{self, GRequest, MPI_Comm, MPI_Datatype, MpixStart, SUCCESS, Typ
 use crate::abi::{keyval_deleted_by, mpix_start};
 use crate::classify::{Call, HandOff};
 use crate::packed::Finish;
-use crate::stats::{self, Stats};
+use crate::stats::{self, CommKind, Stats};
 
 /// Exit code (through `MPI_Abort`) when the plan in the environment is corrupted or does
 /// not match MPI: the same as the launcher's "missing or corrupted plan".
@@ -72,6 +72,8 @@ pub(crate) const BAD_PLAN_CODE: i32 = 9;
 /// topo-run's context for one communicator.
 pub(crate) struct Active {
     pub(crate) topo: Topo,
+    /// What the communicator is to world (for the statistics).
+    pub(crate) kind: CommKind,
     pub(crate) rank: i32,
     pub(crate) size: i32,
 }
@@ -234,7 +236,16 @@ impl State {
                     st.keyval = context_keyval();
                     st.on = true;
                     UNHOOKED.store(!st.hooked, Ordering::Relaxed);
-                    st.attach(abi::world(), Active { topo, rank, size });
+                    let kind = CommKind::World;
+                    st.attach(
+                        abi::world(),
+                        Active {
+                            topo,
+                            kind,
+                            rank,
+                            size,
+                        },
+                    );
                 }
             }
             Err(e) => setup_failed(rank, &e),
@@ -381,6 +392,7 @@ impl State {
         if !self.retired.is_empty() {
             self.retired.retain(|a| !a.topo.progress_handle().is_idle());
         }
+        let mut kind = CommKind::Other;
         let r = if !self.on {
             Err(HandOff::Inactive)
         } else {
@@ -388,6 +400,7 @@ impl State {
             match self.contexts.get_mut(&key(comm)).map(|e| &mut e.active) {
                 None => Err(HandOff::Communicator),
                 Some(active) => {
+                    kind = active.kind;
                     let mut types = TypeCache {
                         types: &mut self.types,
                         quiet: self.quiet,
@@ -406,6 +419,7 @@ impl State {
             Ok(_) => self.stats.ours(call),
             Err(why) => self.stats.handed(call, *why),
         }
+        self.stats.on(kind, r.is_ok());
         r.ok()
     }
 }
