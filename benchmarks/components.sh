@@ -14,7 +14,9 @@
 # the best component. The cache-line floor of each run (coll-bench's first line) is
 # printed too: this machine changes speed between runs, and the floor says in which
 # state a run was.
-# Extra options go to coll-bench (for example --max 1048576 or --vary). Without --ops it
+# Extra options go to coll-bench (for example --max 1048576, --vary, or --comm reversed to
+# run both sides on world in reversed order: dup, node, parity, half and reversed are the
+# communicators coll-bench can make). Without --ops it
 # runs every collective coll-bench has: barrier, bcast, reduce, allreduce and allgather
 # (coll/sm has no allgather of its own; Open MPI then takes tuned's).
 set -euo pipefail

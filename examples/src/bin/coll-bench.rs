@@ -84,6 +84,14 @@ struct Args {
     /// turn; --root does not apply.
     #[arg(long)]
     chain: bool,
+    /// The communicator both sides run on: `world`; `dup` (a duplicate of world); `node`
+    /// (each node's ranks, `MPI_Comm_split_type` SHARED); `parity` (the even and the odd
+    /// ranks); `half` (the first and the second half); `reversed` (world in reversed
+    /// order). topo-run's side is a context over it (`Topo::for_comm`), MPI's side its own
+    /// collectives on it; where it splits world, every part runs at once and world rank 0
+    /// prints its part's rows.
+    #[arg(long, default_value = "world", value_parser = ["world", "dup", "node", "parity", "half", "reversed"], conflicts_with = "overlap")]
+    comm: String,
     /// Print CSV lines `op,bytes,ranks,topo_us,native_us,ratio` instead of a table.
     #[arg(long)]
     csv: bool,
@@ -683,6 +691,32 @@ fn plot(
     Ok(())
 }
 
+/// The communicator `kind` (see `--comm`) and topo-run's context over it.
+fn on_comm(world: &SimpleCommunicator, kind: &str) -> anyhow::Result<(SimpleCommunicator, Topo)> {
+    use mpi::topology::Color;
+    let (rank, size) = (world.rank(), world.size());
+    let split = |color: i32, key: i32| {
+        world
+            .split_by_color_with_key(Color::with_value(color), key)
+            .context("MPI_Comm_split")
+    };
+    let comm = match kind {
+        "world" => {
+            let topo =
+                Topo::from_env(world).context("topo-run could not set up its collectives")?;
+            return Ok((SimpleCommunicator::world(), topo));
+        }
+        "dup" => world.duplicate(),
+        "node" => world.split_shared(rank),
+        "parity" => split(rank % 2, rank)?,
+        "half" => split(i32::from(rank >= size / 2), rank)?,
+        "reversed" => split(0, size - rank)?,
+        _ => anyhow::bail!("unknown communicator {kind:?}"),
+    };
+    let topo = Topo::for_comm(&comm).context("topo-run could not set up its collectives")?;
+    Ok((comm, topo))
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     anyhow::ensure!(
@@ -690,14 +724,16 @@ fn main() -> anyhow::Result<()> {
         "--min must be at least 4 and at most --max"
     );
     let universe = topo_examples::init_mpi(args.thread_multiple)?;
-    let world = universe.world();
-    let mut topo = Topo::from_env(&world).context("topo-run could not set up its collectives")?;
+    let whole = universe.world();
+    let printer = whole.rank() == 0;
+    let (world, mut topo) = on_comm(&whole, &args.comm)?;
     let rank = world.rank();
     let size = world.size();
-    if rank == 0 {
+    if printer {
         eprintln!(
-            "coll-bench: {} ranks, {}",
+            "coll-bench: {} ranks ({} communicator), {}",
             size,
+            args.comm,
             topo_examples::describe(&topo)
         );
     }
@@ -712,7 +748,7 @@ fn main() -> anyhow::Result<()> {
             topo.node()
         );
     }
-    if rank == 0 && !topo.is_hierarchical() {
+    if printer && !topo.is_hierarchical() {
         eprintln!(
             "coll-bench: warning: topo-run is not active ({:?}); both columns are MPI",
             topo.fallback()
@@ -734,7 +770,7 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let mut measured = Vec::new();
-    if rank == 0 {
+    if printer {
         if args.csv {
             println!("op,bytes,ranks,topo_us,native_us,ratio");
         } else {
@@ -778,7 +814,7 @@ fn main() -> anyhow::Result<()> {
         measured.push((i, row, copy));
     }
     measured.sort_by_key(|(i, row, _)| (*i, row.bytes));
-    for (_, row, copy) in measured.iter().filter(|_| rank == 0) {
+    for (_, row, copy) in measured.iter().filter(|_| printer) {
         let ratio = row.topo_us / row.native_us;
         if args.csv {
             println!(
@@ -792,9 +828,7 @@ fn main() -> anyhow::Result<()> {
             );
         }
     }
-    if rank == 0
-        && let Some(path) = &args.svg
-    {
+    if printer && let Some(path) = &args.svg {
         // The plot's axis is the message size: the barrier has none.
         measured.retain(|(_, r, _)| r.op != "barrier");
         let copies: Vec<_> = measured.iter().map(|(_, r, c)| (r.bytes, *c)).collect();
