@@ -14,8 +14,10 @@
 //! the round reads or writes, except receive-and-combine steps into the same accumulator
 //! (each combine happens inside one poll call, so they never overlap in time).
 //!
-//! The schedule refers to the caller's buffers by address; [`Schedule::new`] is the one
-//! place that accepts them, and its contract is what the request's scope guarantees.
+//! The schedule refers to the caller's buffers by address. [`Schedule::lent`] takes them
+//! lent for good, as a request lends them (`Request::lend`, sound by the request's
+//! scope); [`Schedule::new`] and [`Schedule::with_buffers`] take borrowed ones under a
+//! contract of their own (tests).
 
 mod steps;
 #[cfg(test)]
@@ -351,8 +353,9 @@ impl Memory {
     }
 
     fn get(&self, r: Region) -> &[u8] {
-        // SAFETY: `Schedule::new`'s contract keeps the buffer valid; the builders' rule
-        // keeps any concurrent writer away from this region while the slice lives.
+        // SAFETY: the buffers were lent for good, or `Schedule::new`'s contract keeps them
+        // valid; the builders' rule keeps any concurrent writer away from this region while
+        // the slice lives.
         unsafe { std::slice::from_raw_parts(self.ptr(r), r.len) }
     }
 
