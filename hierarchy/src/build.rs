@@ -33,8 +33,7 @@ pub struct Hierarchy {
     size: u32,
     levels: Vec<LevelName>,
     groups: Vec<Group>,
-    rank_start: Vec<u32>,
-    rank_groups: Vec<u32>,
+    index: RankIndex,
     node_ranks: Vec<Vec<u32>>,
     node_levels: Vec<Vec<LevelName>>,
     switch_names: Vec<String>,
@@ -161,7 +160,7 @@ pub fn build(job: &Job, map: Option<&NetworkMap>, filter: &LevelFilter) -> Resul
 
     // Per-rank index, bottom-up: groups were created bottom-up for every rank.
     let size = job.size();
-    let (rank_start, rank_groups) = index_by_rank(size, &groups);
+    let index = RankIndex::new(size, &groups);
     let switch_names = map
         .map(|m| {
             (0..m.switch_count() as u32)
@@ -173,17 +172,39 @@ pub fn build(job: &Job, map: Option<&NetworkMap>, filter: &LevelFilter) -> Resul
         size,
         levels,
         groups,
-        rank_start,
-        rank_groups,
+        index,
         node_ranks,
         node_levels: node_levels_out,
         switch_names,
     })
 }
 
-/// For every rank of `size`, the indices of the groups it belongs to, in the order of
-/// `groups`: `rank_groups[rank_start[r]..rank_start[r + 1]]`.
-pub(crate) fn index_by_rank(size: u32, groups: &[Group]) -> (Vec<u32>, Vec<u32>) {
+/// For every rank, the indices of the groups it belongs to, in the order of the groups:
+/// `ids[start[r]..start[r + 1]]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RankIndex {
+    start: Vec<u32>,
+    ids: Vec<u32>,
+}
+
+impl RankIndex {
+    /// The index of `groups` over ranks `0..size`.
+    pub(crate) fn new(size: u32, groups: &[Group]) -> RankIndex {
+        let (start, ids) = index_by_rank(size, groups);
+        RankIndex { start, ids }
+    }
+
+    /// The indices of the groups `rank` belongs to.
+    pub(crate) fn of(&self, rank: u32) -> &[u32] {
+        let (a, b) = (
+            self.start[rank as usize] as usize,
+            self.start[rank as usize + 1] as usize,
+        );
+        &self.ids[a..b]
+    }
+}
+
+fn index_by_rank(size: u32, groups: &[Group]) -> (Vec<u32>, Vec<u32>) {
     let mut rank_start = vec![0u32; size as usize + 1];
     for g in groups {
         for &m in &g.members {
@@ -239,11 +260,7 @@ impl Hierarchy {
 
     /// The indices (into [`Hierarchy::groups`]) of the groups `rank` belongs to, bottom-up.
     pub fn group_ids_of(&self, rank: u32) -> &[u32] {
-        let (a, b) = (
-            self.rank_start[rank as usize] as usize,
-            self.rank_start[rank as usize + 1] as usize,
-        );
-        &self.rank_groups[a..b]
+        self.index.of(rank)
     }
 
     /// The groups `rank` belongs to, bottom-up.

@@ -37,6 +37,15 @@ pub struct PlanGroup {
     pub members: Vec<u32>,
 }
 
+impl From<&crate::build::Group> for PlanGroup {
+    fn from(g: &crate::build::Group) -> Self {
+        PlanGroup {
+            level: g.level,
+            members: g.members.clone(),
+        }
+    }
+}
+
 /// Everything one rank needs to run the hierarchical collectives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RankPlan {
@@ -78,12 +87,7 @@ pub struct RankPlan {
 impl Hierarchy {
     /// The groups of `rank`, bottom-up, as plan groups.
     pub fn plan_groups(&self, rank: u32) -> Vec<PlanGroup> {
-        self.groups_of(rank)
-            .map(|g| PlanGroup {
-                level: g.level,
-                members: g.members.clone(),
-            })
-            .collect()
+        self.groups_of(rank).map(PlanGroup::from).collect()
     }
 
     /// The plan the launcher exports to `rank`. `job` must be the job this hierarchy was

@@ -15,7 +15,7 @@
 //! Any rank order works: congruent to world, similar (the same ranks in another order) or
 //! any subset. Restricted to world in world's order, the groups are world's own.
 
-use crate::build::{Group, Hierarchy, index_by_rank, partition};
+use crate::build::{Group, Hierarchy, RankIndex, partition};
 use crate::error::{Error, Result};
 use crate::level::LevelName;
 use crate::plan::PlanGroup;
@@ -44,8 +44,7 @@ pub struct Restricted {
     size: u32,
     levels: Vec<LevelName>,
     groups: Vec<Group>,
-    rank_start: Vec<u32>,
-    rank_groups: Vec<u32>,
+    index: RankIndex,
 }
 
 /// The hierarchy of a communicator whose rank `i` has the domains `domains[i]` at the
@@ -88,13 +87,12 @@ pub fn restrict(levels: &[LevelName], domains: &[Vec<u32>]) -> Result<Restricted
             participants.len()
         )));
     }
-    let (rank_start, rank_groups) = index_by_rank(size, &groups);
+    let index = RankIndex::new(size, &groups);
     Ok(Restricted {
         size,
         levels: kept,
         groups,
-        rank_start,
-        rank_groups,
+        index,
     })
 }
 
@@ -116,23 +114,15 @@ impl Restricted {
 
     /// The groups `rank` (a communicator rank) belongs to, bottom-up.
     pub fn groups_of(&self, rank: u32) -> impl Iterator<Item = &Group> + '_ {
-        let (a, b) = (
-            self.rank_start[rank as usize] as usize,
-            self.rank_start[rank as usize + 1] as usize,
-        );
-        self.rank_groups[a..b]
+        self.index
+            .of(rank)
             .iter()
             .map(|&g| &self.groups[g as usize])
     }
 
     /// The groups of `rank`, bottom-up, as plan groups (in communicator ranks).
     pub fn plan_groups(&self, rank: u32) -> Vec<PlanGroup> {
-        self.groups_of(rank)
-            .map(|g| PlanGroup {
-                level: g.level,
-                members: g.members.clone(),
-            })
-            .collect()
+        self.groups_of(rank).map(PlanGroup::from).collect()
     }
 
     /// The level of the communicator's top group, `None` when it has no group (one rank).

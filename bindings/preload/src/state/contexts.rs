@@ -110,8 +110,6 @@ pub(crate) fn adopt(comm: MPI_Comm) {
     match Topo::from_env_instance(&abi::borrowed(comm), instance) {
         Ok(topo) if topo.is_hierarchical() => {
             let (rank, size) = (st.rank, st.size);
-            // A stale entry under this handle (freed unseen) goes first.
-            st.drop_context(key(comm));
             let kind = CommKind::Duplicate;
             st.attach(
                 comm,
@@ -171,7 +169,6 @@ pub(super) fn set_up_lazily(st: &mut State, comm: MPI_Comm) {
             } else {
                 CommKind::Split
             };
-            st.drop_context(key(comm));
             st.attach(
                 comm,
                 Active {

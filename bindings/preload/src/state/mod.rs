@@ -262,8 +262,10 @@ impl State {
         self.declined.insert(key(comm), id);
     }
 
-    /// Gives `comm` the context `active`, tied to it by an attribute.
+    /// Gives `comm` the context `active`, tied to it by an attribute. A stale entry under
+    /// this handle (its communicator freed unseen) goes first.
     fn attach(&mut self, comm: MPI_Comm, active: Active) {
+        self.drop_context(key(comm));
         let id = self.next_id;
         self.next_id += 1;
         abi::set_attr(comm, self.keyval, id as usize);
