@@ -159,17 +159,18 @@ impl Exchanges {
 /// plain flag unless a progress thread shares it ([`crate::serial_lock`]).
 pub(crate) type Shared = Arc<SerialLock<ContextState>>;
 
-/// A context's state behind its lock: a mutex if a progress thread shares it, a flag
+/// A context's state behind its lock: a mutex if another thread may reach it at the same
+/// time (`shared_by_threads`: a progress thread, or `MPI_THREAD_MULTIPLE`), a flag
 /// otherwise.
-pub(crate) fn shared(state: ContextState, threaded: bool) -> Shared {
-    Arc::new(if threaded {
+pub(crate) fn shared(state: ContextState, shared_by_threads: bool) -> Shared {
+    Arc::new(if shared_by_threads {
         SerialLock::new(state)
     } else {
-        // SAFETY: without a progress thread the state is reached only through this
-        // context, its requests and `Progress` handles (none of them `Send`), and this
-        // thread's MPI progress hook: one thread. (The PMPI library, which moves contexts
-        // between threads under MPI_THREAD_SERIALIZED, has the program's own ordering of
-        // its MPI calls between such uses.)
+        // SAFETY: without a progress thread, below MPI_THREAD_MULTIPLE, the state is
+        // reached only through this context, its requests and `Progress` handles (none of
+        // them `Send`), and this thread's MPI progress hook: one thread. (The PMPI
+        // library, which moves contexts between threads under MPI_THREAD_SERIALIZED, has
+        // the program's own ordering of its MPI calls between such uses.)
         unsafe { SerialLock::new_serial(state) }
     })
 }

@@ -193,9 +193,11 @@ pub struct RawRequest(pub(crate) Request<'static, StaticScope>);
 
 impl RawRequest {
     /// Whether the collective has completed (without advancing anything; see
-    /// [`Progress::poll`]).
+    /// [`Progress::poll`]). `false` while another thread holds the context (running a
+    /// collective of its own under `MPI_THREAD_MULTIPLE`, or the progress thread's turn):
+    /// a caller that looks from outside the context never waits for it.
     pub fn is_complete(&self) -> bool {
-        context::lock(&self.0.core).is_complete(self.0.id)
+        context::try_lock(&self.0.core).is_some_and(|c| c.is_complete(self.0.id))
     }
 
     /// Releases a completed request; gives it back if it has not completed.

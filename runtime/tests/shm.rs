@@ -109,8 +109,12 @@ fn rank_main(me: usize) -> i32 {
         // All four ranks are in one NUMA node here (no level below `node`), so the
         // partners (local ranks 0-1, 2-3) count as near and time a line; a slow one turns
         // every peer far.
+        assert!(
+            shm.needs_line_time(),
+            "nothing is kept before the first measurement"
+        );
         let ns = shm
-            .check_near()
+            .check_near(true)
             .unwrap()
             .expect("partners in one group measure");
         assert!(ns.is_finite() && ns > 0.0, "{ns}");
@@ -121,10 +125,13 @@ fn rank_main(me: usize) -> i32 {
             "{ns} ns"
         );
         // The pair measured once: a second check (another context of the same processes,
-        // which starts from the node's report again) takes the time both kept.
-        shm.set_near(vec![true; RANKS as usize]);
-        assert_eq!(shm.check_near().unwrap(), Some(ns));
-        assert_eq!((0..RANKS as usize).all(|j| !shm.is_near(j)), far);
+        // with a segment of its own, which starts from the node's report again) takes the
+        // time kept, the leader's for both.
+        assert!(!shm.needs_line_time(), "the time is kept");
+        let seg2 = join(me, &format!("{path}.again"), &s);
+        let mut again = ShmTransport::new(seg2, me, plan.peers.clone(), plan.node.clone(), s.spin);
+        assert_eq!(again.check_near(false).unwrap(), Some(ns));
+        assert_eq!((0..RANKS as usize).all(|j| !again.is_near(j)), far);
     }
     let mut links = Links::new(&view, plan.peers.clone(), Some(shm), NoNetwork);
     let mut scratch = Scratch::default();

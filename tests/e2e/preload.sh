@@ -47,6 +47,10 @@ COMMSPROG="$WORK/preload-comms"
 if ! mpicc -O2 -Wall -o "$COMMSPROG" "$ROOT/examples/c/preload-comms.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-comms.c"
 fi
+THREADSPROG="$WORK/preload-threads"
+if ! mpicc -O2 -Wall -Wno-unused-function -pthread -o "$THREADSPROG" "$ROOT/examples/c/preload-threads.c" 2>"$WORK/cc.log"; then
+  cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-threads.c"
+fi
 CASES="$WORK/preload-cases"
 if ! mpicc -O2 -Wall -o "$CASES" "$ROOT/examples/c/preload-cases.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-cases.c"
@@ -203,6 +207,10 @@ check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
 # The same with the progress thread (TOPO_RUN_PROGRESS=thread, as --progress-thread sets).
 check_nb "C nonblocking, 1 node x 2 ranks, progress thread" "${ONE[@]}" --export=ALL,TOPO_RUN_PROGRESS=thread
 check_f "Fortran, 1 node x 2 ranks" "${ONE[@]}"
+# MPI_THREAD_MULTIPLE: four threads per rank, each on a communicator of its own, set up and
+# used at the same time (on one node two of the four have one rank: MPI's, as always).
+check_prog "C at MPI_THREAD_MULTIPLE, four threads on four communicators, 1 node x 2 ranks" "$THREADSPROG" \
+  "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" "${ONE[@]}"
 
 # check_mpich NAME RANKS SRUN_ARGS...: the MPICH program, with topo-run choosing the
 # PMPI library by itself (the MPICH build, target/mpich/release, as -v says): every rank
@@ -379,11 +387,13 @@ if [[ $RC -eq 2 ]] && grep -q 'TOPO_RUN_PRELOAD="maybe" is not one of' "$WORK/er
 else bad "a bad TOPO_RUN_PRELOAD" "exit $RC" "$(head -3 "$WORK/err")"; fi
 
 # Faults.
+# MPI_THREAD_MULTIPLE: a single-threaded program at that level takes topo-run's path as
+# at any other, with the same results.
 run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "${ONE[@]}" "$TOPO_RUN" -- "$CPROG" --quick --thread-multiple
-if [[ $RC -eq 0 ]] && passed_line "$WORK/out" && grep -q "warning: MPI_THREAD_MULTIPLE" "$WORK/err" \
-   && grep -q "MPI_Allreduce: 0 topo-run, [0-9]* MPI ([0-9]* topo-run inactive)" "$WORK/err"; then
-  ok "MPI_THREAD_MULTIPLE: one warning, MPI's own collectives, correct results"
-else bad "MPI_THREAD_MULTIPLE" "exit $RC" "$(head -3 "$WORK/err")"; fi
+if [[ $RC -eq 0 ]] && passed_line "$WORK/out" && ! grep -q "warning: MPI_THREAD_MULTIPLE" "$WORK/err" \
+   && grep -q "MPI_Allreduce: [1-9][0-9]* topo-run" "$WORK/err" && ! grep -q "topo-run inactive" "$WORK/err"; then
+  ok "MPI_THREAD_MULTIPLE, one thread: topo-run's path, correct results ($(grep -o 'MPI_Allreduce: [0-9]* topo-run' "$WORK/err" | head -1))"
+else bad "MPI_THREAD_MULTIPLE, one thread" "exit $RC" "$(head -3 "$WORK/err")"; fi
 run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" --preload -- \
   sh -c 'TOPO_RUN_PLAN="v4;corrupted" exec "$0" --quick' "$CPROG"
 if [[ $RC -ne 0 ]] && grep -q "error: cannot set up topo-run's collectives: .*aborting the job (exit code 9)" "$WORK/err" \
@@ -474,6 +484,16 @@ elif ! grep -Eq "topo-run: stats: rank 0.*by communicator: .*node [1-9][0-9]* to
   bad "C communicators of every kind: the statistics by communicator kind" "$(grep 'by communicator' "$WORK/topo.err" | head -2)"
 else
   ok "C communicators of every kind: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
+fi
+# MPI_THREAD_MULTIPLE: four threads per rank, each on a communicator of its own (a duplicate,
+# parities, world reversed, halves), set up and used at the same time: every call of them on
+# topo-run's path.
+check_prog "C at MPI_THREAD_MULTIPLE, four threads on four communicators, 2 nodes x 2 ranks" "$THREADSPROG" \
+  "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" "${TWO[@]}"
+if grep -q "communicator without a topo-run context\|topo-run inactive" "$WORK/topo.err"; then
+  bad "C at MPI_THREAD_MULTIPLE: calls handed to MPI" "$(grep stats "$WORK/topo.err" | head -8)"
+else
+  ok "C at MPI_THREAD_MULTIPLE: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
 fi
 check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 2 nodes x 2" "23 passed, 0 failed" \
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \

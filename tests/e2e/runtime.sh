@@ -305,6 +305,17 @@ coll_check "1 node x 2 ranks, progress thread" "$HIER, single copy from 16384 by
 coll_check "1 node x 2 ranks, progress thread, MPI_THREAD_MULTIPLE" "$HIER.*, progress thread" \
   srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --progress-thread -- "$CHECK" --require-topo --quick --thread-multiple
 
+# MPI_THREAD_MULTIPLE: four threads per rank, each with its own communicator, setting its
+# context up (Topo::for_comm) and running every collective, blocking and nonblocking, at the
+# same time as the others, without and with the progress thread.
+for opt in --spin=0 --progress-thread; do
+  T=120 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" "$opt" -- \
+    "$BIN/coll-cases" --require-topo --thread-multiple threads
+  if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "8 passed, 0 failed" ]] && (( $(shm_leftovers) == 0 )); then
+    ok "1 node x 2 ranks, $opt: coll-cases threads: $(tail -1 "$WORK/out")"
+  else bad "1 node x 2, $opt: coll-cases threads" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+done
+
 # An allreduce across a second of computation without MPI calls (through the queues,
 # fragment by fragment): the progress thread
 # completes it meanwhile (the wait after it is short); without the thread, the same case
@@ -421,6 +432,13 @@ for place in block cyclic; do
     ok "2 nodes x 2 ranks, $place: coll-cases comms: $(tail -1 "$WORK/out")"
   else bad "2 nodes x 2 $place: coll-cases comms" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 done
+
+# MPI_THREAD_MULTIPLE across nodes: four threads per rank on four communicators at once.
+T=120 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive \
+  --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$BIN/coll-cases" --require-topo --thread-multiple threads
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "8 passed, 0 failed" ]] && (( $(shm_leftovers) == 0 )); then
+  ok "2 nodes x 2 ranks: coll-cases threads: $(tail -1 "$WORK/out")"
+else bad "2 nodes x 2: coll-cases threads" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
 # MPICH across nodes; and its progress thread at MPI_THREAD_MULTIPLE, one rank per node on
 # a core of its own (the thread runs the network steps too).

@@ -37,6 +37,14 @@
 //!   from every root, allgather, barrier and a nonblocking allreduce, at 1, 1000 and
 //!   100,000 elements, against MPI's own on the same communicator; with `--require-topo`,
 //!   every communicator of two or more ranks must take topo-run's path.
+//! - `threads`: `MPI_THREAD_MULTIPLE` (run with `--thread-multiple`): four threads per
+//!   rank, each with a communicator of its own (a duplicate of world, the even and the odd
+//!   ranks, world in reversed order, each half), set up at the same time
+//!   (`Topo::for_comm` in every thread at once) and used at the same time: `comms`'s
+//!   collectives, blocking and nonblocking, twice, against MPI's own on the same
+//!   communicator. The threads take turns only to create the communicators (collectives on
+//!   world, which MPI forbids to run concurrently). With `--require-topo`, every context
+//!   must take topo-run's path.
 //! - `huge`: a 2.5 GiB broadcast and allreduce, larger than MPI's `int` count (run by hand:
 //!   it needs about 8 GiB of memory per rank).
 
@@ -60,6 +68,7 @@ enum Case {
     LocalStart,
     PrivateComms,
     Comms,
+    Threads,
     Huge,
 }
 
@@ -511,6 +520,77 @@ fn comms(world: &SimpleCommunicator, t: &mut Tally<'_>, require_topo: bool) -> a
     Ok(())
 }
 
+/// Four threads, each with a communicator of its own, set up and used at the same time.
+fn threads(t: &mut Tally<'_>, require_topo: bool) -> anyhow::Result<()> {
+    use mpi::topology::Color;
+    use std::sync::{Condvar, Mutex};
+    const KINDS: [&str; 4] = [
+        "a duplicate of world",
+        "the even and the odd ranks",
+        "world in reversed order",
+        "each half",
+    ];
+    anyhow::ensure!(
+        mpi::environment::threading_support() == mpi::Threading::Multiple,
+        "threads: run with --thread-multiple (MPI_THREAD_MULTIPLE)"
+    );
+    // Whose turn it is to create a communicator from world.
+    let turn = (Mutex::new(0usize), Condvar::new());
+    let results: Vec<anyhow::Result<(bool, bool)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..KINDS.len())
+            .map(|i| {
+                let turn = &turn;
+                s.spawn(move || {
+                    let world = SimpleCommunicator::world();
+                    let (rank, size) = (world.rank(), world.size());
+                    let comm = {
+                        let mut now = turn.0.lock().unwrap_or_else(|p| p.into_inner());
+                        while *now != i {
+                            now = turn.1.wait(now).unwrap_or_else(|p| p.into_inner());
+                        }
+                        let comm = match i {
+                            0 => Some(world.duplicate()),
+                            1 => world.split_by_color_with_key(Color::with_value(rank % 2), rank),
+                            2 => world.split_by_color_with_key(Color::with_value(0), size - rank),
+                            _ => world.split_by_color_with_key(
+                                Color::with_value(i32::from(rank >= size / 2)),
+                                rank,
+                            ),
+                        };
+                        *now += 1;
+                        turn.1.notify_all();
+                        comm.context("split")?
+                    };
+                    let (ok1, ours1) = on_comm(&comm)?;
+                    let (ok2, ours2) = on_comm(&comm)?;
+                    Ok((ok1 && ok2, ours1 && ours2 || comm.size() < 2))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a thread panicked")))
+            })
+            .collect()
+    });
+    for (what, r) in KINDS.iter().zip(results) {
+        let (ok, ours) = r?;
+        t.record(
+            &format!("{what}, in a thread of its own: every collective as MPI's"),
+            ok,
+        );
+        if require_topo {
+            t.record(
+                &format!("{what}, in a thread of its own: topo-run's path"),
+                ours,
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Broadcast and allreduce of 2.5 GiB.
 fn huge(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Result<()> {
     let mut topo = Topo::from_env(world).context("context")?;
@@ -561,6 +641,7 @@ fn main() -> anyhow::Result<()> {
             Case::LocalStart => local_start(&world, &mut t)?,
             Case::PrivateComms => private_comms(&world, &mut t)?,
             Case::Comms => comms(&world, &mut t, args.require_topo)?,
+            Case::Threads => threads(&mut t, args.require_topo)?,
             Case::Huge => huge(&world, &mut t)?,
         }
     }

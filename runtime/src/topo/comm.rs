@@ -28,10 +28,12 @@ impl Topo {
     /// of its members), so that contexts alive at the same time on a node never share a
     /// segment. Without a plan, or where shared memory cannot be set up, the collectives go
     /// to MPI ([`Topo::fallback`]), as for world.
+    ///
+    /// Under `MPI_THREAD_MULTIPLE`, threads may set up contexts over different
+    /// communicators at the same time; each thread's context gets a number no other
+    /// context of the process has (see [`agree_instance`]).
     pub fn for_comm(comm: &SimpleCommunicator) -> Result<Topo> {
-        let mine = NEXT_INSTANCE.load(Ordering::Relaxed) as i32;
-        let instance = pmpi_allreduce_i32(comm, mine, SystemOperation::max().as_raw()) as u32;
-        NEXT_INSTANCE.store(instance + 1, Ordering::Relaxed);
+        let instance = agree_instance(comm, crate::ffi::comm::thread_multiple());
         Self::init(comm, instance, None, true)
     }
 
@@ -97,4 +99,28 @@ fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+/// A context number for `comm` that no other context of any member process has: the
+/// highest next number of the members (collective over `comm`).
+///
+/// With `concurrent` (`MPI_THREAD_MULTIPLE`), another thread of a member may agree on the
+/// same number for another communicator meanwhile. Each member then reserves the number
+/// (raising its next number past it); a member that finds the next number already past it
+/// (another thread reserved this number or a higher one since) says so, and the members
+/// agree again, from their new next numbers. Of two threads that agreed on one number,
+/// the later to reserve sees the clash, so numbers never repeat within a process.
+fn agree_instance(comm: &SimpleCommunicator, concurrent: bool) -> u32 {
+    loop {
+        let mine = NEXT_INSTANCE.load(Ordering::Relaxed) as i32;
+        let instance = pmpi_allreduce_i32(comm, mine, SystemOperation::max().as_raw()) as u32;
+        let before = NEXT_INSTANCE.fetch_max(instance + 1, Ordering::Relaxed);
+        if !concurrent {
+            return instance;
+        }
+        let clash = i32::from(before > instance);
+        if pmpi_allreduce_i32(comm, clash, SystemOperation::max().as_raw()) == 0 {
+            return instance;
+        }
+    }
 }

@@ -162,8 +162,16 @@ impl Topo {
             }
         };
         Self::setup_single_copy(&world, &settings, shm.as_mut());
-        if let Some(t) = shm.as_mut() {
-            t.check_near()?;
+        // Whether the partners time their cache line afresh: agreed, so that both do
+        // (`ShmTransport::check_near`). Skipped with `spin` 0 (the same on every rank),
+        // where nothing is timed.
+        if settings.spin > 0 {
+            let need = shm.as_ref().is_some_and(|t| t.needs_line_time());
+            let measure =
+                pmpi_allreduce_i32(&world, i32::from(need), SystemOperation::max().as_raw()) != 0;
+            if let Some(t) = shm.as_mut() {
+                t.check_near(measure)?;
+            }
         }
         let net = MpiTransport::new(private(&world));
         let node_label = plan.peers.first().copied().unwrap_or(plan.rank);
@@ -213,11 +221,24 @@ impl Topo {
                      outnumber cores, so the thread would only compete with them)"
                 );
             }
-            s.progress_thread && s.spin > 0
+            if s.progress_thread
+                && s.spin > 0
+                && crate::progress_thread::refused()
+                && world.rank() == 0
+                && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                eprintln!(
+                    "topo-run: warning: --progress-thread is ignored by the PMPI library under \
+                     MPI_THREAD_MULTIPLE (the program's threads advance the collectives)"
+                );
+            }
+            s.progress_thread && s.spin > 0 && !crate::progress_thread::refused()
         });
+        // Under MPI_THREAD_MULTIPLE the PMPI library moves contexts between threads that
+        // run at once (the program's), so the state's lock must be a mutex then too.
         let threaded = thread == Some(true);
         let state = ContextState::new(hier, world.rank(), node.clone());
-        let core = context::shared(state, threaded);
+        let core = context::shared(state, threaded || crate::ffi::comm::thread_multiple());
         if let Some(thread) = thread {
             crate::mpi_hook::track(&core);
             if thread {

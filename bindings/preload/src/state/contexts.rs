@@ -93,7 +93,9 @@ pub(crate) fn adopt(comm: MPI_Comm) {
     let Some(st) = state_for(&mut g.0, abi::world()) else {
         return;
     };
-    if !st.on {
+    // Under MPI_THREAD_MULTIPLE the setup must not hold the global lock: the lazy one
+    // does it at the communicator's first blocking collective.
+    if !st.on || st.multiple {
         return;
     }
     // Agree over `comm`: whether every rank has room, and a context number no rank uses.
@@ -126,6 +128,29 @@ pub(crate) fn adopt(comm: MPI_Comm) {
     }
 }
 
+/// Reaches the state during a context's setup: held throughout (below
+/// `MPI_THREAD_MULTIPLE`), or locked anew for each look ([`Relock`]), so that the setup's
+/// waits for the other members hold no global lock.
+pub(super) trait Access {
+    /// Runs `f` on the state (`None` once it is gone: MPI is finalizing).
+    fn with<R>(&mut self, f: impl FnOnce(&mut State) -> R) -> Option<R>;
+}
+
+impl Access for &mut State {
+    fn with<R>(&mut self, f: impl FnOnce(&mut State) -> R) -> Option<R> {
+        Some(f(self))
+    }
+}
+
+/// The state, locked for each look (under `MPI_THREAD_MULTIPLE`).
+pub(super) struct Relock;
+
+impl Access for Relock {
+    fn with<R>(&mut self, f: impl FnOnce(&mut State) -> R) -> Option<R> {
+        lock().0.state.as_mut().map(f)
+    }
+}
+
 /// At the first blocking collective on `comm`, which has no context (one the library did
 /// not see created, or one not congruent to world): gives it one, the job's hierarchy
 /// restricted to its members (`Topo::for_comm`), when every member has room for it and
@@ -134,25 +159,35 @@ pub(crate) fn adopt(comm: MPI_Comm) {
 /// first agree, through a nonblocking allreduce polled with the library's progress.) With
 /// collectives in flight somewhere, the call goes to MPI and the next one tries again; a
 /// communicator that cannot have a context is remembered, tied to it by an attribute.
-pub(super) fn set_up_lazily(st: &mut State, comm: MPI_Comm) {
+pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
     match abi::intra_of_two_or_more(comm) {
         None => return,
         Some(false) => {
-            st.decline(comm);
+            st.with(|st| st.decline(comm));
             return;
         }
         Some(true) => {}
     }
-    let mine = [
-        c_int::from(!st.pending.is_empty()),
-        c_int::from(st.contexts.len() >= max_comms()),
-    ];
-    let Some([busy, full]) = abi::allreduce_max_polled(comm, mine, || st.progress(false)) else {
-        st.decline(comm);
+    // Under MPI_THREAD_MULTIPLE with Open MPI's progress hook, the setup's waits inside
+    // MPI advance every collective in flight (the global lock is not held meanwhile), so
+    // collectives in flight do not hold the setup back.
+    let Some(mine) = st.with(|st| {
+        [
+            c_int::from(!(st.pending.is_empty() || st.multiple && st.hooked)),
+            c_int::from(st.contexts.len() >= max_comms()),
+        ]
+    }) else {
+        return;
+    };
+    let agreed = abi::allreduce_max_polled(comm, mine, || {
+        st.with(|st| st.progress(false));
+    });
+    let Some([busy, full]) = agreed else {
+        st.with(|st| st.decline(comm));
         return;
     };
     if full != 0 {
-        st.decline(comm);
+        st.with(|st| st.decline(comm));
         return;
     }
     if busy != 0 {
@@ -169,18 +204,18 @@ pub(super) fn set_up_lazily(st: &mut State, comm: MPI_Comm) {
             } else {
                 CommKind::Split
             };
-            st.attach(
-                comm,
-                Active {
-                    topo,
-                    kind,
-                    rank,
-                    size,
-                },
-            );
+            let active = Active {
+                topo,
+                kind,
+                rank,
+                size,
+            };
+            st.with(|st| st.attach(comm, active));
         }
-        Ok(_) => st.decline(comm),
-        Err(e) => setup_failed(st.rank, &e),
+        Ok(_) => {
+            st.with(|st| st.decline(comm));
+        }
+        Err(e) => setup_failed(abi::world_rank_size().0, &e),
     }
 }
 

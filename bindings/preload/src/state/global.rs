@@ -10,12 +10,34 @@ pub(super) struct Global {
 /// The state behind the global lock.
 pub(super) struct Shared(pub(super) Global);
 
-// SAFETY: `Topo`, `RawRequest` and `Progress` are not `Send` only because of the `Rc`s
-// that tie a context to its requests. All of them live here, and are only used with the
-// global lock held (progress hooks run inside such a use, on the same thread). The
-// library is only active at thread levels up to MPI_THREAD_SERIALIZED, where MPI calls
-// never run concurrently anyway.
+// SAFETY: `Topo`, `RawRequest` and `Progress` are not `Send` because a context's lock in
+// the runtime is a plain flag where one thread at a time uses it. Below
+// MPI_THREAD_MULTIPLE that holds here: all of them live in this state and are used with
+// the global lock held (progress hooks run inside such a use, on the same thread), by MPI
+// calls that never run concurrently. Under MPI_THREAD_MULTIPLE the runtime makes every
+// context's lock a mutex (`topo_runtime::Topo`'s setup asks MPI's thread level), and a
+// context leaves the global lock only behind its own (`slot`), a mutex too.
 unsafe impl Send for Shared {}
+
+/// A context behind its own lock (see `state`'s doc).
+pub(crate) type Slot = SerialLock<Held>;
+
+// SAFETY: as `Shared`'s: a context leaves the global lock only behind its slot's lock,
+// which is a mutex under MPI_THREAD_MULTIPLE (threads hold it one after the other) and a
+// flag taken with the global lock held below that level.
+unsafe impl Send for Held {}
+
+/// `held` behind a lock of its own: a mutex under `MPI_THREAD_MULTIPLE` (`multiple`), else
+/// a flag.
+pub(super) fn slot(held: Held, multiple: bool) -> Slot {
+    if multiple {
+        SerialLock::new(held)
+    } else {
+        // SAFETY: below MPI_THREAD_MULTIPLE the slot is only locked with the global lock
+        // held (`State::run`), by MPI calls that never run concurrently.
+        unsafe { SerialLock::new_serial(held) }
+    }
+}
 
 /// The library's state. Its lock is a mutex until MPI is initialised below
 /// `MPI_THREAD_MULTIPLE`, then a plain flag (`SERIAL_NEXT`): the per-call cost of a

@@ -25,6 +25,15 @@
 //! communicator never inherits an old context. The table is keyed by handle, so that a
 //! call finds its context without asking MPI.
 //!
+//! Under `MPI_THREAD_MULTIPLE` threads may run collectives on different communicators at
+//! the same time (MPI forbids it on one). Each context then has a lock of its own (a
+//! mutex; below that level a flag), and a call holds the global lock only to find its
+//! context and, afterwards, to count it: never while its collective waits for other
+//! ranks, which may be waiting for another thread of this process. Progress (Open MPI's
+//! engine, the wait and test calls, MPICH's generalized requests) never waits for a
+//! context that another thread holds: it advances the others, and that thread advances
+//! its own. Contexts are set up lazily then, without the global lock either.
+//!
 //! This module holds the global and the blocking calls' path ([`run`]); `contexts.rs` a
 //! context's life (adopted, deleted with its communicator, torn down at finalize),
 //! `requests.rs` the nonblocking collectives in flight, `hooks.rs` the callbacks through
@@ -49,8 +58,8 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::os::raw::c_int;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mpi::ffi;
@@ -113,10 +122,20 @@ impl Hasher for HandleHasher {
 /// A table keyed by MPI handles.
 type ByHandle<V> = HashMap<usize, V, BuildHasherDefault<HandleHasher>>;
 
+/// A context, with the datatype lookups of its calls, behind its lock (see the module's
+/// doc): the one place a collective reaches it.
+pub(crate) struct Held {
+    active: Active,
+    /// Predefined datatype handle -> what it is (predefined handles live until finalize).
+    types: ByHandle<TypeInfo>,
+}
+
 /// A context and the attribute value that ties it to its communicator.
 struct Entry {
     id: u64,
-    active: Active,
+    held: Arc<Slot>,
+    /// Advances the context's nonblocking collectives without its lock.
+    progress: Progress,
 }
 
 struct State {
@@ -139,10 +158,10 @@ struct State {
     pending: Vec<Pending>,
     /// Contexts of communicators freed while collectives were in flight on them, kept
     /// (and advanced) until those complete, then dropped by the next collective call.
-    retired: Vec<Active>,
-    /// Predefined datatype handle -> what it is (predefined handles live until finalize).
-    types: ByHandle<TypeInfo>,
+    retired: Vec<Entry>,
     stats: Stats,
+    /// MPI runs at `MPI_THREAD_MULTIPLE`: calls hold the global lock only briefly.
+    multiple: bool,
     rank: i32,
     size: i32,
     /// Node leaders print the statistics.
@@ -180,8 +199,8 @@ impl State {
             next_instance: 1,
             pending: Vec::new(),
             retired: Vec::new(),
-            types: ByHandle::default(),
             stats: Stats::default(),
+            multiple: abi::thread_multiple(),
             rank,
             size,
             leader: rank == 0,
@@ -191,17 +210,14 @@ impl State {
             mpix_start: None,
             quiet: None,
         };
-        if abi::thread_multiple() {
-            if rank == 0 {
-                eprintln!(
-                    "topo-run: warning: MPI_THREAD_MULTIPLE: threads may run collectives on \
-                     different communicators at once, which topo-run's single shared-memory \
-                     stream cannot order; collectives use MPI's own for this run"
-                );
-            }
-            return st;
+        if st.multiple {
+            // The program's threads advance the collectives; with a progress thread beside
+            // them, contexts that several threads set up at once took minutes instead of a
+            // second on the dev cluster (docs/preload.md).
+            topo_runtime::progress_thread::refuse();
+        } else {
+            SERIAL_NEXT.store(true, Ordering::Relaxed);
         }
-        SERIAL_NEXT.store(true, Ordering::Relaxed);
         hook_finalize();
         // This library's own callback advances the contexts and completes their requests.
         topo_runtime::mpi_hook::manual();
@@ -269,7 +285,14 @@ impl State {
         let id = self.next_id;
         self.next_id += 1;
         abi::set_attr(comm, self.keyval, id as usize);
-        self.contexts.insert(key(comm), Entry { id, active });
+        let progress = active.topo.progress_handle();
+        let held = Held {
+            active,
+            types: ByHandle::default(),
+        };
+        let held = Arc::new(slot(held, self.multiple));
+        self.contexts
+            .insert(key(comm), Entry { id, held, progress });
     }
 
     /// Takes the context under `handle` off its communicator (which MPI is freeing, or
@@ -281,10 +304,10 @@ impl State {
         let Some(e) = self.contexts.remove(&handle) else {
             return;
         };
-        if e.active.topo.progress_handle().is_idle() {
+        if e.progress.is_idle() {
             return;
         }
-        self.retired.push(e.active);
+        self.retired.push(e);
     }
 
     /// Handles to advance the contexts other than `comm`'s that have collectives in flight
@@ -296,23 +319,23 @@ impl State {
         self.contexts
             .iter()
             .filter(|(k, _)| **k != key(comm))
-            .map(|(_, e)| &e.active.topo)
-            .chain(self.retired.iter().map(|a| &a.topo))
-            .map(Topo::progress_handle)
+            .map(|(_, e)| e)
+            .chain(&self.retired)
+            .map(|e| &e.progress)
             .filter(|p| !p.is_idle())
+            .cloned()
             .collect()
     }
 
     /// Advances every context's collectives and completes the generalized requests of
     /// those that are done.
     fn progress(&mut self, check_peers: bool) {
-        for topo in self
+        for p in self
             .contexts
             .values()
-            .map(|e| &e.active.topo)
-            .chain(self.retired.iter().map(|a| &a.topo))
+            .chain(&self.retired)
+            .map(|e| &e.progress)
         {
-            let p = topo.progress_handle();
             p.poll();
             if check_peers {
                 p.check_peers();
@@ -372,51 +395,88 @@ pub(crate) fn run<T>(
 ) -> Option<T> {
     let mut g = lock();
     let st = state_for(&mut g.0, comm)?;
-    if st.on && !st.contexts.contains_key(&key(comm)) && !st.declined.contains_key(&key(comm)) {
-        // The first blocking collective on a communicator the library has no context for:
-        // every member is in this call.
-        set_up_lazily(st, comm);
+    if !st.multiple {
+        st.set_up_if_new(comm);
+        let r = st.run(call, comm, f);
+        return st.count(call, r);
     }
-    st.run(call, comm, f)
+    // MPI_THREAD_MULTIPLE: the global lock is let go while the collective runs.
+    if st.is_new(comm) {
+        drop(g);
+        set_up_lazily(&mut Relock, comm);
+        g = lock();
+    }
+    let st = g.0.state.as_mut()?;
+    let (held, others) = match st.begin(comm) {
+        Ok(begun) => begun,
+        Err(why) => return st.count(call, (Err(why), CommKind::Other)),
+    };
+    let quiet = st.quiet;
+    drop(g);
+    let r = run_held(&held, &others, quiet, call, f);
+    drop(held);
+    g = lock();
+    g.0.state.as_mut()?.count(call, r)
 }
 
 impl State {
-    /// [`run`], with the state locked.
+    /// Whether `comm` is a communicator the library has not decided about yet: the first
+    /// blocking collective on it sets it up (every member is in that call).
+    fn is_new(&self, comm: MPI_Comm) -> bool {
+        self.on
+            && !self.contexts.contains_key(&key(comm))
+            && !self.declined.contains_key(&key(comm))
+    }
+
+    /// Sets `comm` up if it is new, with the state locked (below `MPI_THREAD_MULTIPLE`).
+    fn set_up_if_new(&mut self, comm: MPI_Comm) {
+        if self.is_new(comm) {
+            set_up_lazily(&mut &mut *self, comm);
+        }
+    }
+
+    /// The context of `comm` and handles to advance the others that have collectives in
+    /// flight, or the reason to hand the call to MPI. Drops the contexts of freed
+    /// communicators that have nothing in flight any more: here, in a call of the
+    /// program's, not in a progress callback inside MPI (dropping one frees its
+    /// communicators).
+    fn begin(&mut self, comm: MPI_Comm) -> Result<(Arc<Slot>, Vec<Progress>), HandOff> {
+        self.find(comm)
+            .map(|(e, others)| (Arc::clone(&e.held), others))
+    }
+
+    /// What [`State::begin`] gives, borrowed: the entry itself.
+    fn find(&mut self, comm: MPI_Comm) -> Result<(&Entry, Vec<Progress>), HandOff> {
+        if !self.retired.is_empty() {
+            self.retired.retain(|e| !e.progress.is_idle());
+        }
+        if !self.on {
+            return Err(HandOff::Inactive);
+        }
+        let others = self.busy_others(comm);
+        match self.contexts.get(&key(comm)) {
+            None => Err(HandOff::Communicator),
+            Some(e) => Ok((e, others)),
+        }
+    }
+
+    /// [`run`], with the state locked throughout (below `MPI_THREAD_MULTIPLE`, where
+    /// nothing else can be in the library meanwhile).
     fn run<T>(
         &mut self,
         call: Call,
         comm: MPI_Comm,
         f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
-    ) -> Option<T> {
-        // Contexts of freed communicators go once nothing of theirs is in flight: here, in
-        // a call of the program's, not in a progress callback inside MPI (dropping one
-        // frees its communicators).
-        if !self.retired.is_empty() {
-            self.retired.retain(|a| !a.topo.progress_handle().is_idle());
+    ) -> (Result<T, HandOff>, CommKind) {
+        let quiet = self.quiet;
+        match self.find(comm) {
+            Ok((e, others)) => run_held(&e.held, &others, quiet, call, f),
+            Err(why) => (Err(why), CommKind::Other),
         }
-        let mut kind = CommKind::Other;
-        let r = if !self.on {
-            Err(HandOff::Inactive)
-        } else {
-            let others = self.busy_others(comm);
-            match self.contexts.get_mut(&key(comm)).map(|e| &mut e.active) {
-                None => Err(HandOff::Communicator),
-                Some(active) => {
-                    kind = active.kind;
-                    let mut types = TypeCache {
-                        types: &mut self.types,
-                        quiet: self.quiet,
-                    };
-                    topo_runtime::fault::maybe_panic(call.name());
-                    if others.is_empty() {
-                        f(active, &mut types)
-                    } else {
-                        let mut hook = || others.iter().for_each(Progress::poll);
-                        with_progress_hook(&mut hook, || f(active, &mut types))
-                    }
-                }
-            }
-        };
+    }
+
+    /// Counts a call's outcome in the statistics; returns its value if it took the path.
+    fn count<T>(&mut self, call: Call, (r, kind): (Result<T, HandOff>, CommKind)) -> Option<T> {
         match &r {
             Ok(_) => self.stats.ours(call),
             Err(why) => self.stats.handed(call, *why),
@@ -424,4 +484,26 @@ impl State {
         self.stats.on(kind, r.is_ok());
         r.ok()
     }
+}
+
+/// Runs `f` on the context in `held`, with `others` advanced by every wait inside it.
+fn run_held<T>(
+    held: &Slot,
+    others: &[Progress],
+    quiet: Option<MPI_Comm>,
+    call: Call,
+    f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
+) -> (Result<T, HandOff>, CommKind) {
+    let mut held = held.lock();
+    let Held { active, types } = &mut *held;
+    let kind = active.kind;
+    let mut types = TypeCache { types, quiet };
+    topo_runtime::fault::maybe_panic(call.name());
+    let r = if others.is_empty() {
+        f(active, &mut types)
+    } else {
+        let mut hook = || others.iter().for_each(Progress::poll);
+        with_progress_hook(&mut hook, || f(active, &mut types))
+    };
+    (r, kind)
 }

@@ -14,7 +14,35 @@ pub const NEAR_LINE_NS: f64 = 100.0;
 /// partner's PID. Both partners keep the result, so both skip the next measurement.
 pub(super) static LINE_TIMES: std::sync::Mutex<Vec<(i32, f64)>> = std::sync::Mutex::new(Vec::new());
 
+/// The cache-line time this process keeps for the partner process `pid`, if any.
+fn kept_line_time(pid: i32) -> Option<f64> {
+    LINE_TIMES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .find(|&&(p, _)| p == pid)
+        .map(|&(_, ns)| ns)
+}
+
 impl ShmTransport {
+    /// Whether [`ShmTransport::check_near`] would time the line to this rank's partner
+    /// here: `spin` is on, the partner exists, the plan puts both in one group, and this
+    /// process has no time kept for the partner's process.
+    pub fn needs_line_time(&self) -> bool {
+        self.partner_to_time()
+            .is_some_and(|(_, pid)| kept_line_time(pid).is_none())
+    }
+
+    /// The partner whose line [`ShmTransport::check_near`] checks (the local rank whose
+    /// index differs in the last bit) and its PID, if there is one to check.
+    fn partner_to_time(&self) -> Option<(usize, i32)> {
+        let partner = self.me ^ 1;
+        if self.spin == 0 || partner >= self.peers.len() || !self.near[partner] {
+            return None;
+        }
+        Some((partner, self.seg.pid(partner)))
+    }
+
     /// Checks the node's report of what its ranks share against the machine: this rank
     /// and its partner (the local rank whose index differs in the last bit), if the plan
     /// puts them in one group, time a cache line between them ([`ShmTransport::line_time`],
@@ -22,31 +50,34 @@ impl ShmTransport {
     /// [`NEAR_LINE_NS`], the report is wrong (a virtual machine's, typically) and this rank
     /// treats every peer as far. Both partners call it; nothing happens with `spin` 0
     /// (ranks outnumber cores, so the time would be the scheduler's). Returns the time
-    /// measured. A process times the line to a partner process once: later contexts (the
-    /// PMPI library makes one per communicator) take the time both partners kept.
-    pub fn check_near(&mut self) -> Result<Option<f64>> {
-        let partner = self.me ^ 1;
-        if self.spin == 0 || partner >= self.peers.len() || !self.near[partner] {
+    /// used.
+    ///
+    /// A process times the line to a partner process once: later contexts (the PMPI
+    /// library makes one per communicator) take the time kept, unless `measure`, the
+    /// leader's for both. Both partners must pass the same `measure`, which is why it is
+    /// agreed rather than read here: contexts set up at the same time by several threads
+    /// (`MPI_THREAD_MULTIPLE`) may find a time kept in one partner's process and not yet
+    /// in the other's, and a partner that measured alone would wait for ever. The caller
+    /// agrees over the context's members whether any of them
+    /// [`ShmTransport::needs_line_time`].
+    pub fn check_near(&mut self, measure: bool) -> Result<Option<f64>> {
+        let Some((partner, pid)) = self.partner_to_time() else {
             return Ok(None);
-        }
-        let pid = self.seg.pid(partner);
-        let kept = LINE_TIMES
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .find(|&&(p, _)| p == pid)
-            .map(|&(_, ns)| ns);
-        let ns = match kept {
-            Some(ns) => ns,
-            None => {
-                let ns = self.line_time(self.peers[partner], 5, 32)?;
-                LINE_TIMES
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push((pid, ns));
-                ns
-            }
         };
+        let peer = self.peers[partner];
+        let ns = match kept_line_time(pid) {
+            // Both use the leader's kept time: contexts that measured at the same time may
+            // have left different times kept in the two processes, and partners that
+            // judged their line differently would take different paths.
+            Some(kept) if !measure => self.share_line_time(peer, kept)?,
+            _ => self.line_time(peer, 5, 32)?,
+        };
+        let mut kept = LINE_TIMES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.retain(|&(p, _)| p != pid);
+        kept.push((pid, ns));
+        drop(kept);
         if ns > NEAR_LINE_NS {
             self.near.fill(false);
         }
@@ -128,6 +159,18 @@ impl ShmTransport {
             return Ok(0.0);
         }
         let t = self.ping_pong(peer, batches, rounds)?;
+        self.share_line_time(peer, t.iter().copied().fold(f64::INFINITY, f64::min))
+    }
+
+    /// Hands the leader's (the lower local index's) `ns` to the other rank, so that both
+    /// return the same time: both call it, each naming the other, once their probe lines
+    /// are free (after [`ShmTransport::ping_pong`], or in a new segment). A rank naming
+    /// itself gets 0.
+    pub fn share_line_time(&self, peer: u32, ns: f64) -> Result<f64> {
+        let p = self.local(peer)?;
+        if p == self.me {
+            return Ok(0.0);
+        }
         // Bit 31 marks the result (in nanoseconds, below 2^31), apart from round numbers.
         const RESULT: u64 = 1 << 31;
         let tag = (p.max(self.me) as u64) << 32 | RESULT;
@@ -135,12 +178,12 @@ impl ShmTransport {
         // The leader sends the result and waits until the other echoes it (so that
         // neither line is used again before both know it).
         if self.me < p {
-            let ns = t.iter().copied().fold(f64::INFINITY, f64::min);
-            let code = (ns.round() as u64).min(RESULT - 1);
+            let code = (ns.round().max(0.0) as u64).min(RESULT - 1);
             // SYNC: Release/Acquire with the other side's wait; the value is the message.
             mine.store(tag | code, Ordering::Release);
             self.wait_probe(p, |v| v == tag | code)?;
-            Ok(ns)
+            // The value sent, so that both judge the same number.
+            Ok(code as f64)
         } else {
             let v = self.wait_probe(p, |v| v & !(RESULT - 1) == tag)?;
             // SYNC: as above.
