@@ -3,17 +3,21 @@
 Blocking and nonblocking collectives on world, a duplicate, an order-keeping split and a
 reversed split, with NumPy buffers (MPI_Allreduce, _Bcast, _Allgather, _Barrier, and their
 MPI_I* forms completed together by one Waitall) and with pickled Python objects
-(allreduce, bcast, allgather). mpi4py initialises MPI at MPI_THREAD_MULTIPLE by default,
-where the library hands everything to MPI; this program asks for
-MPI_THREAD_SERIALIZED, so its calls take topo-run's path. Rank 0 prints "mpi4py: OK" or
-"mpi4py: FAILED" last.
+(allreduce, bcast, allgather). MPI is initialised at mpi4py's default thread level,
+MPI_THREAD_MULTIPLE, unless a level is given (--thread-level single, funneled,
+serialized or multiple). topo-run preloads its PMPI library into the interpreter by
+itself: it asks the interpreter where mpi4py is, and mpi4py's extension module names the
+MPI library. Rank 0 prints "mpi4py: OK" or "mpi4py: FAILED" last.
 
-    srun --mpi=pmix topo-run --preload -- /usr/bin/python3 mpi4py-cases.py
+    srun --mpi=pmix topo-run -- python3 mpi4py-cases.py [--thread-level LEVEL]
 """
+
+import sys
 
 import mpi4py
 
-mpi4py.rc.thread_level = "serialized"
+if "--thread-level" in sys.argv:
+    mpi4py.rc.thread_level = sys.argv[sys.argv.index("--thread-level") + 1]
 
 from mpi4py import MPI  # noqa: E402 (after the thread level is chosen)
 import numpy as np  # noqa: E402

@@ -190,6 +190,28 @@ pub fn decide(
     let Some(file) = resolve(program, path) else {
         return skip(format!("{name} not found on PATH"), false);
     };
+    if let Some(interpreter) = python_interpreter(program, &file) {
+        let who = format!("{name} (Python)");
+        return match mpi4py_dir(&interpreter) {
+            None => skip(
+                format!(
+                    "{name} is a Python program and {} finds no mpi4py",
+                    interpreter.to_string_lossy()
+                ),
+                false,
+            ),
+            Some(dir) => match mpi4py_needs(&dir) {
+                Some(needs) => Ok(choose(&who, &needs, found, &looked)),
+                None => skip(
+                    format!(
+                        "{name} is a Python program but mpi4py in {} names no MPI library",
+                        dir.display()
+                    ),
+                    false,
+                ),
+            },
+        };
+    }
     let info = match std::fs::File::open(&file).map(|mut f| elf::read(&mut f)) {
         Ok(Ok(info)) => info,
         Ok(Err(e)) => {
@@ -206,12 +228,19 @@ pub fn decide(
     let Some(needs) = mpi_soname(&info) else {
         return skip(format!("{name} is not dynamically linked with MPI"), false);
     };
+    Ok(choose(&name, &needs, found, &looked))
+}
+
+/// The decision for a program `name` that needs MPI library `needs`: the PMPI library
+/// among `found` built for the same ABI.
+fn choose(name: &str, needs: &str, found: Vec<PathBuf>, looked: &[PathBuf]) -> Decision {
+    let skip = |why: String, warn: bool| Decision::Skip { why, warn };
     if found.is_empty() {
         return skip(
             format!(
                 "{name} is an MPI program but {LIB_NAME} was not found (looked at {}; set \
                  {LIB_ENV}); its collectives are MPI's own",
-                list(&looked)
+                list(looked)
             ),
             true,
         );
@@ -225,16 +254,16 @@ pub fn decide(
         .collect();
     if let Some((lib, b)) = built
         .iter()
-        .find(|(_, b)| b.as_deref().is_some_and(|b| same_abi(b, &needs)))
+        .find(|(_, b)| b.as_deref().is_some_and(|b| same_abi(b, needs)))
     {
-        return Ok(Decision::Preload {
+        return Decision::Preload {
             lib: lib.clone(),
             why: format!(
                 "{name} needs {needs}; {} is built against {}",
                 lib.display(),
                 b.as_deref().unwrap_or_default()
             ),
-        });
+        };
     }
     let have: Vec<String> = built
         .iter()
@@ -251,6 +280,90 @@ pub fn decide(
         ),
         true,
     )
+}
+
+/// The Python interpreter that runs `program` (resolved to `file`), if it is a Python
+/// program: an interpreter named `python...` (`python3 app.py`), or a script whose `#!` line
+/// names one (`#!/usr/bin/env python3`, `#!/usr/bin/python3 -u`). Such a program loads MPI
+/// at run time (mpi4py's extension module needs it), so its own file names no MPI library.
+fn python_interpreter(program: &OsStr, file: &Path) -> Option<OsString> {
+    let is_python = |name: &str| {
+        Path::new(name)
+            .file_name()
+            .and_then(OsStr::to_str)
+            .is_some_and(|n| n.starts_with("python"))
+    };
+    if is_python(&program.to_string_lossy()) {
+        return Some(program.to_os_string());
+    }
+    let mut head = [0u8; 256];
+    let n = std::io::Read::read(&mut std::fs::File::open(file).ok()?, &mut head).ok()?;
+    shebang_python(&head[..n]).map(OsString::from)
+}
+
+/// The Python interpreter a script's first line names, if it names one.
+fn shebang_python(head: &[u8]) -> Option<String> {
+    let line = head.strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n')?];
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let mut interpreter = words.next()?;
+    if Path::new(interpreter).file_name() == Some(OsStr::new("env")) {
+        interpreter = words.find(|w| !w.starts_with('-'))?;
+    }
+    Path::new(interpreter)
+        .file_name()
+        .and_then(OsStr::to_str)
+        .is_some_and(|n| n.starts_with("python"))
+        .then(|| interpreter.to_string())
+}
+
+/// Where `interpreter` finds mpi4py (its package directory), asked of the interpreter itself
+/// in the job's environment (`PYTHONPATH`, a virtual environment), or `None` if it finds
+/// none or does not answer within 10 seconds.
+fn mpi4py_dir(interpreter: &OsStr) -> Option<PathBuf> {
+    use std::process::{Command, Stdio};
+    const ASK: &str = "import importlib.util as u, sys\n\
+        s = u.find_spec('mpi4py')\n\
+        if s and s.submodule_search_locations: sys.stdout.write(list(s.submodule_search_locations)[0])";
+    let mut child = Command::new(interpreter)
+        .args(["-c", ASK])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break,
+            Ok(Some(_)) | Err(_) => return None,
+            Ok(None) if std::time::Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(2)),
+        }
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    let dir = PathBuf::from(out.trim());
+    (!out.trim().is_empty() && dir.is_dir()).then_some(dir)
+}
+
+/// The MPI library mpi4py's extension module in `dir` (`MPI.cpython-*.so`, `MPI.abi3.so`)
+/// needs.
+fn mpi4py_needs(dir: &Path) -> Option<String> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(OsStr::to_str)
+                .is_some_and(|n| n.starts_with("MPI.") && n.ends_with(".so"))
+        })
+        .find_map(|p| built_against(&p))
 }
 
 fn list(paths: &[PathBuf]) -> String {
@@ -306,6 +419,93 @@ mod tests {
             candidates(Some(OsStr::new("/x/lib.so")), Some(exe)),
             vec![PathBuf::from("/x/lib.so")]
         );
+    }
+
+    #[test]
+    fn python_scripts_are_told_by_their_first_line() {
+        let py = |head: &str| shebang_python(head.as_bytes());
+        assert_eq!(
+            py("#!/usr/bin/env python3\nimport x"),
+            Some("python3".into())
+        );
+        assert_eq!(
+            py("#!/usr/bin/env -S python3.11 -u\n"),
+            Some("python3.11".into())
+        );
+        assert_eq!(
+            py("#!/usr/bin/python3 -u\n"),
+            Some("/usr/bin/python3".into())
+        );
+        assert_eq!(py("#!/bin/sh\nexec python3 app.py\n"), None);
+        assert_eq!(py("#!/usr/bin/env bash\n"), None);
+        assert_eq!(py("import mpi4py\n"), None);
+        assert_eq!(
+            py("#!/usr/bin/env python3"),
+            None,
+            "no end of line in the head read"
+        );
+    }
+
+    /// A directory of its own under the system's temporary one.
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("topo-preload-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// An executable shell script at `path` that prints `out`.
+    fn fake_interpreter(path: &Path, out: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, format!("#!/bin/sh\nprintf '%s' '{out}'\n")).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn a_python_program_is_asked_where_its_mpi4py_is() {
+        let d = scratch("python");
+        let lib = d.join(LIB_NAME);
+        std::fs::write(&lib, b"not read: no module needs a library here").unwrap();
+        let decide_for = |program: &Path| {
+            decide(
+                Mode::Auto,
+                program.as_os_str(),
+                Some(lib.as_os_str()),
+                None,
+                None,
+            )
+            .unwrap()
+        };
+        // An interpreter that finds no mpi4py: not preloaded, without a warning.
+        let python = d.join("python3");
+        fake_interpreter(&python, "");
+        match decide_for(&python) {
+            Decision::Skip { why, warn: false } => {
+                assert!(why.contains("finds no mpi4py"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // One whose mpi4py has no extension module naming an MPI library.
+        let pkg = d.join("mpi4py");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("MPI.cpython-311-x86_64-linux-gnu.so"), b"not ELF").unwrap();
+        fake_interpreter(&python, &pkg.display().to_string());
+        assert_eq!(mpi4py_dir(python.as_os_str()), Some(pkg.clone()));
+        match decide_for(&python) {
+            Decision::Skip { why, .. } => assert!(why.contains("names no MPI library"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // A script whose first line names that interpreter is asked the same way.
+        let script = d.join("app.py");
+        std::fs::write(&script, format!("#!{}\nimport mpi4py\n", python.display())).unwrap();
+        assert_eq!(
+            python_interpreter(script.as_os_str(), &script),
+            Some(python.clone().into_os_string())
+        );
+        // An interpreter that fails is taken as finding nothing.
+        std::fs::write(&python, "#!/bin/sh\nexit 3\n").unwrap();
+        assert_eq!(mpi4py_dir(python.as_os_str()), None);
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

@@ -337,15 +337,20 @@ check_cases "preload-cases --pmpi-init --pmpi-finalize local-start, 1 node x 2" 
   "MPI_Ibcast MPI_Iallgather" --quick --pmpi-init --pmpi-finalize local-start -- "${ONE[@]}"
 
 # An mpi4py program (NumPy buffers and pickled objects, blocking and nonblocking, on world,
-# a duplicate and two splits), with the library preloaded into Debian's python3 by
-# --preload and MPI_THREAD_SERIALIZED asked for: the same verdict as without topo-run, and
-# its calls on topo-run's path.
-T=90 run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "${ONE[@]}" "$TOPO_RUN" --preload -- \
-  /usr/bin/python3 "$ROOT/examples/python/mpi4py-cases.py"
-if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "mpi4py: OK" ]] && took_our_path "$WORK/err" MPI_Allreduce \
-   && took_our_path "$WORK/err" MPI_Iallgather; then
-  ok "mpi4py program through the PMPI library (--preload, MPI_THREAD_SERIALIZED): OK, on topo-run's path"
-else bad "mpi4py program through the PMPI library" "exit $RC" "$(tail -2 "$WORK/out")" "$(grep -v '^ok' "$WORK/err" | head -6)"; fi
+# a duplicate and two splits) started as `topo-run -- python3 app.py`, with no flag: the
+# launcher asks Debian's python3 where mpi4py is and preloads the library for the MPI its
+# extension module needs; mpi4py's default MPI_THREAD_MULTIPLE; and the same at
+# MPI_THREAD_SERIALIZED. The same verdict as without topo-run, and its calls on topo-run's
+# path.
+for level in "" serialized; do
+  T=90 run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "${ONE[@]}" "$TOPO_RUN" -v -- \
+    /usr/bin/python3 "$ROOT/examples/python/mpi4py-cases.py" ${level:+--thread-level "$level"}
+  if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "mpi4py: OK" ]] && took_our_path "$WORK/err" MPI_Allreduce \
+     && took_our_path "$WORK/err" MPI_Iallgather && took_our_path "$WORK/err" MPI_Bcast \
+     && grep -q "preloading .*(/usr/bin/python3 (Python) needs libmpi.so.40" "$WORK/err"; then
+    ok "mpi4py program, no flag, ${level:-default (multiple)} thread level: OK, preloaded, on topo-run's path"
+  else bad "mpi4py program, ${level:-default} thread level" "exit $RC" "$(tail -2 "$WORK/out")" "$(grep -v '^ok' "$WORK/err" | head -6)"; fi
+done
 
 # Communicators freed through the Fortran 2008 bindings (not intercepted): MPI reuses
 # their handles for communicators that are not congruent to world, which must not inherit
