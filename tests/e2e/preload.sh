@@ -75,6 +75,10 @@ for c in "preload-check:$MCPROG" "preload-nonblocking:$MNBPROG" "preload-cases:$
     cat "$WORK/cc.log"; give_up "mpicc.mpich examples/c/${c%%:*}.c"
   fi
 done
+MTHREADS="$WORK/preload-threads-mpich"
+if ! mpicc.mpich -O2 -Wall -Wno-unused-function -pthread -o "$MTHREADS" "$ROOT/examples/c/preload-threads.c" 2>"$WORK/cc.log"; then
+  cat "$WORK/cc.log"; give_up "mpicc.mpich examples/c/preload-threads.c"
+fi
 if ! mpif90.mpich -O2 -o "$MFPROG" "$ROOT/examples/fortran/preload-check.f90" 2>"$WORK/fc.log"; then
   cat "$WORK/fc.log"; give_up "mpif90.mpich examples/fortran/preload-check.f90"
 fi
@@ -249,6 +253,10 @@ check_mpich_progs() {
   check_fortran "MPICH Fortran, $name" "$MFPROG" "$@" "$MPICH_GENERIC"
 }
 check_mpich_progs "1 node x 2 ranks (srun --mpi=pmi2)" --quick -N1 -n2 --mpi=pmi2 --cpu-bind=cores
+# MPICH at MPI_THREAD_MULTIPLE: four threads per rank on four communicators at once.
+check_prog "MPICH C at MPI_THREAD_MULTIPLE, four threads on four communicators, 1 node x 2 ranks (srun --mpi=pmi2)" \
+  "$MTHREADS" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" \
+  -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$MPICH_GENERIC"
 # The nonblocking program under MPICH with the progress thread; the warning about MPICH's
 # missing progress hook names what advances the collectives instead.
 check_prog "MPICH C nonblocking, 1 node x 2 ranks, progress thread (srun --mpi=pmi2)" "$MNBPROG" \
