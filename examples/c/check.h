@@ -11,6 +11,7 @@
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int rank, size, quick, passed, failed;
 static uint64_t digest = 1469598103934665603ull; /* FNV-1a */
@@ -33,6 +34,16 @@ static void result(int ok, const char *what) {
         failed++;
         if (rank == 0) fprintf(stderr, "FAIL %s\n", what);
     }
+}
+
+/* The world rank of each rank of `comm` (collective over it; `n` gets its size, `r` this
+ * rank's rank in it). The caller frees the array. */
+static inline int *world_ranks(MPI_Comm comm, int *r, int *n) {
+    MPI_Comm_rank(comm, r);
+    MPI_Comm_size(comm, n);
+    int *world_of = malloc(sizeof(int) * *n);
+    MPI_Allgather(&rank, 1, MPI_INT, world_of, 1, MPI_INT, comm);
+    return world_of;
 }
 
 /* The last lines, on rank 0: "digest: HEX" and "N passed, M failed". Returns the exit

@@ -26,10 +26,7 @@ static int val(int w, long i) { return (int)((w * 131L + i * 7L) % 100003L); }
 /* Every collective on `comm`, whose rank r is world rank `world_of[r]`. */
 static void on(MPI_Comm comm, const char *what) {
     int r, n;
-    MPI_Comm_rank(comm, &r);
-    MPI_Comm_size(comm, &n);
-    int *world_of = malloc(sizeof(int) * n);
-    MPI_Allgather(&rank, 1, MPI_INT, world_of, 1, MPI_INT, comm);
+    int *world_of = world_ranks(comm, &r, &n);
     const long counts[] = {1, 7, 1031};
     int ok = 1;
     for (int pass = 0; pass < 2; pass++) {

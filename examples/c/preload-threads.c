@@ -39,14 +39,18 @@ static long sum_of(const int *world_of, int n, long i, int p) {
     return s;
 }
 
+static int max_of(const int *world_of, int n, long i, int p) {
+    int m = val(world_of[0], i, p);
+    for (int k = 1; k < n; k++)
+        if (val(world_of[k], i, p) > m) m = val(world_of[k], i, p);
+    return m;
+}
+
 static void *run(void *arg) {
     struct job *job = arg;
     MPI_Comm comm = job->comm;
     int r, n;
-    MPI_Comm_rank(comm, &r);
-    MPI_Comm_size(comm, &n);
-    int *world_of = malloc(sizeof(int) * n);
-    MPI_Allgather(&rank, 1, MPI_INT, world_of, 1, MPI_INT, comm);
+    int *world_of = world_ranks(comm, &r, &n);
     const long counts[] = {1, 7, 1031};
     int ok = 1, passes = quick ? 3 : 10;
     for (int p = 0; p < passes; p++) {
@@ -63,12 +67,7 @@ static void *run(void *arg) {
                 memset(out, 0, sizeof(int) * count);
                 MPI_Reduce(mine, out, (int)count, MPI_INT, MPI_MAX, root, comm);
                 if (r == root)
-                    for (long i = 0; i < count; i++) {
-                        int want = val(world_of[0], i, p);
-                        for (int k = 1; k < n; k++)
-                            if (val(world_of[k], i, p) > want) want = val(world_of[k], i, p);
-                        ok &= out[i] == want;
-                    }
+                    for (long i = 0; i < count; i++) ok &= out[i] == max_of(world_of, n, i, p);
                 for (long i = 0; i < count; i++) out[i] = r == root ? mine[i] : -1;
                 MPI_Bcast(out, (int)count, MPI_INT, root, comm);
                 for (long i = 0; i < count; i++) ok &= out[i] == val(world_of[root], i, p);
@@ -95,12 +94,8 @@ static void *run(void *arg) {
             MPI_Iallreduce(mine, late, (int)count, MPI_INT, MPI_MAX, comm, &req);
             MPI_Allreduce(mine, out, (int)count, MPI_INT, MPI_SUM, comm);
             MPI_Wait(&req, MPI_STATUS_IGNORE);
-            for (long i = 0; i < count; i++) {
-                int want = val(world_of[0], i, p);
-                for (int k = 1; k < n; k++)
-                    if (val(world_of[k], i, p) > want) want = val(world_of[k], i, p);
-                ok &= late[i] == want && out[i] == sum_of(world_of, n, i, p);
-            }
+            for (long i = 0; i < count; i++)
+                ok &= late[i] == max_of(world_of, n, i, p) && out[i] == sum_of(world_of, n, i, p);
             free(mine);
             free(out);
             free(late);

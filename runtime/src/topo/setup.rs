@@ -209,30 +209,27 @@ impl Topo {
             // `--spin 0` says ranks outnumber cores: a progress thread would only compete
             // with them, and there it stalls collectives for tens of milliseconds (the
             // lock holder starves behind yielding waiters; docs/runtime.md).
+            let ignored = if s.spin == 0 {
+                Some("with --spin 0 (ranks outnumber cores, so the thread would only compete with them)")
+            } else if crate::progress_thread::refused() {
+                Some(
+                    "by the PMPI library under MPI_THREAD_MULTIPLE (the program's threads \
+                     advance the collectives)",
+                )
+            } else {
+                None
+            };
             static WARNED: std::sync::atomic::AtomicBool =
                 std::sync::atomic::AtomicBool::new(false);
-            if s.progress_thread
-                && s.spin == 0
-                && world.rank() == 0
+            if let Some(why) = ignored
+                && s.progress_thread
+                // World's rank 0: every context has a rank 0 of its own.
+                && crate::ffi::comm::world_rank_size().0 == 0
                 && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
             {
-                eprintln!(
-                    "topo-run: warning: --progress-thread is ignored with --spin 0 (ranks \
-                     outnumber cores, so the thread would only compete with them)"
-                );
+                eprintln!("topo-run: warning: --progress-thread is ignored {why}");
             }
-            if s.progress_thread
-                && s.spin > 0
-                && crate::progress_thread::refused()
-                && world.rank() == 0
-                && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed)
-            {
-                eprintln!(
-                    "topo-run: warning: --progress-thread is ignored by the PMPI library under \
-                     MPI_THREAD_MULTIPLE (the program's threads advance the collectives)"
-                );
-            }
-            s.progress_thread && s.spin > 0 && !crate::progress_thread::refused()
+            s.progress_thread && ignored.is_none()
         });
         // Under MPI_THREAD_MULTIPLE the PMPI library moves contexts between threads that
         // run at once (the program's), so the state's lock must be a mutex then too.

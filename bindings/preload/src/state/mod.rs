@@ -395,28 +395,45 @@ pub(crate) fn run<T>(
 ) -> Option<T> {
     let mut g = lock();
     let st = state_for(&mut g.0, comm)?;
-    if !st.multiple {
-        st.set_up_if_new(comm);
-        let r = st.run(call, comm, f);
-        return st.count(call, r);
-    }
-    // MPI_THREAD_MULTIPLE: the global lock is let go while the collective runs.
     if st.is_new(comm) {
-        drop(g);
-        set_up_lazily(&mut Relock, comm);
-        g = lock();
+        if st.multiple {
+            // MPI_THREAD_MULTIPLE: set up without the global lock.
+            drop(g);
+            set_up_lazily(&mut Relock, comm);
+            g = lock();
+        } else {
+            set_up_lazily(&mut &mut *st, comm);
+        }
     }
-    let st = g.0.state.as_mut()?;
+    let (mut g, r) = run_in_context(g, call, comm, f);
+    g.0.state.as_mut()?.count(call, r)
+}
+
+/// Runs `f` on `comm`'s context: with the global lock `g` held throughout below
+/// `MPI_THREAD_MULTIPLE`, and let go while `f` runs at it (the module's doc). Returns the
+/// global lock (taken anew at `MPI_THREAD_MULTIPLE`) and the outcome, not yet counted.
+fn run_in_context<T>(
+    mut g: SerialGuard<'static, Shared>,
+    call: Call,
+    comm: MPI_Comm,
+    f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
+) -> (SerialGuard<'static, Shared>, (Result<T, HandOff>, CommKind)) {
+    let Some(st) = g.0.state.as_mut() else {
+        return (g, (Err(HandOff::Inactive), CommKind::Other));
+    };
+    if !st.multiple {
+        let r = st.run(call, comm, f);
+        return (g, r);
+    }
     let (held, others) = match st.begin(comm) {
         Ok(begun) => begun,
-        Err(why) => return st.count(call, (Err(why), CommKind::Other)),
+        Err(why) => return (g, (Err(why), CommKind::Other)),
     };
     let quiet = st.quiet;
     drop(g);
     let r = run_held(&held, &others, quiet, call, f);
     drop(held);
-    g = lock();
-    g.0.state.as_mut()?.count(call, r)
+    (lock(), r)
 }
 
 impl State {
@@ -426,13 +443,6 @@ impl State {
         self.on
             && !self.contexts.contains_key(&key(comm))
             && !self.declined.contains_key(&key(comm))
-    }
-
-    /// Sets `comm` up if it is new, with the state locked (below `MPI_THREAD_MULTIPLE`).
-    fn set_up_if_new(&mut self, comm: MPI_Comm) {
-        if self.is_new(comm) {
-            set_up_lazily(&mut &mut *self, comm);
-        }
     }
 
     /// The context of `comm` and handles to advance the others that have collectives in

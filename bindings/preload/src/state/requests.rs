@@ -21,26 +21,11 @@ pub(crate) fn run_nonblocking(
         &mut TypeCache<'_>,
     ) -> Result<(RawRequest, Option<Box<dyn Finish>>), HandOff>,
 ) -> Option<MPI_Request> {
-    let mut g = lock();
+    let g = lock();
     // Never set up here: the setup is collective, and starting a nonblocking collective
     // must not wait for other ranks (MPI-4.0 §6.12). Until a call that every rank makes
     // has set it up, nonblocking collectives go to MPI.
-    let st = g.0.state.as_mut()?;
-    let r = if st.multiple {
-        // As `run`: the global lock is let go while the collective starts.
-        let (held, others) = match st.begin(comm) {
-            Ok(begun) => begun,
-            Err(why) => return st.count(call, (Err(why), CommKind::Other)),
-        };
-        let quiet = st.quiet;
-        drop(g);
-        let r = run_held(&held, &others, quiet, call, f);
-        drop(held);
-        g = lock();
-        r
-    } else {
-        st.run(call, comm, f)
-    };
+    let (mut g, r) = run_in_context(g, call, comm, f);
     let st = g.0.state.as_mut()?;
     let (req, unpack) = st.count(call, r)?;
     let grequest = GRequest::start(st.mpix_start, grequest_poll, grequest_wait);
