@@ -1,30 +1,31 @@
-! comm-f08: communicators freed through the Fortran 2008 bindings (`use mpi_f08`), which
-! topo-run's PMPI library does not intercept, while their collectives go through `use mpi`
-! (which it does). Each round duplicates MPI_COMM_WORLD (a context of topo-run's), frees
-! the duplicate with the mpi_f08 MPI_Comm_free, then splits world in reversed order (not
-! congruent to world: MPI's collectives), whose handle MPI may give the freed one's, and
-! broadcasts from its rank 0 (world's last rank). A context kept under the old handle would
-! broadcast world rank 0's value instead. Last line: "N passed, M failed". MPI is
-! finalized through the mpi_f08 bindings too, which reach MPI's finalize without passing
-! through the library: its teardown (statistics included) must still run.
+! comm-f08: communicators freed where topo-run's PMPI library does not see it: through the
+! Fortran 2008 bindings' profiling names (`use mpi_f08`, PMPI_Comm_free, which call MPI's
+! own entry directly), while their collectives go through `use mpi` (which the library
+! serves). Each round duplicates MPI_COMM_WORLD (a context of topo-run's), frees the
+! duplicate with PMPI_Comm_free, then splits world in reversed order (not congruent to
+! world), whose handle MPI may give the freed one's, and broadcasts from its rank 0
+! (world's last rank). A context kept under the old handle would broadcast world rank 0's
+! value instead. Last line: "N passed, M failed". MPI is finalized through mpi_f08's
+! PMPI_Finalize too, which reaches MPI's finalize without passing through the library: its
+! teardown (statistics included) must still run.
 !
 !   mpif90 -o comm-f08 comm-f08.f90
 module f08_free
 contains
-  ! Frees the communicator of Fortran handle h through the mpi_f08 bindings.
+  ! Frees the communicator of Fortran handle h through mpi_f08's PMPI_Comm_free.
   subroutine free_f08(h)
     use mpi_f08
     integer, intent(inout) :: h
     type(MPI_Comm) :: c
     c%MPI_VAL = h
-    call MPI_Comm_free(c)
+    call PMPI_Comm_free(c)
     h = c%MPI_VAL
   end subroutine free_f08
 
-  ! Finalizes MPI through the mpi_f08 bindings.
+  ! Finalizes MPI through mpi_f08's PMPI_Finalize.
   subroutine finalize_f08()
     use mpi_f08
-    call MPI_Finalize()
+    call PMPI_Finalize()
   end subroutine finalize_f08
 end module f08_free
 

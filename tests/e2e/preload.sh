@@ -58,6 +58,23 @@ fi
 if ! mpif90 -O2 -o "$FPROG" "$ROOT/examples/fortran/preload-check.f90" 2>"$WORK/fc.log"; then
   cat "$WORK/fc.log"; give_up "mpif90 examples/fortran/preload-check.f90"
 fi
+# The Fortran program on communicators of every kind, through each of the three bindings
+# (mpif.h, use mpi, use mpi_f08), built with Open MPI's and with MPICH's wrappers.
+declare -A FCOMMS MFCOMMS
+for b in mpifh:-DMPIFH mpi: f08:-DF08; do
+  FCOMMS[${b%%:*}]="$WORK/preload-comms-f-${b%%:*}"
+  MFCOMMS[${b%%:*}]="$WORK/preload-comms-f-${b%%:*}-mpich"
+  mkdir -p "$WORK/mod-${b%%:*}" "$WORK/mmod-${b%%:*}"
+  # mpif.h declares no interfaces: gfortran 10+ needs leave to pass buffers of any type.
+  if ! mpif90 -O2 ${b#*:} -fallow-argument-mismatch -J "$WORK/mod-${b%%:*}" -o "${FCOMMS[${b%%:*}]}" \
+      "$ROOT/examples/fortran/preload-comms.F90" 2>"$WORK/fc.log" \
+    || ! mpif90.mpich -O2 ${b#*:} -fallow-argument-mismatch -J "$WORK/mmod-${b%%:*}" -o "${MFCOMMS[${b%%:*}]}" \
+      "$ROOT/examples/fortran/preload-comms.F90" 2>>"$WORK/fc.log"; then
+    cat "$WORK/fc.log"; give_up "mpif90 ${b#*:} examples/fortran/preload-comms.F90"
+  fi
+done
+# Every collective the library serves, as the statistics name them.
+ALL_CALLS="MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather"
 # A plain C program built with MPICH, and the PMPI library built against MPICH
 # (MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich, as scripts/test.sh does).
 MPICH_LIB="${MPICH_BIN:-$ROOT/target/mpich/release}/libtopo_preload.so"
@@ -211,6 +228,17 @@ check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
 # The same with the progress thread (TOPO_RUN_PROGRESS=thread, as --progress-thread sets).
 check_nb "C nonblocking, 1 node x 2 ranks, progress thread" "${ONE[@]}" --export=ALL,TOPO_RUN_PROGRESS=thread
 check_f "Fortran, 1 node x 2 ranks" "${ONE[@]}"
+# check_fcomms NAME PROGS SRUN_ARGS...: the Fortran program on communicators of every kind,
+# through each binding (PROGS names the array of programs): every collective on topo-run's
+# path; on one node, the one-rank communicators (parities, halves, grid rows) are MPI's.
+check_fcomms() {
+  local name=$1 progs=$2 b; shift 2
+  local -n p=$progs
+  for b in mpifh mpi f08; do
+    check_prog "$name through $b" "${p[$b]}" "$ALL_CALLS" "" "$@"
+  done
+}
+check_fcomms "Fortran communicators of every kind, 1 node x 2 ranks," FCOMMS "${ONE[@]}"
 # MPI_THREAD_MULTIPLE: four threads per rank, each on a communicator of its own, set up and
 # used at the same time (on one node two of the four have one rank: MPI's, as always).
 check_prog "C at MPI_THREAD_MULTIPLE, four threads on four communicators, 1 node x 2 ranks" "$THREADSPROG" \
@@ -253,6 +281,8 @@ check_mpich_progs() {
   check_fortran "MPICH Fortran, $name" "$MFPROG" "$@" "$MPICH_GENERIC"
 }
 check_mpich_progs "1 node x 2 ranks (srun --mpi=pmi2)" --quick -N1 -n2 --mpi=pmi2 --cpu-bind=cores
+check_fcomms "MPICH Fortran communicators of every kind, 1 node x 2 ranks (srun --mpi=pmi2)," MFCOMMS \
+  -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$MPICH_GENERIC"
 # MPICH at MPI_THREAD_MULTIPLE: four threads per rank on four communicators at once.
 check_prog "MPICH C at MPI_THREAD_MULTIPLE, four threads on four communicators, 1 node x 2 ranks (srun --mpi=pmi2)" \
   "$MTHREADS" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" \
@@ -360,15 +390,15 @@ for level in "" serialized; do
   else bad "mpi4py program, ${level:-default} thread level" "exit $RC" "$(tail -2 "$WORK/out")" "$(grep -v '^ok' "$WORK/err" | head -6)"; fi
 done
 
-# Communicators freed through the Fortran 2008 bindings (not intercepted): MPI reuses
+# Communicators freed through mpi_f08's PMPI_Comm_free (not intercepted): MPI reuses
 # their handles for communicators that are not congruent to world, which must not inherit
 # the old contexts (they did, with wrong broadcasts, while contexts were keyed by handle).
-# The program finalizes through mpi_f08 as well: the statistics printed at the teardown
+# The program finalizes through mpi_f08's PMPI_Finalize as well: the statistics printed at the teardown
 # show that it ran (it did not, before the MPI_COMM_SELF hook).
 T=60 run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "${ONE[@]}" "$TOPO_RUN" -- "$F08PROG"
 if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "20 passed, 0 failed" ]] && took_our_path "$WORK/err" MPI_Bcast; then
-  ok "communicators freed through mpi_f08, handles reused: $(tail -1 "$WORK/out")"
-else bad "communicators freed through mpi_f08" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+  ok "communicators freed through mpi_f08's PMPI_Comm_free, handles reused: $(tail -1 "$WORK/out")"
+else bad "communicators freed through mpi_f08's PMPI_Comm_free" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 
 # The launcher's decision.
 run "$WORK/out" "$WORK/err" srun -N1 -n1 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -v -- "$BIN/coll-check" --quick
@@ -498,6 +528,17 @@ elif ! grep -Eq "topo-run: stats: rank 0.*by communicator: .*node [1-9][0-9]* to
 else
   ok "C communicators of every kind: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
 fi
+# The same in Fortran, through each binding: every call on topo-run's path (each
+# communicator has two ranks or more here).
+for b in mpifh mpi f08; do
+  check_prog "Fortran communicators of every kind, 2 nodes x 2 ranks, through $b" "${FCOMMS[$b]}" \
+    "$ALL_CALLS" "" "${TWO[@]}"
+  if grep -q " MPI (" "$WORK/topo.err"; then
+    bad "Fortran communicators of every kind through $b: calls handed to MPI" "$(grep stats "$WORK/topo.err" | head -6)"
+  else
+    ok "Fortran communicators of every kind through $b: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
+  fi
+done
 # MPI_THREAD_MULTIPLE: four threads per rank, each on a communicator of its own (a duplicate,
 # parities, world reversed, halves), set up and used at the same time: every call of them on
 # topo-run's path.

@@ -1,41 +1,53 @@
-//! The Fortran entry points (gfortran's names, used by `mpif.h` and `use mpi`).
+//! The Fortran entry points: gfortran's names for `mpif.h` and `use mpi` (`mpi_bcast_`)
+//! and Open MPI's for `use mpi_f08` (`mpi_bcast_f08_`).
 //!
-//! Open MPI's Fortran bindings call `PMPI_*` directly, so they never reach the C exports.
-//! These symbols take the Fortran calls first: they translate the handles and the
-//! Fortran `MPI_IN_PLACE`, try topo-run's path, and otherwise call MPI's own Fortran
-//! profiling entry (`pmpi_bcast_`, ...) with the original arguments. `use mpi_f08` calls
-//! are not intercepted (they go to MPI's own).
+//! Open MPI's Fortran bindings, all three, call `PMPI_*` directly, so they never reach the
+//! C exports. These symbols take the Fortran calls first: they translate the handles and
+//! the Fortran `MPI_IN_PLACE` and `MPI_BOTTOM`, try topo-run's path, and otherwise call
+//! MPI's own Fortran profiling entry (`pmpi_bcast_`, `pmpi_bcast_f08_`) with the original
+//! arguments. Both names of a call take the same arguments the same way: every argument by
+//! reference (an `mpi_f08` handle is a derived type holding the Fortran integer handle), a
+//! buffer as its address, and the error code last, which `use mpi_f08` may leave out (a
+//! null pointer). MPICH's `use mpi_f08` entries have names of their own (`_f08ts_`) and
+//! call the C functions, which the library serves.
 
 use std::ffi::{CStr, c_void};
 use std::os::raw::c_int;
 use std::sync::OnceLock;
 
-use crate::abi::{self, MPI_Comm, SUCCESS};
-use crate::calls;
+use crate::abi::{self, MPI_Comm, MPI_Request, SUCCESS};
+use crate::{allgather, calls};
 
 type Fint = c_int;
 
-/// The address of a symbol, looked up once per name in the process's global scope: the
-/// first definition, which for a common block such as `mpi_fortran_in_place_` may be the
+/// The address of a symbol in the process's global scope (0 if there is none): the first
+/// definition, which for a common block such as `mpi_fortran_in_place_` may be the
 /// program's own copy (a copy relocation) rather than libmpi's. This library defines none
 /// of the names it looks up.
-fn lookup(cell: &'static OnceLock<usize>, name: &CStr) -> usize {
-    *cell.get_or_init(|| {
-        // SAFETY: dlsym with a NUL-terminated name.
-        unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
-    })
+fn symbol(name: &str) -> usize {
+    let Ok(name) = CStr::from_bytes_with_nul(name.as_bytes()) else {
+        return 0;
+    };
+    // SAFETY: dlsym with a NUL-terminated name.
+    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
 }
 
-/// Fortran's `MPI_IN_PLACE` (a common block in libmpi), as a buffer address.
+/// [`symbol`], looked up once per name.
+fn lookup(cell: &'static OnceLock<usize>, name: &str) -> usize {
+    *cell.get_or_init(|| symbol(name))
+}
+
+/// Fortran's `MPI_IN_PLACE` (a common block in libmpi, shared by the three bindings), as a
+/// buffer address.
 fn fortran_in_place() -> usize {
     static CELL: OnceLock<usize> = OnceLock::new();
-    lookup(&CELL, c"mpi_fortran_in_place_")
+    lookup(&CELL, "mpi_fortran_in_place_\0")
 }
 
 /// Fortran's `MPI_BOTTOM`.
 fn fortran_bottom() -> usize {
     static CELL: OnceLock<usize> = OnceLock::new();
-    lookup(&CELL, c"mpi_fortran_bottom_")
+    lookup(&CELL, "mpi_fortran_bottom_\0")
 }
 
 /// Whether this MPI's Fortran `MPI_IN_PLACE` and `MPI_BOTTOM` are known here (Open MPI's
@@ -44,6 +56,14 @@ fn fortran_bottom() -> usize {
 /// translates them and calls the C function, which this library serves.
 fn sentinels_known() -> bool {
     fortran_in_place() != 0 && fortran_bottom() != 0
+}
+
+/// Whether MPI's `mpif.h` and `use mpi` entries call the C functions, which this library
+/// serves (MPICH's), rather than `PMPI_*` (Open MPI's, told apart by its sentinels): the
+/// library's entries of those two bindings then pass the call on at once, so that it is
+/// served, and counted, once.
+fn mpifh_calls_c() -> bool {
+    !sentinels_known()
 }
 
 /// Runs a Fortran entry with buffer arguments: `ours` as [`abi::entry_rc`] does, where
@@ -64,21 +84,31 @@ fn buffer(p: *const c_void) -> *const c_void {
     }
 }
 
+/// The C communicator of a Fortran handle argument.
 fn comm(c: *const Fint) -> MPI_Comm {
-    // SAFETY: gfortran passes every argument by reference.
+    // SAFETY: every argument is passed by reference.
     abi::comm_f2c(unsafe { *c })
 }
 
-/// Calls MPI's own Fortran entry `name` (looked up once) with the given arguments.
+/// Reads an integer argument.
+fn int(p: *const Fint) -> c_int {
+    // SAFETY: every argument is passed by reference.
+    unsafe { *p }
+}
+
+/// Calls MPI's own Fortran entry: the first of the `names` (NUL-terminated) this process
+/// has (Open MPI's `pmpi_*_f08_`, MPICH's `pmpir_*_f08_`), looked up once, with the given
+/// arguments.
 macro_rules! next {
-    ($name:literal, fn($($t:ty),* $(,)?), $($arg:expr),* $(,)?) => {{
+    ([$($name:expr),+], fn($($t:ty),* $(,)?), $($arg:expr),* $(,)?) => {{
         static CELL: OnceLock<usize> = OnceLock::new();
-        let f = lookup(&CELL, $name);
+        let names: &[&str] = &[$($name),+];
+        let f = *CELL.get_or_init(|| names.iter().map(|n| symbol(n)).find(|&f| f != 0).unwrap_or(0));
         if f == 0 {
             eprintln!(
-                "topo-run: error: {} not found; the program calls MPI from Fortran but Open MPI's \
+                "topo-run: error: {} not found; the program calls MPI from Fortran but MPI's \
                  Fortran library is not loaded",
-                $name.to_string_lossy()
+                names[0].trim_end_matches('\0')
             );
             std::process::abort();
         }
@@ -90,227 +120,318 @@ macro_rules! next {
     }};
 }
 
-/// Sets `*ierr` to `rc`, the code of a call that took topo-run's path: success, or the
-/// internal error of a panic, which is returned as is and never retried through MPI (the
-/// peers may be inside topo-run's collective by then).
-fn set_ierr(ierr: *mut Fint, rc: c_int) {
+/// Exports one Fortran call under its two names (`mpif.h`/`use mpi`, then `use mpi_f08`),
+/// each passing the call on to MPI's entry of the same binding (named after `$call`:
+/// `pmpi_bcast_`, `pmpi_bcast_f08_` or MPICH's `pmpir_bcast_f08_`). The first does
+/// nothing of its own where [`mpifh_calls_c`].
+/// The body says what the library does around MPI's entry:
+/// - `first { .. }` runs before it and is `true` when the call is done (MPI's entry is
+///   then not called);
+/// - `before { .. }` runs before it (MPI's entry is always called);
+/// - `after { .. }` runs after it.
+macro_rules! fortran {
+    (
+        $(#[$doc:meta])*
+        $f77:ident, $f08:ident => $call:literal,
+        ($($a:ident: $t:ty),* $(,)?)
+        $when:ident $body:block
+    ) => {
+        fortran!(
+            @one $(#[$doc])* $f77, mpifh_calls_c(), [concat!("pmpi_", $call, "_\0")],
+            ($($a: $t),*) $when $body
+        );
+        fortran!(
+            @one $(#[$doc])* $f08, false,
+            [concat!("pmpi_", $call, "_f08_\0"), concat!("pmpir_", $call, "_f08_\0")],
+            ($($a: $t),*) $when $body
+        );
+    };
+    (@one $(#[$doc:meta])* $f:ident, $via_c:expr, [$($n:expr),+], ($($a:ident: $t:ty),*) first $body:block) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As the Fortran call: every argument by reference.
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $f($($a: $t),*) {
+            if !$via_c && $body {
+                return;
+            }
+            next!([$($n),+], fn($($t),*), $($a),*)
+        }
+    };
+    (@one $(#[$doc:meta])* $f:ident, $via_c:expr, [$($n:expr),+], ($($a:ident: $t:ty),*) before $body:block) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As the Fortran call: every argument by reference.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $f($($a: $t),*) {
+            if !$via_c $body
+            next!([$($n),+], fn($($t),*), $($a),*)
+        }
+    };
+    (@one $(#[$doc:meta])* $f:ident, $via_c:expr, [$($n:expr),+], ($($a:ident: $t:ty),*) after $body:block) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As the Fortran call: every argument by reference.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $f($($a: $t),*) {
+            next!([$($n),+], fn($($t),*), $($a),*);
+            if !$via_c $body
+        }
+    };
+}
+
+/// Ends a call that took topo-run's path (`rc` not -1): sets `*ierr` (if the caller passed
+/// one) to its code, success or the internal error of a panic, which is returned as is and
+/// never retried through MPI (the peers may be inside topo-run's collective by then).
+/// Returns whether the call is done.
+fn done(ierr: *mut Fint, rc: c_int) -> bool {
+    if rc == -1 {
+        return false;
+    }
     if !ierr.is_null() {
-        // SAFETY: gfortran passes the error argument by reference.
+        // SAFETY: the error argument, by reference.
         unsafe { *ierr = rc as Fint };
     }
+    true
 }
 
-/// `MPI_BCAST(BUFFER, COUNT, DATATYPE, ROOT, COMM, IERROR)`.
-///
-/// # Safety
-/// As the Fortran `MPI_BCAST`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_bcast_(
-    buf: *mut c_void,
-    count: *const Fint,
-    dt: *const Fint,
-    root: *const Fint,
-    c: *const Fint,
-    ierr: *mut Fint,
-) {
-    let cc = comm(c);
-    let ours = buffers_entry(
-        cc,
-        // SAFETY: the translated arguments of this call (all read by reference).
-        || unsafe {
-            calls::bcast(
-                buffer(buf).cast_mut(),
-                *count,
-                abi::type_f2c(*dt),
-                *root,
-                cc,
-            )
-        },
-    );
-    if ours != -1 {
-        return set_ierr(ierr, ours);
-    }
-    next!(
-        c"pmpi_bcast_",
-        fn(*mut c_void, *const Fint, *const Fint, *const Fint, *const Fint, *mut Fint),
-        buf,
-        count,
-        dt,
-        root,
-        c,
-        ierr
-    )
+/// Runs a nonblocking collective's start on topo-run's path (`start` writes the C
+/// request and says whether it took the path) and hands the caller the request's Fortran
+/// handle; -1 if the call goes to MPI.
+fn started(request: *mut Fint, ours: impl FnOnce(*mut MPI_Request) -> bool) -> Option<c_int> {
+    let mut r = abi::request_null();
+    ours(&mut r).then(|| {
+        // SAFETY: the request argument, by reference.
+        unsafe { *request = abi::request_c2f(r) };
+        SUCCESS
+    })
 }
 
-/// topo-run's path of `MPI_REDUCE` (to `root`) and `MPI_ALLREDUCE` (without one) on
-/// communicator `cc`: MPI's code, or -1 to hand the call to MPI.
-///
-/// # Safety
-/// The arguments of the Fortran call, all passed by reference.
-unsafe fn reduction(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: *const Fint,
-    dt: *const Fint,
-    op: *const Fint,
-    root: Option<*const Fint>,
-    cc: MPI_Comm,
-) -> c_int {
-    buffers_entry(
-        cc,
-        // SAFETY: the translated arguments of this call (all read by reference).
-        || unsafe {
-            let (send, recv) = (buffer(send), buffer(recv).cast_mut());
-            let (count, dt, op) = (*count, abi::type_f2c(*dt), abi::op_f2c(*op));
-            match root {
-                Some(root) => calls::reduce(send, recv, count, dt, op, *root, cc),
-                None => calls::allreduce(send, recv, count, dt, op, cc),
-            }
-            .then_some(SUCCESS)
-        },
-    )
-}
-
-/// `MPI_REDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, ROOT, COMM, IERROR)`.
-///
-/// # Safety
-/// As the Fortran `MPI_REDUCE`.
-#[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn mpi_reduce_(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: *const Fint,
-    dt: *const Fint,
-    op: *const Fint,
-    root: *const Fint,
-    c: *const Fint,
-    ierr: *mut Fint,
-) {
-    // SAFETY: the arguments of this call.
-    let ours = unsafe { reduction(send, recv, count, dt, op, Some(root), comm(c)) };
-    if ours != -1 {
-        return set_ierr(ierr, ours);
-    }
-    next!(
-        c"pmpi_reduce_",
-        fn(
-            *const c_void,
-            *mut c_void,
-            *const Fint,
-            *const Fint,
-            *const Fint,
-            *const Fint,
-            *const Fint,
-            *mut Fint,
-        ),
-        send,
-        recv,
-        count,
-        dt,
-        op,
-        root,
-        c,
-        ierr
-    )
-}
-
-/// `MPI_ALLREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)`.
-///
-/// # Safety
-/// As the Fortran `MPI_ALLREDUCE`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_allreduce_(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: *const Fint,
-    dt: *const Fint,
-    op: *const Fint,
-    c: *const Fint,
-    ierr: *mut Fint,
-) {
-    // SAFETY: the arguments of this call.
-    let ours = unsafe { reduction(send, recv, count, dt, op, None, comm(c)) };
-    if ours != -1 {
-        return set_ierr(ierr, ours);
-    }
-    next!(
-        c"pmpi_allreduce_",
-        fn(
-            *const c_void,
-            *mut c_void,
-            *const Fint,
-            *const Fint,
-            *const Fint,
-            *const Fint,
-            *mut Fint,
-        ),
-        send,
-        recv,
-        count,
-        dt,
-        op,
-        c,
-        ierr
-    )
-}
-
-/// `MPI_BARRIER(COMM, IERROR)`.
-///
-/// # Safety
-/// As the Fortran `MPI_BARRIER`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_barrier_(c: *const Fint, ierr: *mut Fint) {
-    let cc = comm(c);
-    let ours = abi::entry_rc(Some(cc), || calls::barrier(cc).then_some(SUCCESS), || -1);
-    if ours != -1 {
-        return set_ierr(ierr, ours);
-    }
-    next!(c"pmpi_barrier_", fn(*const Fint, *mut Fint), c, ierr)
-}
-
-/// `MPI_FINALIZE(IERROR)`: topo-run's teardown (and statistics), then MPI's.
-///
-/// # Safety
-/// As the Fortran `MPI_FINALIZE`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_finalize_(ierr: *mut Fint) {
-    crate::exports::teardown();
-    next!(c"pmpi_finalize_", fn(*mut Fint), ierr)
-}
-
-/// `MPI_COMM_DUP(COMM, NEWCOMM, IERROR)`: MPI's, then a context for the duplicate of a
-/// communicator congruent to world, as the C `MPI_Comm_dup`.
-///
-/// # Safety
-/// As the Fortran `MPI_COMM_DUP`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_comm_dup_(c: *const Fint, newcomm: *mut Fint, ierr: *mut Fint) {
-    next!(
-        c"pmpi_comm_dup_",
-        fn(*const Fint, *mut Fint, *mut Fint),
-        c,
-        newcomm,
-        ierr
-    );
-    // SAFETY: gfortran passes the error argument by reference; MPI wrote it.
+/// After MPI made communicator `*newcomm` from `c` (the Fortran handles) with error code
+/// `*ierr`: a context for it if it is congruent to world, as the C calls do.
+fn adopt(c: *const Fint, newcomm: *const Fint, ierr: *const Fint) {
+    // SAFETY: the error argument, by reference (absent in `use mpi_f08`); MPI wrote it.
     let ok = ierr.is_null() || unsafe { *ierr } == SUCCESS;
     if ok && !newcomm.is_null() {
-        let new = comm(newcomm);
-        crate::exports::adopt_created(comm(c), new);
+        crate::exports::adopt_created(comm(c), comm(newcomm));
     }
 }
 
-/// `MPI_COMM_FREE(COMM, IERROR)`: drops the communicator's context, then MPI frees it, as
-/// the C `MPI_Comm_free`.
-///
-/// # Safety
-/// As the Fortran `MPI_COMM_FREE`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mpi_comm_free_(c: *mut Fint, ierr: *mut Fint) {
-    if !c.is_null() {
+type Buf = *const c_void;
+type BufMut = *mut c_void;
+type I = *const Fint;
+type E = *mut Fint;
+
+fortran! {
+    /// `MPI_BCAST(BUFFER, COUNT, DATATYPE, ROOT, COMM, IERROR)`.
+    mpi_bcast_, mpi_bcast_f08_ => "bcast",
+    (buf: BufMut, count: I, dt: I, root: I, c: I, ierr: E)
+    first {
         let cc = comm(c);
-        crate::exports::forget(&cc);
+        done(ierr, buffers_entry(cc, || {
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                calls::bcast(buffer(buf).cast_mut(), int(count), abi::type_f2c(int(dt)), int(root), cc)
+            }
+        }))
     }
-    next!(c"pmpi_comm_free_", fn(*mut Fint, *mut Fint), c, ierr)
+}
+
+fortran! {
+    /// `MPI_REDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, ROOT, COMM, IERROR)`.
+    mpi_reduce_, mpi_reduce_f08_ => "reduce",
+    (send: Buf, recv: BufMut, count: I, dt: I, op: I, root: I, c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                calls::reduce(buffer(send), buffer(recv).cast_mut(), int(count), dt, op, int(root), cc)
+            }
+            .then_some(SUCCESS)
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_ALLREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)`.
+    mpi_allreduce_, mpi_allreduce_f08_ => "allreduce",
+    (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
+            // SAFETY: the translated arguments of this call.
+            unsafe { calls::allreduce(buffer(send), buffer(recv).cast_mut(), int(count), dt, op, cc) }
+                .then_some(SUCCESS)
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_ALLGATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM,
+    /// IERROR)`.
+    mpi_allgather_, mpi_allgather_f08_ => "allgather",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                allgather::allgather(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype, cc,
+                )
+            }
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_BARRIER(COMM, IERROR)`.
+    mpi_barrier_, mpi_barrier_f08_ => "barrier",
+    (c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, abi::entry_rc(Some(cc), || calls::barrier(cc).then_some(SUCCESS), || -1))
+    }
+}
+
+fortran! {
+    /// `MPI_IBCAST(BUFFER, COUNT, DATATYPE, ROOT, COMM, REQUEST, IERROR)`.
+    mpi_ibcast_, mpi_ibcast_f08_ => "ibcast",
+    (buf: BufMut, count: I, dt: I, root: I, c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            // SAFETY: the translated arguments of this call; MPI lets the collective use
+            // the buffer until the request completes.
+            unsafe {
+                calls::ibcast(buffer(buf).cast_mut(), int(count), abi::type_f2c(int(dt)), int(root), cc, r)
+            }
+        })))
+    }
+}
+
+fortran! {
+    /// `MPI_IREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, ROOT, COMM, REQUEST, IERROR)`.
+    mpi_ireduce_, mpi_ireduce_f08_ => "ireduce",
+    (send: Buf, recv: BufMut, count: I, dt: I, op: I, root: I, c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                calls::ireduce(buffer(send), buffer(recv).cast_mut(), int(count), dt, op, int(root), cc, r)
+            }
+        })))
+    }
+}
+
+fortran! {
+    /// `MPI_IALLREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, REQUEST, IERROR)`.
+    mpi_iallreduce_, mpi_iallreduce_f08_ => "iallreduce",
+    (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                calls::iallreduce(buffer(send), buffer(recv).cast_mut(), int(count), dt, op, cc, r)
+            }
+        })))
+    }
+}
+
+fortran! {
+    /// `MPI_IALLGATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM,
+    /// REQUEST, IERROR)`.
+    mpi_iallgather_, mpi_iallgather_f08_ => "iallgather",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                allgather::iallgather(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype, cc, r,
+                )
+            }
+        })))
+    }
+}
+
+fortran! {
+    /// `MPI_IBARRIER(COMM, REQUEST, IERROR)`.
+    mpi_ibarrier_, mpi_ibarrier_f08_ => "ibarrier",
+    (c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, abi::entry_rc(Some(cc), || started(req, |r| {
+            // SAFETY: `r` is a request of this call's.
+            unsafe { calls::ibarrier(cc, r) }
+        }), || -1))
+    }
+}
+
+fortran! {
+    /// `MPI_FINALIZE(IERROR)`: topo-run's teardown (and statistics), then MPI's.
+    mpi_finalize_, mpi_finalize_f08_ => "finalize",
+    (ierr: E)
+    before {
+        let _ = ierr;
+        crate::exports::teardown();
+    }
+}
+
+fortran! {
+    /// `MPI_COMM_FREE(COMM, IERROR)`: drops the communicator's context, then MPI frees it,
+    /// as the C `MPI_Comm_free`.
+    mpi_comm_free_, mpi_comm_free_f08_ => "comm_free",
+    (c: E, ierr: E)
+    before {
+        let _ = ierr;
+        if !c.is_null() {
+            crate::exports::forget(&comm(c));
+        }
+    }
+}
+
+fortran! {
+    /// `MPI_COMM_DUP(COMM, NEWCOMM, IERROR)`: MPI's, then a context for the duplicate of
+    /// a communicator congruent to world, as the C `MPI_Comm_dup`.
+    mpi_comm_dup_, mpi_comm_dup_f08_ => "comm_dup",
+    (c: I, newcomm: E, ierr: E)
+    after { adopt(c, newcomm, ierr) }
+}
+
+fortran! {
+    /// `MPI_COMM_DUP_WITH_INFO(COMM, INFO, NEWCOMM, IERROR)`: as `MPI_COMM_DUP`.
+    mpi_comm_dup_with_info_, mpi_comm_dup_with_info_f08_
+        => "comm_dup_with_info",
+    (c: I, info: I, newcomm: E, ierr: E)
+    after { adopt(c, newcomm, ierr) }
+}
+
+fortran! {
+    /// `MPI_COMM_SPLIT(COMM, COLOR, KEY, NEWCOMM, IERROR)`: MPI's, then a context for the
+    /// new communicator if it is congruent to world, as the C `MPI_Comm_split`.
+    mpi_comm_split_, mpi_comm_split_f08_ => "comm_split",
+    (c: I, color: I, key: I, newcomm: E, ierr: E)
+    after { adopt(c, newcomm, ierr) }
+}
+
+fortran! {
+    /// `MPI_COMM_CREATE(COMM, GROUP, NEWCOMM, IERROR)`: as `MPI_COMM_SPLIT`.
+    mpi_comm_create_, mpi_comm_create_f08_ => "comm_create",
+    (c: I, group: I, newcomm: E, ierr: E)
+    after { adopt(c, newcomm, ierr) }
 }

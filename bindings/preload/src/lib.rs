@@ -2,9 +2,9 @@
 //!
 //! `topo-run` puts it in `LD_PRELOAD` when it starts a dynamically linked MPI program, so
 //! that an unmodified C, C++ or Fortran program gets topo-run's collectives. It exports
-//! `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Barrier` and `MPI_Allgather` (and
-//! their nonblocking forms, and for the first four the gfortran symbols
-//! `mpi_bcast_`, `mpi_reduce_`, `mpi_allreduce_`, `mpi_barrier_`), plus `MPI_Init`,
+//! `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Barrier` and `MPI_Allgather` and
+//! their nonblocking forms, under their C names and the Fortran ones of all three bindings
+//! (`mpi_bcast_`, `mpi_bcast_f08_`, ...), plus `MPI_Init`,
 //! `MPI_Init_thread`, `MPI_Finalize`, `MPI_Comm_free` and `MPI_Comm_disconnect` to set
 //! up, tear down and keep its caches right.
 //!
@@ -43,7 +43,7 @@ mod completion;
 // Unsafe: the exported `MPI_*` symbols, called from C with C's pointers.
 #[allow(unsafe_code)]
 mod exports;
-// Unsafe: the exported gfortran symbols (`mpi_bcast_`, ...), called with Fortran's
+// Unsafe: the exported Fortran symbols (`mpi_bcast_`, `mpi_bcast_f08_`, ...), called with Fortran's
 // pointers.
 #[allow(unsafe_code)]
 mod fortran;

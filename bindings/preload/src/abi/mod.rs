@@ -32,6 +32,7 @@ unsafe extern "C" {
     fn topo_preload_comm_f2c(f: c_int) -> MPI_Comm;
     fn topo_preload_type_f2c(f: c_int) -> MPI_Datatype;
     fn topo_preload_op_f2c(f: c_int) -> MPI_Op;
+    fn topo_preload_request_c2f(r: MPI_Request) -> c_int;
     fn topo_preload_comm_unusable(c: MPI_Comm) -> c_int;
     fn topo_preload_type_unusable(t: MPI_Datatype) -> c_int;
     fn topo_preload_type_name(t: MPI_Datatype) -> *const c_char;
@@ -55,6 +56,12 @@ pub(crate) fn type_f2c(f: c_int) -> MPI_Datatype {
 pub(crate) fn op_f2c(f: c_int) -> MPI_Op {
     // SAFETY: as in `comm_f2c`.
     unsafe { topo_preload_op_f2c(f) }
+}
+
+/// The Fortran handle of request `r` (`PMPI_Request_c2f`).
+pub(crate) fn request_c2f(r: MPI_Request) -> c_int {
+    // SAFETY: `r` is a request this library just started (a generalized request of MPI's).
+    unsafe { topo_preload_request_c2f(r) }
 }
 
 /// `MPI_PACKED`.
