@@ -7,9 +7,12 @@
  * Nonblocking calls are each followed at once by MPI_Wait.
  *
  *   mpicc -O2 -o back-to-back benchmarks/back-to-back.c
- *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./back-to-back [CALLS] [OP]
+ *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./back-to-back [CALLS] [OP] [COMM]
  *
- * CALLS per timing (default 20000); OP runs one operation only (its index in the table).
+ * CALLS per timing (default 20000); OP runs one operation only (its index in the table;
+ * -1 all); COMM is the communicator the calls run on: world (the default), or dup (a
+ * duplicate of world, made first; with TOPO_RUN_MAX_COMMS=1 its context has no segment
+ * and goes over MPI inside the node).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -19,6 +22,9 @@ enum { IBCAST, IBARRIER, IALLREDUCE, BCAST, ALLREDUCE, BARRIER, IREDUCE, REDUCE,
 static const char *names[OPS] = {"ibcast", "ibarrier", "iallreduce", "bcast",
                                  "allreduce", "barrier", "ireduce", "reduce"};
 
+/* The communicator the operations run on. */
+static MPI_Comm on = MPI_COMM_NULL;
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -27,7 +33,7 @@ static int cmp(const void *a, const void *b) {
 /* One call of `op`, through the library (native = 0) or MPI's own entry point. */
 static void call(int op, int native, double *s, double *r) {
     MPI_Request q;
-    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Comm w = on;
     switch (op) {
     case IBCAST:
         if (native) PMPI_Ibcast(r, 8, MPI_BYTE, 0, w, &q);
@@ -81,6 +87,9 @@ static double timed(int op, int native, int n, double *s, double *r) {
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int n = argc > 1 ? atoi(argv[1]) : 20000, only = argc > 2 ? atoi(argv[2]) : -1, rank;
+    on = MPI_COMM_WORLD;
+    if (argc > 3 && argv[3][0] == 'd') MPI_Comm_dup(MPI_COMM_WORLD, &on);
+    MPI_Barrier(on); /* a context set up at its first blocking collective has one now */
     enum { REPS = 9 };
     double s[8] = {1}, r[8] = {0};
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -38,8 +38,9 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "TOPO_RUN_MAX_COMMS",
-        "The PMPI library's most contexts per process (world and congruent communicators; \
-         default 16). Collectives on further communicators are MPI's own.",
+        "The PMPI library's most live contexts with a shared-memory segment per process (one \
+         per communicator it serves; default 16). Collectives on further communicators are \
+         MPI's own.",
     ),
     (
         "TOPO_RUN_SHM_DIR",

@@ -33,6 +33,9 @@ pub mod fault;
 pub mod ffi;
 pub use ffi::private_comm;
 pub mod links;
+// Unsafe: a kept context (MPI handles, a segment's mapping) is sent between threads.
+#[allow(unsafe_code)]
+pub mod kept;
 // Unsafe: the mark is placed in an ELF section of its own (`link_section`).
 #[allow(unsafe_code)]
 pub mod marker;

@@ -99,8 +99,10 @@ fi
 if ! mpif90.mpich -O2 -o "$MFPROG" "$ROOT/examples/fortran/preload-check.f90" 2>"$WORK/fc.log"; then
   cat "$WORK/fc.log"; give_up "mpif90.mpich examples/fortran/preload-check.f90"
 fi
-# The C benchmarks of the library (run by hand, docs/preload.md) still compile.
-for b in preload-bench back-to-back; do
+# The C benchmarks of the library (run by hand, docs/preload.md) still compile; comm-churn
+# also runs below.
+CHURN="$WORK/comm-churn"
+for b in preload-bench back-to-back comm-churn; do
   if ! mpicc -O2 -Wall -o "$WORK/$b" "$ROOT/benchmarks/$b.c" 2>"$WORK/cc.log"; then
     cat "$WORK/cc.log"; give_up "mpicc benchmarks/$b.c"
   fi
@@ -239,6 +241,15 @@ check_fcomms() {
   done
 }
 check_fcomms "Fortran communicators of every kind, 1 node x 2 ranks," FCOMMS "${ONE[@]}"
+# Communicators made and freed by the thousand, each with collectives (benchmarks/comm-churn.c):
+# the contexts of freed ones are kept and taken up again, and what a process holds stays
+# the same (file descriptors, /dev/shm files).
+for kind in dup reversed; do
+  run "$WORK/out" "$WORK/err" srun "${ONE[@]}" "$TOPO_RUN" -- "$CHURN" 200 2 $kind
+  if [[ $RC -eq 0 ]] && grep -Eq "fds ([0-9]+) -> \1, /dev/shm files ([0-9]+) -> \2," "$WORK/out"; then
+    ok "comm-churn $kind, 2,000 communicators with 2 Allreduce each, 1 node x 2: $(tail -2 "$WORK/out" | paste -sd ' ' -)"
+  else bad "comm-churn $kind" "exit $RC" "$(tail -3 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+done
 # MPI_THREAD_MULTIPLE: four threads per rank, each on a communicator of its own, set up and
 # used at the same time (on one node two of the four have one rank: MPI's, as always).
 check_prog "C at MPI_THREAD_MULTIPLE, four threads on four communicators, 1 node x 2 ranks" "$THREADSPROG" \

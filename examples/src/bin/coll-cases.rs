@@ -520,6 +520,21 @@ fn comms(world: &SimpleCommunicator, t: &mut Tally<'_>, require_topo: bool) -> a
             // Each member says whether its communicator of two or more took the path.
             t.record(&format!("{what}: topo-run's path"), comm.size() < 2 || ours);
         }
+        // A second context over the same members takes up what the first one left when
+        // it was dropped (its node queues and communicators), and so does a third; their
+        // collectives are right too.
+        let again = Topo::for_comm(comm).context("a second context")?;
+        let earlier = again.earlier_contexts();
+        drop(again);
+        let (ok, ours) = on_comm(comm)?;
+        t.record(&format!("{what}, again: every collective as MPI's"), ok);
+        if require_topo {
+            t.record(&format!("{what}, again: topo-run's path"), comm.size() < 2 || ours);
+            t.record(
+                &format!("{what}, again: the context dropped before taken up"),
+                earlier >= 1,
+            );
+        }
     }
     Ok(())
 }

@@ -103,9 +103,13 @@ impl Default for Settings {
     }
 }
 
-/// The variable that sets the most contexts (one shared-memory segment each) a process
-/// of the PMPI library keeps: world's and its congruent communicators'.
+/// The variable that sets the most live contexts with a shared-memory segment (one each)
+/// a process of the PMPI library keeps: world's and any other communicator's.
 pub const MAX_COMMS_ENV: &str = "TOPO_RUN_MAX_COMMS";
+
+/// Segments of dropped contexts a process keeps for later contexts over the same members
+/// (beside those of its live contexts).
+pub const KEPT_SEGMENTS: usize = 4;
 
 /// The most contexts a process keeps without [`MAX_COMMS_ENV`].
 pub const DEFAULT_MAX_COMMS: usize = 16;

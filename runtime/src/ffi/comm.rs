@@ -141,6 +141,25 @@ pub(crate) fn world_rank_size() -> (u32, u32) {
     (rank as u32, size as u32)
 }
 
+/// The `MPI_COMM_WORLD` rank of each rank of `comm`, in `comm`'s order (local: no
+/// communication).
+pub(crate) fn world_ranks(comm: &SimpleCommunicator) -> Vec<u32> {
+    let n = comm.size();
+    let ranks: Vec<c_int> = (0..n).collect();
+    let mut out = vec![0 as c_int; n as usize];
+    // SAFETY: live communicator handles; each group made here is freed here; `ranks` and
+    // `out` hold `n` ints each, `comm`'s size.
+    unsafe {
+        let (mut mine, mut world) = (ffi::RSMPI_GROUP_NULL, ffi::RSMPI_GROUP_NULL);
+        ffi::PMPI_Comm_group(comm.as_raw(), &mut mine);
+        ffi::PMPI_Comm_group(ffi::RSMPI_COMM_WORLD, &mut world);
+        ffi::PMPI_Group_translate_ranks(mine, n, ranks.as_ptr(), world, out.as_mut_ptr());
+        ffi::PMPI_Group_free(&mut mine);
+        ffi::PMPI_Group_free(&mut world);
+    }
+    out.into_iter().map(|r| r as u32).collect()
+}
+
 /// `PMPI_Allreduce` of one `i32` with `op` over `comm`.
 pub(crate) fn pmpi_allreduce_i32(comm: &SimpleCommunicator, mine: i32, op: ffi::MPI_Op) -> i32 {
     let mut out = 0i32;

@@ -15,6 +15,7 @@ mod exchanges;
 mod immediate;
 mod measure;
 mod raw;
+mod reuse;
 mod setup;
 mod start;
 
@@ -75,6 +76,11 @@ pub struct Topo {
     /// The last reduction of a predefined operation on a predefined type, reused while
     /// calls keep the same pair (see [`MpiCombine::reuse`]).
     combine: Option<MpiCombine>,
+    /// The members and settings this context serves, and which context it is: set for a
+    /// context over any communicator but world, kept when it is dropped (`crate::kept`).
+    lineage: Option<(u64, u64)>,
+    /// How many contexts used this one's parts before it (taken up from `crate::kept`).
+    earlier: u32,
     /// Not `Send`: without a progress thread the state's lock is a plain flag, which
     /// relies on one thread using the context (and its requests, also not `Send`).
     _not_send: PhantomData<*const ()>,
@@ -82,7 +88,21 @@ pub struct Topo {
 
 impl Drop for Topo {
     fn drop(&mut self) {
-        self.quiesced().hier = None;
+        let hier = self.quiesced().hier.take();
+        // Idle now: a context over other members than world's is kept for the next
+        // context over the same ones (`crate::kept`).
+        if let (Some(hier), Some((key, id))) = (hier, self.lineage) {
+            let world = std::mem::replace(&mut self.world, SimpleCommunicator::world());
+            crate::kept::keep(crate::kept::Kept {
+                key,
+                id,
+                earlier: self.earlier + 1,
+                world,
+                hier,
+                node: self.node.clone(),
+                local: self.local,
+            });
+        }
     }
 }
 
@@ -115,6 +135,21 @@ impl Topo {
     /// Why collectives go to MPI's own implementation, if they do.
     pub fn fallback(&self) -> Option<&Fallback> {
         self.fallback.as_ref()
+    }
+
+    /// Whether this rank's context has a shared-memory segment (its node's levels go
+    /// through topo-run's queues); false where the rank is alone on its node or its
+    /// collectives are MPI's.
+    pub fn has_segment(&self) -> bool {
+        let core = context::lock(&self.core);
+        core.hier.as_ref().is_some_and(|h| h.links.shm.is_some())
+    }
+
+    /// How many contexts used this context's node queues and communicators before it: 0
+    /// for one set up anew, more where it took up what an earlier context over the same
+    /// members left when it was dropped (`crate::kept`).
+    pub fn earlier_contexts(&self) -> u32 {
+        self.earlier
     }
 
     /// The size from which node-local messages are copied once, straight from the

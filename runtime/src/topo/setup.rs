@@ -68,11 +68,27 @@ impl Topo {
     ) -> Result<Topo> {
         crate::marker::keep();
         crate::ffi::comm::enable_mpi_progress();
-        let world = private(world);
         let text = std::env::var(PLAN_ENV).ok();
         let local = text
             .as_deref()
-            .map(|t| Self::read_plan(&world, t, restricted));
+            .map(|t| Self::read_plan(world, t, restricted));
+        // A context other than world's (with the plan's settings) takes up the one its
+        // members kept from the last communicator over them, if they all kept the same one
+        // (`crate::kept`); else it is set up anew, to be kept in its turn.
+        let reusable = instance > 0 && settings_override.is_none();
+        let key = match &local {
+            Some(Ok((plan, _))) if reusable => {
+                Some(reuse::key(&crate::ffi::comm::world_ranks(world), plan))
+            }
+            _ => None,
+        };
+        if reusable && let Some(k) = reuse::take_up(world, key) {
+            let mut topo = Topo::new(k.world, Some(k.hier), None, k.node, k.local);
+            topo.lineage = Some((k.key, k.id));
+            topo.earlier = k.earlier;
+            return Ok(topo);
+        }
+        let world = private(world);
         // Agree on the plans: rank 0's digest against everyone's.
         let mut d0 = [0u8; 33];
         if let Some(Ok((plan, _))) = &local {
@@ -188,13 +204,9 @@ impl Topo {
             exchanges,
         };
         let local = Some((plan.local_rank, plan.local_size));
-        Ok(Topo::new(
-            world,
-            Some(Box::new(hier)),
-            None,
-            plan.node,
-            local,
-        ))
+        let mut topo = Topo::new(world, Some(Box::new(hier)), None, plan.node, local);
+        topo.lineage = key.map(|k| (k, reuse::id(k, instance)));
+        Ok(topo)
     }
 
     pub(super) fn new(
@@ -251,6 +263,8 @@ impl Topo {
             local,
             thread: threaded,
             combine: None,
+            lineage: None,
+            earlier: 0,
             _not_send: PhantomData,
         }
     }

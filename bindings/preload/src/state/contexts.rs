@@ -24,6 +24,8 @@ pub(crate) fn finalize() {
     }
     st.contexts.clear();
     st.retired.clear();
+    // The contexts kept for later communicators go too.
+    topo_runtime::kept::clear();
     if abi::is_keyval(st.keyval) {
         // MPI deletes the attributes still set (world's) at MPI_Finalize; their callbacks
         // find no state then.
@@ -44,8 +46,8 @@ pub(crate) fn finalize() {
 /// Ties the teardown to MPI's own finalize, however the program reaches it: an attribute
 /// on `MPI_COMM_SELF` whose delete callback runs [`finalize`]. MPI deletes that
 /// communicator's attributes first thing in `MPI_Finalize` (MPI-4.0 §11.2.4), with MPI
-/// still fully usable, also where the program calls `PMPI_Finalize` itself or finalizes
-/// through the `mpi_f08` bindings, which this library does not see. (Where it does see
+/// still fully usable, also where the program calls `PMPI_Finalize` itself (from C or
+/// Fortran), which this library does not see. (Where it does see
 /// `MPI_Finalize`, the teardown has run already and the callback finds nothing to do.)
 pub(super) fn hook_finalize() {
     let keyval = abi::keyval_deleted_by(self_deleted);
@@ -98,11 +100,9 @@ pub(crate) fn adopt(comm: MPI_Comm) {
     if !st.on || st.multiple {
         return;
     }
-    // Agree over `comm`: whether every rank has room, and a context number no rank uses.
-    let mine: [c_int; 2] = [
-        c_int::from(st.contexts.len() >= max_comms()),
-        st.next_instance as c_int,
-    ];
+    // Agree over `comm`: whether every rank has room for a segment, and a context number
+    // no rank uses.
+    let mine: [c_int; 2] = [c_int::from(st.segments_full()), st.next_instance as c_int];
     let agreed = abi::allreduce_max_2(comm, mine);
     if agreed[0] != 0 {
         return;
@@ -174,7 +174,7 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
     let Some(mine) = st.with(|st| {
         [
             c_int::from(!(st.pending.is_empty() || st.multiple && st.hooked)),
-            c_int::from(st.contexts.len() >= max_comms()),
+            c_int::from(st.segments_full()),
         ]
     }) else {
         return;
@@ -271,8 +271,8 @@ pub(crate) fn context_keyval() -> c_int {
     keyval_deleted_by(context_deleted_callback)
 }
 
-/// MPI is freeing a communicator that has a context of ours (through any binding, the
-/// `mpi_f08` one and `MPI_Comm_disconnect` included): the context goes with it.
+/// MPI is freeing a communicator that has a context of ours (through any binding,
+/// `PMPI_Comm_free` and `MPI_Comm_disconnect` included): the context goes with it.
 pub(super) extern "C" fn context_deleted_callback(
     _comm: MPI_Comm,
     _keyval: c_int,

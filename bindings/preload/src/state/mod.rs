@@ -20,8 +20,8 @@
 //!
 //! A context is attached to its communicator with MPI's attribute caching, as PMPI tools
 //! do: a keyval whose delete callback drops the context when MPI frees the communicator,
-//! whichever binding frees it (the Fortran 2008 one, which the library does not
-//! intercept, or `MPI_Comm_disconnect`), so a handle that MPI reuses for a new
+//! however it is freed (`MPI_Comm_disconnect`, or a `PMPI_Comm_free` that the library
+//! does not see), so a handle that MPI reuses for a new
 //! communicator never inherits an old context. The table is keyed by handle, so that a
 //! call finds its context without asking MPI.
 //!
@@ -136,6 +136,9 @@ struct Entry {
     held: Arc<Slot>,
     /// Advances the context's nonblocking collectives without its lock.
     progress: Progress,
+    /// Whether the context has a shared-memory segment (counted against
+    /// `TOPO_RUN_MAX_COMMS`).
+    segment: bool,
 }
 
 struct State {
@@ -286,13 +289,29 @@ impl State {
         self.next_id += 1;
         abi::set_attr(comm, self.keyval, id as usize);
         let progress = active.topo.progress_handle();
+        let segment = active.topo.has_segment();
         let held = Held {
             active,
             types: ByHandle::default(),
         };
         let held = Arc::new(slot(held, self.multiple));
-        self.contexts
-            .insert(key(comm), Entry { id, held, progress });
+        self.contexts.insert(
+            key(comm),
+            Entry {
+                id,
+                held,
+                progress,
+                segment,
+            },
+        );
+    }
+
+    /// Whether this process has as many contexts with a segment as it may keep
+    /// (`TOPO_RUN_MAX_COMMS`; those of freed communicators with collectives still in
+    /// flight included, those of a rank alone on its node, which have none, left out).
+    fn segments_full(&self) -> bool {
+        let live = self.contexts.values().chain(&self.retired);
+        live.filter(|e| e.segment).count() >= max_comms()
     }
 
     /// Takes the context under `handle` off its communicator (which MPI is freeing, or

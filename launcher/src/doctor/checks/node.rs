@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use topo_hierarchy::Settings;
-use topo_hierarchy::settings::{MAX_COMMS_ENV, max_comms};
+use topo_hierarchy::settings::{KEPT_SEGMENTS, MAX_COMMS_ENV, max_comms};
 
 use super::super::{Finding, Scope, Status};
 use crate::cpus::NodeTopology;
@@ -16,10 +16,11 @@ use crate::leftover_shm;
 pub fn shared_memory(settings: &Settings, ranks: u64, reserve: bool) -> Finding {
     let dir = leftover_shm::shm_dir();
     let need = settings.segment_bound(ranks);
-    // The PMPI library gives every communicator congruent to world a context of its own,
-    // each with a segment, up to TOPO_RUN_MAX_COMMS of them.
+    // The PMPI library gives every communicator a context of its own, each with a
+    // segment, up to TOPO_RUN_MAX_COMMS of them live, and keeps the segments of up to
+    // KEPT_SEGMENTS dropped ones for later contexts over the same ranks.
     let comms = max_comms(std::env::var(MAX_COMMS_ENV).ok().as_deref());
-    let all = need.saturating_mul(comms as u64);
+    let all = need.saturating_mul((comms + KEPT_SEGMENTS) as u64);
     let fix_size = format!(
         "make {} larger (for /dev/shm: mount -o remount,size=... /dev/shm, or the \
          node image's tmpfs size), or use fewer --slots / a smaller --fragment",
@@ -40,7 +41,8 @@ pub fn shared_memory(settings: &Settings, ranks: u64, reserve: bool) -> Finding 
     let size = stat.blocks() as u64 * stat.fragment_size() as u64;
     let text = format!(
         "{}: {} in all; a segment for {ranks} ranks per node takes up to {}, and {comms} \
-         (the PMPI library's most contexts, {MAX_COMMS_ENV}) up to {}",
+         (the PMPI library's most live contexts, {MAX_COMMS_ENV}) with {KEPT_SEGMENTS} kept \
+         for later ones up to {}",
         dir.display(),
         human(size),
         human(need),
@@ -70,13 +72,13 @@ pub fn shared_memory(settings: &Settings, ranks: u64, reserve: bool) -> Finding 
             Scope::Node,
             Status::Warn,
             format!(
-                "{text}: a program with that many communicators congruent to world gets \
-                 MPI's own collectives on those that do not fit"
+                "{text}: a program with that many communicators gets MPI's own \
+                 collectives on those that do not fit"
             ),
         )
         .fix(format!(
             "{fix_size}, or lower {MAX_COMMS_ENV} to what fits ({})",
-            size / need.max(1)
+            (size / need.max(1)).saturating_sub(KEPT_SEGMENTS as u64)
         ));
     }
     Finding::new("shared memory", Scope::Node, Status::Ok, text)
