@@ -541,25 +541,26 @@ else
 fi
 # The same in Fortran, through each binding: every call on topo-run's path (each
 # communicator has two ranks or more here).
+# all_ours NAME PATTERN: the last run handed no call to MPI for a reason that matches
+# PATTERN; the line shows the calls by communicator kind.
+all_ours() {
+  if grep -q "$2" "$WORK/topo.err"; then
+    bad "$1: calls handed to MPI" "$(grep stats "$WORK/topo.err" | head -8)"
+  else
+    ok "$1: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
+  fi
+}
 for b in mpifh mpi f08; do
   check_prog "Fortran communicators of every kind, 2 nodes x 2 ranks, through $b" "${FCOMMS[$b]}" \
     "$ALL_CALLS" "" "${TWO[@]}"
-  if grep -q " MPI (" "$WORK/topo.err"; then
-    bad "Fortran communicators of every kind through $b: calls handed to MPI" "$(grep stats "$WORK/topo.err" | head -6)"
-  else
-    ok "Fortran communicators of every kind through $b: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
-  fi
+  all_ours "Fortran communicators of every kind through $b" " MPI ("
 done
 # MPI_THREAD_MULTIPLE: four threads per rank, each on a communicator of its own (a duplicate,
 # parities, world reversed, halves), set up and used at the same time: every call of them on
 # topo-run's path.
 check_prog "C at MPI_THREAD_MULTIPLE, four threads on four communicators, 2 nodes x 2 ranks" "$THREADSPROG" \
   "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" "${TWO[@]}"
-if grep -q "communicator without a topo-run context\|topo-run inactive" "$WORK/topo.err"; then
-  bad "C at MPI_THREAD_MULTIPLE: calls handed to MPI" "$(grep stats "$WORK/topo.err" | head -8)"
-else
-  ok "C at MPI_THREAD_MULTIPLE: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
-fi
+all_ours "C at MPI_THREAD_MULTIPLE" "communicator without a topo-run context\|topo-run inactive"
 check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 2 nodes x 2" "23 passed, 0 failed" \
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \
   --quick local-start free-in-flight bottom attr-copy nb-stress -- "${TWO[@]}"

@@ -529,7 +529,10 @@ fn comms(world: &SimpleCommunicator, t: &mut Tally<'_>, require_topo: bool) -> a
         let (ok, ours) = on_comm(comm)?;
         t.record(&format!("{what}, again: every collective as MPI's"), ok);
         if require_topo {
-            t.record(&format!("{what}, again: topo-run's path"), comm.size() < 2 || ours);
+            t.record(
+                &format!("{what}, again: topo-run's path"),
+                comm.size() < 2 || ours,
+            );
             t.record(
                 &format!("{what}, again: the context dropped before taken up"),
                 earlier >= 1,
