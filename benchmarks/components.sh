@@ -3,7 +3,9 @@
 #
 #   benchmarks/components.sh [RUNS] [COLL_BENCH_OPTION...]     (default 5 runs; needs root)
 #
-# Runs `coll-bench --csv` under `srun --mpi=pmix -N1 -n2 --cpu-bind=cores topo-run` with
+# Runs `coll-bench --csv` under `srun --mpi=pmix -N1 -n2 --cpu-bind=cores topo-run` (with
+# NODES=2: `-N2 -n4 --exclusive`, 2 emulated nodes of 2 ranks on this machine's cores, with
+# `--spin 0` and Open MPI yielding when idle, as the tests run them) with
 # Open MPI's default selection (coll/tuned), with coll/sm preferred and with coll/han
 # preferred (their MCA priority variables raised above tuned's 30), the three in turn,
 # RUNS times. Each run times topo-run and the component side by side in the same job.
@@ -30,7 +32,16 @@ esac
 cargo build --release --locked -p topo-run -p topo-examples >/dev/null 2>&1
 TR=$PWD/target/release/topo-run
 BENCH=$PWD/target/release/coll-bench
-slurm/dev-cluster start 1 >/dev/null
+NODES=${NODES:-1}
+JOB=(-N1 -n2)
+TOPO_OPTS=()
+YIELD=()
+if [[ $NODES -gt 1 ]]; then
+  JOB=(-N"$NODES" -n$((2 * NODES)) --exclusive)
+  TOPO_OPTS=(--spin 0)
+  YIELD=(OMPI_MCA_mpi_yield_when_idle=1)
+fi
+slurm/dev-cluster start "$NODES" >/dev/null
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/topo-run-components.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 
@@ -42,8 +53,8 @@ declare -A MCA=(
 for run in $(seq "$RUNS"); do
   for c in tuned sm han; do
     # shellcheck disable=SC2086  # MCA[$c] is empty or one NAME=VALUE word
-    timeout 600 slurm/dev-cluster exec env ${MCA[$c]} srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
-      "$TR" -- "$BENCH" --csv "$@" >"$OUT/$c.$run.csv" 2>"$OUT/$c.$run.err" \
+    timeout 1200 slurm/dev-cluster exec env ${MCA[$c]} "${YIELD[@]}" srun "${JOB[@]}" --mpi=pmix \
+      --cpu-bind=cores "$TR" "${TOPO_OPTS[@]}" -- "$BENCH" --csv "$@" >"$OUT/$c.$run.csv" 2>"$OUT/$c.$run.err" \
       || { echo "components.sh: the $c run $run failed:" >&2; cat "$OUT/$c.$run.err" >&2; exit 1; }
     floor=$(grep -o 'takes [0-9]* ns' "$OUT/$c.$run.err" | head -1 | tr -dc '0-9')
     echo "run $run, $c: cache line ${floor:-?} ns one way" >&2

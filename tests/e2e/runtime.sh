@@ -424,11 +424,13 @@ else bad "2 nodes x 2 cyclic: coll-cases allgather basic" "exit $RC" "$(cat "$WO
 # Contexts over communicators of every kind (Topo::for_comm, the job's hierarchy restricted
 # to the members): a duplicate, the node's, world reversed, the even and the odd ranks, each
 # half, one rank alone; every collective against MPI's own on the same communicator, and
-# every communicator of two or more on topo-run's path. Block and cyclic placement.
+# every communicator of two or more on topo-run's path; each set up a second and a third
+# time, taking up the context dropped before (Topo::earlier_contexts). Block and cyclic
+# placement.
 for place in block cyclic; do
   T=120 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive -m "$place" \
     --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$BIN/coll-cases" --require-topo comms
-  if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "12 passed, 0 failed" ]] && (( $(shm_leftovers) == 0 )); then
+  if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "30 passed, 0 failed" ]] && (( $(shm_leftovers) == 0 )); then
     ok "2 nodes x 2 ranks, $place: coll-cases comms: $(tail -1 "$WORK/out")"
   else bad "2 nodes x 2 $place: coll-cases comms" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 done
@@ -447,7 +449,7 @@ if [[ -x $MCHECK ]]; then
     srun -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$MCHECK" --require-topo --quick
   T=120 run "$WORK/out" "$WORK/err" srun -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" --spin 0 -- \
     "$(dirname "$MCHECK")/coll-cases" --require-topo comms
-  if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "12 passed, 0 failed" ]]; then
+  if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "30 passed, 0 failed" ]]; then
     ok "MPICH: 2 nodes x 2 ranks: coll-cases comms: $(tail -1 "$WORK/out")"
   else bad "MPICH: coll-cases comms" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
   coll_check "MPICH: 2 nodes x 1 rank on its own core, progress thread, MPI_THREAD_MULTIPLE (srun --mpi=pmi2)" \
