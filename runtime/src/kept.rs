@@ -11,7 +11,7 @@
 //! left, as if the first context had lived on, once every member has agreed that it kept
 //! the same one (`Topo::init`); otherwise it sets a new one up.
 //!
-//! At most [`KEPT`] contexts are kept per process, the oldest dropped first (its segment
+//! At most [`KEPT_SEGMENTS`] contexts are kept per process, the oldest dropped first (its segment
 //! unmapped, its communicators freed); with the live contexts' segments (at most
 //! `TOPO_RUN_MAX_COMMS` in the PMPI library) they bound the process's share of
 //! `/dev/shm`.
@@ -21,10 +21,9 @@ use std::sync::Mutex;
 
 use mpi::topology::SimpleCommunicator;
 
-use crate::context::HierarchicalPath;
+use topo_hierarchy::settings::KEPT_SEGMENTS;
 
-/// Contexts kept per process at most.
-pub const KEPT: usize = topo_hierarchy::settings::KEPT_SEGMENTS;
+use crate::context::HierarchicalPath;
 
 /// A context kept: the members and settings it serves (`key`), which context it is (`id`,
 /// the same on every member), how many contexts used it before, and its parts.
@@ -51,12 +50,12 @@ fn kept() -> std::sync::MutexGuard<'static, VecDeque<Kept>> {
     CONTEXTS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Keeps an idle context; the oldest kept one goes if there are [`KEPT`] already.
+/// Keeps an idle context; the oldest kept one goes if there are [`KEPT_SEGMENTS`] already.
 pub(crate) fn keep(k: Kept) {
     let dropped = {
         let mut all = kept();
         all.push_back(k);
-        if all.len() > KEPT {
+        if all.len() > KEPT_SEGMENTS {
             all.pop_front()
         } else {
             None
@@ -79,9 +78,4 @@ pub(crate) fn take(key: u64) -> Option<Kept> {
 pub fn clear() {
     let all = std::mem::take(&mut *kept());
     drop(all);
-}
-
-/// How many contexts are kept.
-pub fn len() -> usize {
-    kept().len()
 }

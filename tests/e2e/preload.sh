@@ -182,6 +182,16 @@ check_prog() {
   fi
 }
 
+# all_ours NAME PATTERN: the last run handed no call to MPI for a reason that matches
+# PATTERN; the line shows the calls by communicator kind.
+all_ours() {
+  if grep -q "$2" "$WORK/topo.err"; then
+    bad "$1: calls handed to MPI" "$(grep stats "$WORK/topo.err" | head -8)"
+  else
+    ok "$1: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
+  fi
+}
+
 # check_c NAME SRUN_ARGS...: the blocking C program (every blocking call ours, and the
 # hand-offs it provokes).
 check_c() {
@@ -541,15 +551,6 @@ else
 fi
 # The same in Fortran, through each binding: every call on topo-run's path (each
 # communicator has two ranks or more here).
-# all_ours NAME PATTERN: the last run handed no call to MPI for a reason that matches
-# PATTERN; the line shows the calls by communicator kind.
-all_ours() {
-  if grep -q "$2" "$WORK/topo.err"; then
-    bad "$1: calls handed to MPI" "$(grep stats "$WORK/topo.err" | head -8)"
-  else
-    ok "$1: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
-  fi
-}
 for b in mpifh mpi f08; do
   check_prog "Fortran communicators of every kind, 2 nodes x 2 ranks, through $b" "${FCOMMS[$b]}" \
     "$ALL_CALLS" "" "${TWO[@]}"

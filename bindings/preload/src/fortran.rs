@@ -199,9 +199,9 @@ fn done(ierr: *mut Fint, rc: c_int) -> bool {
     true
 }
 
-/// Runs a nonblocking collective's start on topo-run's path (`start` writes the C
-/// request and says whether it took the path) and hands the caller the request's Fortran
-/// handle; -1 if the call goes to MPI.
+/// Runs a nonblocking collective's start on topo-run's path (`ours` writes the C request
+/// and says whether it took the path) and hands the caller the request's Fortran handle:
+/// `Some(MPI_SUCCESS)`, or `None` if the call goes to MPI.
 fn started(request: *mut Fint, ours: impl FnOnce(*mut MPI_Request) -> bool) -> Option<c_int> {
     let mut r = abi::request_null();
     ours(&mut r).then(|| {
@@ -387,7 +387,6 @@ fortran! {
     mpi_finalize_, mpi_finalize_f08_ => "finalize",
     (ierr: E)
     before {
-        let _ = ierr;
         crate::exports::teardown();
     }
 }
@@ -398,7 +397,6 @@ fortran! {
     mpi_comm_free_, mpi_comm_free_f08_ => "comm_free",
     (c: E, ierr: E)
     before {
-        let _ = ierr;
         if !c.is_null() {
             crate::exports::forget(&comm(c));
         }
