@@ -228,7 +228,7 @@ fn index_by_rank(size: u32, groups: &[Group]) -> (Vec<u32>, Vec<u32>) {
 /// Adds one node's level sequence to the job-wide list, keeping each node's order. A level
 /// new to the list goes after this node's previous level and before the first level that is
 /// coarser in hardware order.
-fn merge_levels(all: &mut Vec<LevelName>, node: &[LevelName]) {
+pub(crate) fn merge_levels(all: &mut Vec<LevelName>, node: &[LevelName]) {
     let mut at = 0;
     for l in node {
         match all.iter().position(|x| x == l) {

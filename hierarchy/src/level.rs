@@ -95,6 +95,35 @@ impl fmt::Display for LevelName {
     }
 }
 
+impl LevelName {
+    /// The level as one number, for exchanging level lists between processes
+    /// ([`LevelName::from_code`] reads it back): intra-node levels 0..=5 in
+    /// [`IntraLevel::ALL`]'s order, `node` 0x100, `switchH` 0x10000 + H, `world` `u32::MAX`.
+    pub fn code(self) -> u32 {
+        match self {
+            LevelName::Intra(l) => IntraLevel::ALL.iter().position(|&x| x == l).unwrap_or(0) as u32,
+            LevelName::Node => 0x100,
+            LevelName::Switch(h) => 0x1_0000 + u32::from(h),
+            LevelName::World => u32::MAX,
+        }
+    }
+
+    /// The level [`LevelName::code`] gave `code`, if any.
+    pub fn from_code(code: u32) -> Option<LevelName> {
+        match code {
+            c if (c as usize) < IntraLevel::ALL.len() => {
+                Some(LevelName::Intra(IntraLevel::ALL[c as usize]))
+            }
+            0x100 => Some(LevelName::Node),
+            u32::MAX => Some(LevelName::World),
+            c if c > 0x1_0000 && c <= 0x1_0000 + u32::from(u16::MAX) => {
+                Some(LevelName::Switch((c - 0x1_0000) as u16))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl FromStr for LevelName {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {

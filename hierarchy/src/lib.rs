@@ -41,7 +41,7 @@ pub use level::{IntraLevel, LevelFilter, LevelName};
 pub use locality::{LocalityString, ObjectKind};
 pub use netmap::{MapFormat, NetworkMap, SwitchId};
 pub use plan::{MAX_PLAN_MEMBERS, PLAN_ENV, PLAN_VERSION, PlanGroup, RankPlan};
-pub use restrict::{Restricted, restrict};
+pub use restrict::{Restricted, domains_at, restrict, union_of_levels};
 pub use rules_file::RulesFile;
 pub use settings::Settings;
 pub use shape::MachineShape;

@@ -15,7 +15,7 @@
 //! Any rank order works: congruent to world, similar (the same ranks in another order) or
 //! any subset. Restricted to world in world's order, the groups are world's own.
 
-use crate::build::{Group, Hierarchy, RankIndex, partition};
+use crate::build::{Group, Hierarchy, RankIndex, merge_levels, partition};
 use crate::error::{Error, Result};
 use crate::level::LevelName;
 use crate::plan::PlanGroup;
@@ -36,6 +36,38 @@ impl Hierarchy {
             })
             .collect()
     }
+}
+
+/// The levels of several plans of one job, united bottom-up, each plan's order kept.
+///
+/// The launcher plans each node from its own CPU bindings alone, so plans of ranks on
+/// different nodes can list different intra-node levels (a level drops out of a node where
+/// every group has one member: on a node with two ranks per core, `core` is a level; on a
+/// node with one, it is not). Levels above the node are the same in every plan of a job.
+pub fn union_of_levels<'a>(plans: impl IntoIterator<Item = &'a [LevelName]>) -> Vec<LevelName> {
+    let mut all = Vec::new();
+    for levels in plans {
+        merge_levels(&mut all, levels);
+    }
+    all
+}
+
+/// A rank's domains at `levels` (a union of plans' levels, [`union_of_levels`]) from its
+/// plan's own `(level, domain)` pairs (bottom-up, a subsequence of `levels`): at a level its
+/// plan lacks, its domain at its closest own level below (its world rank `rank` where it
+/// has none), as [`Hierarchy::domains_of`] carries a representative past a level where the
+/// rank shares nothing.
+pub fn domains_at(own: &[(LevelName, u32)], rank: u32, levels: &[LevelName]) -> Vec<u32> {
+    let mut carry = rank;
+    levels
+        .iter()
+        .map(|l| {
+            if let Some(&(_, d)) = own.iter().find(|(x, _)| x == l) {
+                carry = d;
+            }
+            carry
+        })
+        .collect()
 }
 
 /// The hierarchy of a communicator, in its ranks (`0..size`).

@@ -424,3 +424,57 @@ fn flat_plan() -> String {
     let digest = topo_hierarchy::Digest::of_job(&j, None, &LevelFilter::all(), "");
     h.rank_plan(&j, 0, "/shm", digest, Vec::new()).encode()
 }
+
+/// 5 ranks on 2 nodes of 2 cores each, 3 and 2 ranks (`srun -O`): node1's plans list
+/// `core` (ranks 0 and 2 share core 0), node2's do not. A communicator over both nodes, in
+/// reversed order, unites the members' lists and restricts as one job.
+#[test]
+fn members_with_different_level_lists_restrict_together() {
+    use topo_hierarchy::{LevelName, domains_at, restrict, union_of_levels};
+    let core = LevelName::Intra(topo_hierarchy::IntraLevel::Core);
+    let (node, world) = (LevelName::Node, LevelName::World);
+    let own: Vec<Vec<(LevelName, u32)>> = vec![
+        vec![(core, 0), (node, 0), (world, 0)],
+        vec![(core, 1), (node, 0), (world, 0)],
+        vec![(core, 0), (node, 0), (world, 0)],
+        vec![(node, 3), (world, 0)],
+        vec![(node, 3), (world, 0)],
+    ];
+    let comm = [4u32, 3, 2, 1, 0];
+    let lists: Vec<Vec<LevelName>> = comm
+        .iter()
+        .map(|&w| own[w as usize].iter().map(|&(l, _)| l).collect())
+        .collect();
+    let levels = union_of_levels(lists.iter().map(Vec::as_slice));
+    assert_eq!(levels, [core, node, world]);
+    let domains: Vec<Vec<u32>> = comm
+        .iter()
+        .map(|&w| domains_at(&own[w as usize], w, &levels))
+        .collect();
+    assert_eq!(
+        domains[0],
+        [4, 3, 0],
+        "a level its plan lacks: its own rank below"
+    );
+    let r = restrict(&levels, &domains).unwrap();
+    let groups: Vec<(LevelName, Vec<u32>)> = r
+        .groups()
+        .iter()
+        .map(|g| (g.level, g.members.clone()))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            (core, vec![2, 4]),
+            (node, vec![0, 1]),
+            (node, vec![2, 3]),
+            (world, vec![0, 2]),
+        ]
+    );
+    // The old way (every member's own list) could not even line the rows up.
+    let mixed: Vec<Vec<u32>> = comm
+        .iter()
+        .map(|&w| own[w as usize].iter().map(|&(_, d)| d).collect())
+        .collect();
+    assert!(restrict(&levels, &mixed).is_err());
+}

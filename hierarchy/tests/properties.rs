@@ -2,8 +2,9 @@
 
 use proptest::prelude::*;
 use topo_hierarchy::{
-    Digest, Hierarchy, IndexList, Job, LevelFilter, LocalityString, ObjectKind, PlanGroup,
-    RankPlan, build, hostlist, job_from_str, ranges, restrict,
+    Digest, Hierarchy, IndexList, Job, LevelFilter, LevelName, LocalityString, ObjectKind,
+    PlanGroup, RankPlan, build, domains_at, hostlist, job_from_str, ranges, restrict,
+    union_of_levels,
 };
 
 fn index_list() -> impl Strategy<Value = IndexList> {
@@ -164,6 +165,53 @@ proptest! {
         let d: Vec<Vec<u32>> = comm.iter().map(|&w| domains[w as usize].clone()).collect();
         let r = restrict(h.levels(), &d).unwrap();
         check_restricted(&r, h.levels(), &d)?;
+    }
+
+    #[test]
+    fn members_whose_plans_list_different_levels_restrict_as_one_job(
+        sockets in 1u32..3, numa in 1u32..3, cores in 1u32..5, l3 in 0usize..3,
+        nodes in 1u32..5, rpn_frac in 0.1f64..1.0, mapping in 0usize..5, cyclic: bool,
+        seed: u64, keep in 0.05f64..1.0,
+    ) {
+        // The launcher plans a node from its own bindings: an intra-node level where every
+        // group of the node has one member is not in that node's plans.
+        let (job, h) = random_job(sockets, numa, cores, l3, nodes, rpn_frac, mapping, cyclic, &None);
+        let full: Vec<Vec<u32>> = (0..h.size()).map(|r| h.domains_of(r)).collect();
+        let node_has = |rank: u32, level: LevelName| {
+            !matches!(level, LevelName::Intra(_))
+                || (0..h.size()).any(|o| {
+                    job.node_of(o) == job.node_of(rank) && h.groups_of(o).any(|g| g.level == level)
+                })
+        };
+        let own: Vec<Vec<(LevelName, u32)>> = (0..h.size())
+            .map(|r| {
+                h.levels()
+                    .iter()
+                    .zip(&full[r as usize])
+                    .filter(|(l, _)| node_has(r, **l))
+                    .map(|(l, d)| (*l, *d))
+                    .collect()
+            })
+            .collect();
+        let comm = random_members(h.size(), seed, keep);
+        let lists: Vec<Vec<LevelName>> = comm
+            .iter()
+            .map(|&w| own[w as usize].iter().map(|(l, _)| *l).collect())
+            .collect();
+        let union = union_of_levels(lists.iter().map(Vec::as_slice));
+        let d: Vec<Vec<u32>> = comm.iter().map(|&w| domains_at(&own[w as usize], w, &union)).collect();
+        let r = restrict(&union, &d).unwrap();
+        check_restricted(&r, &union, &d)?;
+        // The same groups as from the job-wide levels.
+        let whole: Vec<Vec<u32>> = comm.iter().map(|&w| full[w as usize].clone()).collect();
+        let expected = restrict(h.levels(), &whole).unwrap();
+        for rank in 0..comm.len() as u32 {
+            prop_assert_eq!(r.plan_groups(rank), expected.plan_groups(rank));
+        }
+        // Every level's code reads back.
+        for l in h.levels() {
+            prop_assert_eq!(LevelName::from_code(l.code()), Some(*l));
+        }
     }
 
     #[test]

@@ -549,6 +549,23 @@ elif ! grep -Eq "topo-run: stats: rank 0.*by communicator: .*node [1-9][0-9]* to
 else
   ok "C communicators of every kind: $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
 fi
+# The same on 2 nodes x 5 ranks (3 + 2, oversubscribed, two ranks per core on node1):
+# node1's plans list `core`, node2's do not, and a context over both nodes unites the
+# members' levels (it aborted the job with "its plan lists other levels than rank 0's").
+OVER2=(env OMPI_MCA_mpi_yield_when_idle=1 salloc -N2 -n4 --quiet srun -O -n5 --mpi=pmix
+  --cpu-bind=map_cpu:0,1)
+name="C communicators of every kind, 2 nodes x 5 ranks (3 + 2 oversubscribed, different levels per node)"
+run "$WORK/native.out" "$WORK/native.err" "${OVER2[@]}" "$COMMSPROG" --quick
+run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 "${OVER2[@]}" "$TOPO_RUN" --spin 0 -- "$COMMSPROG" --quick
+if [[ $RC -ne 0 ]] || ! passed_line "$WORK/native.out" || ! passed_line "$WORK/topo.out"; then
+  bad "$name" "exit $RC: $(tail -1 "$WORK/native.out") / $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -4)"
+elif [[ "$(digest "$WORK/topo.out")" != "$(digest "$WORK/native.out")" ]]; then
+  bad "$name: results differ from MPI's own"
+elif ! grep -Eq "topo-run: stats: rank 0.*by communicator: .*node [1-9][0-9]* topo-run, 0 MPI; split [1-9][0-9]* topo-run, 0 MPI" "$WORK/topo.err"; then
+  bad "$name: calls on split or node communicators handed to MPI" "$(grep 'by communicator' "$WORK/topo.err" | head -2)"
+else
+  ok "$name: $(tail -1 "$WORK/topo.out"), same $(digest "$WORK/topo.out"), $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
+fi
 # The same in Fortran, through each binding: every call on topo-run's path (each
 # communicator has two ranks or more here).
 for b in mpifh mpi f08; do

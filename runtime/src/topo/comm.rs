@@ -9,9 +9,11 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::setup::first_failing;
 use super::*;
 use topo_hierarchy::{LevelName, restrict};
+
+/// Pads a member's level list to the longest member's ([`LevelName::code`] never gives it).
+const NO_LEVEL: u32 = u32::MAX - 1;
 
 /// The next context number of this process for [`Topo::for_comm`] (0 is world's).
 static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(1);
@@ -40,23 +42,32 @@ impl Topo {
     /// This rank's plan in `comm`: the job's plan restricted to `comm`'s members
     /// (collective over `comm`).
     pub(super) fn restricted_plan(comm: &SimpleCommunicator, plan: &RankPlan) -> Result<RankPlan> {
-        let levels: Vec<LevelName> = plan.domains.iter().map(|&(l, _)| l).collect();
-        // Every member's plan comes from the same job (the digests agreed), so the levels
-        // agree; the exchange below needs it, so it is checked.
-        let names = levels.iter().map(ToString::to_string).collect::<Vec<_>>();
-        let mut first = [0u8; 8];
-        let mine = fnv(names.join(",").as_bytes()).to_le_bytes();
-        first.copy_from_slice(&mine);
-        pmpi_bcast(comm, 0, &mut first);
-        if let Some(rank) = first_failing(comm, first != mine) {
-            return Err(Error::Remote {
-                rank,
-                message: "its plan lists other levels than rank 0's".into(),
-            });
+        // Each node's plan lists the intra-node levels its own ranks share (a level where
+        // every group of a node has one member is not in that node's plans), so members on
+        // different nodes can list different levels: the members unite their lists, and
+        // each gives its domains at every level of the union.
+        let mine: Vec<u32> = plan.domains.iter().map(|&(l, _)| l.code()).collect();
+        let width = pmpi_allreduce_i32(comm, mine.len() as i32, SystemOperation::max().as_raw());
+        let mut padded = mine.clone();
+        padded.resize(width.max(0) as usize, NO_LEVEL);
+        let lists = pmpi_allgather_u32(comm, &padded);
+        let mut plans: Vec<Vec<LevelName>> = Vec::new();
+        for (rank, row) in lists.chunks(padded.len().max(1)).enumerate() {
+            let codes = row.iter().copied().take_while(|&c| c != NO_LEVEL);
+            let levels: Option<Vec<LevelName>> = codes.map(LevelName::from_code).collect();
+            plans.push(levels.ok_or_else(|| Error::Remote {
+                rank: rank as u32,
+                message: "its plan lists a level this version of topo-run does not know".into(),
+            })?);
         }
+        let levels = topo_hierarchy::union_of_levels(plans.iter().map(Vec::as_slice));
         let node_key = plan.peers.first().copied().unwrap_or(plan.rank);
         let mut row = vec![plan.rank, node_key];
-        row.extend(plan.domains.iter().map(|&(_, d)| d));
+        row.extend(topo_hierarchy::domains_at(
+            &plan.domains,
+            plan.rank,
+            &levels,
+        ));
         let n = row.len();
         let all = pmpi_allgather_u32(comm, &row);
         let size = comm.size() as u32;
