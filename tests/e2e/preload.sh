@@ -236,6 +236,14 @@ echo "== 1 node"
 start_cluster 1
 ONE=(-N1 -n2 --mpi=pmix --cpu-bind=cores)
 check_c "C, 1 node x 2 ranks" "${ONE[@]}"
+# Its halves have one rank each here: the statistics say so.
+if grep -q "rank 0 on .*MPI_Allreduce: .*communicator of one rank" "$WORK/topo.err"; then
+  ok "C, 1 node x 2 ranks: calls on one-rank communicators counted as such"
+else bad "C, 1 node x 2 ranks: the reason for one-rank communicators" "$(grep 'rank 0.*MPI_Allreduce' "$WORK/topo.err")"; fi
+# With room for one context per process (world's), every other communicator's calls go to
+# MPI, results unchanged, and the statistics say why.
+check_prog "C, 1 node x 2 ranks, TOPO_RUN_MAX_COMMS=1" "$CPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" \
+  "no room for another context|communicator of one rank" "${ONE[@]}" --export=ALL,TOPO_RUN_MAX_COMMS=1
 check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
 # The same with the progress thread (TOPO_RUN_PROGRESS=thread, as --progress-thread sets).
 check_nb "C nonblocking, 1 node x 2 ranks, progress thread" "${ONE[@]}" --export=ALL,TOPO_RUN_PROGRESS=thread
@@ -578,7 +586,7 @@ done
 # topo-run's path.
 check_prog "C at MPI_THREAD_MULTIPLE, four threads on four communicators, 2 nodes x 2 ranks" "$THREADSPROG" \
   "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" "${TWO[@]}"
-all_ours "C at MPI_THREAD_MULTIPLE" "communicator without a topo-run context\|topo-run inactive"
+all_ours "C at MPI_THREAD_MULTIPLE" "communicator without a topo-run context\|no room for another context\|topo-run inactive"
 check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 2 nodes x 2" "23 passed, 0 failed" \
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \
   --quick local-start free-in-flight bottom attr-copy nb-stress -- "${TWO[@]}"

@@ -247,11 +247,18 @@ pub enum HandOff {
     /// More than `INT_MAX` bytes in one broadcast or one Allgather block: what
     /// `MPI_Pack` can count, applied whatever the datatype (see [`signature_bytes`]).
     Large,
+    /// An intercommunicator: MPI's own collectives serve it.
+    Intercommunicator,
+    /// A communicator of one rank: nothing to gain, MPI's own copy.
+    OneRank,
+    /// A communicator that found no room for a context of its own (`TOPO_RUN_MAX_COMMS`
+    /// contexts with a segment alive on a member).
+    NoRoom,
 }
 
 impl HandOff {
     /// All of them, in the order of [`HandOff::index`].
-    pub const ALL: [HandOff; 10] = [
+    pub const ALL: [HandOff; 13] = [
         HandOff::Inactive,
         HandOff::Communicator,
         HandOff::DerivedDatatype,
@@ -262,6 +269,9 @@ impl HandOff {
         HandOff::Arguments,
         HandOff::NoSchedule,
         HandOff::Large,
+        HandOff::Intercommunicator,
+        HandOff::OneRank,
+        HandOff::NoRoom,
     ];
 
     /// Words for the statistics.
@@ -277,6 +287,9 @@ impl HandOff {
             HandOff::Arguments => "arguments for MPI to check",
             HandOff::NoSchedule => "no nonblocking form of the chosen algorithm",
             HandOff::Large => "over 2 GiB",
+            HandOff::Intercommunicator => "intercommunicator",
+            HandOff::OneRank => "communicator of one rank",
+            HandOff::NoRoom => "no room for another context",
         }
     }
 

@@ -9,7 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use mpi::ffi;
 
-use crate::classify::{Numeric, OpKind, TypeClass, numeric, type_class};
+use crate::classify::{HandOff, Numeric, OpKind, TypeClass, numeric, type_class};
 
 pub(crate) use ffi::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status};
 
@@ -270,9 +270,10 @@ pub(crate) fn allreduce_max_polled<const N: usize>(
     }
 }
 
-/// Whether `comm` is an intracommunicator of at least two ranks; `None` for a null or
-/// unusable handle (the collective's own call then reports it).
-pub(crate) fn intra_of_two_or_more(comm: MPI_Comm) -> Option<bool> {
+/// Why `comm` can have no context (an intercommunicator, or one rank), `Some(None)` for an
+/// intracommunicator of at least two ranks; `None` for a null or unusable handle (the
+/// collective's own call then reports it).
+pub(crate) fn why_no_context(comm: MPI_Comm) -> Option<Option<HandOff>> {
     // SAFETY: reading a constant handle, and comparing `comm` with constants.
     if comm == unsafe { ffi::RSMPI_COMM_NULL } || unsafe { topo_preload_comm_unusable(comm) } != 0 {
         return None;
@@ -284,7 +285,13 @@ pub(crate) fn intra_of_two_or_more(comm: MPI_Comm) -> Option<bool> {
         ffi::PMPI_Comm_test_inter(comm, &mut inter) == SUCCESS
             && ffi::PMPI_Comm_size(comm, &mut size) == SUCCESS
     };
-    ok.then_some(inter == 0 && size >= 2)
+    ok.then_some(if inter != 0 {
+        Some(HandOff::Intercommunicator)
+    } else if size < 2 {
+        Some(HandOff::OneRank)
+    } else {
+        None
+    })
 }
 
 /// `MPI_Abort` over world with `code`; does not return.

@@ -160,13 +160,13 @@ impl Access for Relock {
 /// collectives in flight somewhere, the call goes to MPI and the next one tries again; a
 /// communicator that cannot have a context is remembered, tied to it by an attribute.
 pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
-    match abi::intra_of_two_or_more(comm) {
+    match abi::why_no_context(comm) {
         None => return,
-        Some(false) => {
-            st.with(|st| st.decline(comm));
+        Some(Some(why)) => {
+            st.with(|st| st.decline(comm, why));
             return;
         }
-        Some(true) => {}
+        Some(None) => {}
     }
     // Under MPI_THREAD_MULTIPLE with Open MPI's progress hook, the setup's waits inside
     // MPI advance every collective in flight (the global lock is not held meanwhile), so
@@ -183,11 +183,11 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
         st.with(|st| st.progress(false));
     });
     let Some([busy, full]) = agreed else {
-        st.with(|st| st.decline(comm));
+        st.with(|st| st.decline(comm, HandOff::Communicator));
         return;
     };
     if full != 0 {
-        st.with(|st| st.decline(comm));
+        st.with(|st| st.decline(comm, HandOff::NoRoom));
         return;
     }
     if busy != 0 {
@@ -213,7 +213,7 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
             st.with(|st| st.attach(comm, active));
         }
         Ok(_) => {
-            st.with(|st| st.decline(comm));
+            st.with(|st| st.decline(comm, HandOff::Communicator));
         }
         Err(e) => setup_failed(abi::world_rank_size().0, &e),
     }
@@ -255,7 +255,7 @@ pub(super) fn forget_id(g: &mut Shared, id: u64) {
     let Some(st) = &mut g.0.state else {
         return;
     };
-    st.declined.retain(|_, d| *d != id);
+    st.declined.retain(|_, d| d.0 != id);
     if let Some(handle) = st
         .contexts
         .iter()

@@ -147,8 +147,9 @@ struct State {
     contexts: ByHandle<Entry>,
     /// Communicators that will not get a context (no room for one, shared memory that
     /// could not be set up, one rank, an intercommunicator), by handle, with the id of the
-    /// attribute that ties the entry to the communicator as a context's does.
-    declined: ByHandle<u64>,
+    /// attribute that ties the entry to the communicator as a context's does, and the
+    /// reason its calls go to MPI (for the statistics).
+    declined: ByHandle<(u64, HandOff)>,
     /// The attribute key of contexts (`MPI_KEYVAL_INVALID` while the path is off).
     keyval: c_int,
     /// The id of the next context.
@@ -274,11 +275,11 @@ impl State {
 
     /// Remembers that `comm` gets no context, tied to it by an attribute (so that a handle
     /// MPI reuses for a new communicator is asked again).
-    fn decline(&mut self, comm: MPI_Comm) {
+    fn decline(&mut self, comm: MPI_Comm, why: HandOff) {
         let id = self.next_id;
         self.next_id += 1;
         abi::set_attr(comm, self.keyval, id as usize);
-        self.declined.insert(key(comm), id);
+        self.declined.insert(key(comm), (id, why));
     }
 
     /// Gives `comm` the context `active`, tied to it by an attribute. A stale entry under
@@ -484,7 +485,10 @@ impl State {
         }
         let others = self.busy_others(comm);
         match self.contexts.get(&key(comm)) {
-            None => Err(HandOff::Communicator),
+            None => Err(self
+                .declined
+                .get(&key(comm))
+                .map_or(HandOff::Communicator, |d| d.1)),
             Some(e) => Ok((e, others)),
         }
     }
