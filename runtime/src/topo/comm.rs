@@ -46,9 +46,8 @@ impl Topo {
         // every group of a node has one member is not in that node's plans), so members on
         // different nodes can list different levels: the members unite their lists, and
         // each gives its domains at every level of the union.
-        let mine: Vec<u32> = plan.domains.iter().map(|&(l, _)| l.code()).collect();
-        let width = pmpi_allreduce_i32(comm, mine.len() as i32, SystemOperation::max().as_raw());
-        let mut padded = mine.clone();
+        let mut padded: Vec<u32> = plan.domains.iter().map(|&(l, _)| l.code()).collect();
+        let width = pmpi_allreduce_i32(comm, padded.len() as i32, SystemOperation::max().as_raw());
         padded.resize(width.max(0) as usize, NO_LEVEL);
         let lists = pmpi_allgather_u32(comm, &padded);
         let mut plans: Vec<Vec<LevelName>> = Vec::new();
