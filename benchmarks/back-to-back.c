@@ -11,8 +11,9 @@
  *
  * CALLS per timing (default 20000); OP runs one operation only (its index in the table;
  * -1 all); COMM is the communicator the calls run on: world (the default), or dup (a
- * duplicate of world, made first; with TOPO_RUN_MAX_COMMS=1 its context has no segment
- * and goes over MPI inside the node).
+ * duplicate of world, made first; with TOPO_RUN_MAX_COMMS=1 its context has no segment of
+ * its own and its blocking calls claim one of the node's lanes; with TOPO_RUN_LANES=0 too
+ * it has no context, and every call is handed to MPI).
  */
 #include <mpi.h>
 #include <stdio.h>

@@ -38,9 +38,16 @@ pub const OTHER_VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "TOPO_RUN_MAX_COMMS",
-        "The PMPI library's most live contexts with a shared-memory segment per process (one \
-         per communicator it serves; default 16). Collectives on further communicators are \
-         MPI's own.",
+        "The PMPI library's most live contexts with a shared-memory segment of their own per \
+         process (one per communicator it serves; default 16). Further communicators' \
+         contexts share the node's lanes (TOPO_RUN_LANES).",
+    ),
+    (
+        "TOPO_RUN_LANES",
+        "Lanes per node (default 2, at most 64): segments the size of world's that the PMPI \
+         library's contexts beyond TOPO_RUN_MAX_COMMS share, one claimed per blocking \
+         collective, so any number of live communicators fits in a fixed amount of shared \
+         memory. 0: none, and collectives on those communicators are MPI's own.",
     ),
     (
         "TOPO_RUN_SHM_DIR",

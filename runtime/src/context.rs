@@ -18,6 +18,7 @@ use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg};
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::ffi::native::NativeRequest;
+use crate::lane::Lane;
 use crate::links::Links;
 use crate::nonblocking::iallgather::Exchange;
 use crate::nonblocking::{Builder, Engine, Reach, Schedule, Shape};
@@ -42,9 +43,24 @@ pub(crate) struct HierarchicalPath {
     /// This rank's peers in the flat Allgather exchanges the settings may choose, worked
     /// out at setup.
     pub(crate) exchanges: Exchanges,
+    /// The context's part in the node's lanes, for a context without a segment of its
+    /// own (`crate::lane`).
+    pub(crate) lane: Option<Lane>,
 }
 
 impl HierarchicalPath {
+    /// Runs `f`, a blocking collective that runs the hierarchical algorithms directly, on
+    /// a lane claimed for it if the context uses the node's lanes.
+    pub(crate) fn on_lane<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
+        let Some(mut lane) = self.lane.take() else {
+            return f(self);
+        };
+        let r = lane.bind(&mut self.links).and_then(|()| f(self));
+        lane.unbind(&mut self.links);
+        self.lane = Some(lane);
+        r
+    }
+
     /// The view an Allreduce of `bytes` runs on ([`crate::allreduce::view_for`]).
     pub(crate) fn allreduce_view(&self, bytes: usize) -> &View {
         crate::allreduce::view_for(&self.view, &self.network_view, &self.settings, bytes)

@@ -32,6 +32,7 @@ pub mod fault;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub use ffi::private_comm;
+pub mod lane;
 pub mod links;
 // Unsafe: a kept context (MPI handles, a segment's mapping) is sent between threads.
 #[allow(unsafe_code)]

@@ -1,5 +1,6 @@
 //! Integration tests of the runtime crate.
 
+mod lanes;
 mod nonblocking;
 mod shm;
 mod sim;

@@ -102,7 +102,8 @@ fi
 # The C benchmarks of the library (run by hand, docs/preload.md) still compile; comm-churn
 # also runs below.
 CHURN="$WORK/comm-churn"
-for b in preload-bench back-to-back comm-churn; do
+LIVE="$WORK/live-comms"
+for b in preload-bench back-to-back comm-churn live-comms; do
   if ! mpicc -O2 -Wall -o "$WORK/$b" "$ROOT/benchmarks/$b.c" 2>"$WORK/cc.log"; then
     cat "$WORK/cc.log"; give_up "mpicc benchmarks/$b.c"
   fi
@@ -243,10 +244,39 @@ check_c "C, 1 node x 2 ranks" "${ONE[@]}"
 if grep -q "rank 0 on .*MPI_Allreduce: .*communicator of one rank" "$WORK/topo.err"; then
   ok "C, 1 node x 2 ranks: calls on one-rank communicators counted as such"
 else bad "C, 1 node x 2 ranks: the reason for one-rank communicators" "$(grep 'rank 0.*MPI_Allreduce' "$WORK/topo.err")"; fi
-# With room for one context per process (world's), every other communicator's calls go to
-# MPI, results unchanged, and the statistics say why.
-check_prog "C, 1 node x 2 ranks, TOPO_RUN_MAX_COMMS=1" "$CPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" \
-  "no room for another context|communicator of one rank" "${ONE[@]}" --export=ALL,TOPO_RUN_MAX_COMMS=1
+# With room for one segment per process (world's), every other communicator's context goes
+# on the node's lanes: its calls stay on topo-run's path, results unchanged.
+LANES_USED="on the node's lanes: [1-9][0-9]* communicators; blocking calls: [1-9][0-9]* on a lane"
+check_prog "C, 1 node x 2 ranks, TOPO_RUN_MAX_COMMS=1 (the others on the node's lanes)" "$CPROG" \
+  "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" \
+  "$LANES_USED" "${ONE[@]}" --export=ALL,TOPO_RUN_MAX_COMMS=1
+all_ours "C, 1 node x 2 ranks, TOPO_RUN_MAX_COMMS=1" "no room for another context"
+# Without lanes (TOPO_RUN_LANES=0) they go to MPI, results unchanged, and the statistics
+# say why.
+check_prog "C, 1 node x 2 ranks, TOPO_RUN_MAX_COMMS=1 TOPO_RUN_LANES=0" "$CPROG" \
+  "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" \
+  "no room for another context|communicator of one rank" "${ONE[@]}" \
+  --export=ALL,TOPO_RUN_MAX_COMMS=1,TOPO_RUN_LANES=0
+# check_live NAME N KIND SRUN_ARGS...: benchmarks/live-comms.c with N communicators alive
+# at once, each with every collective: results right, every call on topo-run's path (the
+# contexts past TOPO_RUN_MAX_COMMS on the node's lanes), and /dev/shm's use on rank 0's
+# node the same with N live communicators as with 16.
+check_live() {
+  local name=$1 n=$2 kind=$3; shift 3
+  run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$LIVE" "$n" "$kind" 1
+  local at16 atn
+  at16=$(awk '$1 == 16 { print $10 }' "$WORK/out"); atn=$(awk -v n="$n" '$1 == n { print $10 }' "$WORK/out")
+  if [[ $RC -ne 0 ]] || ! grep -q "^live-comms: ok" "$WORK/out"; then
+    bad "$name" "exit $RC: $(tail -1 "$WORK/out")" "$(grep -v stats "$WORK/err" | head -4)"
+  elif grep -q " MPI (" "$WORK/err" || ! grep -q "$LANES_USED" "$WORK/err"; then
+    bad "$name: calls handed to MPI, or no lane used" "$(grep stats "$WORK/err" | head -8)"
+  elif [[ -z $at16 || -z $atn ]] || (( ${atn#+} > ${at16#+} + 1024 )); then
+    bad "$name: /dev/shm grew with the communicators" "$(cat "$WORK/out")"
+  else
+    ok "$name: /dev/shm ${at16} KiB with 16 live, ${atn} KiB with $n; $(grep -o 'on the node.s lanes: .*' "$WORK/err" | head -1)"
+  fi
+}
+check_live "live-comms, 300 reversed splits alive at once, 1 node x 2" 300 reversed "${ONE[@]}"
 check_nb "C nonblocking, 1 node x 2 ranks" "${ONE[@]}"
 # The same with the progress thread (TOPO_RUN_PROGRESS=thread, as --progress-thread sets).
 check_nb "C nonblocking, 1 node x 2 ranks, progress thread" "${ONE[@]}" --export=ALL,TOPO_RUN_PROGRESS=thread
@@ -577,6 +607,14 @@ elif ! grep -Eq "topo-run: stats: rank 0.*by communicator: .*node [1-9][0-9]* to
 else
   ok "$name: $(tail -1 "$WORK/topo.out"), same $(digest "$WORK/topo.out"), $(grep -o 'by communicator: .*' "$WORK/topo.err" | head -1)"
 fi
+# The same with room for one segment per process: the other contexts on the node's lanes,
+# their node steps through a lane and their network steps over MPI.
+check_prog "C communicators of every kind, 2 nodes x 2 ranks, TOPO_RUN_MAX_COMMS=1" "$COMMSPROG" \
+  "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" "$LANES_USED" "${TWO[@]}" \
+  --export=ALL,TOPO_RUN_MAX_COMMS=1
+all_ours "C communicators of every kind, 2 nodes x 2 ranks, TOPO_RUN_MAX_COMMS=1" \
+  "communicator without a topo-run context\|no room for another context"
+check_live "live-comms, 200 reversed splits alive at once, 2 nodes x 2" 200 reversed "${TWO[@]}"
 # The same in Fortran, through each binding: every call on topo-run's path (each
 # communicator has two ranks or more here).
 for b in mpifh mpi f08; do

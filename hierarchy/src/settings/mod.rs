@@ -122,6 +122,30 @@ pub fn max_comms(value: Option<&str>) -> usize {
         .unwrap_or(DEFAULT_MAX_COMMS)
 }
 
+/// The variable that sets the number of lanes per node: segments of world's layout that
+/// the PMPI library's contexts beyond [`MAX_COMMS_ENV`] share, claimed per blocking
+/// collective (`0`: none, and collectives on those communicators are MPI's).
+pub const LANES_ENV: &str = "TOPO_RUN_LANES";
+
+/// Lanes per node without [`LANES_ENV`].
+pub const DEFAULT_LANES: usize = 2;
+
+/// The most lanes a node may have.
+pub const MAX_LANES: usize = 64;
+
+/// Bytes of a node's board of lanes (a line per lane and per context on them, 4096
+/// contexts, in a segment of its own): what the lanes hold beyond the lanes themselves.
+pub const LANE_BOARD_BYTES: u64 = 278_528;
+
+/// The number of lanes from the value of [`LANES_ENV`], if set (one that is not a number
+/// counts as unset), at most [`MAX_LANES`].
+pub fn lanes_wanted(value: Option<&str>) -> usize {
+    value
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_LANES)
+        .min(MAX_LANES)
+}
+
 impl Settings {
     /// An upper bound on the bytes of one node's shared-memory segment for `ranks` local
     /// ranks with these slots and fragment: a header of 64 bytes plus 80 per rank, and per

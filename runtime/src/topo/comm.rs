@@ -36,7 +36,16 @@ impl Topo {
     /// context of the process has (see [`agree_instance`]).
     pub fn for_comm(comm: &SimpleCommunicator) -> Result<Topo> {
         let instance = agree_instance(comm, crate::ffi::comm::thread_multiple());
-        Self::init(comm, instance, None, true)
+        Self::init(comm, instance, None, Scope::Restricted)
+    }
+
+    /// Like [`Topo::for_comm`], for a context without a segment of its own: its blocking
+    /// collectives claim one of the node's lanes for each call (`crate::lane`), and its
+    /// nonblocking ones take the node's steps over MPI. For the PMPI library's contexts
+    /// beyond `TOPO_RUN_MAX_COMMS`; every member must choose it alike.
+    pub fn for_comm_on_lanes(comm: &SimpleCommunicator) -> Result<Topo> {
+        let instance = agree_instance(comm, crate::ffi::comm::thread_multiple());
+        Self::init(comm, instance, None, Scope::Lanes)
     }
 
     /// This rank's plan in `comm`: the job's plan restricted to `comm`'s members

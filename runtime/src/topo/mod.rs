@@ -59,6 +59,17 @@ pub enum Fallback {
     NoSharedMemory,
 }
 
+/// What a context is set up over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// World, or a communicator congruent to it, with its own segment.
+    World,
+    /// Any intracommunicator (the job's plan restricted to it), with its own segment.
+    Restricted,
+    /// Any intracommunicator, on the node's lanes (`crate::lane`).
+    Lanes,
+}
+
 /// topo-run's collectives for one MPI job (the world communicator).
 ///
 /// Drop it before MPI is finalized (before the `Universe`). Dropping it completes every

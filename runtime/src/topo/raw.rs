@@ -24,18 +24,21 @@ impl Topo {
         };
         let rank = self.world.rank() as u32;
         let len = recv.len() / size;
-        let doubling = exchange.and_then(|(alg, _)| h.exchanges.get(alg)?.doubling_peers(len));
-        let result = match doubling {
-            Some(peers) => allgather::recursive_doubling(&mut h.links, rank, peers, send, recv),
-            _ => {
-                // (The flat exchanges have gone above; only the hierarchical form is left.)
-                let top = match h.settings.allgather_for(recv.len(), size) {
-                    AllgatherAlg::Hierarchical(top) => top,
-                    _ => TopAlg::RecursiveDoubling,
-                };
-                allgather::allgather(&h.view, &mut h.links, &h.settings, top, send, recv)
+        let result = h.on_lane(|h| {
+            let doubling = exchange.and_then(|(alg, _)| h.exchanges.get(alg)?.doubling_peers(len));
+            match doubling {
+                Some(peers) => allgather::recursive_doubling(&mut h.links, rank, peers, send, recv),
+                _ => {
+                    // (The flat exchanges have gone above; only the hierarchical form is
+                    // left.)
+                    let top = match h.settings.allgather_for(recv.len(), size) {
+                        AllgatherAlg::Hierarchical(top) => top,
+                        _ => TopAlg::RecursiveDoubling,
+                    };
+                    allgather::allgather(&h.view, &mut h.links, &h.settings, top, send, recv)
+                }
             }
-        };
+        });
         if let Err(e) = result {
             self.abort("MPI_Allgather", e);
         }
@@ -48,7 +51,8 @@ impl Topo {
         let Some(h) = &mut core.hier else {
             return false;
         };
-        if let Err(e) = bcast::bcast(&h.view, &mut h.links, &h.settings, root as u32, buf) {
+        let r = h.on_lane(|h| bcast::bcast(&h.view, &mut h.links, &h.settings, root as u32, buf));
+        if let Err(e) = r {
             self.abort("MPI_Bcast", e);
         }
         true
@@ -67,17 +71,19 @@ impl Topo {
         let Some(h) = &mut core.hier else {
             return false;
         };
-        let (view, settings) = (&h.view, &h.settings);
-        let r = reduce::reduce(
-            view,
-            &mut h.links,
-            settings,
-            root as u32,
-            send,
-            recv,
-            op,
-            &mut h.scratch,
-        );
+        let r = h.on_lane(|h| {
+            let (view, settings) = (&h.view, &h.settings);
+            reduce::reduce(
+                view,
+                &mut h.links,
+                settings,
+                root as u32,
+                send,
+                recv,
+                op,
+                &mut h.scratch,
+            )
+        });
         if let Err(e) = r {
             self.abort("MPI_Reduce", e);
         }
@@ -107,9 +113,11 @@ impl Topo {
         let Some(h) = &mut core.hier else {
             return false;
         };
-        let view = allreduce::view_for(&h.view, &h.network_view, &h.settings, recv.len());
-        let settings = &h.settings;
-        let r = allreduce::allreduce(view, &mut h.links, settings, send, recv, op, &mut h.scratch);
+        let r = h.on_lane(|h| {
+            let view = allreduce::view_for(&h.view, &h.network_view, &h.settings, recv.len());
+            let settings = &h.settings;
+            allreduce::allreduce(view, &mut h.links, settings, send, recv, op, &mut h.scratch)
+        });
         if let Err(e) = r {
             self.abort("MPI_Allreduce", e);
         }
@@ -132,7 +140,8 @@ impl Topo {
         let Some(h) = &mut core.hier else {
             return false;
         };
-        if let Err(e) = barrier::barrier(&h.network_view, &mut h.links, &h.settings) {
+        let r = h.on_lane(|h| barrier::barrier(&h.network_view, &mut h.links, &h.settings));
+        if let Err(e) = r {
             self.abort("MPI_Barrier", e);
         }
         true

@@ -5,11 +5,13 @@ use super::comm::fnv;
 use super::*;
 use crate::kept::{self, Kept};
 
-/// The key of a context's parts: its members' world ranks in its order, and the plan they
-/// come from (its digest, which covers the settings).
-pub(super) fn key(members: &[u32], plan: &RankPlan) -> u64 {
+/// The key of a context's parts: its members' world ranks in its order, the plan they
+/// come from (its digest, which covers the settings), and whether it is on the node's
+/// lanes.
+pub(super) fn key(members: &[u32], plan: &RankPlan, on_lanes: bool) -> u64 {
     let mut bytes: Vec<u8> = members.iter().flat_map(|m| m.to_le_bytes()).collect();
     bytes.extend(plan.digest.to_string().as_bytes());
+    bytes.push(u8::from(on_lanes));
     fnv(&bytes)
 }
 

@@ -3,6 +3,8 @@
 //! while no context exists yet.
 
 use super::*;
+use crate::lane::Lane;
+use crate::transport::shm::lanes::{self, Pool};
 
 /// One status word per rank for the init agreements: `MIN` over ranks finds the first
 /// rank with a problem.
@@ -10,6 +12,43 @@ pub(super) fn first_failing(world: &SimpleCommunicator, failed: bool) -> Option<
     let mine = if failed { world.rank() } else { world.size() };
     let first = pmpi_allreduce_i32(world, mine, SystemOperation::min().as_raw());
     (first < world.size()).then_some(first as u32)
+}
+
+/// Whether every rank succeeded: `Err` is the message of the first rank that failed
+/// (`e`, this rank's failure), the same on every rank.
+fn fail_all(
+    world: &SimpleCommunicator,
+    plan: &RankPlan,
+    e: Option<&Error>,
+) -> std::result::Result<(), String> {
+    let mine = e.map(|e| format!("rank {} on {}: {e}", plan.rank, plan.node));
+    match first_failing(world, mine.is_some()) {
+        Some(r) => Err(share_message(world, r, mine.as_deref().unwrap_or(""))),
+        None => Ok(()),
+    }
+}
+
+/// Where the node's segment of context `instance` lives (`TOPO_RUN_SHM_DIR`).
+fn segment_path(plan: &RankPlan, instance: u32) -> String {
+    let dir = std::env::var(SHM_DIR_ENV).unwrap_or_else(|_| "/dev/shm".into());
+    let mut path = format!(
+        "{}/{}",
+        dir.trim_end_matches('/'),
+        plan.shm_name.trim_start_matches('/')
+    );
+    if instance > 0 {
+        path.push_str(&format!(".c{instance}"));
+    }
+    path
+}
+
+/// The layout of the node's segment in `plan` with settings `s`.
+fn node_layout(plan: &RankPlan, s: &Settings) -> Layout {
+    Layout::new(
+        plan.local_size as usize,
+        s.slots as usize,
+        s.fragment as usize,
+    )
 }
 
 /// Sends `rank`'s message to everyone (fixed 1 KiB, truncated).
@@ -41,7 +80,7 @@ impl Topo {
     /// communicator keeps their collectives apart. Contexts that live at the same time
     /// need different numbers, the same on every rank of a node; 0 is [`Topo::from_env`]'s.
     pub fn from_env_instance(world: &SimpleCommunicator, instance: u32) -> Result<Topo> {
-        Self::init(world, instance, None, false)
+        Self::init(world, instance, None, Scope::World)
     }
 
     /// Like [`Topo::from_env_instance`], with `settings` (the `key:value` pairs a plan
@@ -54,18 +93,20 @@ impl Topo {
         instance: u32,
         settings: &[(String, String)],
     ) -> Result<Topo> {
-        Self::init(world, instance, Some(settings), false)
+        Self::init(world, instance, Some(settings), Scope::World)
     }
 
-    /// Sets a context up over `world`, which is world or congruent to it, or with
-    /// `restricted` any intracommunicator, whose plan is then the job's restricted to its
+    /// Sets a context up over `world`, which is world or congruent to it, or (another
+    /// `scope`) any intracommunicator, whose plan is then the job's restricted to its
     /// members (`comm.rs`).
     pub(super) fn init(
         world: &SimpleCommunicator,
         instance: u32,
         settings_override: Option<&[(String, String)]>,
-        restricted: bool,
+        scope: Scope,
     ) -> Result<Topo> {
+        let restricted = scope != Scope::World;
+        let on_lanes = scope == Scope::Lanes;
         crate::marker::keep();
         crate::ffi::comm::enable_mpi_progress();
         let text = std::env::var(PLAN_ENV).ok();
@@ -77,9 +118,11 @@ impl Topo {
         // (`crate::kept`); else it is set up anew, to be kept in its turn.
         let reusable = instance > 0 && settings_override.is_none();
         let key = match &local {
-            Some(Ok((plan, _))) if reusable => {
-                Some(reuse::key(&crate::ffi::comm::world_ranks(world), plan))
-            }
+            Some(Ok((plan, _))) if reusable => Some(reuse::key(
+                &crate::ffi::comm::world_ranks(world),
+                plan,
+                on_lanes,
+            )),
             _ => None,
         };
         if reusable && let Some(k) = reuse::take_up(world, key) {
@@ -159,7 +202,12 @@ impl Topo {
             i32::from(view.pipeline),
             SystemOperation::max().as_raw(),
         ) != 0;
-        let mut shm = match Self::setup_shm(&world, &plan, &settings, instance) {
+        let (shm, lane) = if on_lanes {
+            (Ok(None), Self::setup_lane(&world, &plan, &settings))
+        } else {
+            (Self::setup_shm(&world, &plan, &settings, instance), None)
+        };
+        let mut shm = match shm {
             Ok(shm) => shm,
             Err(reason) => {
                 if world.rank() == 0 {
@@ -177,11 +225,21 @@ impl Topo {
                 ));
             }
         };
-        Self::setup_single_copy(&world, &settings, shm.as_mut());
+        // The node's lanes, set up with world's own context for the contexts beyond the
+        // cap (`crate::lane`).
+        let lanes = (scope == Scope::World && instance == 0 && settings_override.is_none())
+            .then(|| Self::setup_lanes(&world, &plan, &settings));
+        if !on_lanes {
+            Self::setup_single_copy(&world, &settings, shm.as_mut());
+        }
+        if let Some(pool) = lanes {
+            let single_copy = shm.as_ref().is_some_and(|t| t.single_copy().is_some());
+            crate::lane::install(pool.map(|pool| crate::lane::NodeLanes { pool, single_copy }));
+        }
         // Whether the partners time their cache line afresh: agreed, so that both do
         // (`ShmTransport::check_near`). Skipped with `spin` 0 (the same on every rank),
-        // where nothing is timed.
-        if settings.spin > 0 {
+        // where nothing is timed, and on the lanes, whose queues are not the context's.
+        if settings.spin > 0 && !on_lanes {
             let need = shm.as_ref().is_some_and(|t| t.needs_line_time());
             let measure =
                 pmpi_allreduce_i32(&world, i32::from(need), SystemOperation::max().as_raw()) != 0;
@@ -202,6 +260,7 @@ impl Topo {
             links,
             scratch: Scratch::default(),
             exchanges,
+            lane,
         };
         let local = Some((plan.local_rank, plan.local_size));
         let mut topo = Topo::new(world, Some(Box::new(hier)), None, plan.node, local);
@@ -324,28 +383,10 @@ impl Topo {
         instance: u32,
     ) -> std::result::Result<Option<ShmTransport>, String> {
         let alone = plan.local_size == 1;
-        let dir = std::env::var(SHM_DIR_ENV).unwrap_or_else(|_| "/dev/shm".into());
-        let mut path = format!(
-            "{}/{}",
-            dir.trim_end_matches('/'),
-            plan.shm_name.trim_start_matches('/')
-        );
-        if instance > 0 {
-            path.push_str(&format!(".c{instance}"));
-        }
-        let layout = Layout::new(
-            plan.local_size as usize,
-            s.slots as usize,
-            s.fragment as usize,
-        );
+        let path = segment_path(plan, instance);
+        let layout = node_layout(plan, s);
         let leader = plan.local_rank == 0;
-        let fail_all = |e: Option<&Error>| -> std::result::Result<(), String> {
-            let mine = e.map(|e| format!("rank {} on {}: {e}", plan.rank, plan.node));
-            match first_failing(world, mine.is_some()) {
-                Some(r) => Err(share_message(world, r, mine.as_deref().unwrap_or(""))),
-                None => Ok(()),
-            }
-        };
+        let fail_all = |e: Option<&Error>| fail_all(world, plan, e);
         // Agreement 1: every node leader has created its segment.
         let created = match (alone, leader) {
             (false, true) => Segment::create(&path, layout, plan.node_plan).map(Some),
@@ -414,6 +455,125 @@ impl Topo {
             t.set_near(plan.near_peers());
             t
         }))
+    }
+
+    /// Sets up the node's lanes (`transport::shm::lanes`) beside world's segment: the
+    /// number the ranks ask for (`TOPO_RUN_LANES`, the smallest over the job), created by
+    /// each node leader, attached and reserved by the others, and their names removed at
+    /// once. Collective; every rank gets a pool, or none (rank 0 says why). A job without
+    /// lanes still runs: contexts beyond the cap then hand their collectives to MPI.
+    pub(super) fn setup_lanes(
+        world: &SimpleCommunicator,
+        plan: &RankPlan,
+        s: &Settings,
+    ) -> Option<Pool> {
+        let wanted = lanes::lanes_wanted(std::env::var(lanes::LANES_ENV).ok().as_deref());
+        let n = pmpi_allreduce_i32(world, wanted as i32, SystemOperation::min().as_raw());
+        if n <= 0 {
+            return None;
+        }
+        let alone = plan.local_size == 1;
+        let leader = plan.local_rank == 0;
+        let prefix = segment_path(plan, 0);
+        let layout = node_layout(plan, s);
+        let warn = |msg: String| {
+            if world.rank() == 0 {
+                eprintln!(
+                    "topo-run: warning: the node's lanes could not be set up ({msg}); \
+                     communicators beyond {} use MPI's collectives",
+                    topo_hierarchy::settings::MAX_COMMS_ENV
+                );
+            }
+        };
+        let created = match (alone, leader) {
+            (false, true) => Pool::create(&prefix, layout, plan.node_plan, n as usize).map(Some),
+            _ => Ok(None),
+        };
+        if let Err(msg) = fail_all(world, plan, created.as_ref().err()) {
+            if let Ok(Some(p)) = &created {
+                let _ = p.unlink();
+            }
+            warn(msg);
+            return None;
+        }
+        let mut pool = created.ok().flatten();
+        let attached = (|| {
+            if alone {
+                return Ok(());
+            }
+            let p = match pool.take() {
+                Some(p) => p,
+                None => Pool::attach(&prefix, layout, plan.node_plan)?,
+            };
+            let reserved = p.reserve(plan.local_rank as usize);
+            pool = Some(p);
+            reserved
+        })();
+        let outcome = fail_all(world, plan, attached.as_ref().err());
+        // Everyone has attached (or the pool is given up): the names go now, so a crash
+        // leaves nothing behind.
+        if leader
+            && let Some(p) = &pool
+            && let Err(e) = p.unlink()
+        {
+            eprintln!("topo-run: warning: rank {}: {e}", plan.rank);
+        }
+        match outcome {
+            Ok(()) => pool,
+            Err(msg) => {
+                warn(msg);
+                None
+            }
+        }
+    }
+
+    /// A context's part in its node's lanes (collective over `world`, the context's
+    /// communicator): its node leader claims a record on the board, and the members learn
+    /// it and each other's PIDs. `None` where the rank is alone on its node, or where the
+    /// node has no pool or no free record: the node's steps then go over MPI.
+    pub(super) fn setup_lane(
+        world: &SimpleCommunicator,
+        plan: &RankPlan,
+        s: &Settings,
+    ) -> Option<Lane> {
+        let lanes = crate::lane::current().filter(|l| l.pool.lanes() > 0);
+        let members = plan.local_size as usize;
+        let leader = plan.local_rank == 0;
+        let record = match &lanes {
+            Some(l) if leader && members > 1 => l.pool.claim_record(members),
+            _ => None,
+        };
+        let mine = [
+            record.map_or(u32::MAX, |r| r as u32),
+            std::process::id(),
+            u32::from(lanes.is_some()),
+        ];
+        let all = pmpi_allgather_u32(world, &mine);
+        let row = |p: u32| &all[p as usize * 3..p as usize * 3 + 3];
+        let every = plan.peers.iter().all(|&p| row(p)[2] == 1);
+        let chosen = plan.peers.first().map_or(u32::MAX, |&p| row(p)[0]);
+        if !every || chosen == u32::MAX || members < 2 {
+            // A record nobody else will use goes back.
+            if let (Some(l), Some(r)) = (&lanes, record) {
+                for _ in 0..members {
+                    l.pool.leave_record(r);
+                }
+            }
+            return None;
+        }
+        let pids = plan.peers.iter().map(|&p| row(p)[1] as i32).collect();
+        let single_copy = (s.single_copy > 0).then_some(s.single_copy as usize);
+        Some(Lane::new(
+            lanes?,
+            chosen as usize,
+            plan.local_rank as usize,
+            plan.peers.clone(),
+            pids,
+            plan.near_peers(),
+            single_copy,
+            plan.node.clone(),
+            s.spin,
+        ))
     }
 
     /// Turns on single-copy transfers if the settings ask for them and every rank can

@@ -37,7 +37,16 @@ pub(crate) fn finalize() {
         } else {
             format!(" on {}", st.node)
         };
-        for line in st.stats.report() {
+        let mut lines = st.stats.report();
+        let lanes = topo_runtime::lane::lane_use();
+        if lanes.contexts > 0 {
+            lines.push(format!(
+                "on the node's lanes: {} communicators; blocking calls: {} on a lane, {} over \
+                 MPI (no lane free)",
+                lanes.contexts, lanes.on_lane, lanes.over_mpi
+            ));
+        }
+        for line in lines {
             eprintln!("topo-run: stats: rank {}{on}: {line}", st.rank);
         }
     }
@@ -175,6 +184,7 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
         [
             c_int::from(!(st.pending.is_empty() || st.multiple && st.hooked)),
             c_int::from(st.segments_full()),
+            c_int::from(!topo_runtime::lane::available()),
         ]
     }) else {
         return;
@@ -182,18 +192,25 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
     let agreed = abi::allreduce_max_polled(comm, mine, || {
         st.with(|st| st.progress(false));
     });
-    let Some([busy, full]) = agreed else {
+    let Some([busy, full, no_lanes]) = agreed else {
         st.with(|st| st.decline(comm, HandOff::Communicator));
         return;
     };
-    if full != 0 {
+    // A member without room for another segment: the context goes on the node's lanes,
+    // which any number of contexts share (`topo_runtime::lane`), if every member has them.
+    if full != 0 && no_lanes != 0 {
         st.with(|st| st.decline(comm, HandOff::NoRoom));
         return;
     }
     if busy != 0 {
         return;
     }
-    match Topo::for_comm(&abi::borrowed(comm)) {
+    let made = if full != 0 {
+        Topo::for_comm_on_lanes(&abi::borrowed(comm))
+    } else {
+        Topo::for_comm(&abi::borrowed(comm))
+    };
+    match made {
         Ok(topo) if topo.is_hierarchical() => {
             let (rank, size) = (topo.world().rank(), topo.world().size());
             let node = topo.local().is_some_and(|(_, local)| local as i32 == size);

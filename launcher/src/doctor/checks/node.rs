@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use topo_hierarchy::Settings;
-use topo_hierarchy::settings::{KEPT_SEGMENTS, MAX_COMMS_ENV, max_comms};
+use topo_hierarchy::settings::{
+    KEPT_SEGMENTS, LANE_BOARD_BYTES, LANES_ENV, MAX_COMMS_ENV, lanes_wanted, max_comms,
+};
 
 use super::super::{Finding, Scope, Status};
 use crate::cpus::NodeTopology;
@@ -18,9 +20,14 @@ pub fn shared_memory(settings: &Settings, ranks: u64, reserve: bool) -> Finding 
     let need = settings.segment_bound(ranks);
     // The PMPI library gives every communicator a context of its own, each with a
     // segment, up to TOPO_RUN_MAX_COMMS of them live, and keeps the segments of up to
-    // KEPT_SEGMENTS dropped ones for later contexts over the same ranks.
+    // KEPT_SEGMENTS dropped ones for later contexts over the same ranks; further contexts
+    // share the node's lanes (TOPO_RUN_LANES segments of world's size and a board).
     let comms = max_comms(std::env::var(MAX_COMMS_ENV).ok().as_deref());
-    let all = need.saturating_mul((comms + KEPT_SEGMENTS) as u64);
+    let lanes = lanes_wanted(std::env::var(LANES_ENV).ok().as_deref());
+    let board = if lanes > 0 { LANE_BOARD_BYTES } else { 0 };
+    let all = need
+        .saturating_mul((comms + KEPT_SEGMENTS + lanes) as u64)
+        .saturating_add(board);
     let fix_size = format!(
         "make {} larger (for /dev/shm: mount -o remount,size=... /dev/shm, or the \
          node image's tmpfs size), or use fewer --slots / a smaller --fragment",
@@ -41,8 +48,9 @@ pub fn shared_memory(settings: &Settings, ranks: u64, reserve: bool) -> Finding 
     let size = stat.blocks() as u64 * stat.fragment_size() as u64;
     let text = format!(
         "{}: {} in all; a segment for {ranks} ranks per node takes up to {}, and {comms} \
-         (the PMPI library's most live contexts, {MAX_COMMS_ENV}) with {KEPT_SEGMENTS} kept \
-         for later ones up to {}",
+         (the PMPI library's most live contexts with a segment, {MAX_COMMS_ENV}) with \
+         {KEPT_SEGMENTS} kept for later ones and {lanes} lanes for any number more \
+         ({LANES_ENV}) up to {}",
         dir.display(),
         human(size),
         human(need),
@@ -77,8 +85,11 @@ pub fn shared_memory(settings: &Settings, ranks: u64, reserve: bool) -> Finding 
             ),
         )
         .fix(format!(
-            "{fix_size}, or lower {MAX_COMMS_ENV} to what fits ({})",
-            (size / need.max(1)).saturating_sub(KEPT_SEGMENTS as u64)
+            "{fix_size}, or lower {MAX_COMMS_ENV} to what fits ({}; contexts beyond it \
+             share the lanes)",
+            (size.saturating_sub(board) / need.max(1))
+                .saturating_sub((KEPT_SEGMENTS + lanes) as u64)
+                .max(1)
         ));
     }
     Finding::new("shared memory", Scope::Node, Status::Ok, text)

@@ -21,6 +21,7 @@
 //! layout and lifetime in `layout.rs` and `segment.rs`.
 
 mod exchange;
+pub mod lanes;
 pub mod layout;
 mod probe;
 // Unsafe: the queue protocol reads and writes the shared segment's lines.
@@ -32,6 +33,7 @@ pub mod segment;
 mod signals;
 mod single_copy;
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -88,7 +90,12 @@ const POLL_REDUCE_PIECE: usize = 64 << 10;
 /// One local rank's end of the node's queues.
 #[derive(Debug)]
 pub struct ShmTransport {
-    seg: Segment,
+    /// The segment its queues are in: the context's own, or while a collective runs, the
+    /// node lane it claimed (`lanes.rs`).
+    seg: Arc<Segment>,
+    /// The PIDs of the local ranks, for a transport whose segment's records are not its
+    /// ranks' (a lane's); `None`: read from the segment.
+    pids: Option<Vec<i32>>,
     /// This rank's local index.
     me: usize,
     /// World rank of each local index, ascending.
@@ -130,7 +137,7 @@ fn next_seq(s: u32) -> u32 {
 }
 
 /// Whether process `pid` has exited (or is a zombie waiting to be reaped).
-fn is_dead(pid: i32) -> bool {
+pub(crate) fn is_dead(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }
@@ -151,9 +158,14 @@ impl ShmTransport {
     /// This rank's end of the queues in `seg`. `peers` are the world ranks of the node in
     /// local order and `me` this rank's index among them.
     pub fn new(seg: Segment, me: usize, peers: Vec<u32>, node: String, spin: u32) -> Self {
+        Self::new_in(Arc::new(seg), me, peers, node, spin)
+    }
+
+    fn new_in(seg: Arc<Segment>, me: usize, peers: Vec<u32>, node: String, spin: u32) -> Self {
         let p = peers.len();
         ShmTransport {
             seg,
+            pids: None,
             me,
             peers,
             node,
@@ -170,6 +182,49 @@ impl ShmTransport {
             checked_ns: None,
             signals: [0; layout::SIGNAL_ROUNDS],
             signal_from: [None; layout::SIGNAL_ROUNDS],
+        }
+    }
+
+    /// This rank's end of a lane's queues (`lanes.rs`): as [`ShmTransport::new`], with the
+    /// local ranks' PIDs given, since the lane's records are those of the node's ranks in
+    /// its own order. Bind it to the lane claimed for each collective with
+    /// [`ShmTransport::rebind`].
+    pub fn for_lane(
+        seg: Arc<Segment>,
+        me: usize,
+        peers: Vec<u32>,
+        pids: Vec<i32>,
+        node: String,
+        spin: u32,
+    ) -> Self {
+        assert_eq!(pids.len(), peers.len(), "one PID per local rank");
+        let mut t = ShmTransport::new_in(seg, me, peers, node, spin);
+        t.pids = Some(pids);
+        t
+    }
+
+    /// Moves this end to `seg`, a lane every local rank of this transport has just claimed
+    /// together, with every count back at zero: the lane's control words and signal lines
+    /// are all zero when it is claimed, and this rank's queue state must match them.
+    pub fn rebind(&mut self, seg: Arc<Segment>) {
+        debug_assert!(self.pending.is_none(), "a descriptor still being read");
+        debug_assert!(seg.layout().ranks >= self.peers.len(), "a lane too small");
+        self.seg = seg;
+        self.written = 0;
+        self.pending = None;
+        self.send_seq.fill(0);
+        self.recv_seq.fill(0);
+        self.recv_hint.fill(0);
+        self.hint_held.fill(true);
+        self.signals = [0; layout::SIGNAL_ROUNDS];
+        self.signal_from = [None; layout::SIGNAL_ROUNDS];
+    }
+
+    /// The PID of local rank `j`.
+    fn pid(&self, j: usize) -> i32 {
+        match &self.pids {
+            Some(p) => p[j],
+            None => self.seg.pid(j),
         }
     }
 

@@ -40,7 +40,7 @@ impl ShmTransport {
         if self.spin == 0 || partner >= self.peers.len() || !self.near[partner] {
             return None;
         }
-        Some((partner, self.seg.pid(partner)))
+        Some((partner, self.pid(partner)))
     }
 
     /// Checks the node's report of what its ranks share against the machine: this rank

@@ -109,7 +109,7 @@ impl ShmTransport {
     }
 
     pub(super) fn check_alive(&self, local: usize) -> Result<()> {
-        if is_dead(self.seg.pid(local)) {
+        if is_dead(self.pid(local)) {
             return Err(self.died(local));
         }
         Ok(())
@@ -227,7 +227,7 @@ impl ShmTransport {
                 unsafe { self.seg.read(l.data(w, k), &mut d) };
                 let addr = u64::from_ne_bytes(d[..8].try_into().expect("8 bytes"));
                 let len = u64::from_ne_bytes(d[8..].try_into().expect("8 bytes"));
-                let pid = self.seg.pid(w);
+                let pid = self.pid(w);
                 (len as usize, Frag::Remote { pid, addr })
             } else if word & layout::INLINE != 0 {
                 let len = (word & layout::LEN_MASK) as usize;

@@ -35,6 +35,12 @@ pub struct Segment {
 // Release store), so the handle may move between threads.
 unsafe impl Send for Segment {}
 
+// SAFETY: `&Segment` gives out only atomics and the `unsafe` byte accessors, whose callers
+// uphold the queue protocol (one writer per slot, readers after its Release store) whether
+// the ranks are processes or threads sharing one mapping: the node's lanes are one mapping
+// per process, used by the contexts of several threads (`transport::shm::lanes`).
+unsafe impl Sync for Segment {}
+
 fn shm_err(path: &str, action: &'static str, source: Errno) -> Error {
     let hint = match source {
         Errno::ENOSPC | Errno::ENOMEM => NO_SPACE_HINT,

@@ -105,7 +105,7 @@ impl ShmTransport {
         let mut word = [0u8; 8];
         for j in (0..self.peers.len()).filter(|&j| j != self.me) {
             let addr = self.seg.base_of(j) + layout::header::MAGIC as u64;
-            match read_remote(self.seg.pid(j), addr, &mut word) {
+            match read_remote(self.pid(j), addr, &mut word) {
                 Ok(()) if u64::from_ne_bytes(word) == layout::MAGIC => {}
                 Ok(()) => return Err(format!("rank {} reads garbage", self.peers[self.me])),
                 Err(e) => {
