@@ -107,6 +107,14 @@ pub enum Error {
         reason: String,
     },
 
+    /// MPI could not make a context's communicators (it has no room for more on some
+    /// member: MPICH allows 2,048 per process).
+    #[error(
+        "MPI has no room for another communicator (MPICH allows 2,048 per process, and a \
+         context of topo-run's takes two); this communicator's collectives are MPI's own"
+    )]
+    NoCommunicator,
+
     /// A peer on this node exited (or was killed) while this rank waited for it.
     #[error(
         "rank {rank} on node {node} died during {op}; the job cannot continue (see that \

@@ -8,6 +8,7 @@
 //! | `shm-unlink` | the node leader cannot remove its segment's name after setup |
 //! | `no-single-copy` | this rank cannot read its node peers' memory (as where Yama's `ptrace_scope` forbids `process_vm_readv`) |
 //! | `panic:CALL` | the PMPI library's `CALL` (for example `MPI_Reduce`) panics on entry |
+//! | `no-communicator` | MPI has no room for a context's own communicators (MPICH's 2,048 per process) when a context is set up by `Topo::for_comm` (not world's, nor a congruent communicator's at its creation) |
 //! | `mpi-error` | MPI reports an error on a context's own network communicator as it is set up (as for a failed peer or link): its error handler runs |
 
 use std::sync::OnceLock;

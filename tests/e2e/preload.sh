@@ -93,6 +93,10 @@ for c in "preload-check:$MCPROG" "preload-nonblocking:$MNBPROG" "preload-cases:$
   fi
 done
 MTHREADS="$WORK/preload-threads-mpich"
+MLIVE="$WORK/live-comms-mpich"
+if ! mpicc.mpich -O2 -Wall -o "$MLIVE" "$ROOT/benchmarks/live-comms.c" 2>"$WORK/cc.log"; then
+  cat "$WORK/cc.log"; give_up "mpicc.mpich benchmarks/live-comms.c"
+fi
 if ! mpicc.mpich -O2 -Wall -Wno-unused-function -pthread -o "$MTHREADS" "$ROOT/examples/c/preload-threads.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc.mpich examples/c/preload-threads.c"
 fi
@@ -257,6 +261,11 @@ check_prog "C, 1 node x 2 ranks, TOPO_RUN_MAX_COMMS=1 TOPO_RUN_LANES=0" "$CPROG"
   "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather" \
   "no room for another context|communicator of one rank" "${ONE[@]}" \
   --export=ALL,TOPO_RUN_MAX_COMMS=1,TOPO_RUN_LANES=0
+# MPI out of communicators for a context's own (simulated: TOPO_RUN_FAULT=no-communicator):
+# every communicator but world stays MPI's, results unchanged, nobody aborts.
+check_prog "C communicators of every kind, 1 node x 2 ranks, MPI without room for more communicators" \
+  "$COMMSPROG" "MPI_Bcast MPI_Allreduce" "no room for another context" "${ONE[@]}" \
+  --export=ALL,TOPO_RUN_FAULT=no-communicator
 # check_live NAME N KIND SRUN_ARGS...: benchmarks/live-comms.c with N communicators alive
 # at once, each with every collective: results right, every call on topo-run's path (the
 # contexts past TOPO_RUN_MAX_COMMS on the node's lanes), and /dev/shm's use on rank 0's
@@ -268,7 +277,7 @@ check_live() {
   at16=$(awk '$1 == 16 { print $10 }' "$WORK/out"); atn=$(awk -v n="$n" '$1 == n { print $10 }' "$WORK/out")
   if [[ $RC -ne 0 ]] || ! grep -q "^live-comms: ok" "$WORK/out"; then
     bad "$name" "exit $RC: $(tail -1 "$WORK/out")" "$(grep -v stats "$WORK/err" | head -4)"
-  elif grep -q " MPI (" "$WORK/err" || ! grep -q "$LANES_USED" "$WORK/err"; then
+  elif grep -Eq "[0-9] MPI \(" "$WORK/err" || ! grep -q "$LANES_USED" "$WORK/err"; then
     bad "$name: calls handed to MPI, or no lane used" "$(grep stats "$WORK/err" | head -8)"
   elif [[ -z $at16 || -z $atn ]] || (( ${atn#+} > ${at16#+} + 1024 )); then
     bad "$name: /dev/shm grew with the communicators" "$(cat "$WORK/out")"
@@ -349,6 +358,20 @@ check_fcomms "MPICH Fortran communicators of every kind, 1 node x 2 ranks (srun 
 check_prog "MPICH C at MPI_THREAD_MULTIPLE, four threads on four communicators, 1 node x 2 ranks (srun --mpi=pmi2)" \
   "$MTHREADS" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" \
   -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$MPICH_GENERIC"
+# MPICH allows 2,048 communicators per process and each context of topo-run's takes two:
+# with 700 of the program's alive at once, topo-run's contexts stop at 256 (the rest are
+# MPI's, "no room for another context"), so the program never runs out of communicators
+# (without that bound its own MPI_Comm_split failed at about 680).
+run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$MPICH_GENERIC" \
+  "$TOPO_RUN" -- "$MLIVE" 700 reversed 1
+if [[ $RC -ne 0 ]] || ! grep -q "^live-comms: ok" "$WORK/out"; then
+  bad "MPICH live-comms, 700 communicators alive at once" "exit $RC: $(tail -1 "$WORK/out")" "$(grep -v stats "$WORK/err" | head -4)"
+elif ! grep -q "MPI_Allreduce: [1-9][0-9]* topo-run, [1-9][0-9]* MPI ([1-9][0-9]* no room for another context)" "$WORK/err" \
+    || ! grep -q "$LANES_USED" "$WORK/err"; then
+  bad "MPICH live-comms: the statistics" "$(grep stats "$WORK/err" | head -9)"
+else
+  ok "MPICH live-comms, 700 communicators alive at once, 1 node x 2: $(grep -o 'MPI_Allreduce: .*' "$WORK/err" | head -1)"
+fi
 # The nonblocking program under MPICH with the progress thread; the warning about MPICH's
 # missing progress hook names what advances the collectives instead.
 check_prog "MPICH C nonblocking, 1 node x 2 ranks, progress thread (srun --mpi=pmi2)" "$MNBPROG" \

@@ -251,8 +251,9 @@ pub enum HandOff {
     Intercommunicator,
     /// A communicator of one rank: nothing to gain, MPI's own copy.
     OneRank,
-    /// A communicator that found no room for a context of its own (`TOPO_RUN_MAX_COMMS`
-    /// contexts with a segment alive on a member).
+    /// A communicator that found no room for a context of its own: `TOPO_RUN_MAX_COMMS`
+    /// contexts with a segment alive on a member and no lanes (`TOPO_RUN_LANES=0`), or MPI
+    /// out of communicators for the context's own (MPICH allows 2,048 per process).
     NoRoom,
 }
 

@@ -33,6 +33,54 @@ pub fn private_comm(parent: ffi::MPI_Comm) -> ffi::MPI_Comm {
     comm
 }
 
+/// Like [`private_comm`], or `None` on every member where MPI has no room for another
+/// communicator on some member (MPICH allows 2,048 per process, and each context of
+/// topo-run's uses two): MPI's error returns instead of calling `parent`'s handler, and
+/// the members agree on the outcome (collective over `parent`).
+pub(crate) fn try_private(parent: &SimpleCommunicator) -> Option<SimpleCommunicator> {
+    let p = parent.as_raw();
+    // SAFETY: reading constant handles; an error handler handle is a pointer (Open MPI) or
+    // an integer (MPICH), for which zero is a valid value; MPI overwrites it.
+    let (mut group, mut comm, mut old) = unsafe {
+        (
+            ffi::RSMPI_GROUP_NULL,
+            ffi::RSMPI_COMM_NULL,
+            std::mem::zeroed::<ffi::MPI_Errhandler>(),
+        )
+    };
+    // SAFETY: `parent` is a live intracommunicator; the group, the new communicator and the
+    // handler are written to locals. `parent`'s own handler is put back before this
+    // returns (MPI keeps a reference while it is attached, so ours is released).
+    let rc = unsafe {
+        ffi::PMPI_Comm_get_errhandler(p, &mut old);
+        ffi::PMPI_Comm_set_errhandler(p, ffi::RSMPI_ERRORS_RETURN);
+        ffi::PMPI_Comm_group(p, &mut group);
+        let rc = ffi::PMPI_Comm_create(p, group, &mut comm);
+        ffi::PMPI_Group_free(&mut group);
+        ffi::PMPI_Comm_set_errhandler(p, old);
+        ffi::PMPI_Errhandler_free(&mut old);
+        rc
+    };
+    let failed = rc != ffi::MPI_SUCCESS as c_int || crate::fault::hit("no-communicator");
+    let any = pmpi_allreduce_i32(
+        parent,
+        i32::from(failed),
+        // SAFETY: a constant handle.
+        unsafe { ffi::RSMPI_MAX },
+    );
+    if any != 0 {
+        if rc == ffi::MPI_SUCCESS as c_int {
+            // SAFETY: the communicator just made, freed once.
+            unsafe { ffi::PMPI_Comm_free(&mut comm) };
+        }
+        return None;
+    }
+    set_internal_errhandler(comm);
+    // SAFETY: a live intracommunicator just made for topo-run, owned by the returned value
+    // alone (which frees it).
+    Some(unsafe { SimpleCommunicator::from_raw(comm) })
+}
+
 /// Gives `comm`, a communicator of topo-run's own, the error handler [`internal_error`].
 fn set_internal_errhandler(comm: ffi::MPI_Comm) {
     type Fixed = unsafe extern "C" fn(*mut ffi::MPI_Comm, *mut c_int);

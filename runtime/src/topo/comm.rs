@@ -15,6 +15,9 @@ use topo_hierarchy::{LevelName, restrict};
 /// Pads a member's level list to the longest member's ([`LevelName::code`] never gives it).
 const NO_LEVEL: u32 = u32::MAX - 1;
 
+/// The most contexts a process holds under MPICH ([`Topo::room_for_another`]).
+pub const MPICH_CONTEXTS: usize = 256;
+
 /// The next context number of this process for [`Topo::for_comm`] (0 is world's).
 static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(1);
 
@@ -46,6 +49,20 @@ impl Topo {
     pub fn for_comm_on_lanes(comm: &SimpleCommunicator) -> Result<Topo> {
         let instance = agree_instance(comm, crate::ffi::comm::thread_multiple());
         Self::init(comm, instance, None, Scope::Lanes)
+    }
+
+    /// Whether this process may set up another context over a communicator other than
+    /// world (each takes two communicators of topo-run's own). MPICH and the libraries
+    /// built on it (Intel MPI, MVAPICH) allow 2,048 communicators per process: there
+    /// topo-run's contexts, kept ones included, take at most [`MPICH_CONTEXTS`] of them
+    /// (512 communicators), so that a program keeps room for 1,500 of its own. Open MPI
+    /// has no such limit. Every member must agree before a setup (the PMPI library does).
+    pub fn room_for_another() -> bool {
+        static UNBOUNDED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let unbounded = *UNBOUNDED.get_or_init(|| {
+            mpi::environment::library_version().is_ok_and(|v| v.contains("Open MPI"))
+        });
+        unbounded || MpiTransport::live() < MPICH_CONTEXTS
     }
 
     /// This rank's plan in `comm`: the job's plan restricted to `comm`'s members

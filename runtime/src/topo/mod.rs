@@ -11,6 +11,7 @@
 
 mod blocking;
 mod comm;
+pub use comm::MPICH_CONTEXTS;
 mod exchanges;
 mod immediate;
 mod measure;

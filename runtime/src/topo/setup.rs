@@ -131,7 +131,14 @@ impl Topo {
             topo.earlier = k.earlier;
             return Ok(topo);
         }
-        let world = private(world);
+        // A context over another communicator than world's may find MPI out of room for
+        // its communicators (MPICH's 2,048 per process): then it is not set up, on every
+        // member, and its collectives stay MPI's.
+        let world = if restricted {
+            crate::ffi::comm::try_private(world).ok_or(Error::NoCommunicator)?
+        } else {
+            private(world)
+        };
         // Agree on the plans: rank 0's digest against everyone's.
         let mut d0 = [0u8; 33];
         if let Some(Ok((plan, _))) = &local {
@@ -247,7 +254,12 @@ impl Topo {
                 t.check_near(measure)?;
             }
         }
-        let net = MpiTransport::new(private(&world));
+        let net = if restricted {
+            crate::ffi::comm::try_private(&world).ok_or(Error::NoCommunicator)?
+        } else {
+            private(&world)
+        };
+        let net = MpiTransport::new(net);
         let node_label = plan.peers.first().copied().unwrap_or(plan.rank);
         let switch_label = view.switch_label().unwrap_or(u32::MAX);
         let (network, exchanges) =

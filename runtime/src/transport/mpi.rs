@@ -13,6 +13,7 @@
 //! ranks with one tag); both ends know the length, so both split it alike.
 
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mpi::point_to_point::{Destination, Source, send_receive_into};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -41,6 +42,10 @@ impl std::fmt::Debug for MpiTransport {
     }
 }
 
+/// Transports alive in this process: one per context (with the context's own
+/// communicator, two communicators of topo-run's each).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
 impl MpiTransport {
     /// A transport over `comm`, which must be a communicator over world's group reserved
     /// for topo-run ([`crate::private_comm`]).
@@ -48,7 +53,19 @@ impl MpiTransport {
         if crate::fault::hit("mpi-error") {
             crate::ffi::comm::call_errhandler(&comm);
         }
+        LIVE.fetch_add(1, Ordering::Relaxed);
         MpiTransport { comm }
+    }
+
+    /// How many transports (contexts, kept ones included) this process holds.
+    pub fn live() -> usize {
+        LIVE.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for MpiTransport {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

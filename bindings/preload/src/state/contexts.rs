@@ -41,8 +41,8 @@ pub(crate) fn finalize() {
         let lanes = topo_runtime::lane::lane_use();
         if lanes.contexts > 0 {
             lines.push(format!(
-                "on the node's lanes: {} communicators; blocking calls: {} on a lane, {} over \
-                 MPI (no lane free)",
+                "on the node's lanes: {} communicators; blocking calls: {} on a lane, {} with \
+                 none free (their node steps over MPI)",
                 lanes.contexts, lanes.on_lane, lanes.over_mpi
             ));
         }
@@ -111,7 +111,8 @@ pub(crate) fn adopt(comm: MPI_Comm) {
     }
     // Agree over `comm`: whether every rank has room for a segment, and a context number
     // no rank uses.
-    let mine: [c_int; 2] = [c_int::from(st.segments_full()), st.next_instance as c_int];
+    let full = st.segments_full() || !Topo::room_for_another();
+    let mine: [c_int; 2] = [c_int::from(full), st.next_instance as c_int];
     let agreed = abi::allreduce_max_2(comm, mine);
     if agreed[0] != 0 {
         return;
@@ -185,6 +186,7 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
             c_int::from(!(st.pending.is_empty() || st.multiple && st.hooked)),
             c_int::from(st.segments_full()),
             c_int::from(!topo_runtime::lane::available()),
+            c_int::from(!Topo::room_for_another()),
         ]
     }) else {
         return;
@@ -192,13 +194,14 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
     let agreed = abi::allreduce_max_polled(comm, mine, || {
         st.with(|st| st.progress(false));
     });
-    let Some([busy, full, no_lanes]) = agreed else {
+    let Some([busy, full, no_lanes, no_comms]) = agreed else {
         st.with(|st| st.decline(comm, HandOff::Communicator));
         return;
     };
     // A member without room for another segment: the context goes on the node's lanes,
     // which any number of contexts share (`topo_runtime::lane`), if every member has them.
-    if full != 0 && no_lanes != 0 {
+    // A member that may not take more of MPI's communicators: none.
+    if full != 0 && no_lanes != 0 || no_comms != 0 {
         st.with(|st| st.decline(comm, HandOff::NoRoom));
         return;
     }
@@ -231,6 +234,10 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
         }
         Ok(_) => {
             st.with(|st| st.decline(comm, HandOff::Communicator));
+        }
+        // MPI out of communicators (on every member alike): the calls stay MPI's.
+        Err(topo_runtime::Error::NoCommunicator) => {
+            st.with(|st| st.decline(comm, HandOff::NoRoom));
         }
         Err(e) => setup_failed(abi::world_rank_size().0, &e),
     }

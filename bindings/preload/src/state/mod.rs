@@ -163,6 +163,10 @@ struct State {
     /// Contexts of communicators freed while collectives were in flight on them, kept
     /// (and advanced) until those complete, then dropped by the next collective call.
     retired: Vec<Entry>,
+    /// The contexts that have started a nonblocking collective and were not idle when last
+    /// looked at: all that progress has to advance (a program may hold a thousand
+    /// contexts, most of them idle).
+    active: Vec<Progress>,
     stats: Stats,
     /// MPI runs at `MPI_THREAD_MULTIPLE`: calls hold the global lock only briefly.
     multiple: bool,
@@ -203,6 +207,7 @@ impl State {
             next_instance: 1,
             pending: Vec::new(),
             retired: Vec::new(),
+            active: Vec::new(),
             stats: Stats::default(),
             multiple: abi::thread_multiple(),
             rank,
@@ -333,34 +338,39 @@ impl State {
     /// Handles to advance the contexts other than `comm`'s that have collectives in flight
     /// (those of freed communicators included).
     fn busy_others(&self, comm: MPI_Comm) -> Vec<Progress> {
-        if self.pending.is_empty() {
+        if self.active.is_empty() {
             return Vec::new();
         }
-        self.contexts
+        let mine = self.contexts.get(&key(comm)).map(|e| &e.progress);
+        self.active
             .iter()
-            .filter(|(k, _)| **k != key(comm))
-            .map(|(_, e)| e)
-            .chain(&self.retired)
-            .map(|e| &e.progress)
-            .filter(|p| !p.is_idle())
+            .filter(|p| !mine.is_some_and(|m| m.same(p)) && !p.is_idle())
             .cloned()
             .collect()
     }
 
-    /// Advances every context's collectives and completes the generalized requests of
-    /// those that are done.
+    /// Notes that `comm`'s context has started a nonblocking collective: progress
+    /// advances it until it is idle.
+    fn mark_active(&mut self, comm: MPI_Comm) {
+        let Some(e) = self.contexts.get(&key(comm)) else {
+            return;
+        };
+        if !self.active.iter().any(|p| p.same(&e.progress)) {
+            self.active.push(e.progress.clone());
+        }
+    }
+
+    /// Advances the collectives of every context that has some in flight, and completes
+    /// the generalized requests of those that are done.
     fn progress(&mut self, check_peers: bool) {
-        for p in self
-            .contexts
-            .values()
-            .chain(&self.retired)
-            .map(|e| &e.progress)
-        {
+        for p in &self.active {
             p.poll();
             if check_peers {
                 p.check_peers();
             }
         }
+        // A context another thread holds counts as busy (`Progress::is_idle`): kept.
+        self.active.retain(|p| !p.is_idle());
         let mut i = 0;
         while i < self.pending.len() {
             if !self.pending[i].req.is_complete() {

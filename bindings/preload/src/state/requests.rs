@@ -28,6 +28,7 @@ pub(crate) fn run_nonblocking(
     let (mut g, r) = run_in_context(g, call, comm, f);
     let st = g.0.state.as_mut()?;
     let (req, unpack) = st.count(call, r)?;
+    st.mark_active(comm);
     let grequest = GRequest::start(st.mpix_start, grequest_poll, grequest_wait);
     let handle = grequest.handle();
     match req.complete() {
