@@ -175,7 +175,8 @@ impl Lane {
     pub(crate) fn unbind(&mut self, links: &mut Links<MpiTransport>) {
         if let Some(j) = self.held.take() {
             self.transport = links.shm.take();
-            self.lanes.pool.release(j, self.members);
+            let signaled = self.transport.as_ref().is_some_and(|t| t.has_signaled());
+            self.lanes.pool.release(j, self.members, signaled);
         }
     }
 }

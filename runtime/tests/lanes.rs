@@ -125,7 +125,8 @@ impl Member {
             }
         }
         self.transport = self.links.shm.take();
-        pool.release(j, k);
+        let signaled = self.transport.as_ref().unwrap().has_signaled();
+        pool.release(j, k, signaled);
         Some(j)
     }
 }

@@ -104,9 +104,16 @@ pub(crate) fn adopt(comm: MPI_Comm) {
     let Some(st) = state_for(&mut g.0, abi::world()) else {
         return;
     };
-    // Under MPI_THREAD_MULTIPLE the setup must not hold the global lock: the lazy one
-    // does it at the communicator's first blocking collective.
-    if !st.on || st.multiple {
+    if !st.on {
+        return;
+    }
+    // Under MPI_THREAD_MULTIPLE the setup must not hold the global lock: it runs as the
+    // lazy one does (the state locked anew for each look), here in the creating call,
+    // which every member makes, so that a communicator whose collectives are all
+    // nonblocking (mpi4py's duplicates often) has its context from the start.
+    if st.multiple {
+        drop(g);
+        set_up_lazily(&mut Relock, comm);
         return;
     }
     // Agree over `comm`: whether every rank has room for a segment, and a context number

@@ -262,20 +262,26 @@ impl Pool {
     }
 
     /// A member of a collective on lane `j`, among `members` on the node, has finished
-    /// with it (every message it sent has been read, every one to it taken); the last to
-    /// finish zeroes the barrier counts and frees the lane.
-    pub fn release(&self, j: usize, members: usize) {
+    /// with it (every message it sent has been read, every one to it taken); `signaled`:
+    /// it counted barrier rounds in its signal line. The last to finish zeroes the
+    /// barrier counts, if anyone counted, and frees the lane.
+    pub fn release(&self, j: usize, members: usize, signaled: bool) {
+        // The low half counts the members done, the high half those that signaled.
+        let mine = 1 | u64::from(signaled) << 32;
         // SYNC: AcqRel: the last member sees every member's use of the lane.
-        if self.done(j).fetch_add(1, Ordering::AcqRel) + 1 < members as u64 {
+        let before = self.done(j).fetch_add(mine, Ordering::AcqRel);
+        if (before & 0xffff_ffff) + 1 < members as u64 {
             return;
         }
-        let lane = &self.lanes[j];
-        let l = *lane.layout();
-        for m in 0..members {
-            for round in 0..SIGNAL_ROUNDS {
-                // SYNC: Relaxed; published by the Release store of the owner below.
-                lane.atomic_u64(l.signal(m, round))
-                    .store(0, Ordering::Relaxed);
+        if (before | mine) >> 32 != 0 {
+            let lane = &self.lanes[j];
+            let l = *lane.layout();
+            for m in 0..members {
+                for round in 0..SIGNAL_ROUNDS {
+                    // SYNC: Relaxed; published by the Release store of the owner below.
+                    lane.atomic_u64(l.signal(m, round))
+                        .store(0, Ordering::Relaxed);
+                }
             }
         }
         self.done(j).store(0, Ordering::Relaxed);

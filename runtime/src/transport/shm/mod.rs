@@ -220,6 +220,12 @@ impl ShmTransport {
         self.signal_from = [None; layout::SIGNAL_ROUNDS];
     }
 
+    /// Whether this rank has counted a barrier round since it was bound to its segment
+    /// ([`ShmTransport::rebind`]): its signal line is then not all zero.
+    pub fn has_signaled(&self) -> bool {
+        self.signals.iter().any(|&n| n > 0)
+    }
+
     /// The PID of local rank `j`.
     fn pid(&self, j: usize) -> i32 {
         match &self.pids {
