@@ -1,7 +1,7 @@
 """mpi4py-cases: an mpi4py program through topo-run's PMPI library.
 
 Blocking and nonblocking collectives on world, a duplicate, an order-keeping split and a
-reversed split, with NumPy buffers (MPI_Allreduce, _Bcast, _Allgather, _Barrier, and their
+reversed split (and nonblocking ones only on another duplicate), with NumPy buffers (MPI_Allreduce, _Bcast, _Allgather, _Barrier, and their
 MPI_I* forms completed together by one Waitall) and with pickled Python objects
 (allreduce, bcast, allgather). MPI is initialised at mpi4py's default thread level,
 MPI_THREAD_MULTIPLE, unless a level is given (--thread-level single, funneled,
@@ -54,6 +54,15 @@ for comm in (world, world.Dup(), world.Split(0, rank), world.Split(0, size - ran
     comm.Barrier()
     if comm is not world:
         comm.Free()
+# A duplicate whose collectives are all nonblocking, as many of mpi4py's are: its context
+# comes with it (in MPI_Comm_dup, at every thread level), so they take topo-run's path.
+nb = world.Dup()
+c = np.empty(1000, dtype="f8")
+for _ in range(3):
+    nb.Iallreduce(np.arange(1000, dtype="f8") + rank, c, op=MPI.SUM).Wait()
+    ok &= bool(np.allclose(c, np.arange(1000) * size + size * (size - 1) / 2))
+nb.Ibarrier().Wait()
+nb.Free()
 if world.allreduce(ok, op=MPI.LAND):
     verdict = "OK"
 else:

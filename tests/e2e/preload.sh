@@ -464,12 +464,15 @@ check_cases "preload-cases --pmpi-init --pmpi-finalize local-start, 1 node x 2" 
 # launcher asks Debian's python3 where mpi4py is and preloads the library for the MPI its
 # extension module needs; mpi4py's default MPI_THREAD_MULTIPLE; and the same at
 # MPI_THREAD_SERIALIZED. The same verdict as without topo-run, and its calls on topo-run's
-# path.
+# path, those on a duplicate with only nonblocking collectives included (no communicator
+# without a context: "other").
 for level in "" serialized; do
   T=90 run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "${ONE[@]}" "$TOPO_RUN" -v -- \
     /usr/bin/python3 "$ROOT/examples/python/mpi4py-cases.py" ${level:+--thread-level "$level"}
   if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "mpi4py: OK" ]] && took_our_path "$WORK/err" MPI_Allreduce \
      && took_our_path "$WORK/err" MPI_Iallgather && took_our_path "$WORK/err" MPI_Bcast \
+     && grep -q "by communicator: .*duplicate [1-9][0-9]* topo-run, 0 MPI" "$WORK/err" \
+     && ! grep -Eq "by communicator: .*other [0-9]+ topo-run, [1-9]" "$WORK/err" \
      && grep -q "preloading .*(/usr/bin/python3 (Python) needs libmpi.so.40" "$WORK/err"; then
     ok "mpi4py program, no flag, ${level:-default (multiple)} thread level: OK, preloaded, on topo-run's path"
   else bad "mpi4py program, ${level:-default} thread level" "exit $RC" "$(tail -2 "$WORK/out")" "$(grep -v '^ok' "$WORK/err" | head -6)"; fi
