@@ -8,12 +8,17 @@
  * time of one call; the table gives medians and the ratio topo/native (below 1: faster).
  *
  *   mpicc -O2 -o preload-bench benchmarks/preload-bench.c
- *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./preload-bench [ITERS]
+ *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./preload-bench [ITERS] [COMM]
+ *
+ * COMM: world (the default) or dup (a duplicate of world, made first).
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The communicator the operations run on. */
+static MPI_Comm on;
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -31,40 +36,40 @@ static double timed(int op, int native, double *s, double *r, int count) {
     double t = MPI_Wtime();
     switch (op) {
     case 0:
-        if (native) PMPI_Bcast(r, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        else MPI_Bcast(r, count, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        if (native) PMPI_Bcast(r, count, MPI_DOUBLE, 0, on);
+        else MPI_Bcast(r, count, MPI_DOUBLE, 0, on);
         break;
     case 1:
-        if (native) PMPI_Reduce(s, r, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-        else MPI_Reduce(s, r, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (native) PMPI_Reduce(s, r, count, MPI_DOUBLE, MPI_SUM, 0, on);
+        else MPI_Reduce(s, r, count, MPI_DOUBLE, MPI_SUM, 0, on);
         break;
     case 2:
-        if (native) PMPI_Allreduce(s, r, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        else MPI_Allreduce(s, r, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        if (native) PMPI_Allreduce(s, r, count, MPI_DOUBLE, MPI_SUM, on);
+        else MPI_Allreduce(s, r, count, MPI_DOUBLE, MPI_SUM, on);
         break;
     case 3: {
         MPI_Request q;
-        if (native) PMPI_Ibcast(r, count * 8, MPI_BYTE, 0, MPI_COMM_WORLD, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
-        else MPI_Ibcast(r, count * 8, MPI_BYTE, 0, MPI_COMM_WORLD, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
+        if (native) PMPI_Ibcast(r, count * 8, MPI_BYTE, 0, on, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
+        else MPI_Ibcast(r, count * 8, MPI_BYTE, 0, on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
         break;
     }
     case 4: {
         MPI_Request q;
-        if (native) PMPI_Iallreduce(s, r, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
-        else MPI_Iallreduce(s, r, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
+        if (native) PMPI_Iallreduce(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
+        else MPI_Iallreduce(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
         break;
     }
     case 5: {
         MPI_Request q;
-        if (native) PMPI_Ibarrier(MPI_COMM_WORLD, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
-        else MPI_Ibarrier(MPI_COMM_WORLD, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
+        if (native) PMPI_Ibarrier(on, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
+        else MPI_Ibarrier(on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
         break;
     }
     default:
         /* Ten back to back: one barrier is too short to time alone. */
         for (int k = 0; k < 10; k++) {
-            if (native) PMPI_Barrier(MPI_COMM_WORLD);
-            else MPI_Barrier(MPI_COMM_WORLD);
+            if (native) PMPI_Barrier(on);
+            else MPI_Barrier(on);
         }
     }
     t = (MPI_Wtime() - t) * 1e6;
@@ -80,6 +85,10 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int iters = argc > 1 ? atoi(argv[1]) : 200;
     if (iters < 1) iters = 1;
+    /* COMM: world (the default), or dup, a duplicate of world made through the program's
+     * own MPI_Comm_dup (with TOPO_RUN_MAX_COMMS=1 its context is on the node's lanes). */
+    on = MPI_COMM_WORLD;
+    if (argc > 2 && !strcmp(argv[2], "dup")) MPI_Comm_dup(MPI_COMM_WORLD, &on);
     const char *names[7] = {"bcast",      "reduce",   "allreduce",  "ibcast",
                             "iallreduce", "ibarrier", "barrier x10"};
     const int max = 1 << 21; /* doubles: 16 MiB */
