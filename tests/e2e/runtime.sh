@@ -435,6 +435,16 @@ for place in block cyclic; do
   else bad "2 nodes x 2 $place: coll-cases comms" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 done
 
+# The same communicators with contexts on the node's lanes (Topo::for_comm_on_lanes, as
+# the PMPI library's beyond TOPO_RUN_MAX_COMMS): every collective as MPI's, every context
+# of a communicator with two or more ranks on a node through the lanes, none with a
+# segment of its own, nothing left in /dev/shm.
+T=120 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive \
+  --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$BIN/coll-cases" --require-topo lanes
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "10 passed, 0 failed" ]] && (( $(shm_leftovers) == 0 )); then
+  ok "2 nodes x 2 ranks: coll-cases lanes: $(tail -1 "$WORK/out")"
+else bad "2 nodes x 2: coll-cases lanes" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+
 # MPI_THREAD_MULTIPLE across nodes: four threads per rank on four communicators at once.
 T=120 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive \
   --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$BIN/coll-cases" --require-topo --thread-multiple threads

@@ -37,6 +37,10 @@
 //!   from every root, allgather, barrier and a nonblocking allreduce, at 1, 1000 and
 //!   100,000 elements, against MPI's own on the same communicator; with `--require-topo`,
 //!   every communicator of two or more ranks must take topo-run's path.
+//! - `lanes`: the same communicators with contexts on the node's lanes
+//!   (`Topo::for_comm_on_lanes`, as the PMPI library sets its contexts beyond
+//!   `TOPO_RUN_MAX_COMMS` up), each against MPI's own; with `--require-topo`, every
+//!   communicator of two or more ranks takes topo-run's path with no segment of its own.
 //! - `threads`: `MPI_THREAD_MULTIPLE` (run with `--thread-multiple`): four threads per
 //!   rank, each with a communicator of its own (a duplicate of world, the even and the odd
 //!   ranks, world in reversed order, each half), set up at the same time
@@ -68,6 +72,7 @@ enum Case {
     LocalStart,
     PrivateComms,
     Comms,
+    Lanes,
     Threads,
     Huge,
 }
@@ -444,8 +449,14 @@ fn private_comms(world: &SimpleCommunicator, t: &mut Tally<'_>) -> anyhow::Resul
 /// Every collective on a context over `comm` against MPI's own on `comm`. Returns whether
 /// all agreed, and whether the context took topo-run's path.
 fn on_comm(comm: &SimpleCommunicator) -> anyhow::Result<(bool, bool)> {
+    let topo = Topo::for_comm(comm).context("context over a communicator")?;
+    Ok(against_mpi(topo, comm))
+}
+
+/// Every collective on `topo`, a context over `comm`, against MPI's own on `comm`.
+/// Returns whether all agreed, and whether the context took topo-run's path.
+fn against_mpi(mut topo: Topo, comm: &SimpleCommunicator) -> (bool, bool) {
     use mpi::collective::Root;
-    let mut topo = Topo::for_comm(comm).context("context over a communicator")?;
     let (rank, size) = (comm.rank(), comm.size());
     let mut ok = true;
     for n in [1usize, 1000, 100_000] {
@@ -493,7 +504,47 @@ fn on_comm(comm: &SimpleCommunicator) -> anyhow::Result<(bool, bool)> {
         comm.all_reduce_into(&mine[..], &mut theirs[..n], SystemOperation::sum());
         ok &= ours[..] == theirs[..n];
     }
-    Ok((ok, topo.is_hierarchical()))
+    (ok, topo.is_hierarchical())
+}
+
+/// Contexts on the node's lanes over communicators of every kind, each against MPI's own.
+fn lanes(world: &SimpleCommunicator, t: &mut Tally<'_>, require_topo: bool) -> anyhow::Result<()> {
+    use mpi::topology::Color;
+    let (rank, size) = (world.rank(), world.size());
+    let split = |color: i32, key: i32| {
+        world
+            .split_by_color_with_key(Color::with_value(color), key)
+            .context("split")
+    };
+    let kinds: Vec<(&str, SimpleCommunicator)> = vec![
+        ("a duplicate of world", world.duplicate()),
+        ("the node's communicator", world.split_shared(rank)),
+        ("world in reversed order", split(0, size - rank)?),
+        ("the even and the odd ranks", split(rank % 2, rank)?),
+        ("each half", split(i32::from(rank >= size / 2), rank)?),
+    ];
+    // World's context sets the node's lanes up.
+    let world_topo = Topo::from_env(world).context("world's context")?;
+    for (what, comm) in &kinds {
+        let topo = Topo::for_comm_on_lanes(comm).context("a context on the lanes")?;
+        let segment = topo.has_segment();
+        let on_lanes = topo.uses_lanes() || topo.local().is_some_and(|(_, n)| n < 2);
+        let (ok, ours) = against_mpi(topo, comm);
+        t.record(
+            &format!("{what} on the lanes: every collective as MPI's"),
+            ok,
+        );
+        if require_topo {
+            t.record(
+                &format!(
+                    "{what} on the lanes: topo-run's path through the lanes, no segment of its own"
+                ),
+                comm.size() < 2 || ours && !segment && on_lanes,
+            );
+        }
+    }
+    drop(world_topo);
+    Ok(())
 }
 
 /// Contexts over communicators of every kind, each against MPI's own.
@@ -663,6 +714,7 @@ fn main() -> anyhow::Result<()> {
             Case::LocalStart => local_start(&world, &mut t)?,
             Case::PrivateComms => private_comms(&world, &mut t)?,
             Case::Comms => comms(&world, &mut t, args.require_topo)?,
+            Case::Lanes => lanes(&world, &mut t, args.require_topo)?,
             Case::Threads => threads(&mut t, args.require_topo)?,
             Case::Huge => huge(&world, &mut t)?,
         }

@@ -157,6 +157,14 @@ impl Topo {
         core.hier.as_ref().is_some_and(|h| h.links.shm.is_some())
     }
 
+    /// Whether this context's node steps go through the node's lanes
+    /// ([`Topo::for_comm_on_lanes`]): false where it has a segment of its own, where the
+    /// rank is alone on its node, or where the node has no lanes.
+    pub fn uses_lanes(&self) -> bool {
+        let core = context::lock(&self.core);
+        core.hier.as_ref().is_some_and(|h| h.lane.is_some())
+    }
+
     /// How many contexts used this context's node queues and communicators before it: 0
     /// for one set up anew, more where it took up what an earlier context over the same
     /// members left when it was dropped (`crate::kept`).
