@@ -441,7 +441,7 @@ done
 # segment of its own, nothing left in /dev/shm.
 T=120 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive \
   --mpi=pmix --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$BIN/coll-cases" --require-topo lanes
-if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "10 passed, 0 failed" ]] && (( $(shm_leftovers) == 0 )); then
+if [[ $RC -eq 0 && $(tail -1 "$WORK/out") == "12 passed, 0 failed" ]] && (( $(shm_leftovers) == 0 )); then
   ok "2 nodes x 2 ranks: coll-cases lanes: $(tail -1 "$WORK/out")"
 else bad "2 nodes x 2: coll-cases lanes" "exit $RC" "$(cat "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 

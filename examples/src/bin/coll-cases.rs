@@ -509,23 +509,9 @@ fn against_mpi(mut topo: Topo, comm: &SimpleCommunicator) -> (bool, bool) {
 
 /// Contexts on the node's lanes over communicators of every kind, each against MPI's own.
 fn lanes(world: &SimpleCommunicator, t: &mut Tally<'_>, require_topo: bool) -> anyhow::Result<()> {
-    use mpi::topology::Color;
-    let (rank, size) = (world.rank(), world.size());
-    let split = |color: i32, key: i32| {
-        world
-            .split_by_color_with_key(Color::with_value(color), key)
-            .context("split")
-    };
-    let kinds: Vec<(&str, SimpleCommunicator)> = vec![
-        ("a duplicate of world", world.duplicate()),
-        ("the node's communicator", world.split_shared(rank)),
-        ("world in reversed order", split(0, size - rank)?),
-        ("the even and the odd ranks", split(rank % 2, rank)?),
-        ("each half", split(i32::from(rank >= size / 2), rank)?),
-    ];
     // World's context sets the node's lanes up.
     let world_topo = Topo::from_env(world).context("world's context")?;
-    for (what, comm) in &kinds {
+    for (what, comm) in &communicators(world)? {
         let topo = Topo::for_comm_on_lanes(comm).context("a context on the lanes")?;
         let segment = topo.has_segment();
         let on_lanes = topo.uses_lanes() || topo.local().is_some_and(|(_, n)| n < 2);
@@ -548,7 +534,10 @@ fn lanes(world: &SimpleCommunicator, t: &mut Tally<'_>, require_topo: bool) -> a
 }
 
 /// Contexts over communicators of every kind, each against MPI's own.
-fn comms(world: &SimpleCommunicator, t: &mut Tally<'_>, require_topo: bool) -> anyhow::Result<()> {
+/// Communicators of every kind made from `world`, named.
+fn communicators(
+    world: &SimpleCommunicator,
+) -> anyhow::Result<Vec<(&'static str, SimpleCommunicator)>> {
     use mpi::topology::Color;
     let (rank, size) = (world.rank(), world.size());
     let split = |color: i32, key: i32| {
@@ -556,15 +545,18 @@ fn comms(world: &SimpleCommunicator, t: &mut Tally<'_>, require_topo: bool) -> a
             .split_by_color_with_key(Color::with_value(color), key)
             .context("split")
     };
-    let kinds: Vec<(&str, SimpleCommunicator)> = vec![
+    Ok(vec![
         ("a duplicate of world", world.duplicate()),
         ("the node's communicator", world.split_shared(rank)),
         ("world in reversed order", split(0, size - rank)?),
         ("the even and the odd ranks", split(rank % 2, rank)?),
         ("each half", split(i32::from(rank >= size / 2), rank)?),
         ("one rank alone", split(rank, 0)?),
-    ];
-    for (what, comm) in &kinds {
+    ])
+}
+
+fn comms(world: &SimpleCommunicator, t: &mut Tally<'_>, require_topo: bool) -> anyhow::Result<()> {
+    for (what, comm) in &communicators(world)? {
         let (ok, ours) = on_comm(comm)?;
         t.record(&format!("{what}: every collective as MPI's"), ok);
         if require_topo {

@@ -117,9 +117,12 @@ pub const DEFAULT_MAX_COMMS: usize = 16;
 /// The most contexts a process keeps, from the value of [`MAX_COMMS_ENV`] if set (one that
 /// is not a number counts as unset).
 pub fn max_comms(value: Option<&str>) -> usize {
-    value
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(DEFAULT_MAX_COMMS)
+    count_or(value, DEFAULT_MAX_COMMS)
+}
+
+/// The count in a variable's `value`, or `default` where it is unset or not a number.
+fn count_or(value: Option<&str>, default: usize) -> usize {
+    value.and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
 /// The variable that sets the number of lanes per node: segments of world's layout that
@@ -140,10 +143,7 @@ pub const LANE_BOARD_BYTES: u64 = 278_528;
 /// The number of lanes from the value of [`LANES_ENV`], if set (one that is not a number
 /// counts as unset), at most [`MAX_LANES`].
 pub fn lanes_wanted(value: Option<&str>) -> usize {
-    value
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(DEFAULT_LANES)
-        .min(MAX_LANES)
+    count_or(value, DEFAULT_LANES).min(MAX_LANES)
 }
 
 impl Settings {
