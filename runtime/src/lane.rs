@@ -91,7 +91,7 @@ pub(crate) struct Lane {
     transport: Option<ShmTransport>,
     /// The lane lent to the links for the running collective.
     held: Option<usize>,
-    /// The world rank and node, for messages.
+    /// The context's ranks on this node and the node's name, for messages.
     peers: Vec<u32>,
     node: String,
 }
