@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::links::Links;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::ShmTransport;
@@ -85,15 +85,10 @@ pub(crate) struct Lane {
     /// Blocking collectives that have claimed so far.
     calls: u64,
     spin: u32,
-    /// The context's ranks' PIDs on this node, in local order.
-    pids: Vec<i32>,
     /// This rank's end of the queues, while not lent to the links.
     transport: Option<ShmTransport>,
     /// The lane lent to the links for the running collective.
     held: Option<usize>,
-    /// The context's ranks on this node and the node's name, for messages.
-    peers: Vec<u32>,
-    node: String,
 }
 
 impl Lane {
@@ -113,35 +108,20 @@ impl Lane {
         spin: u32,
     ) -> Lane {
         let first = lanes.pool.lane(0).clone();
-        let mut t =
-            ShmTransport::for_lane(first, me, peers.clone(), pids.clone(), node.clone(), spin);
+        let members = peers.len();
+        let mut t = ShmTransport::for_lane(first, me, peers, pids, node, spin);
         t.set_near(near);
         t.set_single_copy(single_copy.filter(|_| lanes.single_copy));
         CONTEXTS.fetch_add(1, Ordering::Relaxed);
         Lane {
-            members: peers.len(),
+            members,
             leader: me == 0,
             lanes,
             record,
             calls: 0,
             spin,
-            pids,
             transport: Some(t),
             held: None,
-            peers,
-            node,
-        }
-    }
-
-    /// Fails if one of the context's other ranks on the node has died.
-    fn check_alive(pids: &[i32], peers: &[u32], node: &str) -> Result<()> {
-        match pids.iter().position(|&p| crate::transport::shm::is_dead(p)) {
-            Some(j) => Err(Error::PeerDied {
-                rank: peers[j],
-                node: node.to_string(),
-                op: "a collective",
-            }),
-            None => Ok(()),
         }
     }
 
@@ -149,8 +129,13 @@ impl Lane {
     /// the node, and lends it to `links`; with none free the links keep going over MPI.
     pub(crate) fn bind(&mut self, links: &mut Links<MpiTransport>) -> Result<()> {
         self.calls += 1;
-        let (pids, peers, node) = (&self.pids, &self.peers, &self.node);
-        let alive = || Self::check_alive(pids, peers, node);
+        let t = self
+            .transport
+            .as_ref()
+            .expect("a lane is bound once per call");
+        // A member that died while the others wait for the claim is named by its queues'
+        // liveness check.
+        let alive = || t.check_peers_alive();
         let pool = &self.lanes.pool;
         let lane = if self.leader {
             pool.decide(self.record, self.calls, self.members, self.spin, alive)?

@@ -248,6 +248,9 @@ fn a_full_board_says_so() {
     );
     pool.leave_record(7);
     assert_eq!(pool.claim_record(2), Some(7));
+    // A record claimed for a context that is not set up on the lanes goes back whole.
+    pool.abandon_record(7);
+    assert_eq!(pool.claim_record(3), Some(7));
 }
 
 #[test]

@@ -567,9 +567,7 @@ impl Topo {
         if !every || chosen == u32::MAX || members < 2 {
             // A record nobody else will use goes back.
             if let (Some(l), Some(r)) = (&lanes, record) {
-                for _ in 0..members {
-                    l.pool.leave_record(r);
-                }
+                l.pool.abandon_record(r);
             }
             return None;
         }

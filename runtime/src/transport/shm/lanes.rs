@@ -192,6 +192,13 @@ impl Pool {
         })
     }
 
+    /// Gives record `r` back at once, unused (its context is not set up on the lanes
+    /// after all): no member holds it yet.
+    pub fn abandon_record(&self, r: usize) {
+        // SYNC: Release, as in `leave_record`.
+        self.refs(r).store(FREE, Ordering::Release);
+    }
+
     /// One member has done with record `r` (its context is gone); the last frees it.
     pub fn leave_record(&self, r: usize) {
         // SYNC: Release: this member's reads of the record happen before a new claim.

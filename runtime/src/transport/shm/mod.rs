@@ -137,7 +137,7 @@ fn next_seq(s: u32) -> u32 {
 }
 
 /// Whether process `pid` has exited (or is a zombie waiting to be reaped).
-pub(crate) fn is_dead(pid: i32) -> bool {
+fn is_dead(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }
@@ -224,6 +224,14 @@ impl ShmTransport {
     /// ([`ShmTransport::rebind`]): its signal line is then not all zero.
     pub fn has_signaled(&self) -> bool {
         self.signals.iter().any(|&n| n > 0)
+    }
+
+    /// Fails if another local rank has died (a wait outside the queues, such as a lane's
+    /// claim, checks its peers with it).
+    pub fn check_peers_alive(&self) -> Result<()> {
+        (0..self.peers.len())
+            .filter(|&j| j != self.me)
+            .try_for_each(|j| self.check_alive(j))
     }
 
     /// The PID of local rank `j`.
