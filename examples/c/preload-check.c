@@ -28,7 +28,9 @@
  * for double only, 400 back-to-back calls. --thread-multiple:
  * MPI_Init_thread(MPI_THREAD_MULTIPLE).
  * --die RANK: that rank kills itself (SIGKILL) in the middle of a loop of Allreduces, to
- * test that the others stop with a message instead of waiting forever.
+ * test that the others stop with a message instead of waiting forever. --on-dup: that
+ * loop runs on a duplicate of world (with TOPO_RUN_MAX_COMMS=1, a context on the node's
+ * lanes).
  */
 #include "check.h"
 
@@ -442,12 +444,13 @@ static void allgather_types(void) {
 }
 
 int main(int argc, char **argv) {
-    int die = -1, multiple = 0, brief = 0;
+    int die = -1, multiple = 0, brief = 0, on_dup = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--brief") == 0) quick = brief = 1;
         else if (strcmp(argv[i], "--thread-multiple") == 0) multiple = 1;
         else if (strcmp(argv[i], "--die") == 0 && i + 1 < argc) die = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--on-dup") == 0) on_dup = 1;
     }
     if (multiple) {
         int provided;
@@ -459,9 +462,11 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (die >= 0) {
         double v[1024] = {0}, s[1024];
+        MPI_Comm on = MPI_COMM_WORLD;
+        if (on_dup) MPI_Comm_dup(MPI_COMM_WORLD, &on);
         for (int i = 0; i < 100000; i++) {
             if (rank == die && i == 500) raise(SIGKILL);
-            MPI_Allreduce(v, s, 1024, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            MPI_Allreduce(v, s, 1024, MPI_DOUBLE, MPI_SUM, on);
         }
         MPI_Finalize();
         return 0;

@@ -562,6 +562,11 @@ check_killed() {
 
 check_killed "a rank killed mid-collective" MPI_Allreduce "$CPROG" --die 1 -- "${ONE[@]}"
 
+# The same on a duplicate of world whose context is on the node's lanes: the members
+# waiting for a lane's claim or inside it name the dead rank too.
+check_killed "a rank killed mid-collective on a context on the node's lanes" MPI_Allreduce \
+  "$CPROG" --die 1 --on-dup -- "${ONE[@]}" --export=ALL,TOPO_RUN_MAX_COMMS=1
+
 check_killed "a rank killed while a nonblocking collective is in flight" MPI_Iallreduce \
   "$NBPROG" --die 1 -- "${ONE[@]}"
 
