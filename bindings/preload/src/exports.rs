@@ -365,7 +365,7 @@ fn adopt(rc: c_int, comm: MPI_Comm, newcomm: *const MPI_Comm) -> c_int {
 /// Gives `new`, just created from `comm` (C or Fortran), a context if it is congruent to
 /// world.
 pub(crate) fn adopt_created(comm: MPI_Comm, new: MPI_Comm) {
-    abi::own(Some(comm), || state::adopt(new));
+    abi::own(Some(comm), || state::adopt(comm, new));
 }
 
 /// `MPI_Comm_dup`: MPI's, then a context for the duplicate of a communicator congruent

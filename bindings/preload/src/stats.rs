@@ -52,6 +52,20 @@ pub struct Stats {
     handed: [[u64; HandOff::ALL.len()]; Call::ALL.len()],
     /// Per communicator kind: calls on topo-run's path and calls handed to MPI.
     by_kind: [[u64; 2]; CommKind::ALL.len()],
+    /// Contexts given to communicators other than world: set up anew, taken up from the
+    /// kept ones at their first collective, taken up in their creating call.
+    contexts: [u64; 3],
+}
+
+/// How a communicator got its context (for [`Stats::context`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Set up anew.
+    New,
+    /// Taken up from the kept ones, agreed over the communicator at its setup.
+    Kept,
+    /// Taken up from the kept ones in the call that created the communicator.
+    KeptAtCreation,
 }
 
 impl Stats {
@@ -68,6 +82,11 @@ impl Stats {
     /// Counts a call on a communicator of `kind`, on topo-run's path (`ours`) or not.
     pub fn on(&mut self, kind: CommKind, ours: bool) {
         self.by_kind[kind as usize][usize::from(!ours)] += 1;
+    }
+
+    /// Counts a context given to a communicator other than world.
+    pub fn context(&mut self, origin: Origin) {
+        self.contexts[origin as usize] += 1;
     }
 
     /// One line per call that was made at all, for example
@@ -106,6 +125,14 @@ impl Stats {
             .collect();
         if !kinds.is_empty() {
             lines.push(format!("by communicator: {}", kinds.join("; ")));
+        }
+        let [new, kept, at_creation] = self.contexts;
+        if new + kept + at_creation > 0 {
+            lines.push(format!(
+                "contexts of other communicators: {new} set up, {} taken up again from the \
+                 kept ones ({at_creation} in the call that created the communicator)",
+                kept + at_creation
+            ));
         }
         lines
     }
@@ -147,6 +174,15 @@ mod tests {
         assert_eq!(
             s.report().last().unwrap(),
             "by communicator: world 1 topo-run, 0 MPI; split 1 topo-run, 1 MPI; other 0 topo-run, 1 MPI"
+        );
+        s.context(Origin::New);
+        s.context(Origin::Kept);
+        s.context(Origin::KeptAtCreation);
+        s.context(Origin::KeptAtCreation);
+        assert_eq!(
+            s.report().last().unwrap(),
+            "contexts of other communicators: 1 set up, 3 taken up again from the kept ones \
+             (2 in the call that created the communicator)"
         );
     }
 

@@ -17,6 +17,7 @@ mod immediate;
 mod measure;
 mod raw;
 mod reuse;
+pub use reuse::KeptOffer;
 mod setup;
 mod start;
 

@@ -1,5 +1,8 @@
 //! Taking up, at a context's setup, the context its members kept from the last
-//! communicator over the same members (`crate::kept`).
+//! communicator over the same members (`crate::kept`): agreed over the new communicator
+//! at its setup ([`take_up`]), or, where the caller can agree more cheaply (the PMPI
+//! library, over the parent communicator's context in the creating call), through a
+//! [`KeptOffer`].
 
 use super::comm::fnv;
 use super::*;
@@ -9,8 +12,9 @@ use crate::kept::{self, Kept};
 /// come from (its digest, which covers the settings), and whether it is on the node's
 /// lanes.
 pub(super) fn key(members: &[u32], plan: &RankPlan, on_lanes: bool) -> u64 {
-    let mut bytes: Vec<u8> = members.iter().flat_map(|m| m.to_le_bytes()).collect();
-    bytes.extend(plan.digest.to_string().as_bytes());
+    let mut bytes: Vec<u8> = Vec::with_capacity(members.len() * 4 + 17);
+    bytes.extend(members.iter().flat_map(|m| m.to_le_bytes()));
+    bytes.extend(plan.digest.0);
     bytes.push(u8::from(on_lanes));
     fnv(&bytes)
 }
@@ -39,5 +43,70 @@ pub(super) fn take_up(comm: &SimpleCommunicator, key: Option<u64>) -> Option<Kep
             None
         }
         None => None,
+    }
+}
+
+/// The context this process kept for a communicator's members, taken out of the kept ones
+/// until the members have agreed whether they all offer the same ([`Topo::kept_for`]).
+/// Dropped without [`KeptOffer::take_up`], it goes back to the kept ones.
+#[derive(Default)]
+pub struct KeptOffer {
+    kept: Option<Kept>,
+}
+
+impl KeptOffer {
+    /// The kept context's id (the same on every member that kept it), or 0: none.
+    pub fn id(&self) -> u64 {
+        self.kept.as_ref().map_or(0, |k| k.id)
+    }
+
+    /// The context for the communicator, once every member has offered the same nonzero
+    /// [`KeptOffer::id`] (the caller's agreement): no communication, no setup.
+    pub fn take_up(mut self) -> Option<Topo> {
+        self.kept.take().map(Topo::from_kept)
+    }
+}
+
+impl std::fmt::Debug for KeptOffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeptOffer").field("id", &self.id()).finish()
+    }
+}
+
+impl Drop for KeptOffer {
+    fn drop(&mut self) {
+        if let Some(k) = self.kept.take() {
+            kept::keep(k);
+        }
+    }
+}
+
+impl Topo {
+    /// The context this process kept for `comm`'s members in `comm`'s order, with the
+    /// plan's settings, on the node's lanes or with a segment of its own as `on_lanes`
+    /// says (local: no communication). Every member of `comm` must learn every other
+    /// member's [`KeptOffer::id`] before any takes it up: where all offer the same nonzero
+    /// id, each takes its offer up and the context is `comm`'s, as if set up by
+    /// [`Topo::for_comm`] (or [`Topo::for_comm_on_lanes`]); otherwise none may.
+    ///
+    /// `members` are the world ranks of `comm`'s ranks, in `comm`'s order.
+    pub fn kept_for(members: &[u32], on_lanes: bool) -> KeptOffer {
+        let Some(plan) = std::env::var(PLAN_ENV)
+            .ok()
+            .and_then(|text| super::setup::decode_plan(&text).ok())
+        else {
+            return KeptOffer::default();
+        };
+        KeptOffer {
+            kept: kept::take(key(members, &plan, on_lanes)),
+        }
+    }
+
+    /// The context made of a kept one's parts, as the context that kept them left them.
+    pub(super) fn from_kept(k: Kept) -> Topo {
+        let mut topo = Topo::new(k.world, Some(k.hier), None, k.node, k.local);
+        topo.lineage = Some((k.key, k.id));
+        topo.earlier = k.earlier;
+        topo
     }
 }

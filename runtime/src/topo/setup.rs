@@ -51,6 +51,22 @@ fn node_layout(plan: &RankPlan, s: &Settings) -> Layout {
     )
 }
 
+/// The plan in `text`, decoded once per process: every context's setup reads it, and a
+/// program that makes communicators in a loop would decode it each time (about 2 us).
+pub(super) fn decode_plan(text: &str) -> Result<std::sync::Arc<RankPlan>> {
+    type Last = Option<(String, std::sync::Arc<RankPlan>)>;
+    static LAST: std::sync::Mutex<Last> = std::sync::Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((t, plan)) = &*last
+        && t == text
+    {
+        return Ok(plan.clone());
+    }
+    let plan = std::sync::Arc::new(RankPlan::decode(text).map_err(Error::Plan)?);
+    *last = Some((text.to_string(), plan.clone()));
+    Ok(plan)
+}
+
 /// Sends `rank`'s message to everyone (fixed 1 KiB, truncated).
 pub(super) fn share_message(world: &SimpleCommunicator, rank: u32, mine: &str) -> String {
     let mut buf = [0u8; 1024];
@@ -126,10 +142,7 @@ impl Topo {
             _ => None,
         };
         if reusable && let Some(k) = reuse::take_up(world, key) {
-            let mut topo = Topo::new(k.world, Some(k.hier), None, k.node, k.local);
-            topo.lineage = Some((k.key, k.id));
-            topo.earlier = k.earlier;
-            return Ok(topo);
+            return Ok(Topo::from_kept(k));
         }
         // A context over another communicator than world's may find MPI out of room for
         // its communicators (MPICH's 2,048 per process): then it is not set up, on every
@@ -366,7 +379,7 @@ impl Topo {
         text: &str,
         restricted: bool,
     ) -> Result<(RankPlan, Settings)> {
-        let plan = RankPlan::decode(text).map_err(Error::Plan)?;
+        let plan = RankPlan::clone(&*decode_plan(text)?);
         let (rank, size) = if restricted {
             crate::ffi::comm::world_rank_size()
         } else {

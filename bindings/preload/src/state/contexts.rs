@@ -92,9 +92,14 @@ pub(super) fn max_comms() -> usize {
     settings::max_comms(std::env::var(settings::MAX_COMMS_ENV).ok().as_deref())
 }
 
-/// Gives `comm`, just created by the application, its own context if it is congruent to
-/// world (collective over `comm`: every rank of it calls this in the same creating call).
-pub(crate) fn adopt(comm: MPI_Comm) {
+/// Gives `comm`, just created by the application from `parent`, a context: the one its
+/// members kept from the last communicator over them if they all did ([`take_up_kept`]),
+/// else a new one if it is congruent to world (collective over `parent`: every rank of it
+/// calls this in the same creating call, with `MPI_COMM_NULL` where it is not in `comm`).
+pub(crate) fn adopt(parent: MPI_Comm, comm: MPI_Comm) {
+    if take_up_kept(parent, comm) {
+        return;
+    }
     if !abi::congruent_to_world(comm) {
         return;
     }
@@ -130,6 +135,7 @@ pub(crate) fn adopt(comm: MPI_Comm) {
         Ok(topo) if topo.is_hierarchical() => {
             let (rank, size) = (st.rank, st.size);
             let kind = CommKind::Duplicate;
+            st.stats.context(origin_of(&topo));
             st.attach(
                 comm,
                 Active {
@@ -143,6 +149,72 @@ pub(crate) fn adopt(comm: MPI_Comm) {
         Ok(_) => {}
         Err(e) => setup_failed(st.rank, &e),
     }
+}
+
+/// In the call that created `comm` from `parent` (collective over `parent`): gives `comm`
+/// the context its members kept from the last communicator over the same members in the
+/// same order (`topo_runtime::kept`), if every member kept the same one; says whether it
+/// did. A program that makes and frees the same communicators again and again (BLACS
+/// around every operation) pays one allgather of ours over `parent` for each, instead of
+/// the agreements over MPI of a setup at the first collective. Only where `parent` has a
+/// context of ours (the same on all its members): the members learn each other's offers
+/// through it. Takes up nothing else: a context that must be made anew is made as before.
+fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> bool {
+    let mut g = lock();
+    let Some(st) = g.0.state.as_mut() else {
+        return false;
+    };
+    let Some(world_order) = st.contexts.get(&key(parent)).map(|e| e.world_order) else {
+        return false;
+    };
+    if !st.on {
+        return false;
+    }
+    // What this rank offers: the context it kept for `comm`, on the node's lanes if it has
+    // no room for another segment (as the setup at the first collective would choose).
+    let eligible = matches!(abi::why_no_context(comm), Some(None));
+    let in_parent = if eligible {
+        abi::ranks_in(comm, parent)
+    } else {
+        Vec::new()
+    };
+    let offer = if eligible {
+        let members: Vec<u32> = if world_order {
+            in_parent.iter().map(|&r| r as u32).collect()
+        } else {
+            abi::ranks_in(comm, abi::world())
+                .into_iter()
+                .map(|r| r as u32)
+                .collect()
+        };
+        Topo::kept_for(&members, st.segments_full())
+    } else {
+        KeptOffer::default()
+    };
+    let id = offer.id();
+    let mine = [id as u32, (id >> 32) as u32];
+    let mut all = vec![0u32; 2 * abi::comm_size(parent)];
+    let (mut g, (outcome, _)) = run_in_context(g, None, parent, |a, _| {
+        a.topo.all_gather_into(&mine, &mut all);
+        Ok(())
+    });
+    if outcome.is_err() || id == 0 {
+        return false;
+    }
+    let agreed = in_parent.iter().all(|&p| all[2 * p..2 * p + 2] == mine);
+    let Some(st) = g.0.state.as_mut() else {
+        return false;
+    };
+    if !agreed {
+        return false;
+    }
+    let Some(topo) = offer.take_up() else {
+        return false;
+    };
+    let active = active_for(comm, topo);
+    st.attach(comm, active);
+    st.stats.context(Origin::KeptAtCreation);
+    true
 }
 
 /// Reaches the state during a context's setup: held throughout (below
@@ -222,22 +294,12 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
     };
     match made {
         Ok(topo) if topo.is_hierarchical() => {
-            let (rank, size) = (topo.world().rank(), topo.world().size());
-            let node = topo.local().is_some_and(|(_, local)| local as i32 == size);
-            let kind = if abi::congruent_to_world(comm) {
-                CommKind::Duplicate
-            } else if node {
-                CommKind::Node
-            } else {
-                CommKind::Split
-            };
-            let active = Active {
-                topo,
-                kind,
-                rank,
-                size,
-            };
-            st.with(|st| st.attach(comm, active));
+            let origin = origin_of(&topo);
+            let active = active_for(comm, topo);
+            st.with(|st| {
+                st.attach(comm, active);
+                st.stats.context(origin);
+            });
         }
         Ok(_) => {
             st.with(|st| st.decline(comm, HandOff::Communicator));
@@ -247,6 +309,34 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
             st.with(|st| st.decline(comm, HandOff::NoRoom));
         }
         Err(e) => setup_failed(abi::world_rank_size().0, &e),
+    }
+}
+
+/// Whether `topo`, just made for a communicator, was set up anew or taken up.
+fn origin_of(topo: &Topo) -> Origin {
+    if topo.earlier_contexts() > 0 {
+        Origin::Kept
+    } else {
+        Origin::New
+    }
+}
+
+/// `comm`'s context `topo`, with the kind of communicator it is for the statistics.
+fn active_for(comm: MPI_Comm, topo: Topo) -> Active {
+    let (rank, size) = (topo.world().rank(), topo.world().size());
+    let node = topo.local().is_some_and(|(_, local)| local as i32 == size);
+    let kind = if abi::congruent_to_world(comm) {
+        CommKind::Duplicate
+    } else if node {
+        CommKind::Node
+    } else {
+        CommKind::Split
+    };
+    Active {
+        topo,
+        kind,
+        rank,
+        size,
     }
 }
 

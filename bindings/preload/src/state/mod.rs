@@ -66,13 +66,13 @@ use mpi::ffi;
 use mpi::topology::SimpleCommunicator;
 use topo_hierarchy::settings;
 use topo_runtime::serial_lock::{SerialGuard, SerialLock};
-use topo_runtime::{Pace, Progress, RawRequest, Topo, with_progress_hook};
+use topo_runtime::{KeptOffer, Pace, Progress, RawRequest, Topo, with_progress_hook};
 
 use crate::abi::{self, GRequest, MPI_Comm, MPI_Datatype, MpixStart, SUCCESS, TypeInfo};
 use crate::abi::{keyval_deleted_by, mpix_start};
 use crate::classify::{Call, HandOff};
 use crate::packed::Finish;
-use crate::stats::{self, CommKind, Stats};
+use crate::stats::{self, CommKind, Origin, Stats};
 
 /// Exit code (through `MPI_Abort`) when the plan in the environment is corrupted or does
 /// not match MPI: the same as the launcher's "missing or corrupted plan".
@@ -139,6 +139,8 @@ struct Entry {
     /// Whether the context has a shared-memory segment (counted against
     /// `TOPO_RUN_MAX_COMMS`).
     segment: bool,
+    /// Whether the communicator has world's ranks in world's order (world, a duplicate).
+    world_order: bool,
 }
 
 struct State {
@@ -296,6 +298,7 @@ impl State {
         abi::set_attr(comm, self.keyval, id as usize);
         let progress = active.topo.progress_handle();
         let segment = active.topo.has_segment();
+        let world_order = matches!(active.kind, CommKind::World | CommKind::Duplicate);
         let held = Held {
             active,
             types: ByHandle::default(),
@@ -308,6 +311,7 @@ impl State {
                 held,
                 progress,
                 segment,
+                world_order,
             },
         );
     }
@@ -435,16 +439,17 @@ pub(crate) fn run<T>(
             set_up_lazily(&mut &mut *st, comm);
         }
     }
-    let (mut g, r) = run_in_context(g, call, comm, f);
+    let (mut g, r) = run_in_context(g, Some(call), comm, f);
     g.0.state.as_mut()?.count(call, r)
 }
 
 /// Runs `f` on `comm`'s context: with the global lock `g` held throughout below
 /// `MPI_THREAD_MULTIPLE`, and let go while `f` runs at it (the module's doc). Returns the
 /// global lock (taken anew at `MPI_THREAD_MULTIPLE`) and the outcome, not yet counted.
+/// `call` names the program's call for the fault injection (`None`: the library's own).
 fn run_in_context<T>(
     mut g: SerialGuard<'static, Shared>,
-    call: Call,
+    call: Option<Call>,
     comm: MPI_Comm,
     f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
 ) -> (SerialGuard<'static, Shared>, (Result<T, HandOff>, CommKind)) {
@@ -507,7 +512,7 @@ impl State {
     /// nothing else can be in the library meanwhile).
     fn run<T>(
         &mut self,
-        call: Call,
+        call: Option<Call>,
         comm: MPI_Comm,
         f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
     ) -> (Result<T, HandOff>, CommKind) {
@@ -534,14 +539,16 @@ fn run_held<T>(
     held: &Slot,
     others: &[Progress],
     quiet: Option<MPI_Comm>,
-    call: Call,
+    call: Option<Call>,
     f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
 ) -> (Result<T, HandOff>, CommKind) {
     let mut held = held.lock();
     let Held { active, types } = &mut *held;
     let kind = active.kind;
     let mut types = TypeCache { types, quiet };
-    topo_runtime::fault::maybe_panic(call.name());
+    if let Some(call) = call {
+        topo_runtime::fault::maybe_panic(call.name());
+    }
     let r = if others.is_empty() {
         f(active, &mut types)
     } else {

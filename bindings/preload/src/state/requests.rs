@@ -25,7 +25,7 @@ pub(crate) fn run_nonblocking(
     // Never set up here: the setup is collective, and starting a nonblocking collective
     // must not wait for other ranks (MPI-4.0 §6.12). Until a call that every rank makes
     // has set it up, nonblocking collectives go to MPI.
-    let (mut g, r) = run_in_context(g, call, comm, f);
+    let (mut g, r) = run_in_context(g, Some(call), comm, f);
     let st = g.0.state.as_mut()?;
     let (req, unpack) = st.count(call, r)?;
     st.mark_active(comm);
