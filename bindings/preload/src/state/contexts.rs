@@ -158,16 +158,18 @@ pub(crate) fn adopt(parent: MPI_Comm, comm: MPI_Comm) {
 /// around every operation) pays one allgather of ours over `parent` for each, instead of
 /// the agreements over MPI of a setup at the first collective. Only where `parent` has a
 /// context of ours (the same on all its members): the members learn each other's offers
-/// through it. Takes up nothing else: a context that must be made anew is made as before.
+/// through it, at the creating calls that `Offers` does not skip. Takes up nothing else: a
+/// context that must be made anew is made as before.
 fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> bool {
     let mut g = lock();
     let Some(st) = g.0.state.as_mut() else {
         return false;
     };
-    let Some(world_order) = st.contexts.get(&key(parent)).map(|e| e.world_order) else {
+    let Some(e) = st.contexts.get_mut(&key(parent)) else {
         return false;
     };
-    if !st.on {
+    let world_order = e.world_order;
+    if !st.on || !e.offers.exchange_now() {
         return false;
     }
     // What this rank offers: the context it kept for `comm`, on the node's lanes if it has
@@ -198,14 +200,16 @@ fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> bool {
         a.topo.all_gather_into(&mine, &mut all);
         Ok(())
     });
-    if outcome.is_err() || id == 0 {
-        return false;
-    }
-    let agreed = in_parent.iter().all(|&p| all[2 * p..2 * p + 2] == mine);
     let Some(st) = g.0.state.as_mut() else {
         return false;
     };
-    if !agreed {
+    if let Some(e) = st.contexts.get_mut(&key(parent)) {
+        e.offers.exchanged(all.iter().any(|&w| w != 0));
+    }
+    if outcome.is_err() || id == 0 {
+        return false;
+    }
+    if !in_parent.iter().all(|&p| all[2 * p..2 * p + 2] == mine) {
         return false;
     }
     let Some(topo) = offer.take_up() else {

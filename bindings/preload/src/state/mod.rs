@@ -12,7 +12,9 @@
 //! with `MPI_Comm_dup`, `MPI_Comm_dup_with_info`, `MPI_Comm_split` or `MPI_Comm_create`
 //! gets its own context inside that call, which is collective over it; any other
 //! intracommunicator of two or more ranks gets one at its first blocking collective
-//! (`contexts::set_up_lazily`), its hierarchy the job's restricted to its members. Separate contexts
+//! (`contexts::set_up_lazily`), its hierarchy the job's restricted to its members. A
+//! communicator over the ranks of one freed before takes up, in its creating call, the
+//! context its members kept from that one (`contexts::take_up_kept`). Separate contexts
 //! keep the collectives of different communicators apart, as MPI requires: nonblocking
 //! collectives on two communicators may be started in different orders on different
 //! ranks. Everything is torn down at the start of MPI's finalize, however the program
@@ -141,6 +143,46 @@ struct Entry {
     segment: bool,
     /// Whether the communicator has world's ranks in world's order (world, a duplicate).
     world_order: bool,
+    /// When the communicators created from this one offer their kept contexts.
+    offers: Offers,
+}
+
+/// When the calls that create communicators from a context's communicator exchange the
+/// members' kept contexts (`contexts::take_up_kept`): at every call while some rank offers
+/// one; after an exchange where none did, the next 1, 2, 4, ... up to [`Offers::MAX_GAP`]
+/// calls skip it, so that a program that makes communicators without collectives on them
+/// pays the exchange rarely. Derived only from the exchanges' outcomes and the count of
+/// creating calls, which are the same on every rank of the communicator.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Offers {
+    /// Creating calls left to skip.
+    skip: u32,
+    /// The last gap.
+    gap: u32,
+}
+
+impl Offers {
+    /// The longest run of creating calls without an exchange.
+    pub(crate) const MAX_GAP: u32 = 64;
+
+    /// Whether this creating call exchanges the offers (else it counts one skipped).
+    pub(crate) fn exchange_now(&mut self) -> bool {
+        if self.skip == 0 {
+            return true;
+        }
+        self.skip -= 1;
+        false
+    }
+
+    /// After an exchange: whether some rank offered a kept context.
+    pub(crate) fn exchanged(&mut self, any_offer: bool) {
+        self.gap = if any_offer {
+            0
+        } else {
+            (self.gap * 2).clamp(1, Self::MAX_GAP)
+        };
+        self.skip = self.gap;
+    }
 }
 
 struct State {
@@ -312,6 +354,7 @@ impl State {
                 progress,
                 segment,
                 world_order,
+                offers: Offers::default(),
             },
         );
     }
@@ -556,4 +599,39 @@ fn run_held<T>(
         with_progress_hook(&mut hook, || f(active, &mut types))
     };
     (r, kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Offers;
+
+    /// Which of `n` creating calls exchange, with `any` saying whether an exchange found an
+    /// offer.
+    fn exchanges(n: usize, mut any: impl FnMut(usize) -> bool) -> Vec<usize> {
+        let mut o = Offers::default();
+        let mut at = Vec::new();
+        for call in 0..n {
+            if o.exchange_now() {
+                at.push(call);
+                o.exchanged(any(call));
+            }
+        }
+        at
+    }
+
+    #[test]
+    fn offers_back_off_while_nobody_offers_and_resume_at_once() {
+        // Never an offer: gaps of 1, 2, 4, ... 64, then every 65th call.
+        let at = exchanges(400, |_| false);
+        assert_eq!(&at[..8], &[0, 2, 5, 10, 19, 36, 69, 134]);
+        assert!(
+            at.windows(2)
+                .all(|w| w[1] - w[0] <= Offers::MAX_GAP as usize + 1)
+        );
+        // Always an offer (a loop that uses each communicator): every call.
+        assert_eq!(exchanges(50, |_| true), (0..50).collect::<Vec<_>>());
+        // An offer found after a quiet spell brings the exchange back to every call.
+        let at = exchanges(200, |call| call >= 69);
+        assert!(at.contains(&69) && (70..200).all(|c| at.contains(&c)));
+    }
 }
