@@ -160,9 +160,11 @@ check_prog() {
   # 4 nodes x 2 a process died by SIGSEGV right after Open MPI's own warning that a TCP
   # connect() between two of its processes failed. topo-run does not open, close or touch
   # MPI's sockets; a death by signal that follows that warning is taken once more, and
-  # the line says so with the warning's reason. Any other failure counts at once.
-  if (( RC > 128 )) && grep -q "Open MPI failed to TCP connect\|failed to handshake with a connecting peer" "$WORK/topo.err"; then
-    again+=", the run under topo-run taken twice (it died by signal $((RC - 128)) after Open MPI's TCP warning: $(tcp_warning "$WORK/topo.err"))"
+  # the line says so with the warning's reason. So is a run that hung after it (exit 124:
+  # once, 2026-11-29, the MULTIPLE threads program on 2 nodes x 2, which passed 11 runs
+  # by hand right after). Any other failure counts at once.
+  if (( RC > 128 || RC == 124 )) && grep -q "Open MPI failed to TCP connect\|failed to handshake with a connecting peer" "$WORK/topo.err"; then
+    again+=", the run under topo-run taken twice (it $( (( RC == 124 )) && echo "hung" || echo "died by signal $((RC - 128))") after Open MPI's TCP warning: $(tcp_warning "$WORK/topo.err"))"
     run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$prog" $opts
   fi
   local missing="" unseen="" c h
