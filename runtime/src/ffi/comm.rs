@@ -192,18 +192,28 @@ pub(crate) fn world_rank_size() -> (u32, u32) {
 /// The `MPI_COMM_WORLD` rank of each rank of `comm`, in `comm`'s order (local: no
 /// communication).
 pub(crate) fn world_ranks(comm: &SimpleCommunicator) -> Vec<u32> {
-    let n = comm.size();
+    // SAFETY: reading a constant handle.
+    ranks_in(comm.as_raw(), unsafe { ffi::RSMPI_COMM_WORLD })
+}
+
+/// The rank in `other` of each rank of `comm`, in `comm`'s order (local: no
+/// communication). Every rank of `comm` must be in `other` (a communicator made from
+/// `other`, or `other` world).
+pub fn ranks_in(comm: ffi::MPI_Comm, other: ffi::MPI_Comm) -> Vec<u32> {
+    let mut n: c_int = 0;
+    // SAFETY: a live communicator; writes one int.
+    unsafe { ffi::PMPI_Comm_size(comm, &mut n) };
     let ranks: Vec<c_int> = (0..n).collect();
-    let mut out = vec![0 as c_int; n as usize];
+    let mut out = vec![0 as c_int; n.max(0) as usize];
     // SAFETY: live communicator handles; each group made here is freed here; `ranks` and
     // `out` hold `n` ints each, `comm`'s size.
     unsafe {
-        let (mut mine, mut world) = (ffi::RSMPI_GROUP_NULL, ffi::RSMPI_GROUP_NULL);
-        ffi::PMPI_Comm_group(comm.as_raw(), &mut mine);
-        ffi::PMPI_Comm_group(ffi::RSMPI_COMM_WORLD, &mut world);
-        ffi::PMPI_Group_translate_ranks(mine, n, ranks.as_ptr(), world, out.as_mut_ptr());
+        let (mut mine, mut theirs) = (ffi::RSMPI_GROUP_NULL, ffi::RSMPI_GROUP_NULL);
+        ffi::PMPI_Comm_group(comm, &mut mine);
+        ffi::PMPI_Comm_group(other, &mut theirs);
+        ffi::PMPI_Group_translate_ranks(mine, n, ranks.as_ptr(), theirs, out.as_mut_ptr());
         ffi::PMPI_Group_free(&mut mine);
-        ffi::PMPI_Group_free(&mut world);
+        ffi::PMPI_Group_free(&mut theirs);
     }
     out.into_iter().map(|r| r as u32).collect()
 }

@@ -13,7 +13,7 @@ pub(crate) mod native;
 pub(crate) mod opal;
 pub(crate) mod p2p;
 
-pub use comm::private_comm;
+pub use comm::{private_comm, ranks_in};
 
 /// Lets this thread sleep as long as asked (a timer slack of 1 us, not the default 50):
 /// the progress thread's short naps are what lets it share a core with the computation.

@@ -223,25 +223,6 @@ pub(crate) fn comm_size(comm: MPI_Comm) -> usize {
     n.max(0) as usize
 }
 
-/// The rank in `parent` of each rank of `comm`, a communicator made from it, in `comm`'s
-/// order (local: no communication).
-pub(crate) fn ranks_in(comm: MPI_Comm, parent: MPI_Comm) -> Vec<usize> {
-    let n = comm_size(comm) as c_int;
-    let ranks: Vec<c_int> = (0..n).collect();
-    let mut out = vec![0 as c_int; n as usize];
-    // SAFETY: live communicator handles; each group made here is freed here; `ranks` and
-    // `out` hold `n` ints each, `comm`'s size.
-    unsafe {
-        let (mut mine, mut theirs) = (ffi::RSMPI_GROUP_NULL, ffi::RSMPI_GROUP_NULL);
-        ffi::PMPI_Comm_group(comm, &mut mine);
-        ffi::PMPI_Comm_group(parent, &mut theirs);
-        ffi::PMPI_Group_translate_ranks(mine, n, ranks.as_ptr(), theirs, out.as_mut_ptr());
-        ffi::PMPI_Group_free(&mut mine);
-        ffi::PMPI_Group_free(&mut theirs);
-    }
-    out.into_iter().map(|r| r as usize).collect()
-}
-
 /// `PMPI_Allreduce` with `MPI_MAX` of two ints over `comm`.
 pub(crate) fn allreduce_max_2(comm: MPI_Comm, mine: [c_int; 2]) -> [c_int; 2] {
     let mut agreed: [c_int; 2] = [0; 2];

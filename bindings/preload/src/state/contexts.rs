@@ -4,6 +4,7 @@
 
 use super::*;
 use mpi::topology::Communicator;
+use topo_runtime::ffi::ranks_in;
 
 /// Tears the contexts down and prints the statistics if asked; later calls go to MPI.
 pub(crate) fn finalize() {
@@ -174,24 +175,16 @@ fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> bool {
     }
     // What this rank offers: the context it kept for `comm`, on the node's lanes if it has
     // no room for another segment (as the setup at the first collective would choose).
-    let eligible = matches!(abi::why_no_context(comm), Some(None));
-    let in_parent = if eligible {
-        abi::ranks_in(comm, parent)
-    } else {
-        Vec::new()
-    };
-    let offer = if eligible {
-        let members: Vec<u32> = if world_order {
-            in_parent.iter().map(|&r| r as u32).collect()
+    let (in_parent, offer) = if matches!(abi::why_no_context(comm), Some(None)) {
+        let in_parent = ranks_in(comm, parent);
+        let members = if world_order {
+            in_parent.clone()
         } else {
-            abi::ranks_in(comm, abi::world())
-                .into_iter()
-                .map(|r| r as u32)
-                .collect()
+            ranks_in(comm, abi::world())
         };
-        Topo::kept_for(&members, st.segments_full())
+        (in_parent, Topo::kept_for(&members, st.segments_full()))
     } else {
-        KeptOffer::default()
+        (Vec::new(), KeptOffer::default())
     };
     let id = offer.id();
     let mine = [id as u32, (id >> 32) as u32];
@@ -209,7 +202,10 @@ fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> bool {
     if outcome.is_err() || id == 0 {
         return false;
     }
-    if !in_parent.iter().all(|&p| all[2 * p..2 * p + 2] == mine) {
+    if !in_parent
+        .iter()
+        .all(|&p| all[2 * p as usize..2 * p as usize + 2] == mine)
+    {
         return false;
     }
     let Some(topo) = offer.take_up() else {
