@@ -6,8 +6,10 @@
  * (MPI_Intercomm_merge). On each: MPI_Allreduce, MPI_Reduce to every root, MPI_Bcast from
  * every root, MPI_Allgather and MPI_Barrier, at 1, 7 and 1031 ints, twice (the first
  * blocking call on a communicator sets topo-run's context up), each result checked
- * against a reference computed locally. Then MPI_Comm_split and MPI_Comm_free in a loop
- * with no collective in between.
+ * against a reference computed locally. Then what the library hands to MPI without
+ * entering it: a communicator of one rank freed and its handle (which MPI reuses) given to
+ * a duplicate of world; and a split whose first collective is an MPI_MINLOC reduction.
+ * Then MPI_Comm_split and MPI_Comm_free in a loop with no collective in between.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
@@ -131,6 +133,47 @@ int main(int argc, char **argv) {
         MPI_Comm_free(&c);
         MPI_Comm_free(&inter);
         MPI_Comm_free(&part);
+    }
+
+    /* Calls on a communicator of one rank go to MPI without entering the library once it
+     * has seen one; a communicator MPI then creates in the same handle takes topo-run's
+     * path again. (A rank that still handed its calls to MPI would leave the others
+     * waiting: under TOPO_RUN_STATS=1, as the tests run it, node leaders count every call
+     * and so always look the communicator up.) */
+    for (int i = 0; i < 3; i++) {
+        MPI_Comm alone;
+        MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &alone);
+        int ok = 1;
+        for (int k = 0; k < 100; k++) {
+            int x = val(rank, k), y = -1;
+            MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, alone);
+            ok &= y == x;
+        }
+        result(ok, "a communicator of one rank");
+        MPI_Comm_free(&alone);
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        on(c, "a duplicate of world made after freeing a communicator of one rank");
+        MPI_Comm_free(&c);
+    }
+    /* A reversed split whose first collective is an MPI_MINLOC reduction (an operation of
+     * MPI's, which does not set topo-run's context up on any rank), then every other. */
+    {
+        MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &c);
+        struct {
+            int v, i;
+        } in = {val(rank, 3) % 17, rank}, out = {-1, -1};
+        MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, c);
+        int want = 17, at = -1;
+        for (int w = 0; w < size; w++)
+            if (val(w, 3) % 17 < want) {
+                want = val(w, 3) % 17;
+                at = w;
+            }
+        result(out.v == want && out.i == at, "MPI_MINLOC as a split's first collective");
+        hash(out.v);
+        hash(out.i);
+        on(c, "world in reversed order after an MPI_MINLOC reduction");
+        MPI_Comm_free(&c);
     }
 
     /* Split and free in a loop, no collective in between: nothing of topo-run's runs. */

@@ -107,7 +107,7 @@ fi
 # also runs below.
 CHURN="$WORK/comm-churn"
 LIVE="$WORK/live-comms"
-for b in preload-bench back-to-back comm-churn live-comms; do
+for b in preload-bench back-to-back comm-churn live-comms handoff; do
   if ! mpicc -O2 -Wall -o "$WORK/$b" "$ROOT/benchmarks/$b.c" 2>"$WORK/cc.log"; then
     cat "$WORK/cc.log"; give_up "mpicc benchmarks/$b.c"
   fi

@@ -264,7 +264,7 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> bool {
-    state::run(Call::Reduce, comm, |a, types| {
+    state::run_reduction(Call::Reduce, comm, op, |a, types| {
         // SAFETY: per the contract.
         let (send, recv, op) = unsafe { reduce_args(a, types, send, recv, count, dt, op, root) }?;
         path_taken(a.topo.raw_reduce(root, send, recv, &op))
@@ -284,7 +284,7 @@ pub(crate) unsafe fn allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> bool {
-    state::run(Call::Allreduce, comm, |a, types| {
+    state::run_reduction(Call::Allreduce, comm, op, |a, types| {
         // SAFETY: per the contract.
         let (send, recv, op) = unsafe { allreduce_args(types, send, recv, count, dt, op) }?;
         path_taken(a.topo.raw_all_reduce(send, recv, &op))

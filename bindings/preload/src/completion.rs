@@ -64,13 +64,19 @@ pub(crate) fn test() {
 /// nonblocking form (`start`), polled with ours until it completes, as a wait is. Every
 /// rank decides alike (a blocking call never matches a nonblocking one in MPI), from what
 /// every rank shares: the MPI and whether the path is on.
+#[inline]
 pub(crate) fn handed(
     blocking: impl FnOnce() -> c_int,
     start: impl FnOnce(*mut MPI_Request) -> c_int,
 ) -> c_int {
-    if abi::inside() || !state::polls_handed() {
+    if !state::polls_handed() || abi::inside() {
         return blocking();
     }
+    handed_polled(start)
+}
+
+/// [`handed`] where the call runs as MPI's nonblocking form.
+fn handed_polled(start: impl FnOnce(*mut MPI_Request) -> c_int) -> c_int {
     let mut req = abi::request_null();
     let rc = start(&mut req);
     if rc != SUCCESS {

@@ -133,8 +133,9 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    abi::entry(
-        Some(comm),
+    abi::reduction_entry(
+        comm,
+        op,
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::reduce(send, recv, count, dt, op, root, comm) },
         // SAFETY: passed on unchanged.
@@ -160,8 +161,9 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    abi::entry(
-        Some(comm),
+    abi::reduction_entry(
+        comm,
+        op,
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::allreduce(send, recv, count, dt, op, comm) },
         // SAFETY: passed on unchanged.
@@ -272,8 +274,9 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    abi::entry(
-        Some(comm),
+    abi::reduction_entry(
+        comm,
+        op,
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::ireduce(send, recv, count, dt, op, root, comm, request) },
         // SAFETY: passed on unchanged.
@@ -295,8 +298,9 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    abi::entry(
-        Some(comm),
+    abi::reduction_entry(
+        comm,
+        op,
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::iallreduce(send, recv, count, dt, op, comm, request) },
         // SAFETY: passed on unchanged.

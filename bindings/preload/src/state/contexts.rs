@@ -10,6 +10,7 @@ use topo_runtime::ffi::ranks_in;
 pub(crate) fn finalize() {
     let mut g = lock();
     g.0.finalized = true;
+    handed::changed();
     UNHOOKED.store(false, Ordering::Relaxed);
     let Some(mut st) = g.0.state.take() else {
         return;
@@ -169,7 +170,7 @@ fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> bool {
     let Some(e) = st.contexts.get_mut(&key(parent)) else {
         return false;
     };
-    let world_order = e.world_order;
+    let world_order = matches!(e.kind, CommKind::World | CommKind::Duplicate);
     if !st.on || !e.offers.exchange_now() {
         return false;
     }
@@ -347,7 +348,9 @@ pub(crate) fn forget_comm(comm: MPI_Comm) {
     let Some(st) = &mut g.0.state else {
         return;
     };
-    st.declined.remove(&key(comm));
+    if st.declined.remove(&key(comm)).is_some() {
+        handed::changed();
+    }
     if key(comm) == key(abi::world()) || !st.contexts.contains_key(&key(comm)) {
         return;
     }
@@ -369,6 +372,7 @@ pub(crate) fn context_deleted(id: u64) {
 pub(crate) fn defer_deleted(id: u64) {
     DELETED.lock().unwrap_or_else(|p| p.into_inner()).push(id);
     ANY_DELETED.store(true, Ordering::Release);
+    handed::changed();
 }
 
 /// Drops context `id` (its communicator is being freed), if it is still there.
@@ -376,7 +380,11 @@ pub(super) fn forget_id(g: &mut Shared, id: u64) {
     let Some(st) = &mut g.0.state else {
         return;
     };
+    let before = st.declined.len();
     st.declined.retain(|_, d| d.0 != id);
+    if st.declined.len() != before {
+        handed::changed();
+    }
     if let Some(handle) = st
         .contexts
         .iter()

@@ -46,12 +46,14 @@ mod contexts;
 // MPI_THREAD_SERIALIZED (the one place of the library that asserts it).
 #[allow(unsafe_code)]
 mod global;
+mod handed;
 mod hooks;
 mod requests;
 mod types;
 
 pub(crate) use contexts::*;
 use global::*;
+pub(crate) use handed::{known as handed_known, op_known as handed_op_known};
 pub(crate) use hooks::*;
 pub(crate) use requests::*;
 pub(crate) use types::*;
@@ -141,8 +143,9 @@ struct Entry {
     /// Whether the context has a shared-memory segment (counted against
     /// `TOPO_RUN_MAX_COMMS`).
     segment: bool,
-    /// Whether the communicator has world's ranks in world's order (world, a duplicate).
-    world_order: bool,
+    /// What the communicator is to world (its context's `Active::kind`, kept here so that
+    /// it is read without the context's lock).
+    kind: CommKind,
     /// When the communicators created from this one offer their kept contexts.
     offers: Offers,
 }
@@ -319,6 +322,9 @@ impl State {
             }
             Err(e) => setup_failed(rank, &e),
         }
+        // The statistics count every call of the ranks that print them.
+        let counts = st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref());
+        handed::set_remembering(!counts);
         st
     }
 
@@ -329,18 +335,20 @@ impl State {
         self.next_id += 1;
         abi::set_attr(comm, self.keyval, id as usize);
         self.declined.insert(key(comm), (id, why));
+        handed::changed();
     }
 
     /// Gives `comm` the context `active`, tied to it by an attribute. A stale entry under
     /// this handle (its communicator freed unseen) goes first.
     fn attach(&mut self, comm: MPI_Comm, active: Active) {
         self.drop_context(key(comm));
+        handed::changed();
         let id = self.next_id;
         self.next_id += 1;
         abi::set_attr(comm, self.keyval, id as usize);
         let progress = active.topo.progress_handle();
         let segment = active.topo.has_segment();
-        let world_order = matches!(active.kind, CommKind::World | CommKind::Duplicate);
+        let kind = active.kind;
         let held = Held {
             active,
             types: ByHandle::default(),
@@ -353,7 +361,7 @@ impl State {
                 held,
                 progress,
                 segment,
-                world_order,
+                kind,
                 offers: Offers::default(),
             },
         );
@@ -376,6 +384,7 @@ impl State {
         let Some(e) = self.contexts.remove(&handle) else {
             return;
         };
+        handed::changed();
         if e.progress.is_idle() {
             return;
         }
@@ -470,9 +479,38 @@ pub(crate) fn run<T>(
     comm: MPI_Comm,
     f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
 ) -> Option<T> {
+    run_setting_up(call, comm, None, f)
+}
+
+/// [`run`] for a reduction with `op`. One whose operation topo-run does not run
+/// (user-defined, `MPI_MINLOC`, `MPI_REPLACE`, ...) never sets its communicator up (a
+/// first blocking collective otherwise does): processes that do not count calls hand it
+/// to MPI before entering the library (`handed::op_known`), and every rank must decide
+/// alike whether to set up; the operation is the same on all, as MPI requires.
+pub(crate) fn run_reduction<T>(
+    call: Call,
+    comm: MPI_Comm,
+    op: ffi::MPI_Op,
+    f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
+) -> Option<T> {
+    let not_new = abi::op_kind(op).is_none().then_some(HandOff::Operation);
+    run_setting_up(call, comm, not_new, f)
+}
+
+/// [`run`], where a new communicator is set up unless `not_new` gives the reason to hand
+/// the call to MPI instead.
+fn run_setting_up<T>(
+    call: Call,
+    comm: MPI_Comm,
+    not_new: Option<HandOff>,
+    f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
+) -> Option<T> {
     let mut g = lock();
     let st = state_for(&mut g.0, comm)?;
     if st.is_new(comm) {
+        if let Some(why) = not_new {
+            return st.count::<T>(call, (Err(why), CommKind::Other));
+        }
         if st.multiple {
             // MPI_THREAD_MULTIPLE: set up without the global lock.
             drop(g);
@@ -539,14 +577,20 @@ impl State {
             self.retired.retain(|e| !e.progress.is_idle());
         }
         if !self.on {
+            handed::remember(comm);
             return Err(HandOff::Inactive);
         }
         let others = self.busy_others(comm);
         match self.contexts.get(&key(comm)) {
-            None => Err(self
-                .declined
-                .get(&key(comm))
-                .map_or(HandOff::Communicator, |d| d.1)),
+            // Neither a context nor declined: a nonblocking call before the first
+            // blocking one, which sets the communicator up; not remembered.
+            None => Err(match self.declined.get(&key(comm)) {
+                Some(&(_, why)) => {
+                    handed::remember(comm);
+                    why
+                }
+                None => HandOff::Communicator,
+            }),
             Some(e) => Ok((e, others)),
         }
     }
