@@ -17,7 +17,7 @@ mod immediate;
 mod measure;
 mod raw;
 mod reuse;
-pub use reuse::KeptOffer;
+pub use reuse::{KeptKeys, KeptOffer};
 mod setup;
 mod start;
 

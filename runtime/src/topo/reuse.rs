@@ -7,14 +7,19 @@
 use super::comm::fnv;
 use super::*;
 use crate::kept::{self, Kept};
+use topo_hierarchy::Digest;
 
 /// The key of a context's parts: its members' world ranks in its order, the plan they
 /// come from (its digest, which covers the settings), and whether it is on the node's
 /// lanes.
 pub(super) fn key(members: &[u32], plan: &RankPlan, on_lanes: bool) -> u64 {
+    key_of(members, &plan.digest, on_lanes)
+}
+
+fn key_of(members: &[u32], digest: &Digest, on_lanes: bool) -> u64 {
     let mut bytes: Vec<u8> = Vec::with_capacity(members.len() * 4 + 17);
     bytes.extend(members.iter().flat_map(|m| m.to_le_bytes()));
-    bytes.extend(plan.digest.0);
+    bytes.extend(digest.0);
     bytes.push(u8::from(on_lanes));
     fnv(&bytes)
 }
@@ -67,6 +72,33 @@ impl KeptOffer {
     }
 }
 
+/// The plan's part of the keys of kept contexts, read from the environment once: for a
+/// caller that asks for kept contexts at every creating call ([`KeptKeys::offer`] is
+/// [`Topo::kept_for`] without reading and matching the plan each time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeptKeys {
+    digest: Digest,
+}
+
+impl KeptKeys {
+    /// The keys of this job's plan (`None` without a valid plan in the environment: then
+    /// nothing is kept either).
+    pub fn from_env() -> Option<KeptKeys> {
+        let text = std::env::var(PLAN_ENV).ok()?;
+        let plan = super::setup::decode_plan(&text).ok()?;
+        Some(KeptKeys {
+            digest: plan.digest,
+        })
+    }
+
+    /// As [`Topo::kept_for`].
+    pub fn offer(&self, members: &[u32], on_lanes: bool) -> KeptOffer {
+        KeptOffer {
+            kept: kept::take(key_of(members, &self.digest, on_lanes)),
+        }
+    }
+}
+
 impl std::fmt::Debug for KeptOffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KeptOffer").field("id", &self.id()).finish()
@@ -91,15 +123,7 @@ impl Topo {
     ///
     /// `members` are the world ranks of `comm`'s ranks, in `comm`'s order.
     pub fn kept_for(members: &[u32], on_lanes: bool) -> KeptOffer {
-        let Some(plan) = std::env::var(PLAN_ENV)
-            .ok()
-            .and_then(|text| super::setup::decode_plan(&text).ok())
-        else {
-            return KeptOffer::default();
-        };
-        KeptOffer {
-            kept: kept::take(key(members, &plan, on_lanes)),
-        }
+        KeptKeys::from_env().map_or_else(KeptOffer::default, |k| k.offer(members, on_lanes))
     }
 
     /// The context made of a kept one's parts, as the context that kept them left them.

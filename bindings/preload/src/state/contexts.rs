@@ -183,7 +183,8 @@ fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> bool {
         } else {
             ranks_in(comm, abi::world())
         };
-        (in_parent, Topo::kept_for(&members, st.segments_full()))
+        let offer = st.kept_keys.map(|k| k.offer(&members, st.segments_full()));
+        (in_parent, offer.unwrap_or_default())
     } else {
         (Vec::new(), KeptOffer::default())
     };
@@ -348,9 +349,7 @@ pub(crate) fn forget_comm(comm: MPI_Comm) {
     let Some(st) = &mut g.0.state else {
         return;
     };
-    if st.declined.remove(&key(comm)).is_some() {
-        handed::changed();
-    }
+    st.undecline(key(comm));
     if key(comm) == key(abi::world()) || !st.contexts.contains_key(&key(comm)) {
         return;
     }
@@ -380,17 +379,13 @@ pub(super) fn forget_id(g: &mut Shared, id: u64) {
     let Some(st) = &mut g.0.state else {
         return;
     };
-    let before = st.declined.len();
-    st.declined.retain(|_, d| d.0 != id);
-    if st.declined.len() != before {
-        handed::changed();
+    let Some(&handle) = st.by_id.get(&(id as usize)) else {
+        return;
+    };
+    if st.declined.get(&handle).is_some_and(|d| d.0 == id) {
+        st.undecline(handle);
     }
-    if let Some(handle) = st
-        .contexts
-        .iter()
-        .find(|(_, e)| e.id == id)
-        .map(|(&h, _)| h)
-    {
+    if st.contexts.get(&handle).is_some_and(|e| e.id == id) {
         st.drop_context(handle);
     }
 }

@@ -70,7 +70,7 @@ use mpi::ffi;
 use mpi::topology::SimpleCommunicator;
 use topo_hierarchy::settings;
 use topo_runtime::serial_lock::{SerialGuard, SerialLock};
-use topo_runtime::{KeptOffer, Pace, Progress, RawRequest, Topo, with_progress_hook};
+use topo_runtime::{KeptKeys, KeptOffer, Pace, Progress, RawRequest, Topo, with_progress_hook};
 
 use crate::abi::{self, GRequest, MPI_Comm, MPI_Datatype, MpixStart, SUCCESS, TypeInfo};
 use crate::abi::{keyval_deleted_by, mpix_start};
@@ -197,8 +197,17 @@ struct State {
     /// attribute that ties the entry to the communicator as a context's does, and the
     /// reason its calls go to MPI (for the statistics).
     declined: ByHandle<(u64, HandOff)>,
+    /// The handle of each entry of `contexts` and `declined` by its id, for the delete
+    /// callback, which knows only the id (an entry under that handle with another id is
+    /// a later communicator's).
+    by_id: ByHandle<usize>,
     /// The attribute key of contexts (`MPI_KEYVAL_INVALID` while the path is off).
     keyval: c_int,
+    /// How many contexts with a segment this process may hold (`TOPO_RUN_MAX_COMMS`, read
+    /// once: the environment is not read again at every creating call).
+    max_comms: usize,
+    /// The plan's part of the keys of kept contexts (read once).
+    kept_keys: Option<KeptKeys>,
     /// The id of the next context.
     next_id: u64,
     /// Whether topo-run's path is on for this run (world has a hierarchical context).
@@ -248,7 +257,10 @@ impl State {
         let mut st = State {
             contexts: ByHandle::default(),
             declined: ByHandle::default(),
+            by_id: ByHandle::default(),
             keyval: ffi::MPI_KEYVAL_INVALID as c_int,
+            max_comms: max_comms(),
+            kept_keys: KeptKeys::from_env(),
             next_id: 1,
             on: false,
             next_instance: 1,
@@ -334,7 +346,10 @@ impl State {
         let id = self.next_id;
         self.next_id += 1;
         abi::set_attr(comm, self.keyval, id as usize);
-        self.declined.insert(key(comm), (id, why));
+        if let Some((stale, _)) = self.declined.insert(key(comm), (id, why)) {
+            self.by_id.remove(&(stale as usize));
+        }
+        self.by_id.insert(id as usize, key(comm));
         handed::changed();
     }
 
@@ -354,6 +369,7 @@ impl State {
             types: ByHandle::default(),
         };
         let held = Arc::new(slot(held, self.multiple));
+        self.by_id.insert(id as usize, key(comm));
         self.contexts.insert(
             key(comm),
             Entry {
@@ -367,12 +383,20 @@ impl State {
         );
     }
 
+    /// Forgets that the communicator under `handle` was declined.
+    fn undecline(&mut self, handle: usize) {
+        if let Some((id, _)) = self.declined.remove(&handle) {
+            self.by_id.remove(&(id as usize));
+            handed::changed();
+        }
+    }
+
     /// Whether this process has as many contexts with a segment as it may keep
     /// (`TOPO_RUN_MAX_COMMS`; those of freed communicators with collectives still in
     /// flight included, those of a rank alone on its node, which have none, left out).
     fn segments_full(&self) -> bool {
         let live = self.contexts.values().chain(&self.retired);
-        live.filter(|e| e.segment).count() >= max_comms()
+        live.filter(|e| e.segment).count() >= self.max_comms
     }
 
     /// Takes the context under `handle` off its communicator (which MPI is freeing, or
@@ -384,6 +408,7 @@ impl State {
         let Some(e) = self.contexts.remove(&handle) else {
             return;
         };
+        self.by_id.remove(&(e.id as usize));
         handed::changed();
         if e.progress.is_idle() {
             return;
