@@ -10,7 +10,7 @@ use std::os::raw::{c_char, c_int};
 use mpi::ffi;
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status, SUCCESS};
-use crate::{allgather, calls, completion, state};
+use crate::{allgather, calls, collective, completion, state};
 
 /// Drops the cached answer for the communicator `*comm` before MPI frees it (MPI reuses
 /// handles).
@@ -105,8 +105,8 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    abi::entry_rc(
-        Some(comm),
+    collective::entry_rc(
+        comm,
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::bcast(buf, count, dt, root, comm) },
         // SAFETY: passed on unchanged.
@@ -133,7 +133,7 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    abi::reduction_entry(
+    collective::reduction(
         comm,
         op,
         // SAFETY: the application's arguments of this call.
@@ -161,7 +161,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    abi::reduction_entry(
+    collective::reduction(
         comm,
         op,
         // SAFETY: the application's arguments of this call.
@@ -191,8 +191,8 @@ pub unsafe extern "C" fn MPI_Allgather(
     recv_type: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    abi::entry_rc(
-        Some(comm),
+    collective::entry_rc(
+        comm,
         // SAFETY: the application's arguments of this call.
         || unsafe {
             allgather::allgather(
@@ -223,8 +223,8 @@ pub unsafe extern "C" fn MPI_Allgather(
 /// As `MPI_Barrier`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    abi::entry(
-        Some(comm),
+    collective::entry(
+        comm,
         || calls::barrier(comm),
         // SAFETY: passed on unchanged.
         || unsafe {
@@ -249,8 +249,8 @@ pub unsafe extern "C" fn MPI_Ibcast(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    abi::entry(
-        Some(comm),
+    collective::entry(
+        comm,
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::ibcast(buf, count, dt, root, comm, request) },
         // SAFETY: passed on unchanged.
@@ -274,7 +274,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    abi::reduction_entry(
+    collective::reduction(
         comm,
         op,
         // SAFETY: the application's arguments of this call.
@@ -298,7 +298,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    abi::reduction_entry(
+    collective::reduction(
         comm,
         op,
         // SAFETY: the application's arguments of this call.
@@ -314,8 +314,8 @@ pub unsafe extern "C" fn MPI_Iallreduce(
 /// As `MPI_Ibarrier`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    abi::entry(
-        Some(comm),
+    collective::entry(
+        comm,
         // SAFETY: the application's arguments of this call.
         || unsafe { calls::ibarrier(comm, request) },
         // SAFETY: passed on unchanged.
@@ -339,8 +339,8 @@ pub unsafe extern "C" fn MPI_Iallgather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    abi::entry(
-        Some(comm),
+    collective::entry(
+        comm,
         // SAFETY: the application's arguments of this call.
         || unsafe {
             allgather::iallgather(

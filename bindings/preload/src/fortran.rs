@@ -16,7 +16,7 @@ use std::os::raw::c_int;
 use std::sync::OnceLock;
 
 use crate::abi::{self, MPI_Comm, MPI_Request, SUCCESS};
-use crate::{allgather, calls};
+use crate::{allgather, calls, collective};
 
 type Fint = c_int;
 
@@ -66,13 +66,13 @@ fn mpifh_calls_c() -> bool {
     !sentinels_known()
 }
 
-/// Runs a Fortran entry with buffer arguments: `ours` as [`abi::entry_rc`] does, where
+/// Runs a Fortran entry with buffer arguments: `ours` as [`collective::entry_rc`] does, where
 /// the buffers can be read here; `-1` (MPI's own entry) otherwise.
 fn buffers_entry(cc: MPI_Comm, ours: impl FnOnce() -> Option<c_int>) -> c_int {
     if !sentinels_known() {
         return -1;
     }
-    abi::entry_rc(Some(cc), ours, || -1)
+    collective::entry_rc(cc, ours, || -1)
 }
 
 /// A Fortran buffer argument as the C API sees it.
@@ -298,7 +298,7 @@ fortran! {
     (c: I, ierr: E)
     first {
         let cc = comm(c);
-        done(ierr, abi::entry_rc(Some(cc), || calls::barrier(cc).then_some(SUCCESS), || -1))
+        done(ierr, collective::entry_rc(cc, || calls::barrier(cc).then_some(SUCCESS), || -1))
     }
 }
 
@@ -375,7 +375,7 @@ fortran! {
     (c: I, req: E, ierr: E)
     first {
         let cc = comm(c);
-        done(ierr, abi::entry_rc(Some(cc), || started(req, |r| {
+        done(ierr, collective::entry_rc(cc, || started(req, |r| {
             // SAFETY: `r` is a request of this call's.
             unsafe { calls::ibarrier(cc, r) }
         }), || -1))

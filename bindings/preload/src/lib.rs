@@ -39,6 +39,7 @@ mod allgather;
 #[allow(unsafe_code)]
 mod calls;
 pub mod classify;
+mod collective;
 mod completion;
 // Unsafe: the exported `MPI_*` symbols, called from C with C's pointers.
 #[allow(unsafe_code)]

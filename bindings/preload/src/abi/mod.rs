@@ -91,9 +91,7 @@ thread_local! {
 /// Runs an exported entry point: `ours` may take topo-run's path (it returns `true` if it
 /// did); otherwise, or when the library is re-entered from inside itself, `native` hands
 /// the call to MPI. A panic never crosses the C boundary: it is reported, passed to the
-/// error handler of `comm`, and returns `MPI_ERR_INTERN`. `comm` is the communicator of
-/// a collective call (`None` for the others): one the library is known to hand to MPI
-/// goes there at once (`state::handed_known`).
+/// error handler of `comm`, and returns `MPI_ERR_INTERN`.
 #[inline]
 pub(crate) fn entry(
     comm: Option<MPI_Comm>,
@@ -103,29 +101,14 @@ pub(crate) fn entry(
     entry_rc(comm, || ours().then_some(SUCCESS), native)
 }
 
-/// [`entry`] for a reduction with `op`: one whose operation topo-run does not run goes
-/// to MPI at once too (`state::handed_op_known`).
-#[inline]
-pub(crate) fn reduction_entry(
-    comm: MPI_Comm,
-    op: MPI_Op,
-    ours: impl FnOnce() -> bool,
-    native: impl FnOnce() -> c_int,
-) -> c_int {
-    if crate::state::handed_op_known(op) {
-        return native();
-    }
-    entry(Some(comm), ours, native)
-}
-
 /// Runs the library's own part of an entry point (setup, teardown, bookkeeping), which
 /// has nothing to hand to MPI, as [`entry`] runs topo-run's path.
 pub(crate) fn own(comm: Option<MPI_Comm>, f: impl FnOnce()) {
-    guarded(
+    entry(
         comm,
         || {
             f();
-            Some(SUCCESS)
+            true
         },
         || SUCCESS,
     );
@@ -141,18 +124,6 @@ pub(crate) fn inside() -> bool {
 /// call to MPI).
 #[inline]
 pub(crate) fn entry_rc(
-    comm: Option<MPI_Comm>,
-    ours: impl FnOnce() -> Option<c_int>,
-    native: impl FnOnce() -> c_int,
-) -> c_int {
-    if comm.is_some_and(crate::state::handed_known) {
-        return native();
-    }
-    guarded(comm, ours, native)
-}
-
-/// [`entry_rc`] without its shortcut: `ours` always runs, guarded.
-fn guarded(
     comm: Option<MPI_Comm>,
     ours: impl FnOnce() -> Option<c_int>,
     native: impl FnOnce() -> c_int,
