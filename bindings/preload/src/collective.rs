@@ -15,10 +15,7 @@ pub(crate) fn entry(
     ours: impl FnOnce() -> bool,
     native: impl FnOnce() -> c_int,
 ) -> c_int {
-    if state::handed_known(comm) {
-        return native();
-    }
-    abi::entry(Some(comm), ours, native)
+    entry_rc(comm, || ours().then_some(abi::SUCCESS), native)
 }
 
 /// [`abi::entry_rc`] for a collective on `comm`.

@@ -33,7 +33,7 @@ pub(crate) fn finalize() {
         // find no state then.
         abi::free_keyval(&mut st.keyval);
     }
-    if st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref()) {
+    if st.prints_stats {
         let on = if st.node.is_empty() {
             String::new()
         } else {

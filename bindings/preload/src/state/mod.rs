@@ -230,6 +230,9 @@ struct State {
     size: i32,
     /// Node leaders print the statistics.
     leader: bool,
+    /// Whether this process prints the statistics at finalize (a node leader, with
+    /// `TOPO_RUN_STATS` set), and so counts every call.
+    prints_stats: bool,
     node: String,
     /// When Open MPI's progress engine last had the peers checked.
     peer_check: PeerCheck,
@@ -272,6 +275,7 @@ impl State {
             rank,
             size,
             leader: rank == 0,
+            prints_stats: false,
             node: String::new(),
             peer_check: PeerCheck::new(),
             hooked: false,
@@ -335,8 +339,9 @@ impl State {
             Err(e) => setup_failed(rank, &e),
         }
         // The statistics count every call of the ranks that print them.
-        let counts = st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref());
-        handed::set_remembering(!counts);
+        st.prints_stats =
+            st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref());
+        handed::set_remembering(!st.prints_stats);
         st
     }
 
