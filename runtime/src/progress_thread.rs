@@ -93,22 +93,6 @@ pub fn running() -> bool {
     HELPER.get().is_some()
 }
 
-/// Set by [`refuse`]: contexts set up from now on get no progress thread.
-static REFUSED: AtomicBool = AtomicBool::new(false);
-
-/// Keeps the progress thread out of this process (the PMPI library under
-/// `MPI_THREAD_MULTIPLE`, where the program's own threads set contexts up concurrently:
-/// see docs/preload.md). Call it before the first context is set up; the setting is then
-/// ignored, with a warning.
-pub fn refuse() {
-    REFUSED.store(true, Ordering::Relaxed);
-}
-
-/// Whether [`refuse`] was called.
-pub(crate) fn refused() -> bool {
-    REFUSED.load(Ordering::Relaxed)
-}
-
 fn run(helper: &'static Helper) -> ! {
     crate::ffi::tight_timer_slack();
     let mut quiet = 0u32;

@@ -305,16 +305,9 @@ impl Topo {
             // `--spin 0` says ranks outnumber cores: a progress thread would only compete
             // with them, and there it stalls collectives for tens of milliseconds (the
             // lock holder starves behind yielding waiters; docs/runtime.md).
-            let ignored = if s.spin == 0 {
-                Some("with --spin 0 (ranks outnumber cores, so the thread would only compete with them)")
-            } else if crate::progress_thread::refused() {
-                Some(
-                    "by the PMPI library under MPI_THREAD_MULTIPLE (the program's threads \
-                     advance the collectives)",
-                )
-            } else {
-                None
-            };
+            let ignored = (s.spin == 0).then_some(
+                "with --spin 0 (ranks outnumber cores, so the thread would only compete with them)",
+            );
             static WARNED: std::sync::atomic::AtomicBool =
                 std::sync::atomic::AtomicBool::new(false);
             if let Some(why) = ignored

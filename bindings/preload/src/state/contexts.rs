@@ -48,6 +48,16 @@ pub(crate) fn finalize() {
                 lanes.contexts, lanes.on_lane, lanes.over_mpi
             ));
         }
+        if topo_runtime::progress_thread::running() {
+            let level = if st.multiple {
+                "MPI_THREAD_MULTIPLE"
+            } else {
+                "below MPI_THREAD_MULTIPLE"
+            };
+            lines.push(format!(
+                "the progress thread advanced the nonblocking collectives ({level})"
+            ));
+        }
         for line in lines {
             eprintln!("topo-run: stats: rank {}{on}: {line}", st.rank);
         }

@@ -282,12 +282,7 @@ impl State {
             mpix_start: None,
             quiet: None,
         };
-        if st.multiple {
-            // The program's threads advance the collectives; with a progress thread beside
-            // them, contexts that several threads set up at once took minutes instead of a
-            // second on the dev cluster (docs/preload.md).
-            topo_runtime::progress_thread::refuse();
-        } else {
+        if !st.multiple {
             SERIAL_NEXT.store(true, Ordering::Relaxed);
         }
         hook_finalize();
