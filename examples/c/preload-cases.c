@@ -29,6 +29,12 @@
  *   must run exactly twice (once per duplicate the program made), whatever communicators
  *   topo-run makes for itself.
  *
+ * nb-first: communicators that are not congruent to world (world reversed, world rotated by
+ *   one, the even and the odd ranks), made from world and freed in turn, whose collectives
+ *   are all nonblocking (MPI_Ibcast from a moving root, _Ireduce, _Iallreduce, _Iallgather,
+ *   _Ibarrier), as mpi4py's often are. Such a communicator cannot get a context at a
+ *   nonblocking start; the library learns from the first ones and sets the next ones up in
+ *   the call that creates them. Every result checked.
  * nb-stress: rounds of 1 to 20 nonblocking collectives in flight at once (MPI_Ibcast,
  *   _Ireduce and _Iallreduce of 1 to 5000 elements at random roots, _Ibarrier,
  *   _Iallgather) on four communicators (world and three duplicates), with a ring of
@@ -436,6 +442,59 @@ static void nb_stress(void) {
     result(ok, "nb-stress: up to 20 nonblocking collectives on four communicators, every completion form");
 }
 
+/* The world rank of rank i of communicator `kind` of nb-first (0: reversed, 1: rotated by
+ * one, 2: this rank's parity), made by nb_first_comm. */
+static int nb_first_world(int kind, int i) {
+    switch (kind) {
+    case 0: return size - 1 - i;
+    case 1: return (i + size - 1) % size;
+    default: return 2 * i + rank % 2;
+    }
+}
+
+static MPI_Comm nb_first_comm(int kind) {
+    MPI_Comm c;
+    switch (kind) {
+    case 0: MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &c); break;
+    case 1: MPI_Comm_split(MPI_COMM_WORLD, 0, (rank + 1) % size, &c); break;
+    default: MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &c); break;
+    }
+    return c;
+}
+
+static void nb_first(void) {
+    int ok = 1, rounds = quick ? 12 : 30;
+    for (int round = 0; round < rounds; round++) {
+        int kind = round % 3, r, n;
+        MPI_Comm c = nb_first_comm(kind);
+        MPI_Comm_rank(c, &r);
+        MPI_Comm_size(c, &n);
+        ok &= nb_first_world(kind, r) == rank;
+        long long mine = 1000 * round + rank, b = r == round % n ? mine : -1, red = 0, all = 0;
+        long long *v = calloc(n, sizeof *v);
+        MPI_Request q[5];
+        MPI_Ibcast(&b, 1, MPI_LONG_LONG, round % n, c, &q[0]);
+        MPI_Ireduce(&mine, &red, 1, MPI_LONG_LONG, MPI_MAX, 0, c, &q[1]);
+        MPI_Iallreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, c, &q[2]);
+        MPI_Iallgather(&mine, 1, MPI_LONG_LONG, v, 1, MPI_LONG_LONG, c, &q[3]);
+        MPI_Ibarrier(c, &q[4]);
+        MPI_Waitall(5, q, MPI_STATUSES_IGNORE);
+        long long sum = 0, max = -1;
+        for (int i = 0; i < n; i++) {
+            long long w = 1000 * round + nb_first_world(kind, i);
+            ok &= v[i] == w;
+            sum += w;
+            if (w > max) max = w;
+        }
+        ok &= b == 1000 * round + nb_first_world(kind, round % n) && all == sum;
+        ok &= r != 0 || red == max;
+        hash(b + all);
+        free(v);
+        MPI_Comm_free(&c);
+    }
+    result(ok, "nb-first: communicators not congruent to world whose collectives are all nonblocking");
+}
+
 static int copies;
 
 static int count_copy(MPI_Comm old, int keyval, void *extra, void *in, void *out, int *flag) {
@@ -497,6 +556,8 @@ int main(int argc, char **argv) {
             renamed_type();
         } else if (!strcmp(argv[i], "attr-copy")) {
             attr_copy();
+        } else if (!strcmp(argv[i], "nb-first")) {
+            nb_first();
         } else if (!strcmp(argv[i], "nb-stress")) {
             nb_stress();
         } else if (!strcmp(argv[i], "--quick")) {

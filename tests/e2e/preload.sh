@@ -467,6 +467,29 @@ check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress
 # MPI_INT renamed on rank 0 alone (MPI_Type_set_name is local): recognised by its handle,
 # every rank takes the same path (by name, the ranks split and hung). In a run of its own,
 # so that no earlier call has put MPI_INT in the library's type cache.
+# check_nb_first NAME SRUN_ARGS...: communicators not congruent to world whose collectives
+# are all nonblocking (preload-cases nb-first): the results right and the same as without
+# topo-run, and after the first ones (which go to MPI) their contexts set up in the
+# creating call, so that most of their calls take topo-run's path.
+check_nb_first() {
+  local name=$1; shift
+  T=60 run "$WORK/native.out" "$WORK/native.err" srun "$@" "$CASES" --quick nb-first
+  T=60 run "$WORK/out" "$WORK/err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$CASES" --quick nb-first
+  local ours handed
+  ours=$(sed -n 's/.*rank 0 .*by communicator: .*\(split\|node\) \([0-9]*\) topo-run.*/\2/p' "$WORK/err" | head -1)
+  handed=$(sed -n 's/.*rank 0 .*MPI_Iallreduce: [0-9]* topo-run, \([0-9]*\) MPI.*/\1/p' "$WORK/err" | head -1)
+  if [[ $RC -ne 0 || $(tail -1 "$WORK/out") != "1 passed, 0 failed" ]]; then
+    bad "$name" "exit $RC" "$(tail -3 "$WORK/out")" "$(grep -v '^ok\|stats' "$WORK/err" | head -4)"
+  elif [[ "$(digest "$WORK/out")" != "$(digest "$WORK/native.out")" ]]; then
+    bad "$name: results differ from MPI's own"
+  elif ! grep -q "stats: rank 0.*set up in the call that created the communicator, after communicators whose first collective was nonblocking" "$WORK/err" \
+      || [[ -z $ours || $ours -lt 25 ]]; then
+    bad "$name: contexts not set up in the creating call" "$(grep 'stats: rank 0' "$WORK/err" | head -8)"
+  else
+    ok "$name: $ours calls on such communicators on topo-run's path, MPI_Iallreduce handed to MPI ${handed:-?} times of 12, same $(digest "$WORK/out")"
+  fi
+}
+check_nb_first "preload-cases nb-first, 1 node x 2" "${ONE[@]}"
 check_cases "preload-cases renamed-type, 1 node x 2" "1 passed, 0 failed" \
   "MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Allgather" renamed-type -- "${ONE[@]}"
 # MPI initialised and finalised through PMPI_Init and PMPI_Finalize, unseen by the
@@ -694,6 +717,7 @@ fi
 check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 2 nodes x 2" "23 passed, 0 failed" \
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \
   --quick local-start free-in-flight bottom attr-copy nb-stress -- "${TWO[@]}"
+check_nb_first "preload-cases nb-first, 2 nodes x 2" "${TWO[@]}"
 check_mpich "MPICH C program through the MPICH-built PMPI library, 2 nodes x 2 (srun --mpi=pmi2)" 4 \
   -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores
 # MPICH busy-polls without yielding: 4 ranks on 2 cores pay scheduler slices in every call

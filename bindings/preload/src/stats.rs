@@ -53,8 +53,9 @@ pub struct Stats {
     /// Per communicator kind: calls on topo-run's path and calls handed to MPI.
     by_kind: [[u64; 2]; CommKind::ALL.len()],
     /// Contexts given to communicators other than world: set up anew, taken up from the
-    /// kept ones at their first collective, taken up in their creating call.
-    contexts: [u64; 3],
+    /// kept ones at their first collective, taken up in their creating call, set up anew
+    /// in their creating call.
+    contexts: [u64; 4],
 }
 
 /// How a communicator got its context (for [`Stats::context`]).
@@ -66,6 +67,9 @@ pub enum Origin {
     Kept,
     /// Taken up from the kept ones in the call that created the communicator.
     KeptAtCreation,
+    /// Set up anew in the call that created the communicator, because its members' last
+    /// new communicators began with a nonblocking collective (`state::adopt`).
+    NewAtCreation,
 }
 
 impl Stats {
@@ -126,13 +130,21 @@ impl Stats {
         if !kinds.is_empty() {
             lines.push(format!("by communicator: {}", kinds.join("; ")));
         }
-        let [new, kept, at_creation] = self.contexts;
-        if new + kept + at_creation > 0 {
-            lines.push(format!(
-                "contexts of other communicators: {new} set up, {} taken up again from the \
+        let [new, kept, at_creation, new_at_creation] = self.contexts;
+        if new + kept + at_creation + new_at_creation > 0 {
+            let mut line = format!(
+                "contexts of other communicators: {} set up, {} taken up again from the \
                  kept ones ({at_creation} in the call that created the communicator)",
+                new + new_at_creation,
                 kept + at_creation
-            ));
+            );
+            if new_at_creation > 0 {
+                line += &format!(
+                    "; {new_at_creation} of those set up in the call that created the \
+                     communicator, after communicators whose first collective was nonblocking"
+                );
+            }
+            lines.push(line);
         }
         lines
     }
@@ -183,6 +195,14 @@ mod tests {
             s.report().last().unwrap(),
             "contexts of other communicators: 1 set up, 3 taken up again from the kept ones \
              (2 in the call that created the communicator)"
+        );
+        s.context(Origin::NewAtCreation);
+        assert_eq!(
+            s.report().last().unwrap(),
+            "contexts of other communicators: 2 set up, 3 taken up again from the kept ones \
+             (2 in the call that created the communicator); 1 of those set up in the call \
+             that created the communicator, after communicators whose first collective was \
+             nonblocking"
         );
     }
 

@@ -106,11 +106,17 @@ pub(super) fn max_comms() -> usize {
 
 /// Gives `comm`, just created by the application from `parent`, a context: the one its
 /// members kept from the last communicator over them if they all did ([`take_up_kept`]),
-/// else a new one if it is congruent to world (collective over `parent`: every rank of it
-/// calls this in the same creating call, with `MPI_COMM_NULL` where it is not in `comm`).
+/// else a new one if it is congruent to world, or if a member's last new communicator
+/// began with a nonblocking collective (collective over `parent`: every rank of it calls
+/// this in the same creating call, with `MPI_COMM_NULL` where it is not in `comm`).
 pub(crate) fn adopt(parent: MPI_Comm, comm: MPI_Comm) {
-    if take_up_kept(parent, comm) {
-        return;
+    match take_up_kept(parent, comm) {
+        Adoption::TakenUp => return,
+        Adoption::SetUpNow => {
+            set_up_at_creation(comm);
+            return;
+        }
+        Adoption::Neither => {}
     }
     if !abi::congruent_to_world(comm) {
         return;
@@ -130,7 +136,7 @@ pub(crate) fn adopt(parent: MPI_Comm, comm: MPI_Comm) {
     // nonblocking (mpi4py's duplicates often) has its context from the start.
     if st.multiple {
         drop(g);
-        set_up_lazily(&mut Relock, comm);
+        set_up_lazily(&mut Relock, comm, Origin::New);
         return;
     }
     // Agree over `comm`: whether every rank has room for a segment, and a context number
@@ -171,19 +177,24 @@ pub(crate) fn adopt(parent: MPI_Comm, comm: MPI_Comm) {
 /// the agreements over MPI of a setup at the first collective. Only where `parent` has a
 /// context of ours (the same on all its members): the members learn each other's offers
 /// through it, at the creating calls that `Offers` does not skip. Takes up nothing else: a
-/// context that must be made anew is made as before.
-fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> bool {
+/// context that must be made anew is made as before, at its first blocking collective;
+/// or, if a member says that its last new communicator began with a nonblocking
+/// collective (`State::nonblocking_first`), in this call ([`Adoption::SetUpNow`]): a
+/// communicator whose collectives are all nonblocking (mpi4py's often are) could not get
+/// one later, since starting a nonblocking collective must not wait for a setup.
+fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> Adoption {
     let mut g = lock();
     let Some(st) = g.0.state.as_mut() else {
-        return false;
+        return Adoption::Neither;
     };
     let Some(e) = st.contexts.get_mut(&key(parent)) else {
-        return false;
+        return Adoption::Neither;
     };
     let world_order = matches!(e.kind, CommKind::World | CommKind::Duplicate);
     if !st.on || !e.offers.exchange_now() {
-        return false;
+        return Adoption::Neither;
     }
+    let wish = u32::from(st.nonblocking_first);
     // What this rank offers: the context it kept for `comm`, on the node's lanes if it has
     // no room for another segment (as the setup at the first collective would choose).
     let (in_parent, offer) = if matches!(abi::why_no_context(comm), Some(None)) {
@@ -199,34 +210,64 @@ fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> bool {
         (Vec::new(), KeptOffer::default())
     };
     let id = offer.id();
-    let mine = [id as u32, (id >> 32) as u32];
-    let mut all = vec![0u32; 2 * abi::comm_size(parent)];
+    // A row per rank of `parent`: the kept context's id (two words), the wish.
+    const ROW: usize = 3;
+    let mine = [id as u32, (id >> 32) as u32, wish];
+    let mut all = vec![0u32; ROW * abi::comm_size(parent)];
     let (mut g, (outcome, _)) = run_in_context(g, None, parent, |a, _| {
         a.topo.all_gather_into(&mine, &mut all);
         Ok(())
     });
     let Some(st) = g.0.state.as_mut() else {
-        return false;
+        return Adoption::Neither;
     };
     if let Some(e) = st.contexts.get_mut(&key(parent)) {
         e.offers.exchanged(all.iter().any(|&w| w != 0));
     }
-    if outcome.is_err() || id == 0 {
-        return false;
+    if outcome.is_err() {
+        return Adoption::Neither;
     }
-    if !in_parent
-        .iter()
-        .all(|&p| all[2 * p as usize..2 * p as usize + 2] == mine)
-    {
-        return false;
+    let row = |p: u32| &all[ROW * p as usize..ROW * p as usize + ROW];
+    // Every member decides from the members' rows alone, so all decide alike.
+    let kept_by_all = id != 0 && in_parent.iter().all(|&p| row(p)[..2] == mine[..2]);
+    if kept_by_all && let Some(topo) = offer.take_up() {
+        let active = active_for(comm, topo);
+        st.attach(comm, active);
+        st.stats.context(Origin::KeptAtCreation);
+        return Adoption::TakenUp;
     }
-    let Some(topo) = offer.take_up() else {
-        return false;
+    // (A kept context not taken up goes back with `offer`, here.)
+    if in_parent.iter().any(|&p| row(p)[2] != 0) {
+        return Adoption::SetUpNow;
+    }
+    Adoption::Neither
+}
+
+/// What [`take_up_kept`] did for a new communicator.
+enum Adoption {
+    /// It has the context its members kept.
+    TakenUp,
+    /// It gets a new context now, in its creating call ([`set_up_at_creation`]).
+    SetUpNow,
+    /// Nothing yet: congruent to world, it gets one now anyway; else at its first blocking
+    /// collective.
+    Neither,
+}
+
+/// Sets `comm`'s context up in the call that created it (every member is in that call),
+/// as at a first blocking collective: [`set_up_lazily`], without the global lock under
+/// `MPI_THREAD_MULTIPLE`.
+fn set_up_at_creation(comm: MPI_Comm) {
+    let mut g = lock();
+    let Some(st) = g.0.state.as_mut() else {
+        return;
     };
-    let active = active_for(comm, topo);
-    st.attach(comm, active);
-    st.stats.context(Origin::KeptAtCreation);
-    true
+    if st.multiple {
+        drop(g);
+        set_up_lazily(&mut Relock, comm, Origin::NewAtCreation);
+    } else {
+        set_up_lazily(&mut &mut *st, comm, Origin::NewAtCreation);
+    }
 }
 
 /// Reaches the state during a context's setup: held throughout (below
@@ -260,7 +301,8 @@ impl Access for Relock {
 /// first agree, through a nonblocking allreduce polled with the library's progress.) With
 /// collectives in flight somewhere, the call goes to MPI and the next one tries again; a
 /// communicator that cannot have a context is remembered, tied to it by an attribute.
-pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
+/// `new` is how the statistics count a context set up anew.
+pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm, new: Origin) {
     match abi::why_no_context(comm) {
         None => return,
         Some(Some(why)) => {
@@ -306,7 +348,10 @@ pub(super) fn set_up_lazily(st: &mut impl Access, comm: MPI_Comm) {
     };
     match made {
         Ok(topo) if topo.is_hierarchical() => {
-            let origin = origin_of(&topo);
+            let origin = match origin_of(&topo) {
+                Origin::New => new,
+                kept => kept,
+            };
             let active = active_for(comm, topo);
             st.with(|st| {
                 st.attach(comm, active);

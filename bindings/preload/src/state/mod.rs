@@ -14,7 +14,9 @@
 //! intracommunicator of two or more ranks gets one at its first blocking collective
 //! (`contexts::set_up_lazily`), its hierarchy the job's restricted to its members. A
 //! communicator over the ranks of one freed before takes up, in its creating call, the
-//! context its members kept from that one (`contexts::take_up_kept`). Separate contexts
+//! context its members kept from that one (`contexts::take_up_kept`), and one made after
+//! communicators whose first collective was nonblocking gets a new context there (the same
+//! exchange carries the members' word for it). Separate contexts
 //! keep the collectives of different communicators apart, as MPI requires: nonblocking
 //! collectives on two communicators may be started in different orders on different
 //! ranks. Everything is torn down at the start of MPI's finalize, however the program
@@ -210,6 +212,12 @@ struct State {
     kept_keys: Option<KeptKeys>,
     /// The id of the next context.
     next_id: u64,
+    /// Whether the last new communicator this rank saw (one with neither a context nor a
+    /// decision) got a nonblocking collective first, which goes to MPI: the communicators
+    /// created next then get their contexts in their creating calls, where the members say
+    /// so to each other (`contexts::take_up_kept`). Cleared by a new communicator whose
+    /// first collective is blocking, which sets it up.
+    nonblocking_first: bool,
     /// Whether topo-run's path is on for this run (world has a hierarchical context).
     on: bool,
     /// The number of the next context this process creates (world's is 0).
@@ -265,6 +273,7 @@ impl State {
             max_comms: max_comms(),
             kept_keys: KeptKeys::from_env(),
             next_id: 1,
+            nonblocking_first: false,
             on: false,
             next_instance: 1,
             pending: Vec::new(),
@@ -536,13 +545,15 @@ fn run_setting_up<T>(
         if let Some(why) = not_new {
             return st.count::<T>(call, (Err(why), CommKind::Other));
         }
+        // A new communicator whose first collective is blocking (see `nonblocking_first`).
+        st.nonblocking_first = false;
         if st.multiple {
             // MPI_THREAD_MULTIPLE: set up without the global lock.
             drop(g);
-            set_up_lazily(&mut Relock, comm);
+            set_up_lazily(&mut Relock, comm, Origin::New);
             g = lock();
         } else {
-            set_up_lazily(&mut &mut *st, comm);
+            set_up_lazily(&mut &mut *st, comm, Origin::New);
         }
     }
     let (mut g, r) = run_in_context(g, Some(call), comm, f);

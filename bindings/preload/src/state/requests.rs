@@ -27,6 +27,10 @@ pub(crate) fn run_nonblocking(
     // has set it up, nonblocking collectives go to MPI.
     let (mut g, r) = run_in_context(g, Some(call), comm, f);
     let st = g.0.state.as_mut()?;
+    if matches!(r.0, Err(HandOff::Communicator)) {
+        // A new communicator whose first collective is nonblocking.
+        st.nonblocking_first = true;
+    }
     let (req, unpack) = st.count(call, r)?;
     st.mark_active(comm);
     let grequest = GRequest::start(st.mpix_start, grequest_poll, grequest_wait);
