@@ -112,11 +112,12 @@ pub(super) fn max_comms() -> usize {
 pub(crate) fn adopt(parent: MPI_Comm, comm: MPI_Comm) {
     match take_up_kept(parent, comm) {
         Adoption::TakenUp => return,
-        Adoption::SetUpNow => {
+        // (One congruent to world is set up below in any case.)
+        Adoption::SetUpNow if !abi::congruent_to_world(comm) => {
             set_up_at_creation(comm);
             return;
         }
-        Adoption::Neither => {}
+        Adoption::SetUpNow | Adoption::Neither => {}
     }
     if !abi::congruent_to_world(comm) {
         return;

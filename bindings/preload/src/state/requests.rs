@@ -28,8 +28,14 @@ pub(crate) fn run_nonblocking(
     let (mut g, r) = run_in_context(g, Some(call), comm, f);
     let st = g.0.state.as_mut()?;
     if matches!(r.0, Err(HandOff::Communicator)) {
-        // A new communicator whose first collective is nonblocking.
-        st.nonblocking_first = true;
+        match abi::why_no_context(comm) {
+            // A new communicator whose first collective is nonblocking.
+            Some(None) => st.nonblocking_first = true,
+            // One that can have no context (one rank, an intercommunicator): decided now,
+            // as its first blocking collective would, alike on every member.
+            Some(Some(why)) => st.decline(comm, why),
+            None => {}
+        }
     }
     let (req, unpack) = st.count(call, r)?;
     st.mark_active(comm);
