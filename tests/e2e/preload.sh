@@ -698,7 +698,7 @@ done
 # parities, world reversed, halves), set up and used at the same time: every call of them on
 # topo-run's path. With this section's OMPI_MCA_mpi_yield_when_idle=1 and the kernel's
 # autogroups on, the scheduler starves one emulated node's ranks that share a core with the
-# other's (7 of 20 runs hung; 0 of 60 with autogroups off: slurm/dev-cluster turns them off,
+# other's (7 of 20 runs hung; 0 of 85 with autogroups off: slurm/dev-cluster turns them off,
 # docs/preload.md "Known problems"). Where the cluster could not turn them off, the program
 # runs with Open MPI's default busy polling (0 of 130 hung).
 yield_here=1
