@@ -317,15 +317,17 @@ for kind in dup reversed; do
 done
 # MPI_THREAD_MULTIPLE: four threads per rank, each on a communicator of its own, set up and
 # used at the same time (on one node two of the four have one rank: MPI's, as always).
+# (THREADS_CALLS: the calls of that program, examples/c/preload-threads.c, under MPICH too.)
+THREADS_CALLS="MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast"
 check_prog "C at MPI_THREAD_MULTIPLE, four threads on four communicators, 1 node x 2 ranks" "$THREADSPROG" \
-  "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" "${ONE[@]}"
+  "$THREADS_CALLS" "" "${ONE[@]}"
 # check_threads_pt NAME SRUN_ARGS...: the same program with the progress thread beside the
 # program's threads (TOPO_RUN_PROGRESS=thread, as --progress-thread sets): every call on
 # topo-run's path, and the statistics say the thread ran at MPI_THREAD_MULTIPLE.
 check_threads_pt() {
   local name=$1; shift
   check_prog "$name" "$THREADSPROG" \
-    "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" \
+    "$THREADS_CALLS" "" \
     "$@" --export=ALL,TOPO_RUN_PROGRESS=thread
   if ! grep -q "stats: rank 0.*the progress thread advanced the nonblocking collectives (MPI_THREAD_MULTIPLE)" "$WORK/topo.err"; then
     bad "$name: the progress thread did not run" "$(grep -E 'stats|warning' "$WORK/topo.err" | head -6)"
@@ -374,7 +376,7 @@ check_fcomms "MPICH Fortran communicators of every kind, 1 node x 2 ranks (srun 
   -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$MPICH_GENERIC"
 # MPICH at MPI_THREAD_MULTIPLE: four threads per rank on four communicators at once.
 check_prog "MPICH C at MPI_THREAD_MULTIPLE, four threads on four communicators, 1 node x 2 ranks (srun --mpi=pmi2)" \
-  "$MTHREADS" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" \
+  "$MTHREADS" "$THREADS_CALLS" "" \
   -N1 -n2 --mpi=pmi2 --cpu-bind=cores "$MPICH_GENERIC"
 # MPICH allows 2,048 communicators per process and each context of topo-run's takes two:
 # with 700 of the program's alive at once, topo-run's contexts stop at 256 (the rest are
@@ -464,9 +466,6 @@ check_cases() {
 check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 1 node x 2" "23 passed, 0 failed" \
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather MPI_Bcast" \
   --quick local-start free-in-flight bottom attr-copy nb-stress -- "${ONE[@]}"
-# MPI_INT renamed on rank 0 alone (MPI_Type_set_name is local): recognised by its handle,
-# every rank takes the same path (by name, the ranks split and hung). In a run of its own,
-# so that no earlier call has put MPI_INT in the library's type cache.
 # check_nb_first NAME SRUN_ARGS...: communicators not congruent to world whose collectives
 # are all nonblocking (preload-cases nb-first): the results right and the same as without
 # topo-run, and after the first ones (which go to MPI) their contexts set up in the
@@ -490,6 +489,9 @@ check_nb_first() {
   fi
 }
 check_nb_first "preload-cases nb-first, 1 node x 2" "${ONE[@]}"
+# MPI_INT renamed on rank 0 alone (MPI_Type_set_name is local): recognised by its handle,
+# every rank takes the same path (by name, the ranks split and hung). In a run of its own,
+# so that no earlier call has put MPI_INT in the library's type cache.
 check_cases "preload-cases renamed-type, 1 node x 2" "1 passed, 0 failed" \
   "MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Allgather" renamed-type -- "${ONE[@]}"
 # MPI initialised and finalised through PMPI_Init and PMPI_Finalize, unseen by the
@@ -704,7 +706,7 @@ done
 yield_here=1
 [[ $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo 0) == 0 ]] || yield_here=0
 OMPI_MCA_mpi_yield_when_idle=$yield_here check_prog "C at MPI_THREAD_MULTIPLE, four threads on four communicators, 2 nodes x 2 ranks" "$THREADSPROG" \
-  "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Iallreduce MPI_Ibcast" "" "${TWO[@]}"
+  "$THREADS_CALLS" "" "${TWO[@]}"
 all_ours "C at MPI_THREAD_MULTIPLE" "communicator without a topo-run context\|no room for another context\|topo-run inactive"
 # With the progress thread too, where the kernel's autogroups are off (with them on, ranks of
 # the two emulated nodes on one core starve each other: 4 of 4 runs hung, 10 of 10 passed

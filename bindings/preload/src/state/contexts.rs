@@ -256,19 +256,29 @@ enum Adoption {
 }
 
 /// Sets `comm`'s context up in the call that created it (every member is in that call),
-/// as at a first blocking collective: [`set_up_lazily`], without the global lock under
-/// `MPI_THREAD_MULTIPLE`.
+/// as at a first blocking collective.
 fn set_up_at_creation(comm: MPI_Comm) {
-    let mut g = lock();
+    drop(set_up(lock(), comm, Origin::NewAtCreation));
+}
+
+/// [`set_up_lazily`] with the global lock `g` held throughout below
+/// `MPI_THREAD_MULTIPLE`, and without it at that level (locked anew for each look, so that
+/// the setup's waits for the other members hold no global lock). Returns the global lock.
+pub(super) fn set_up(
+    mut g: SerialGuard<'static, Shared>,
+    comm: MPI_Comm,
+    new: Origin,
+) -> SerialGuard<'static, Shared> {
     let Some(st) = g.0.state.as_mut() else {
-        return;
+        return g;
     };
     if st.multiple {
         drop(g);
-        set_up_lazily(&mut Relock, comm, Origin::NewAtCreation);
-    } else {
-        set_up_lazily(&mut &mut *st, comm, Origin::NewAtCreation);
+        set_up_lazily(&mut Relock, comm, new);
+        return lock();
     }
+    set_up_lazily(&mut &mut *st, comm, new);
+    g
 }
 
 /// Reaches the state during a context's setup: held throughout (below

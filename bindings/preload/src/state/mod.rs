@@ -547,14 +547,7 @@ fn run_setting_up<T>(
         }
         // A new communicator whose first collective is blocking (see `nonblocking_first`).
         st.nonblocking_first = false;
-        if st.multiple {
-            // MPI_THREAD_MULTIPLE: set up without the global lock.
-            drop(g);
-            set_up_lazily(&mut Relock, comm, Origin::New);
-            g = lock();
-        } else {
-            set_up_lazily(&mut &mut *st, comm, Origin::New);
-        }
+        g = set_up(g, comm, Origin::New);
     }
     let (mut g, r) = run_in_context(g, Some(call), comm, f);
     g.0.state.as_mut()?.count(call, r)
