@@ -1,6 +1,6 @@
 /* preload-check: an unmodified MPI program that exercises every collective topo-run's
  * PMPI library intercepts (MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Barrier,
- * MPI_Allgather) and checks each result against a reference computed locally.
+ * MPI_Allgather, MPI_Gather, MPI_Scatter) and checks each result against a reference computed locally.
  *
  * Covered: every predefined C integer, floating point, logical and byte type with every
  * predefined operation the standard defines on it; counts 0, 1, 7, 1031 and 65539 (and
@@ -14,7 +14,10 @@
  * 2000 back-to-back calls. MPI_Allgather: counts 0, 1, primes and the 8 KiB boundary
  * (the Allgather's in-place block size) +-1 (and a total of 16 MiB), in place and not, on world and a duplicate; send
  * and receive types that differ with the same signature (contiguous, strided vector,
- * MPI_DOUBLE_INT against an equivalent struct); back to back with Allreduce.
+ * MPI_DOUBLE_INT against an equivalent struct); back to back with Allreduce. MPI_Gather
+ * and MPI_Scatter: the same counts to and from the first, middle and last root, in place
+ * at the root and not, on world, a duplicate and world in reversed order; a strided vector
+ * at the root against 4 MPI_INT or a contiguous type elsewhere.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
@@ -443,6 +446,102 @@ static void allgather_types(void) {
     free(recv);
 }
 
+/* MPI_Gather of `count` ints per rank to each of three roots, then MPI_Scatter of the
+ * gathered blocks back, out of place and in place at the root. */
+static void gather_scatter_ints(MPI_Comm comm, long count) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int roots[3] = {0, n / 2, n - 1};
+    int *send = malloc((count + 1) * sizeof(int));
+    int *all = malloc((count * n + 1) * sizeof(int));
+    int *back = malloc((count + 1) * sizeof(int));
+    for (int k = 0; k < 3; k++) {
+        int root = roots[k];
+        if (k > 0 && root == roots[k - 1]) continue;
+        char what[128];
+        for (long i = 0; i < count; i++) send[i] = ag_val(me, i) + k;
+        for (long i = 0; i < count * n; i++) all[i] = -1;
+        MPI_Gather(send, (int)count, MPI_INT, all, (int)count, MPI_INT, root, comm);
+        int ok = 1;
+        if (me == root)
+            for (int r = 0; r < n; r++)
+                for (long i = 0; i < count; i++) ok &= all[r * count + i] == ag_val(r, i) + k;
+        if (me == root)
+            for (long i = 0; i < count * n; i += 1 + count / 64) hash(all[i]);
+        snprintf(what, sizeof what, "MPI_Gather MPI_INT count %ld root %d", count, root);
+        result(ok, what);
+
+        /* Scatter the blocks back: each rank gets its own. */
+        for (long i = 0; i < count; i++) back[i] = -2;
+        MPI_Scatter(all, (int)count, MPI_INT, back, (int)count, MPI_INT, root, comm);
+        ok = 1;
+        for (long i = 0; i < count; i++) ok &= back[i] == ag_val(me, i) + k;
+        snprintf(what, sizeof what, "MPI_Scatter MPI_INT count %ld root %d", count, root);
+        result(ok, what);
+
+        /* In place at the root: its block stays where it is. */
+        if (me == root) {
+            for (long i = 0; i < count * n; i++) all[i] = -3;
+            for (long i = 0; i < count; i++) all[me * count + i] = ag_val(me, i) + k;
+            MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, (int)count, MPI_INT, root, comm);
+        } else {
+            MPI_Gather(send, (int)count, MPI_INT, NULL, 0, MPI_DATATYPE_NULL, root, comm);
+        }
+        ok = 1;
+        if (me == root)
+            for (int r = 0; r < n; r++)
+                for (long i = 0; i < count; i++) ok &= all[r * count + i] == ag_val(r, i) + k;
+        snprintf(what, sizeof what, "MPI_Gather MPI_IN_PLACE count %ld root %d", count, root);
+        result(ok, what);
+        for (long i = 0; i < count; i++) back[i] = -4;
+        if (me == root)
+            MPI_Scatter(all, (int)count, MPI_INT, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, comm);
+        else
+            MPI_Scatter(NULL, 0, MPI_DATATYPE_NULL, back, (int)count, MPI_INT, root, comm);
+        ok = 1;
+        for (long i = 0; i < count; i++)
+            ok &= (me == root ? all[me * count + i] : back[i]) == ag_val(me, i) + k;
+        snprintf(what, sizeof what, "MPI_Scatter MPI_IN_PLACE count %ld root %d", count, root);
+        result(ok, what);
+    }
+    free(send);
+    free(all);
+    free(back);
+}
+
+/* Gathers and Scatters whose send and receive types differ with the same signature: a
+ * strided vector at the root (block r at 7 r ints), 4 MPI_INT or one contiguous(4) at the
+ * others, alternating. */
+static void gather_scatter_types(void) {
+    MPI_Datatype four, vec;
+    MPI_Type_contiguous(4, MPI_INT, &four);
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&four);
+    MPI_Type_commit(&vec);
+    int root = size - 1, send[4], back[4], *all = malloc(7 * size * sizeof(int)), ok = 1;
+    for (int i = 0; i < 4; i++) send[i] = ag_val(rank, i) + 9;
+    for (int i = 0; i < 7 * size; i++) all[i] = -1;
+    MPI_Gather(send, rank % 2 ? 1 : 4, rank % 2 ? four : MPI_INT, all, 1, vec, root,
+               MPI_COMM_WORLD);
+    if (rank == root)
+        for (int r = 0; r < size; r++)
+            for (int i = 0; i < 7 && r * 7 + i < 7 * size; i++) {
+                ok &= all[r * 7 + i] == (i % 2 == 0 ? ag_val(r, i / 2) + 9 : -1);
+                hash(all[r * 7 + i]);
+            }
+    result(ok, "MPI_Gather: a strided vector received at the root, mixed send types");
+    ok = 1;
+    for (int i = 0; i < 4; i++) back[i] = -2;
+    MPI_Scatter(all, 1, vec, back, rank % 2 ? 1 : 4, rank % 2 ? four : MPI_INT, root,
+                MPI_COMM_WORLD);
+    for (int i = 0; i < 4; i++) ok &= back[i] == ag_val(rank, i) + 9;
+    result(ok, "MPI_Scatter: a strided vector sent from the root, mixed receive types");
+    MPI_Type_free(&vec);
+    MPI_Type_free(&four);
+    free(all);
+}
+
 int main(int argc, char **argv) {
     int die = -1, multiple = 0, brief = 0, on_dup = 0;
     for (int i = 1; i < argc; i++) {
@@ -505,6 +604,17 @@ int main(int argc, char **argv) {
     for (const long *c = quick ? ag_small : ag_full; *c >= 0; c++) allgather_ints(MPI_COMM_WORLD, *c);
     allgather_ints(MPI_COMM_WORLD, (16L << 20) / (long)sizeof(int) / size);
     allgather_types();
+
+    /* Gather and Scatter: the same counts, on world, a duplicate and world reversed. */
+    for (const long *c = quick ? ag_small : ag_full; *c >= 0; c++) gather_scatter_ints(MPI_COMM_WORLD, *c);
+    gather_scatter_ints(MPI_COMM_WORLD, (16L << 20) / (long)sizeof(int) / size);
+    gather_scatter_ints(dup, 1031);
+    MPI_Comm reversed;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &reversed);
+    gather_scatter_ints(reversed, 7);
+    gather_scatter_ints(reversed, 2049);
+    MPI_Comm_free(&reversed);
+    gather_scatter_types();
 
     handed_to_mpi();
     mixed_types();

@@ -46,6 +46,9 @@ pub(crate) struct HierarchicalPath {
     /// The context's part in the node's lanes, for a context without a segment of its
     /// own (`crate::lane`).
     pub(crate) lane: Option<Lane>,
+    /// The ranks under each member of this rank's groups, for Gather and Scatter: learned
+    /// at the first of them (collective: every rank makes it) and kept.
+    pub(crate) subtrees: Option<crate::subtrees::Subtrees>,
 }
 
 impl HierarchicalPath {
@@ -59,6 +62,18 @@ impl HierarchicalPath {
         lane.unbind(&mut self.links);
         self.lane = Some(lane);
         r
+    }
+
+    /// What [`crate::subtrees::Subtrees::learn`] learns, learned first if it is not yet
+    /// (collective: call it where every rank of the context calls it).
+    pub(crate) fn subtrees(&mut self) -> Result<&crate::subtrees::Subtrees> {
+        if self.subtrees.is_none() {
+            self.subtrees = Some(crate::subtrees::Subtrees::learn(
+                &self.view,
+                &mut self.links,
+            )?);
+        }
+        Ok(self.subtrees.as_ref().expect("learned above"))
     }
 
     /// The view an Allreduce of `bytes` runs on ([`crate::allreduce::view_for`]).

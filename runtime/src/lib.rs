@@ -28,6 +28,7 @@ pub mod combine;
 mod context;
 mod error;
 pub mod fault;
+pub mod gather;
 // Unsafe: every call into MPI's C API, libc and Open MPI's progress engine.
 #[allow(unsafe_code)]
 pub mod ffi;
@@ -55,9 +56,11 @@ pub mod reduce;
 #[allow(unsafe_code)]
 pub mod request;
 pub mod ring;
+pub mod scatter;
 // Unsafe: a lock that is `Sync` by its own rule (a flag where the program is serial).
 #[allow(unsafe_code)]
 pub mod serial_lock;
+pub mod subtrees;
 mod topo;
 pub mod transport;
 pub mod tree;

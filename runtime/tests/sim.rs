@@ -559,7 +559,7 @@ fn the_remapping_keeps_the_heavy_steps_under_one_switch() {
 }
 
 /// Every rank's plan for a layout of `nodes` x `rpn` ranks without a network map.
-fn plans_without_map(nodes: u32, rpn: u32, distribution: &str) -> Vec<RankPlan> {
+pub(crate) fn plans_without_map(nodes: u32, rpn: u32, distribution: &str) -> Vec<RankPlan> {
     let job = job_from_str(&format!(
         "layout: {{nodes: 'n[1-{nodes}]', ranks_per_node: {rpn}, mapping: by-core, \
          distribution: {distribution}, hardware: {{sockets: 1, numa_per_socket: 1, \

@@ -2,5 +2,6 @@
 
 mod lanes;
 mod nonblocking;
+mod rooted;
 mod shm;
 mod sim;

@@ -11,33 +11,11 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use mpi::ffi;
-
-use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS, TypeInfo};
-use crate::classify::{Call, HandOff, TypeClass};
-use crate::packed::{pack, packed_size, unpack};
+use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS};
+use crate::blocks::{Unpack, extent, unpacked_size};
+use crate::classify::{Call, HandOff};
+use crate::packed::{pack, packed_size};
 use crate::state::{self, Active, TypeCache};
-
-/// A type used as it is: predefined, without gaps (the value-index pairs have gaps).
-fn unpacked_size(types: &mut TypeCache<'_>, dt: MPI_Datatype) -> Option<usize> {
-    match types.datatype(dt) {
-        TypeInfo::Plain { size, class, .. } if class != TypeClass::Pair => Some(size),
-        _ => None,
-    }
-}
-
-/// The extent of `dt` (the stride between consecutive elements).
-fn extent(dt: MPI_Datatype) -> Result<isize, HandOff> {
-    let (mut lb, mut ext) = (0, 0);
-    // SAFETY: `dt` is the application's handle; MPI writes two address-sized ints.
-    let rc = unsafe { ffi::PMPI_Type_get_extent(dt, &mut lb, &mut ext) };
-    if rc != SUCCESS {
-        return Err(HandOff::Arguments);
-    }
-    // `MPI_Aint` is `isize` under Open MPI and `i64` under MPICH: the same width here.
-    #[allow(clippy::unnecessary_cast)]
-    Ok(ext as isize)
-}
 
 /// What an Allgather on topo-run's path still holds after the collective: this rank's
 /// block when it had to be copied or packed, and, for a receive type that is not used in
@@ -47,39 +25,6 @@ pub(crate) struct Finish {
     own: Option<Vec<u8>>,
     /// The packed receive side, if any.
     unpack: Option<Unpack>,
-}
-
-/// A gathered result still to be unpacked into the application's buffer.
-struct Unpack {
-    bytes: Vec<u8>,
-    block: usize,
-    recv: *mut c_void,
-    count: c_int,
-    /// The application's datatype, or a duplicate of it.
-    dt: KeptType,
-    stride: isize,
-    comm: MPI_Comm,
-}
-
-impl Unpack {
-    /// Unpacks every rank's block to its place. Returns MPI's code (an error also goes to
-    /// the communicator's error handler).
-    fn finish(&self) -> c_int {
-        for (r, block) in self.bytes.chunks_exact(self.block).enumerate() {
-            let at = self
-                .recv
-                .cast::<u8>()
-                .wrapping_offset(r as isize * self.stride);
-            // SAFETY: block r of the receive buffer holds `count` elements of `dt` at
-            // `r * count * extent` bytes from its start (the MPI layout of an Allgather's
-            // receive buffer); `block` holds their packed bytes.
-            let rc = unsafe { unpack(block, at.cast(), self.count, self.dt.handle(), self.comm) };
-            if rc != SUCCESS {
-                return rc;
-            }
-        }
-        SUCCESS
-    }
 }
 
 impl crate::packed::Finish for Finish {

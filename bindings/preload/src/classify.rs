@@ -174,6 +174,8 @@ pub enum Call {
     Allreduce,
     Barrier,
     Allgather,
+    Gather,
+    Scatter,
     Ibcast,
     Ireduce,
     Iallreduce,
@@ -183,12 +185,14 @@ pub enum Call {
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 10] = [
+    pub const ALL: [Call; 12] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
         Call::Barrier,
         Call::Allgather,
+        Call::Gather,
+        Call::Scatter,
         Call::Ibcast,
         Call::Ireduce,
         Call::Iallreduce,
@@ -204,6 +208,8 @@ impl Call {
             Call::Allreduce => "MPI_Allreduce",
             Call::Barrier => "MPI_Barrier",
             Call::Allgather => "MPI_Allgather",
+            Call::Gather => "MPI_Gather",
+            Call::Scatter => "MPI_Scatter",
             Call::Ibcast => "MPI_Ibcast",
             Call::Ireduce => "MPI_Ireduce",
             Call::Iallreduce => "MPI_Iallreduce",

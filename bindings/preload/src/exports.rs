@@ -10,7 +10,7 @@ use std::os::raw::{c_char, c_int};
 use mpi::ffi;
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status, SUCCESS};
-use crate::{allgather, calls, collective, completion, state};
+use crate::{allgather, calls, collective, completion, gather, scatter, state};
 
 /// Drops the cached answer for the communicator `*comm` before MPI frees it (MPI reuses
 /// handles).
@@ -171,6 +171,90 @@ pub unsafe extern "C" fn MPI_Allreduce(
             completion::handed(
                 || ffi::PMPI_Allreduce(send, recv, count, dt, op, comm),
                 |req| ffi::PMPI_Iallreduce(send, recv, count, dt, op, comm, req),
+            )
+        },
+    )
+}
+
+/// `MPI_Gather`.
+///
+/// # Safety
+/// As `MPI_Gather`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Gather(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::entry_rc(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            gather::gather(
+                send, send_count, send_type, recv, recv_count, recv_type, root, comm,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || {
+                    ffi::PMPI_Gather(
+                        send, send_count, send_type, recv, recv_count, recv_type, root, comm,
+                    )
+                },
+                |req| {
+                    ffi::PMPI_Igather(
+                        send, send_count, send_type, recv, recv_count, recv_type, root, comm, req,
+                    )
+                },
+            )
+        },
+    )
+}
+
+/// `MPI_Scatter`.
+///
+/// # Safety
+/// As `MPI_Scatter`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Scatter(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::entry_rc(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            scatter::scatter(
+                send, send_count, send_type, recv, recv_count, recv_type, root, comm,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || {
+                    ffi::PMPI_Scatter(
+                        send, send_count, send_type, recv, recv_count, recv_type, root, comm,
+                    )
+                },
+                |req| {
+                    ffi::PMPI_Iscatter(
+                        send, send_count, send_type, recv, recv_count, recv_type, root, comm, req,
+                    )
+                },
             )
         },
     )

@@ -34,6 +34,10 @@ mod abi;
 // datatypes, seen as slices.
 #[allow(unsafe_code)]
 mod allgather;
+// Unsafe: a datatype's extent asked of MPI, and received blocks unpacked into the C
+// caller's buffer.
+#[allow(unsafe_code)]
+mod blocks;
 // Unsafe: the C buffers of Bcast, Reduce and Allreduce and their nonblocking forms, seen
 // as slices, and the application's `MPI_Request *` written.
 #[allow(unsafe_code)]
@@ -48,8 +52,16 @@ mod exports;
 // pointers.
 #[allow(unsafe_code)]
 mod fortran;
+// Unsafe: a Gather's C buffers, valid as the standard says for its counts and datatypes,
+// seen as slices.
+#[allow(unsafe_code)]
+mod gather;
 // Unsafe: the application's buffer packed and unpacked (`PMPI_Pack`, `PMPI_Unpack`).
 #[allow(unsafe_code)]
 mod packed;
+// Unsafe: a Scatter's C buffers, valid as the standard says for its counts and datatypes,
+// seen as slices.
+#[allow(unsafe_code)]
+mod scatter;
 mod state;
 pub mod stats;

@@ -327,6 +327,71 @@ impl Checker<'_> {
         }
     }
 
+    /// Gather and Scatter of `n` elements per rank (fewer when all blocks would pass 16
+    /// MiB) at each root, out of place against MPI's (and Scatter back against the
+    /// blocks gathered) and in place at the root.
+    fn check_gather_scatter<T: Value>(&mut self, n: usize, roots: &[i32]) {
+        let size = self.world.size() as usize;
+        let e = std::mem::size_of::<T>();
+        let n = if n * size * e > 16 << 20 { n / size } else { n };
+        let rank = self.world.rank();
+        for &root in roots {
+            let tag = |c: &str| format!("{c} {} x{n} root={root}", T::NAME);
+            let send: Vec<T> = self.values(n, 13, "sum");
+            let is_root = rank == root;
+            let mut want = vec![T::from_i64(0); n * size + 1];
+            let mut got = vec![T::from_i64(0); n * size + 1];
+            let p = self.world.process_at_rank(root);
+            if is_root {
+                p.gather_into_root(&send[..n], &mut want[..n * size]);
+                self.topo.gather_into_root(&send[..n], &mut got[..n * size]);
+            } else {
+                p.gather_into(&send[..n]);
+                self.topo.gather_into(root, &send[..n]);
+            }
+            self.record(
+                &tag("gather"),
+                !is_root || got[..n * size] == want[..n * size],
+            );
+            let at = rank as usize * n;
+            let mut inplace = vec![T::from_i64(0); n * size + 1];
+            if is_root {
+                inplace[at..at + n].copy_from_slice(&send[..n]);
+                self.topo
+                    .gather_into_root_in_place(&mut inplace[..n * size]);
+            } else {
+                self.topo.gather_into(root, &send[..n]);
+            }
+            self.record(
+                &tag("gather in-place"),
+                !is_root || inplace[..n * size] == want[..n * size],
+            );
+            // Scatter the blocks gathered back: each rank gets its own.
+            let mut mine = vec![T::from_i64(0); n + 1];
+            let mut native = vec![T::from_i64(0); n + 1];
+            if is_root {
+                p.scatter_into_root(&want[..n * size], &mut native[..n]);
+                self.topo
+                    .scatter_into_root(&got[..n * size], &mut mine[..n]);
+            } else {
+                p.scatter_into(&mut native[..n]);
+                self.topo.scatter_into(root, &mut mine[..n]);
+            }
+            self.record(
+                &tag("scatter"),
+                mine[..n] == native[..n] && mine[..n] == send[..n],
+            );
+            let mut back = vec![T::from_i64(0); n + 1];
+            if is_root {
+                self.topo.scatter_into_root_in_place(&got[..n * size]);
+                back[..n].copy_from_slice(&got[at..at + n]);
+            } else {
+                self.topo.scatter_into(root, &mut back[..n]);
+            }
+            self.record(&tag("scatter in-place"), back[..n] == send[..n]);
+        }
+    }
+
     fn check_type<T: Value>(&mut self, quick: bool) {
         let size = self.world.size();
         let roots: Vec<i32> = {
@@ -371,6 +436,7 @@ impl Checker<'_> {
         for &n in &sizes {
             self.check_bcast::<T>(n, &roots);
             self.check_allgather::<T>(n);
+            self.check_gather_scatter::<T>(n, &roots);
             self.check_op::<T, _>("sum", sum, n, &roots);
             self.check_nonblocking_bcast::<T>(n, &roots);
             self.check_nonblocking_op::<T, _>("sum", sum, n, &roots);

@@ -157,6 +157,139 @@ impl Topo {
         }
     }
 
+    /// Gathers everyone's `send` into `recv` at this rank, the root: rank r's lands at
+    /// `recv[r * send.len()..]` (rsmpi: `Root::gather_into_root`).
+    pub fn gather_into_root<T: Equivalence + Copy + 'static>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+    ) {
+        assert_eq!(
+            send.len() * self.world.size() as usize,
+            recv.len(),
+            "gather_into_root: the receive buffer must hold every rank's block"
+        );
+        let len = std::mem::size_of_val(send);
+        if plain::is_plain::<T>()
+            && self.raw_gather(
+                self.rank,
+                Some(plain::bytes(send)),
+                Some(plain::bytes_mut(recv)),
+                len,
+            )
+        {
+            return;
+        }
+        drop(self.quiesced());
+        self.world
+            .process_at_rank(self.rank)
+            .gather_into_root(send, recv)
+    }
+
+    /// Like [`Topo::gather_into_root`], with the root's block at its place in `buf`
+    /// already (in place).
+    pub fn gather_into_root_in_place<T: Equivalence + Copy + 'static>(&mut self, buf: &mut [T]) {
+        let size = self.world.size() as usize;
+        assert!(
+            buf.len().is_multiple_of(size),
+            "gather_into_root_in_place: the buffer must hold every rank's block"
+        );
+        let len = std::mem::size_of_val(buf) / size;
+        if plain::is_plain::<T>()
+            && self.raw_gather(self.rank, None, Some(plain::bytes_mut(buf)), len)
+        {
+            return;
+        }
+        drop(self.quiesced());
+        let n = buf.len() / size;
+        let at = self.rank as usize * n;
+        let own = buf[at..at + n].to_vec();
+        self.world
+            .process_at_rank(self.rank)
+            .gather_into_root(&own[..], buf)
+    }
+
+    /// Contributes `send` to a Gather at `root` (rsmpi: `Root::gather_into`).
+    pub fn gather_into<T: Equivalence + Copy + 'static>(&mut self, root: i32, send: &[T]) {
+        assert_ne!(
+            root, self.rank,
+            "gather_into is for non-root ranks; the root calls gather_into_root"
+        );
+        let len = std::mem::size_of_val(send);
+        if plain::is_plain::<T>() && self.raw_gather(root, Some(plain::bytes(send)), None, len) {
+            return;
+        }
+        drop(self.quiesced());
+        self.world.process_at_rank(root).gather_into(send)
+    }
+
+    /// Scatters `send` from this rank, the root: rank r receives
+    /// `send[r * recv.len()..][..recv.len()]` into its `recv` (rsmpi:
+    /// `Root::scatter_into_root`).
+    pub fn scatter_into_root<T: Equivalence + Copy + 'static>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+    ) {
+        assert_eq!(
+            recv.len() * self.world.size() as usize,
+            send.len(),
+            "scatter_into_root: the send buffer must hold every rank's block"
+        );
+        let len = std::mem::size_of_val(recv);
+        if plain::is_plain::<T>()
+            && self.raw_scatter(
+                self.rank,
+                Some(plain::bytes(send)),
+                Some(plain::bytes_mut(recv)),
+                len,
+            )
+        {
+            return;
+        }
+        drop(self.quiesced());
+        self.world
+            .process_at_rank(self.rank)
+            .scatter_into_root(send, recv)
+    }
+
+    /// Like [`Topo::scatter_into_root`], the root keeping its own block in `send` (in
+    /// place).
+    pub fn scatter_into_root_in_place<T: Equivalence + Copy + 'static>(&mut self, send: &[T]) {
+        let size = self.world.size() as usize;
+        assert!(
+            send.len().is_multiple_of(size),
+            "scatter_into_root_in_place: the send buffer must hold every rank's block"
+        );
+        let len = std::mem::size_of_val(send) / size;
+        if plain::is_plain::<T>()
+            && self.raw_scatter(self.rank, Some(plain::bytes(send)), None, len)
+        {
+            return;
+        }
+        drop(self.quiesced());
+        let mut own = send[..send.len() / size].to_vec();
+        self.world
+            .process_at_rank(self.rank)
+            .scatter_into_root(send, &mut own[..])
+    }
+
+    /// Receives this rank's block of a Scatter from `root` into `recv` (rsmpi:
+    /// `Root::scatter_into`).
+    pub fn scatter_into<T: Equivalence + Copy + 'static>(&mut self, root: i32, recv: &mut [T]) {
+        assert_ne!(
+            root, self.rank,
+            "scatter_into is for non-root ranks; the root calls scatter_into_root"
+        );
+        let len = std::mem::size_of_val(recv);
+        if plain::is_plain::<T>() && self.raw_scatter(root, None, Some(plain::bytes_mut(recv)), len)
+        {
+            return;
+        }
+        drop(self.quiesced());
+        self.world.process_at_rank(root).scatter_into(recv)
+    }
+
     /// Returns once every rank has called it (rsmpi: `Communicator::barrier`).
     pub fn barrier(&mut self) {
         if !self.raw_barrier() {

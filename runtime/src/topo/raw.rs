@@ -45,6 +45,74 @@ impl Topo {
         true
     }
 
+    /// Gathers every rank's `len` bytes into `recv` at `root` (rank r's at `r * len`):
+    /// `send` is this rank's, or `None` at the root in place (its bytes in `recv` already);
+    /// `recv` is `Some`, of `size * len` bytes, at the root only. False (nothing done)
+    /// where the collectives go to MPI, or for buffers of the wrong length.
+    pub fn raw_gather(
+        &mut self,
+        root: i32,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        len: usize,
+    ) -> bool {
+        let size = self.world.size() as usize;
+        let is_root = root == self.rank;
+        if send.is_some_and(|s| s.len() != len)
+            || recv.as_ref().map(|r| r.len()) != is_root.then_some(size * len)
+            || (send.is_none() && !is_root)
+        {
+            return false;
+        }
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let r = h.on_lane(|h| {
+            h.subtrees()?;
+            let sub = h.subtrees.as_ref().expect("learned above");
+            gather::gather(&h.view, &mut h.links, sub, root as u32, send, recv, len)
+        });
+        if let Err(e) = r {
+            self.abort("MPI_Gather", e);
+        }
+        true
+    }
+
+    /// Scatters the root's `send` (`size * len` bytes, rank r's at `r * len`; `Some` at
+    /// the root only): every rank receives its `len` bytes into `recv`, or (`None`, at
+    /// the root only) keeps them in `send` (in place). False (nothing done) where the
+    /// collectives go to MPI, or for buffers of the wrong length.
+    pub fn raw_scatter(
+        &mut self,
+        root: i32,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        len: usize,
+    ) -> bool {
+        let size = self.world.size() as usize;
+        let is_root = root == self.rank;
+        if recv.as_ref().is_some_and(|r| r.len() != len)
+            || send.map(<[u8]>::len) != is_root.then_some(size * len)
+            || (recv.is_none() && !is_root)
+        {
+            return false;
+        }
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let r = h.on_lane(|h| {
+            h.subtrees()?;
+            let sub = h.subtrees.as_ref().expect("learned above");
+            scatter::scatter(&h.view, &mut h.links, sub, root as u32, send, recv, len)
+        });
+        if let Err(e) = r {
+            self.abort("MPI_Scatter", e);
+        }
+        true
+    }
+
     /// Broadcasts the bytes of `buf` from `root`.
     pub fn raw_broadcast(&mut self, root: i32, buf: &mut [u8]) -> bool {
         let mut core = self.quiesced();

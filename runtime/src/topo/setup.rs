@@ -286,6 +286,7 @@ impl Topo {
             scratch: Scratch::default(),
             exchanges,
             lane,
+            subtrees: None,
         };
         let local = Some((plan.local_rank, plan.local_size));
         let mut topo = Topo::new(world, Some(Box::new(hier)), None, plan.node, local);

@@ -1,0 +1,69 @@
+//! What the collectives of blocks (Allgather, Gather, Scatter) share on the library's
+//! side: whether a datatype is used in place or packed, its extent, and received blocks
+//! still to be unpacked into the application's buffer.
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+use mpi::ffi;
+
+use crate::abi::{KeptType, MPI_Comm, MPI_Datatype, SUCCESS, TypeInfo};
+use crate::classify::{HandOff, TypeClass};
+use crate::packed::unpack;
+use crate::state::TypeCache;
+
+/// A type used as it is: predefined, without gaps (the value-index pairs have gaps).
+pub(crate) fn unpacked_size(types: &mut TypeCache<'_>, dt: MPI_Datatype) -> Option<usize> {
+    match types.datatype(dt) {
+        TypeInfo::Plain { size, class, .. } if class != TypeClass::Pair => Some(size),
+        _ => None,
+    }
+}
+
+/// The extent of `dt` (the stride between consecutive elements).
+pub(crate) fn extent(dt: MPI_Datatype) -> Result<isize, HandOff> {
+    let (mut lb, mut ext) = (0, 0);
+    // SAFETY: `dt` is the application's handle; MPI writes two address-sized ints.
+    let rc = unsafe { ffi::PMPI_Type_get_extent(dt, &mut lb, &mut ext) };
+    if rc != SUCCESS {
+        return Err(HandOff::Arguments);
+    }
+    // `MPI_Aint` is `isize` under Open MPI and `i64` under MPICH: the same width here.
+    #[allow(clippy::unnecessary_cast)]
+    Ok(ext as isize)
+}
+
+/// Blocks received packed, still to be unpacked into the application's buffer: block r
+/// into `count` elements of `dt` at `recv + r * stride` (an Allgather's or a Gather's
+/// result at the root, a Scatter's one block).
+pub(crate) struct Unpack {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) block: usize,
+    pub(crate) recv: *mut c_void,
+    pub(crate) count: c_int,
+    /// The application's datatype, or a duplicate of it.
+    pub(crate) dt: KeptType,
+    pub(crate) stride: isize,
+    pub(crate) comm: MPI_Comm,
+}
+
+impl Unpack {
+    /// Unpacks every rank's block to its place. Returns MPI's code (an error also goes to
+    /// the communicator's error handler).
+    pub(crate) fn finish(&self) -> c_int {
+        for (r, block) in self.bytes.chunks_exact(self.block).enumerate() {
+            let at = self
+                .recv
+                .cast::<u8>()
+                .wrapping_offset(r as isize * self.stride);
+            // SAFETY: block r of the receive buffer holds `count` elements of `dt` at
+            // `r * count * extent` bytes from its start (the MPI layout of an Allgather's
+            // receive buffer); `block` holds their packed bytes.
+            let rc = unsafe { unpack(block, at.cast(), self.count, self.dt.handle(), self.comm) };
+            if rc != SUCCESS {
+                return rc;
+            }
+        }
+        SUCCESS
+    }
+}

@@ -1,0 +1,108 @@
+//! Gather, hierarchical: every rank's block climbs the plan's levels as the Allgather's
+//! first part climbs them, each group's leader receiving the blocks under each member in
+//! one message (the leader knows which ranks they are: [`Subtrees`]), up to the job's top
+//! group, whose members send theirs to the root's place there: the root itself if it is a
+//! member, else the member it is under (its node's leader, say), which then hands the
+//! whole result to the root. So each node sends one message out of it (a leaf switch's
+//! one out of the switch, and so on), which carries every block of its ranks.
+//!
+//! Inside a group the leader receives from its members one after another (the form of
+//! Open MPI's linear gather, in the members' order). Blocks under a member that are
+//! consecutive ranks (a node's, with block placement) travel straight into their places
+//! in the leader's buffer; others travel packed in rank order and are put in place on
+//! arrival.
+
+use crate::error::Result;
+use crate::subtrees::{Subtrees, below_top, recv_blocks, send_blocks};
+use crate::transport::Fabric;
+use crate::view::View;
+
+/// Gathers every rank's `len`-byte block into `recv` at `root`: rank r's block lands at
+/// `recv[r * len..(r + 1) * len]`. `send` is this rank's block, or `None` at the root when
+/// its block is in `recv` already (in place). `recv` is `Some` at the root only, of
+/// `size * len` bytes. `sub` is what the context learned ([`Subtrees::learn`]).
+pub fn gather(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    sub: &Subtrees,
+    root: u32,
+    send: Option<&[u8]>,
+    mut recv: Option<&mut [u8]>,
+    len: usize,
+) -> Result<()> {
+    let size = view.size as usize;
+    let me = view.rank;
+    let at = |r: u32| r as usize * len..(r as usize + 1) * len;
+    if let (Some(r), Some(b)) = (recv.as_deref_mut(), send) {
+        r[at(me)].copy_from_slice(b);
+    }
+    if len == 0 || size == 1 {
+        return Ok(());
+    }
+    let n = view.levels.len();
+    let until = below_top(view);
+    let entry = sub.entry();
+    // The root's place in the top group: the member the root is under (see the module's
+    // doc), known to every member there.
+    let holder = (until < n).then(|| sub.over(until, root)).flatten();
+    let holds_top = until < n && entry == until && Some(view.levels[until].me) == holder;
+    // Where this rank's blocks are: the root's buffer, or (a rank that receives blocks
+    // of others) a buffer of its own, by rank; a rank under nobody sends its block alone.
+    let receives = recv.is_some() || sub.mine().len() > 1 || holds_top || entry == n;
+    if !receives {
+        let block = send.expect("a rank other than the root passes its block");
+        let to = match holder {
+            Some(h) if entry == until => view.levels[until].members[h],
+            _ => view.levels[entry].members[0],
+        };
+        return fabric.level(entry).send(&[to], block);
+    }
+    let mut own: Vec<u8>;
+    let buf: &mut [u8] = match recv {
+        Some(r) => r,
+        None => {
+            own = vec![0u8; size * len];
+            if let Some(b) = send {
+                own[at(me)].copy_from_slice(b);
+            }
+            &mut own
+        }
+    };
+    // Up to the level where this rank hands its blocks on.
+    for i in 0..entry.min(until) {
+        let l = &view.levels[i];
+        let t = fabric.level(i);
+        for p in 1..l.members.len() {
+            let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
+            recv_blocks(t, l.members[p], ranks, buf, len)?;
+        }
+    }
+    if entry < until {
+        // A member below the top: everything under it to its leader, in one message.
+        let l = &view.levels[entry];
+        send_blocks(fabric.level(entry), l.members[0], sub.mine(), buf, len)?;
+    } else if until < n {
+        // The top group: every member's blocks to the root's place in it.
+        let l = &view.levels[until];
+        let holder = holder.expect("a top group");
+        let t = fabric.level(until);
+        if l.me != holder {
+            send_blocks(t, l.members[holder], sub.mine(), buf, len)?;
+        } else {
+            for p in (0..l.members.len()).filter(|&p| p != holder) {
+                let ranks = sub
+                    .under(until, p)
+                    .expect("the top group knows its members");
+                recv_blocks(t, l.members[p], ranks, buf, len)?;
+            }
+        }
+    }
+    // A root below the top group gets everything from the member it is under (rank 0
+    // without a top group), which holds it now.
+    if me == root && sub.top() != root {
+        fabric.peer(sub.top()).recv(sub.top(), buf)?;
+    } else if me != root && (holds_top || entry == n) {
+        fabric.peer(root).send(&[root], buf)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,276 @@
+//! Which ranks lie under each member of a rank's groups: what a leader must receive from a
+//! member in a Gather, and send to it in a Scatter, so that each such transfer is one
+//! message whose length both ends know.
+//!
+//! A rank's plan lists only its own groups, so a leader cannot tell from its view which
+//! ranks a member leads below. [`Subtrees::learn`] finds out once per context (collective
+//! over it): every rank sends the ranks it holds up the hierarchy as the Allgather's first
+//! part sends blocks (each member to its group's leader, level by level, until it stops
+//! leading), and the members of the job's top group send theirs to each other, since any
+//! of them can be a Gather's or Scatter's root there. Each leader keeps, per level it
+//! leads, the sorted ranks under each member; each rank keeps the ranks under itself.
+//! Then every leader tells its members which member of the top group they are under, so
+//! that a root below the top group knows where its result comes from (or its blocks go).
+//!
+//! The traffic is that of one Allgather of empty blocks and one small Broadcast, once: a
+//! context keeps what it learned for its whole life.
+
+use crate::error::{Error, Result};
+use crate::transport::{Fabric, Transport};
+use crate::view::View;
+
+/// The ranks under each member of the groups where this rank receives from or sends to
+/// several members (see the module's doc).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subtrees {
+    /// `levels[i]`: for each member of `view.levels[i]`, the sorted ranks under it (the
+    /// member included), where this rank leads the group or is in the top group; `None`
+    /// at the other levels.
+    levels: Vec<Option<Vec<Vec<u32>>>>,
+    /// The ranks under this rank, sorted (this rank included): those it holds once every
+    /// group it leads below the top has been gathered.
+    mine: Vec<u32>,
+    /// The level where this rank hands its ranks on (to its leader, or in the top group),
+    /// or the number of levels where it does not (a rank that leads every group it has
+    /// below a job without a top group: rank 0).
+    entry: usize,
+    /// The member of the top group this rank is under (itself if it is one; rank 0 in a
+    /// job without a top group).
+    top: u32,
+}
+
+/// The levels a Gather or Scatter climbs: all of them but the top group, which
+/// [`Subtrees`] and the collectives treat as one step among all its members.
+pub(crate) fn below_top(view: &View) -> usize {
+    let n = view.levels.len();
+    if n > 0 && view.is_top(n - 1) {
+        n - 1
+    } else {
+        n
+    }
+}
+
+impl Subtrees {
+    /// Learns the ranks under each member (collective over the context, see the module's
+    /// doc).
+    pub fn learn(view: &View, fabric: &mut dyn Fabric) -> Result<Subtrees> {
+        let size = view.size as usize;
+        let n = view.levels.len();
+        let until = below_top(view);
+        let mut levels: Vec<Option<Vec<Vec<u32>>>> = vec![None; n];
+        let mut held = vec![view.rank];
+        let mut entry = n;
+        for (i, l) in view.levels[..until].iter().enumerate() {
+            let t = fabric.level(i);
+            if l.me != 0 {
+                send_ranks(t, l.members[0], &held)?;
+                entry = i;
+                break;
+            }
+            let mut per = vec![sorted(&held)];
+            for &m in &l.members[1..] {
+                let theirs = recv_ranks(t, m, size)?;
+                held.extend_from_slice(&theirs);
+                per.push(sorted(&theirs));
+            }
+            levels[i] = Some(per);
+        }
+        if entry == n && until < n {
+            entry = until;
+            let l = &view.levels[until];
+            let t = fabric.level(until);
+            let k = l.members.len();
+            let mut per = vec![Vec::new(); k];
+            per[l.me] = sorted(&held);
+            // Round d: to the member d places on, from the one d places back; everyone's
+            // ranks reach everyone in k - 1 rounds.
+            for d in 1..k {
+                let (to, from) = (l.members[(l.me + d) % k], (l.me + k - d) % k);
+                per[from] = swap_ranks(t, to, &held, l.members[from], size)?;
+                per[from].sort_unstable();
+            }
+            levels[until] = Some(per);
+        }
+        // Down: each leader tells its members which top member they are under.
+        let mut top = view.rank;
+        if entry < until {
+            let mut b = [0u8; 4];
+            fabric
+                .level(entry)
+                .recv(view.levels[entry].members[0], &mut b)?;
+            top = u32::from_le_bytes(b);
+            if top as usize >= size {
+                return Err(bad(view.levels[entry].members[0], format!("rank {top}")));
+            }
+        }
+        for i in (0..entry.min(until)).rev() {
+            let l = &view.levels[i];
+            fabric.level(i).send(&l.members[1..], &top.to_le_bytes())?;
+        }
+        Ok(Subtrees {
+            levels,
+            mine: sorted(&held),
+            entry,
+            top,
+        })
+    }
+
+    /// The position in the top group (`view.levels[i]`, `i` the top group's level) of the
+    /// member that `rank` is under, where this rank is in the top group.
+    pub fn over(&self, i: usize, rank: u32) -> Option<usize> {
+        let per = self.levels.get(i)?.as_ref()?;
+        per.iter().position(|r| r.binary_search(&rank).is_ok())
+    }
+
+    /// The member of the top group this rank is under (itself if it is one).
+    pub fn top(&self) -> u32 {
+        self.top
+    }
+
+    /// The sorted ranks under member `p` of level `i`, where this rank knows them.
+    pub fn under(&self, i: usize, p: usize) -> Option<&[u32]> {
+        self.levels.get(i)?.as_ref()?.get(p).map(Vec::as_slice)
+    }
+
+    /// The sorted ranks under this rank (itself included).
+    pub fn mine(&self) -> &[u32] {
+        &self.mine
+    }
+
+    /// The level where this rank hands its ranks on: to its leader there, or in the top
+    /// group (then the top group's level); the number of levels for a rank that does not.
+    pub fn entry(&self) -> usize {
+        self.entry
+    }
+}
+
+fn sorted(ranks: &[u32]) -> Vec<u32> {
+    let mut v = ranks.to_vec();
+    v.sort_unstable();
+    v
+}
+
+fn rank_bytes(ranks: &[u32]) -> Vec<u8> {
+    ranks.iter().flat_map(|r| r.to_le_bytes()).collect()
+}
+
+fn send_ranks(t: &mut dyn Transport, to: u32, ranks: &[u32]) -> Result<()> {
+    t.send(&[to], &(ranks.len() as u32).to_le_bytes())?;
+    t.send(&[to], &rank_bytes(ranks))
+}
+
+fn recv_ranks(t: &mut dyn Transport, from: u32, size: usize) -> Result<Vec<u32>> {
+    let mut count = [0u8; 4];
+    t.recv(from, &mut count)?;
+    let count = checked_count(from, count, size)?;
+    let mut bytes = vec![0u8; 4 * count];
+    t.recv(from, &mut bytes)?;
+    checked_ranks(from, &bytes, size)
+}
+
+fn swap_ranks(
+    t: &mut dyn Transport,
+    to: u32,
+    ranks: &[u32],
+    from: u32,
+    size: usize,
+) -> Result<Vec<u32>> {
+    let mut count = [0u8; 4];
+    t.sendrecv(to, &(ranks.len() as u32).to_le_bytes(), from, &mut count)?;
+    let count = checked_count(from, count, size)?;
+    let mut bytes = vec![0u8; 4 * count];
+    t.sendrecv(to, &rank_bytes(ranks), from, &mut bytes)?;
+    checked_ranks(from, &bytes, size)
+}
+
+fn checked_count(from: u32, count: [u8; 4], size: usize) -> Result<usize> {
+    let count = u32::from_le_bytes(count) as usize;
+    if count == 0 || count > size {
+        return Err(bad(from, format!("{count} ranks")));
+    }
+    Ok(count)
+}
+
+fn checked_ranks(from: u32, bytes: &[u8], size: usize) -> Result<Vec<u32>> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| {
+            let r = u32::from_le_bytes(b.try_into().expect("4 bytes"));
+            if r as usize >= size {
+                return Err(bad(from, format!("rank {r}")));
+            }
+            Ok(r)
+        })
+        .collect()
+}
+
+fn bad(from: u32, what: String) -> Error {
+    Error::Mismatch {
+        reason: format!(
+            "rank {from} sent {what} while the ranks learned the hierarchy for a gather or \
+             scatter; the ranks called different collectives"
+        ),
+    }
+}
+
+/// The byte range of the blocks of `ranks` (sorted) in a buffer of every rank's
+/// `len`-byte block by rank, if they are consecutive ranks: then a transfer of them goes
+/// straight from or into place.
+pub(crate) fn run_of(ranks: &[u32], len: usize) -> Option<std::ops::Range<usize>> {
+    let (&first, &last) = (ranks.first()?, ranks.last()?);
+    (last as usize - first as usize + 1 == ranks.len())
+        .then(|| first as usize * len..(last as usize + 1) * len)
+}
+
+/// The blocks of `ranks` (sorted) out of `all` (every rank's `len`-byte block by rank),
+/// one after another.
+pub(crate) fn pack(ranks: &[u32], all: &[u8], len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(ranks.len() * len);
+    for &r in ranks {
+        out.extend_from_slice(&all[r as usize * len..(r as usize + 1) * len]);
+    }
+    out
+}
+
+/// Puts the blocks of `ranks` (sorted), one after another in `packed`, at their places in
+/// `all`.
+pub(crate) fn unpack(ranks: &[u32], packed: &[u8], all: &mut [u8], len: usize) {
+    for (k, &r) in ranks.iter().enumerate() {
+        all[r as usize * len..(r as usize + 1) * len]
+            .copy_from_slice(&packed[k * len..(k + 1) * len]);
+    }
+}
+
+/// Sends the blocks of `ranks` (sorted) out of `all` to `to`, as one message.
+pub(crate) fn send_blocks(
+    t: &mut dyn Transport,
+    to: u32,
+    ranks: &[u32],
+    all: &[u8],
+    len: usize,
+) -> Result<()> {
+    match run_of(ranks, len) {
+        Some(run) => t.send(&[to], &all[run]),
+        None => t.send(&[to], &pack(ranks, all, len)),
+    }
+}
+
+/// Receives the blocks of `ranks` (sorted) from `from` into their places in `all`, as one
+/// message.
+pub(crate) fn recv_blocks(
+    t: &mut dyn Transport,
+    from: u32,
+    ranks: &[u32],
+    all: &mut [u8],
+    len: usize,
+) -> Result<()> {
+    match run_of(ranks, len) {
+        Some(run) => t.recv(from, &mut all[run]),
+        None => {
+            let mut packed = vec![0u8; ranks.len() * len];
+            t.recv(from, &mut packed)?;
+            unpack(ranks, &packed, all, len);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Gather and Scatter over the `sim` transport: random hierarchies, placements and roots
+//! against a simple reference, and the messages that cross nodes.
+
+use proptest::prelude::*;
+use topo_hierarchy::RankPlan;
+use topo_runtime::subtrees::Subtrees;
+use topo_runtime::transport::sim::INTER_NODE;
+use topo_runtime::{gather, scatter};
+
+use crate::sim::{LEVELS, bytes, data, ints, plans, plans_placed, plans_without_map, run};
+
+/// What every rank holds after a Gather to `root` of `len` numbers each (the root all
+/// blocks, the others nothing) and after a Scatter of the same blocks back from `root`
+/// (each its own), with the root's blocks in place or not.
+fn gather_then_scatter(plans: &[RankPlan], root: u32, len: usize, in_place: bool) -> Vec<Vec<i64>> {
+    let size = plans.len();
+    let (out, _) = run(plans, |view, fabric| {
+        let sub = Subtrees::learn(view, fabric).unwrap();
+        let mine = bytes(&data(view.rank, len));
+        let b = mine.len();
+        let mut all = vec![0u8; b * size];
+        let is_root = view.rank == root;
+        let at = view.rank as usize * b..(view.rank as usize + 1) * b;
+        if is_root && in_place {
+            all[at.clone()].copy_from_slice(&mine);
+        }
+        let send = (!(is_root && in_place)).then_some(&mine[..]);
+        let recv = is_root.then_some(&mut all[..]);
+        gather::gather(view, fabric, &sub, root, send, recv, b).unwrap();
+        let mut out = if is_root { ints(&all) } else { Vec::new() };
+        // Back: the root scatters what it gathered.
+        let mut back = vec![0u8; b];
+        let recv = (!(is_root && in_place)).then_some(&mut back[..]);
+        let send = is_root.then_some(&all[..]);
+        scatter::scatter(view, fabric, &sub, root, send, recv, b).unwrap();
+        if is_root && in_place {
+            back.copy_from_slice(&all[at]);
+        }
+        out.extend(ints(&back));
+        out
+    });
+    out
+}
+
+fn check(plans: &[RankPlan], root: u32, len: usize, in_place: bool) -> Result<(), TestCaseError> {
+    let size = plans.len() as u32;
+    let out = gather_then_scatter(plans, root, len, in_place);
+    let all: Vec<i64> = (0..size).flat_map(|r| data(r, len)).collect();
+    for (r, got) in out.iter().enumerate() {
+        let mut expect = if r as u32 == root {
+            all.clone()
+        } else {
+            Vec::new()
+        };
+        expect.extend(data(r as u32, len));
+        prop_assert_eq!(got, &expect, "rank {} of {}, root {}", r, size, root);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn gather_and_scatter_match_the_reference(
+        nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
+        cyclic: bool, len in prop::sample::select(vec![0usize, 1, 3, 257, 1700]),
+        root in any::<prop::sample::Index>(), in_place: bool,
+    ) {
+        let rpn = rpn.min(sockets * 8);
+        let plans = plans(nodes, rpn, sockets, LEVELS[levels], cyclic);
+        let root = root.index(plans.len()) as u32;
+        check(&plans, root, len, in_place)?;
+    }
+
+    #[test]
+    fn gather_and_scatter_match_the_reference_for_any_placement(
+        node_of in prop::collection::vec(0u32..6, 1..65),
+        len in prop::sample::select(vec![1usize, 2, 1025]),
+        root in any::<prop::sample::Index>(), in_place: bool,
+    ) {
+        let plans = plans_placed(&node_of);
+        let root = root.index(plans.len()) as u32;
+        check(&plans, root, len, in_place)?;
+    }
+}
+
+/// The messages between nodes of a Gather to `root` and of a Scatter from it, 8-byte
+/// blocks, after the context learned its subtrees (their traffic left out).
+fn inter_node_messages(plans: &[RankPlan], root: u32) -> (u64, u64) {
+    let size = plans.len();
+    let count = |what: u8| {
+        let (_, t) = run(plans, |view, fabric| {
+            let sub = Subtrees::learn(view, fabric).unwrap();
+            let mine = 7u64.to_le_bytes();
+            let mut all = vec![0u8; 8 * size];
+            let is_root = view.rank == root;
+            let mut own = [0u8; 8];
+            match what {
+                1 => {
+                    let recv = is_root.then_some(&mut all[..]);
+                    gather::gather(view, fabric, &sub, root, Some(&mine), recv, 8).unwrap();
+                }
+                2 => {
+                    let send = is_root.then_some(&all[..]);
+                    scatter::scatter(view, fabric, &sub, root, send, Some(&mut own), 8).unwrap();
+                }
+                _ => {}
+            }
+            Vec::new()
+        });
+        t.get(INTER_NODE).map_or(0, |t| t.messages)
+    };
+    let learning = count(0);
+    (count(1) - learning, count(2) - learning)
+}
+
+#[test]
+fn gather_and_scatter_cross_nodes_once_per_node() {
+    // 8 nodes x 8 ranks: one message out of (into) each node but the root's, for any root:
+    // a node leader (in the top group) or not (its result comes from, or its blocks go
+    // to, its own node's leader). Flat, every rank but the root's node's would send one
+    // message across: 56.
+    println!("layout            root  gather  scatter  (messages between nodes, 8-byte blocks)");
+    for (name, plans) in [
+        ("8 x 8 block", plans_without_map(8, 8, "block")),
+        ("8 x 8 cyclic", plans_without_map(8, 8, "cyclic")),
+    ] {
+        // A node leader other than rank 0: a member of the top group.
+        let leader_elsewhere = plans[0].groups.last().unwrap().members[1];
+        for root in [0u32, 5, leader_elsewhere, 63] {
+            let (g, s) = inter_node_messages(&plans, root);
+            println!("{name:16}  {root:4}  {g:6}  {s:7}");
+            assert_eq!((g, s), (7, 7), "{name}, root {root}");
+        }
+    }
+}
