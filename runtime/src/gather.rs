@@ -13,7 +13,7 @@
 //! arrival.
 
 use crate::error::Result;
-use crate::subtrees::{Subtrees, below_top, recv_blocks, send_blocks};
+use crate::subtrees::{Subtrees, below_top, piece_for, recv_blocks, send_blocks};
 use crate::transport::Fabric;
 use crate::view::View;
 
@@ -55,7 +55,11 @@ pub fn gather(
             Some(h) if entry == until => view.levels[until].members[h],
             _ => view.levels[entry].members[0],
         };
-        return fabric.level(entry).send(&[to], block);
+        let t = fabric.level(entry);
+        for p in block.chunks(piece_for(view, entry)) {
+            t.send(&[to], p)?;
+        }
+        return Ok(());
     }
     let mut own: Vec<u8>;
     let buf: &mut [u8] = match recv {
@@ -74,26 +78,35 @@ pub fn gather(
         let t = fabric.level(i);
         for p in 1..l.members.len() {
             let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
-            recv_blocks(t, l.members[p], ranks, buf, len)?;
+            recv_blocks(t, l.members[p], ranks, buf, len, piece_for(view, i))?;
         }
     }
     if entry < until {
         // A member below the top: everything under it to its leader, in one message.
         let l = &view.levels[entry];
-        send_blocks(fabric.level(entry), l.members[0], sub.mine(), buf, len)?;
+        let piece = piece_for(view, entry);
+        send_blocks(
+            fabric.level(entry),
+            l.members[0],
+            sub.mine(),
+            buf,
+            len,
+            piece,
+        )?;
     } else if until < n {
         // The top group: every member's blocks to the root's place in it.
         let l = &view.levels[until];
         let holder = holder.expect("a top group");
+        let piece = piece_for(view, until);
         let t = fabric.level(until);
         if l.me != holder {
-            send_blocks(t, l.members[holder], sub.mine(), buf, len)?;
+            send_blocks(t, l.members[holder], sub.mine(), buf, len, piece)?;
         } else {
             for p in (0..l.members.len()).filter(|&p| p != holder) {
                 let ranks = sub
                     .under(until, p)
                     .expect("the top group knows its members");
-                recv_blocks(t, l.members[p], ranks, buf, len)?;
+                recv_blocks(t, l.members[p], ranks, buf, len, piece)?;
             }
         }
     }

@@ -11,7 +11,7 @@
 //! in the leader's buffer; others travel packed in rank order.
 
 use crate::error::Result;
-use crate::subtrees::{Subtrees, below_top, recv_blocks, send_blocks};
+use crate::subtrees::{Subtrees, below_top, piece_for, recv_blocks, send_blocks};
 use crate::transport::Fabric;
 use crate::view::View;
 
@@ -56,7 +56,11 @@ pub fn scatter(
             Some(h) if entry == until => view.levels[until].members[h],
             _ => view.levels[entry].members[0],
         };
-        return fabric.level(entry).recv(from, recv);
+        let t = fabric.level(entry);
+        for p in recv.chunks_mut(piece_for(view, entry)) {
+            t.recv(from, p)?;
+        }
+        return Ok(());
     }
     // The blocks this rank passes on: the root's, or (received) a buffer of its own.
     let mut own: Vec<u8> = Vec::new();
@@ -77,31 +81,35 @@ pub fn scatter(
         got = vec![0u8; size * len];
         if entry < until {
             let l = &view.levels[entry];
-            recv_blocks(fabric.level(entry), l.members[0], sub.mine(), &mut got, len)?;
+            let (t, piece) = (fabric.level(entry), piece_for(view, entry));
+            recv_blocks(t, l.members[0], sub.mine(), &mut got, len, piece)?;
         } else if let Some(h) = holder {
             let l = &view.levels[until];
-            recv_blocks(fabric.level(until), l.members[h], sub.mine(), &mut got, len)?;
+            let (t, piece) = (fabric.level(until), piece_for(view, until));
+            recv_blocks(t, l.members[h], sub.mine(), &mut got, len, piece)?;
         }
         held = Some(&got);
     }
     let all = held.expect("this rank holds its blocks");
     if holds_top {
         let l = &view.levels[until];
+        let piece = piece_for(view, until);
         let t = fabric.level(until);
         for p in (0..l.members.len()).filter(|&p| Some(p) != holder) {
             let ranks = sub
                 .under(until, p)
                 .expect("the top group knows its members");
-            send_blocks(t, l.members[p], ranks, all, len)?;
+            send_blocks(t, l.members[p], ranks, all, len, piece)?;
         }
     }
     // Down the levels this rank leads.
     for i in (0..entry.min(until)).rev() {
         let l = &view.levels[i];
+        let piece = piece_for(view, i);
         let t = fabric.level(i);
         for p in 1..l.members.len() {
             let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
-            send_blocks(t, l.members[p], ranks, all, len)?;
+            send_blocks(t, l.members[p], ranks, all, len, piece)?;
         }
     }
     if let Some(r) = recv {

@@ -28,8 +28,9 @@ struct Args {
     /// (`topo-run --progress-thread`) may also run the network steps.
     #[arg(long)]
     thread_multiple: bool,
-    /// Collectives to measure, comma-separated: bcast, reduce, allreduce, allgather (its
-    /// size is each rank's block), barrier (measured once, as 0 bytes).
+    /// Collectives to measure, comma-separated: bcast, reduce, allreduce, allgather,
+    /// gather and scatter (their size is each rank's block), barrier (measured once, as 0
+    /// bytes).
     #[arg(long, default_value = "bcast,reduce,allreduce", value_delimiter = ',')]
     ops: Vec<String>,
     /// Smallest message in bytes (a power of two; at least 4).
@@ -195,7 +196,7 @@ fn measure(
     let send = at_offset(&mut send0, n, args.offset);
     let recv = at_offset(&mut recv0, n, args.offset);
     // Allgather: each rank's block is `bytes`, the gathered result `size` blocks.
-    let mut all = if op == "allgather" {
+    let mut all = if matches!(op, "allgather" | "gather" | "scatter") {
         vec![0f32; n * world.size() as usize]
     } else {
         Vec::new()
@@ -263,6 +264,14 @@ fn call(
         ("reduce", _) => at.reduce_into(send, sum),
         ("allgather", 0) => topo.all_gather_into(send, all),
         ("allgather", _) => world.all_gather_into(send, all),
+        ("gather", 0) if me => topo.gather_into_root(send, all),
+        ("gather", 0) => topo.gather_into(root, send),
+        ("gather", _) if me => at.gather_into_root(send, all),
+        ("gather", _) => at.gather_into(send),
+        ("scatter", 0) if me => topo.scatter_into_root(all, recv),
+        ("scatter", 0) => topo.scatter_into(root, recv),
+        ("scatter", _) if me => at.scatter_into_root(all, recv),
+        ("scatter", _) => at.scatter_into(recv),
         ("barrier", 0) => topo.barrier(),
         ("barrier", _) => world.barrier(),
         (_, 0) => topo.all_reduce_into(send, recv, sum),
@@ -285,7 +294,7 @@ fn measure_chain(
     let n = (bytes / 4).max(1);
     let (rank, size) = (world.rank(), world.size());
     let (mut send, mut recv) = (vec![rank as f32; n], vec![0f32; n]);
-    let mut all = if op == "allgather" {
+    let mut all = if matches!(op, "allgather" | "gather" | "scatter") {
         vec![0f32; n * size as usize]
     } else {
         Vec::new()
@@ -783,8 +792,18 @@ fn main() -> anyhow::Result<()> {
     let mut cases = Vec::new();
     for (i, op) in args.ops.iter().enumerate() {
         anyhow::ensure!(
-            ["bcast", "reduce", "allreduce", "allgather", "barrier"].contains(&op.as_str()),
-            "unknown collective {op:?}; use bcast, reduce, allreduce, allgather or barrier"
+            [
+                "bcast",
+                "reduce",
+                "allreduce",
+                "allgather",
+                "gather",
+                "scatter",
+                "barrier"
+            ]
+            .contains(&op.as_str()),
+            "unknown collective {op:?}; use bcast, reduce, allreduce, allgather, gather, \
+             scatter or barrier"
         );
         if op == "barrier" {
             cases.push((i, op.as_str(), 0));
