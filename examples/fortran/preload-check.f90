@@ -1,6 +1,8 @@
-! preload-check (Fortran): MPI_ALLREDUCE, MPI_REDUCE, MPI_BCAST and MPI_BARRIER from an
+! preload-check (Fortran): MPI_ALLREDUCE, MPI_REDUCE, MPI_BCAST, MPI_BARRIER, MPI_GATHER
+! and MPI_SCATTER from an
 ! unmodified Fortran program (`use mpi`), checked against references computed locally:
 ! INTEGER and DOUBLE PRECISION, sums, maxima and logical AND, MPI_IN_PLACE, every root,
+! Gather and Scatter to and from every root (in place at the root too),
 ! MPI_COMM_WORLD and a duplicate of it, a split in reversed order (handed to MPI), and a
 ! broadcast with a strided vector type at the root and INTEGER elsewhere.
 ! Rank 0 prints "N passed, M failed" last; the exit status is 1 on any failure.
@@ -16,6 +18,7 @@ program preload_check
   double precision :: da(n), db(n), dwant(n)
   logical :: la(n), lb(n), ok
   integer :: comms(2)
+  integer, allocatable :: iall(:)
 
   call MPI_INIT(ierr)
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
@@ -84,6 +87,44 @@ program preload_check
     end do
     call MPI_BARRIER(comm, ierr)
     call check(ierr == MPI_SUCCESS, 'MPI_BARRIER')
+
+    ! Gather to every root and Scatter back, in place at the root too.
+    allocate(iall(n * nranks))
+    do root = 0, nranks - 1
+      ia = [(rank * 10000 + i + root, i = 1, n)]
+      iall = -1
+      call MPI_GATHER(ia, n, MPI_INTEGER, iall, n, MPI_INTEGER, root, comm, ierr)
+      ok = .true.
+      if (rank == root) then
+        do r = 0, nranks - 1
+          ok = ok .and. all(iall(r * n + 1:(r + 1) * n) == [(r * 10000 + i + root, i = 1, n)])
+        end do
+      end if
+      call check(ierr == MPI_SUCCESS .and. ok, 'MPI_GATHER INTEGER')
+      ib = -1
+      call MPI_SCATTER(iall, n, MPI_INTEGER, ib, n, MPI_INTEGER, root, comm, ierr)
+      call check(ierr == MPI_SUCCESS .and. all(ib == ia), 'MPI_SCATTER INTEGER')
+      if (rank == root) then
+        iall = -2
+        iall(rank * n + 1:(rank + 1) * n) = ia
+        call MPI_GATHER(MPI_IN_PLACE, n, MPI_INTEGER, iall, n, MPI_INTEGER, root, comm, ierr)
+        ok = .true.
+        do r = 0, nranks - 1
+          ok = ok .and. all(iall(r * n + 1:(r + 1) * n) == [(r * 10000 + i + root, i = 1, n)])
+        end do
+        call check(ierr == MPI_SUCCESS .and. ok, 'MPI_GATHER INTEGER in place')
+        call MPI_SCATTER(iall, n, MPI_INTEGER, MPI_IN_PLACE, n, MPI_INTEGER, root, comm, ierr)
+        call check(ierr == MPI_SUCCESS .and. all(iall(rank * n + 1:(rank + 1) * n) == ia), &
+          'MPI_SCATTER INTEGER in place')
+      else
+        call MPI_GATHER(ia, n, MPI_INTEGER, iall, n, MPI_INTEGER, root, comm, ierr)
+        call check(ierr == MPI_SUCCESS, 'MPI_GATHER INTEGER in place (not the root)')
+        ib = -1
+        call MPI_SCATTER(iall, n, MPI_INTEGER, ib, n, MPI_INTEGER, root, comm, ierr)
+        call check(ierr == MPI_SUCCESS .and. all(ib == ia), 'MPI_SCATTER INTEGER in place (not the root)')
+      end if
+    end do
+    deallocate(iall)
   end do
 
   ! A communicator in reversed order: MPI's own path, same results.

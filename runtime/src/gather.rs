@@ -10,21 +10,29 @@
 //! Open MPI's linear gather, in the members' order). Blocks under a member that are
 //! consecutive ranks (a node's, with block placement) travel straight into their places
 //! in the leader's buffer; others travel packed in rank order and are put in place on
-//! arrival.
+//! arrival. Blocks of [`crate::subtrees::DIRECT_BLOCK`] bytes and more, in a job on more
+//! than one node, go straight from every rank to the root instead, all at once.
+
+use topo_hierarchy::Settings;
 
 use crate::error::Result;
-use crate::subtrees::{Subtrees, below_top, piece_for, recv_blocks, send_blocks};
+use crate::subtrees::{
+    Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks,
+};
 use crate::transport::Fabric;
 use crate::view::View;
 
 /// Gathers every rank's `len`-byte block into `recv` at `root`: rank r's block lands at
 /// `recv[r * len..(r + 1) * len]`. `send` is this rank's block, or `None` at the root when
 /// its block is in `recv` already (in place). `recv` is `Some` at the root only, of
-/// `size * len` bytes. `sub` is what the context learned ([`Subtrees::learn`]).
+/// `size * len` bytes. `sub` is what the context learned ([`Subtrees::learn`]); `s` are
+/// the context's settings.
+#[allow(clippy::too_many_arguments)]
 pub fn gather(
     view: &View,
     fabric: &mut dyn Fabric,
     sub: &Subtrees,
+    s: &Settings,
     root: u32,
     send: Option<&[u8]>,
     mut recv: Option<&mut [u8]>,
@@ -38,6 +46,20 @@ pub fn gather(
     }
     if len == 0 || size == 1 {
         return Ok(());
+    }
+    if direct(s.nodes, len) {
+        return match recv {
+            Some(all) => {
+                let mut blocks: Vec<&mut [u8]> = all.chunks_mut(len).collect();
+                root_exchange(view, fabric, s.spin, |link, r, t| {
+                    link.poll_recv(t, r, blocks[r as usize], None)
+                })
+            }
+            None => {
+                let block = send.expect("a rank other than the root passes its block");
+                fabric.peer(root).send(&[root], block)
+            }
+        };
     }
     let n = view.levels.len();
     let until = below_top(view);

@@ -8,21 +8,30 @@
 //!
 //! Inside a group the leader sends to its members one after another, in their order.
 //! Blocks under a member that are consecutive ranks travel straight out of their places
-//! in the leader's buffer; others travel packed in rank order.
+//! in the leader's buffer; others travel packed in rank order. Blocks of
+//! [`crate::subtrees::DIRECT_BLOCK`] bytes and more, in a job on more than one node, go
+//! straight from the root to every rank instead, all at once.
+
+use topo_hierarchy::Settings;
 
 use crate::error::Result;
-use crate::subtrees::{Subtrees, below_top, piece_for, recv_blocks, send_blocks};
+use crate::subtrees::{
+    Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks,
+};
 use crate::transport::Fabric;
 use crate::view::View;
 
 /// Scatters the root's `send` (every rank's `len`-byte block by rank, `size * len` bytes;
 /// `Some` at the root only): rank r receives `send[r * len..(r + 1) * len]` into `recv`.
 /// `recv` is `None` at the root when it keeps its block in `send` (in place). `sub` is
-/// what the context learned ([`Subtrees::learn`]).
+/// what the context learned ([`Subtrees::learn`]); `s` are the context's
+/// settings.
+#[allow(clippy::too_many_arguments)]
 pub fn scatter(
     view: &View,
     fabric: &mut dyn Fabric,
     sub: &Subtrees,
+    s: &Settings,
     root: u32,
     send: Option<&[u8]>,
     recv: Option<&mut [u8]>,
@@ -39,6 +48,19 @@ pub fn scatter(
             r.copy_from_slice(&s[at(me)]);
         }
         return Ok(());
+    }
+    if direct(s.nodes, len) {
+        if me != root {
+            let recv = recv.expect("a rank other than the root passes its buffer");
+            return fabric.peer(root).recv(root, recv);
+        }
+        let send = send.expect("the root passes its blocks");
+        if let Some(r) = recv {
+            r.copy_from_slice(&send[at(me)]);
+        }
+        return root_exchange(view, fabric, s.spin, |link, r, t| {
+            link.poll_send(t, &[r], &send[at(r)])
+        });
     }
     let n = view.levels.len();
     let until = below_top(view);

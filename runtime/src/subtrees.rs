@@ -15,8 +15,9 @@
 //! The traffic is that of one Allgather of empty blocks and one small Broadcast, once: a
 //! context keeps what it learned for its whole life.
 
+use crate::backoff::Backoff;
 use crate::error::{Error, Result};
-use crate::transport::{Fabric, Transport};
+use crate::transport::{Fabric, Transfer, Transport};
 use crate::view::View;
 
 /// The ranks under each member of the groups where this rank receives from or sends to
@@ -305,6 +306,56 @@ pub(crate) fn recv_blocks(
                 t.recv(from, p)?;
             }
             unpack(ranks, &packed, all, len);
+        }
+    }
+    Ok(())
+}
+
+/// Blocks of at least this many bytes go straight between each rank and the root (over
+/// the link that reaches it: shared memory inside the node, MPI across), all at once,
+/// rather than through the node leaders: the bytes cross the network either way, and a
+/// leader would hold a node's blocks back until all have arrived. On 2 emulated nodes x 2
+/// the leaders' form took 0.75-0.85 x Open MPI's time for a Gather of 256 KiB blocks and
+/// 1.2-1.9 x at 1 MiB.
+pub const DIRECT_BLOCK: usize = 512 << 10;
+
+/// Whether a Gather or Scatter of `len`-byte blocks in a job on `nodes` nodes
+/// (`Settings::nodes`, the same on every rank) goes straight between the root and each
+/// rank ([`DIRECT_BLOCK`]): the same answer on every rank.
+pub(crate) fn direct(nodes: u32, len: usize) -> bool {
+    len >= DIRECT_BLOCK && nodes > 1
+}
+
+/// The root's side of a direct Gather or Scatter: one transfer with every other rank,
+/// all in flight at once over the links that reach them, until every one has completed.
+/// `step(link, r, transfer)` makes the progress it can on rank `r`'s transfer and says
+/// whether it has completed.
+pub(crate) fn root_exchange(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    spin: u32,
+    mut step: impl FnMut(&mut dyn Transport, u32, &mut Transfer) -> Result<bool>,
+) -> Result<()> {
+    let mut open: Vec<(u32, Transfer)> = (0..view.size)
+        .filter(|&r| r != view.rank)
+        .map(|r| (r, Transfer::default()))
+        .collect();
+    let mut backoff = Backoff::new(spin);
+    while !open.is_empty() {
+        let before = open.len();
+        let mut i = 0;
+        while i < open.len() {
+            let (r, t) = &mut open[i];
+            if step(fabric.peer(*r), *r, t)? {
+                open.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        if open.len() == before && backoff.pause() {
+            for (r, _) in &open {
+                fabric.peer(*r).check_peer(*r)?;
+            }
         }
     }
     Ok(())

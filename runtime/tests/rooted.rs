@@ -2,18 +2,33 @@
 //! against a simple reference, and the messages that cross nodes.
 
 use proptest::prelude::*;
-use topo_hierarchy::RankPlan;
+use topo_hierarchy::{RankPlan, Settings};
 use topo_runtime::subtrees::Subtrees;
 use topo_runtime::transport::sim::INTER_NODE;
 use topo_runtime::{gather, scatter};
 
 use crate::sim::{LEVELS, bytes, data, ints, plans, plans_placed, plans_without_map, run};
 
+/// The settings a context of `plans` works with: the defaults, with the job's number of
+/// nodes (which a context learns at its setup).
+fn settings_for(plans: &[RankPlan]) -> Settings {
+    let nodes = plans
+        .iter()
+        .map(|p| p.node.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len() as u32;
+    Settings {
+        nodes,
+        ..Settings::default()
+    }
+}
+
 /// What every rank holds after a Gather to `root` of `len` numbers each (the root all
 /// blocks, the others nothing) and after a Scatter of the same blocks back from `root`
 /// (each its own), with the root's blocks in place or not.
 fn gather_then_scatter(plans: &[RankPlan], root: u32, len: usize, in_place: bool) -> Vec<Vec<i64>> {
     let size = plans.len();
+    let s = settings_for(plans);
     let (out, _) = run(plans, |view, fabric| {
         let sub = Subtrees::learn(view, fabric).unwrap();
         let mine = bytes(&data(view.rank, len));
@@ -26,13 +41,13 @@ fn gather_then_scatter(plans: &[RankPlan], root: u32, len: usize, in_place: bool
         }
         let send = (!(is_root && in_place)).then_some(&mine[..]);
         let recv = is_root.then_some(&mut all[..]);
-        gather::gather(view, fabric, &sub, root, send, recv, b).unwrap();
+        gather::gather(view, fabric, &sub, &s, root, send, recv, b).unwrap();
         let mut out = if is_root { ints(&all) } else { Vec::new() };
         // Back: the root scatters what it gathered.
         let mut back = vec![0u8; b];
         let recv = (!(is_root && in_place)).then_some(&mut back[..]);
         let send = is_root.then_some(&all[..]);
-        scatter::scatter(view, fabric, &sub, root, send, recv, b).unwrap();
+        scatter::scatter(view, fabric, &sub, &s, root, send, recv, b).unwrap();
         if is_root && in_place {
             back.copy_from_slice(&all[at]);
         }
@@ -85,25 +100,27 @@ proptest! {
     }
 }
 
-/// The messages between nodes of a Gather to `root` and of a Scatter from it, 8-byte
+/// The messages between nodes of a Gather to `root` and of a Scatter from it, `len`-byte
 /// blocks, after the context learned its subtrees (their traffic left out).
-fn inter_node_messages(plans: &[RankPlan], root: u32) -> (u64, u64) {
+fn inter_node_messages(plans: &[RankPlan], root: u32, len: usize) -> (u64, u64) {
     let size = plans.len();
+    let s = settings_for(plans);
     let count = |what: u8| {
         let (_, t) = run(plans, |view, fabric| {
             let sub = Subtrees::learn(view, fabric).unwrap();
-            let mine = 7u64.to_le_bytes();
-            let mut all = vec![0u8; 8 * size];
+            let mine = vec![7u8; len];
+            let mut all = vec![0u8; len * size];
             let is_root = view.rank == root;
-            let mut own = [0u8; 8];
+            let mut own = vec![0u8; len];
             match what {
                 1 => {
                     let recv = is_root.then_some(&mut all[..]);
-                    gather::gather(view, fabric, &sub, root, Some(&mine), recv, 8).unwrap();
+                    gather::gather(view, fabric, &sub, &s, root, Some(&mine), recv, len).unwrap();
                 }
                 2 => {
                     let send = is_root.then_some(&all[..]);
-                    scatter::scatter(view, fabric, &sub, root, send, Some(&mut own), 8).unwrap();
+                    scatter::scatter(view, fabric, &sub, &s, root, send, Some(&mut own), len)
+                        .unwrap();
                 }
                 _ => {}
             }
@@ -129,9 +146,29 @@ fn gather_and_scatter_cross_nodes_once_per_node() {
         // A node leader other than rank 0: a member of the top group.
         let leader_elsewhere = plans[0].groups.last().unwrap().members[1];
         for root in [0u32, 5, leader_elsewhere, 63] {
-            let (g, s) = inter_node_messages(&plans, root);
+            let (g, s) = inter_node_messages(&plans, root, 8);
             println!("{name:16}  {root:4}  {g:6}  {s:7}");
             assert_eq!((g, s), (7, 7), "{name}, root {root}");
         }
     }
+}
+
+#[test]
+fn large_blocks_go_straight_between_the_root_and_each_rank() {
+    // Blocks of DIRECT_BLOCK bytes on 3 nodes x 2: every rank's block crosses between its
+    // node and the root's once, straight (no leader holds a node's blocks back), and the
+    // results are the reference's for roots inside and outside the top group, in place and
+    // not.
+    let len = topo_runtime::subtrees::DIRECT_BLOCK / 8;
+    let plans = plans_without_map(3, 2, "block");
+    for (root, in_place) in [(0u32, false), (3, true), (5, false)] {
+        check(&plans, root, len, in_place).unwrap();
+    }
+    // One message between nodes per rank off the root's node, each way (through the
+    // leaders: 2 nodes x 2 blocks in pieces of NETWORK_PIECE bytes).
+    let (g, s) = inter_node_messages(&plans, 3, 8 * len);
+    assert_eq!((g, s), (4, 4));
+    // One node: the hierarchy's form whatever the size (there is no network to spare).
+    let one = plans_without_map(1, 4, "block");
+    check(&one, 2, len, false).unwrap();
 }

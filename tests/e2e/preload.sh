@@ -235,8 +235,9 @@ check_fortran() {
   run "$WORK/topo.out" "$WORK/topo.err" env TOPO_RUN_STATS=1 srun "$@" "$TOPO_RUN" -- "$FPROG"
   if [[ $RC -ne 0 ]] || ! passed_line "$WORK/topo.out"; then
     bad "$name: under topo-run" "exit $RC: $(tail -1 "$WORK/topo.out")" "$(head -6 "$WORK/topo.err")"
-  elif ! took_our_path "$WORK/topo.err" MPI_Allreduce || ! took_our_path "$WORK/topo.err" MPI_Bcast; then
-    bad "$name: Fortran calls did not reach the library" "$(grep stats "$WORK/topo.err" | head -5)"
+  elif ! took_our_path "$WORK/topo.err" MPI_Allreduce || ! took_our_path "$WORK/topo.err" MPI_Bcast \
+     || ! took_our_path "$WORK/topo.err" MPI_Gather || ! took_our_path "$WORK/topo.err" MPI_Scatter; then
+    bad "$name: Fortran calls did not reach the library" "$(grep stats "$WORK/topo.err" | head -8)"
   else
     ok "$name: $(tail -1 "$WORK/topo.out") natively and under topo-run, on topo-run's path"
   fi

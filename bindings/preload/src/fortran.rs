@@ -16,7 +16,7 @@ use std::os::raw::c_int;
 use std::sync::OnceLock;
 
 use crate::abi::{self, MPI_Comm, MPI_Request, SUCCESS};
-use crate::{allgather, calls, collective};
+use crate::{allgather, calls, collective, gather, scatter};
 
 type Fint = c_int;
 
@@ -286,6 +286,46 @@ fortran! {
             unsafe {
                 allgather::allgather(
                     buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype, cc,
+                )
+            }
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_GATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, ROOT, COMM,
+    /// IERROR)`.
+    mpi_gather_, mpi_gather_f08_ => "gather",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I, c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                gather::gather(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype,
+                    int(root), cc,
+                )
+            }
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_SCATTER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, ROOT, COMM,
+    /// IERROR)`.
+    mpi_scatter_, mpi_scatter_f08_ => "scatter",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I, c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                scatter::scatter(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype,
+                    int(root), cc,
                 )
             }
         }))

@@ -71,7 +71,16 @@ impl Topo {
         let r = h.on_lane(|h| {
             h.subtrees()?;
             let sub = h.subtrees.as_ref().expect("learned above");
-            gather::gather(&h.view, &mut h.links, sub, root as u32, send, recv, len)
+            gather::gather(
+                &h.view,
+                &mut h.links,
+                sub,
+                &h.settings,
+                root as u32,
+                send,
+                recv,
+                len,
+            )
         });
         if let Err(e) = r {
             self.abort("MPI_Gather", e);
@@ -105,7 +114,16 @@ impl Topo {
         let r = h.on_lane(|h| {
             h.subtrees()?;
             let sub = h.subtrees.as_ref().expect("learned above");
-            scatter::scatter(&h.view, &mut h.links, sub, root as u32, send, recv, len)
+            scatter::scatter(
+                &h.view,
+                &mut h.links,
+                sub,
+                &h.settings,
+                root as u32,
+                send,
+                recv,
+                len,
+            )
         });
         if let Err(e) = r {
             self.abort("MPI_Scatter", e);
