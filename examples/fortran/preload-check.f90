@@ -14,7 +14,7 @@ program preload_check
   implicit none
   integer, parameter :: n = 1031
   integer :: ierr, rank, nranks, i, r, root, comm, rev, passed, failed, k, vec
-  integer :: ia(n), ib(n), iwant(n)
+  integer :: ia(n), ib(n), ig(n), iwant(n)
   double precision :: da(n), db(n), dwant(n)
   logical :: la(n), lb(n), ok
   integer :: comms(2)
@@ -91,9 +91,9 @@ program preload_check
     ! Gather to every root and Scatter back, in place at the root too.
     allocate(iall(n * nranks))
     do root = 0, nranks - 1
-      ia = [(rank * 10000 + i + root, i = 1, n)]
+      ig = [(rank * 10000 + i + root, i = 1, n)]
       iall = -1
-      call MPI_GATHER(ia, n, MPI_INTEGER, iall, n, MPI_INTEGER, root, comm, ierr)
+      call MPI_GATHER(ig, n, MPI_INTEGER, iall, n, MPI_INTEGER, root, comm, ierr)
       ok = .true.
       if (rank == root) then
         do r = 0, nranks - 1
@@ -103,10 +103,10 @@ program preload_check
       call check(ierr == MPI_SUCCESS .and. ok, 'MPI_GATHER INTEGER')
       ib = -1
       call MPI_SCATTER(iall, n, MPI_INTEGER, ib, n, MPI_INTEGER, root, comm, ierr)
-      call check(ierr == MPI_SUCCESS .and. all(ib == ia), 'MPI_SCATTER INTEGER')
+      call check(ierr == MPI_SUCCESS .and. all(ib == ig), 'MPI_SCATTER INTEGER')
       if (rank == root) then
         iall = -2
-        iall(rank * n + 1:(rank + 1) * n) = ia
+        iall(rank * n + 1:(rank + 1) * n) = ig
         call MPI_GATHER(MPI_IN_PLACE, n, MPI_INTEGER, iall, n, MPI_INTEGER, root, comm, ierr)
         ok = .true.
         do r = 0, nranks - 1
@@ -114,14 +114,14 @@ program preload_check
         end do
         call check(ierr == MPI_SUCCESS .and. ok, 'MPI_GATHER INTEGER in place')
         call MPI_SCATTER(iall, n, MPI_INTEGER, MPI_IN_PLACE, n, MPI_INTEGER, root, comm, ierr)
-        call check(ierr == MPI_SUCCESS .and. all(iall(rank * n + 1:(rank + 1) * n) == ia), &
+        call check(ierr == MPI_SUCCESS .and. all(iall(rank * n + 1:(rank + 1) * n) == ig), &
           'MPI_SCATTER INTEGER in place')
       else
-        call MPI_GATHER(ia, n, MPI_INTEGER, iall, n, MPI_INTEGER, root, comm, ierr)
+        call MPI_GATHER(ig, n, MPI_INTEGER, iall, n, MPI_INTEGER, root, comm, ierr)
         call check(ierr == MPI_SUCCESS, 'MPI_GATHER INTEGER in place (not the root)')
         ib = -1
         call MPI_SCATTER(iall, n, MPI_INTEGER, ib, n, MPI_INTEGER, root, comm, ierr)
-        call check(ierr == MPI_SUCCESS .and. all(ib == ia), 'MPI_SCATTER INTEGER in place (not the root)')
+        call check(ierr == MPI_SUCCESS .and. all(ib == ig), 'MPI_SCATTER INTEGER in place (not the root)')
       end if
     end do
     deallocate(iall)

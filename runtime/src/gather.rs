@@ -17,7 +17,7 @@ use topo_hierarchy::Settings;
 
 use crate::error::Result;
 use crate::subtrees::{
-    Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks,
+    Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks, with_root,
 };
 use crate::transport::Fabric;
 use crate::view::View;
@@ -57,7 +57,9 @@ pub fn gather(
             }
             None => {
                 let block = send.expect("a rank other than the root passes its block");
-                fabric.peer(root).send(&[root], block)
+                with_root(fabric, s.spin, root, |link, t| {
+                    link.poll_send(t, &[root], block)
+                })
             }
         };
     }

@@ -16,7 +16,7 @@ use topo_hierarchy::Settings;
 
 use crate::error::Result;
 use crate::subtrees::{
-    Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks,
+    Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks, with_root,
 };
 use crate::transport::Fabric;
 use crate::view::View;
@@ -52,7 +52,9 @@ pub fn scatter(
     if direct(s.nodes, len) {
         if me != root {
             let recv = recv.expect("a rank other than the root passes its buffer");
-            return fabric.peer(root).recv(root, recv);
+            return with_root(fabric, s.spin, root, |link, t| {
+                link.poll_recv(t, root, recv, None)
+            });
         }
         let send = send.expect("the root passes its blocks");
         if let Some(r) = recv {

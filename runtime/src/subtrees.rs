@@ -326,6 +326,26 @@ pub(crate) fn direct(nodes: u32, len: usize) -> bool {
     len >= DIRECT_BLOCK && nodes > 1
 }
 
+/// A rank's side of a direct Gather or Scatter: its one transfer with the root, made
+/// through the same nonblocking calls as the root's side ([`root_exchange`]), which over
+/// MPI carry a tag of their own. `step(link, transfer)` makes the progress it can and
+/// says whether the transfer has completed.
+pub(crate) fn with_root(
+    fabric: &mut dyn Fabric,
+    spin: u32,
+    root: u32,
+    mut step: impl FnMut(&mut dyn Transport, &mut Transfer) -> Result<bool>,
+) -> Result<()> {
+    let mut t = Transfer::default();
+    let mut backoff = Backoff::new(spin);
+    while !step(fabric.peer(root), &mut t)? {
+        if backoff.pause() {
+            fabric.peer(root).check_peer(root)?;
+        }
+    }
+    Ok(())
+}
+
 /// The root's side of a direct Gather or Scatter: one transfer with every other rank,
 /// all in flight at once over the links that reach them, until every one has completed.
 /// `step(link, r, transfer)` makes the progress it can on rank `r`'s transfer and says

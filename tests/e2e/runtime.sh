@@ -455,7 +455,8 @@ else bad "2 nodes x 2: coll-cases threads" "exit $RC" "$(cat "$WORK/out")" "$(he
 # MPICH across nodes; and its progress thread at MPI_THREAD_MULTIPLE, one rank per node on
 # a core of its own (the thread runs the network steps too).
 if [[ -x $MCHECK ]]; then
-  coll_check "MPICH: 2 nodes x 2 ranks (srun --mpi=pmi2)" "$HIER" \
+  # (MPICH busy-polls while 4 ranks share 2 cores: this run took 110-145 s here.)
+  T=360 coll_check "MPICH: 2 nodes x 2 ranks (srun --mpi=pmi2)" "$HIER" \
     srun -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" --spin 0 -- "$MCHECK" --require-topo --quick
   T=120 run "$WORK/out" "$WORK/err" srun -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores "$TOPO_RUN" --spin 0 -- \
     "$(dirname "$MCHECK")/coll-cases" --require-topo comms

@@ -28,7 +28,12 @@ struct Mailbox {
 #[derive(Debug)]
 pub struct SimNet {
     size: usize,
+    /// Blocking messages, one queue per pair of ranks (sender-major).
     mailboxes: Vec<Mailbox>,
+    /// Nonblocking ones ([`Transport::poll_send`]), apart: over MPI they carry a tag of
+    /// their own, so a blocking receive never takes a nonblocking send's message, nor the
+    /// other way round.
+    polled: Vec<Mailbox>,
     node_of: Vec<u32>,
     /// Each rank's switch, where the test gives them.
     switch_of: Option<Vec<u32>>,
@@ -53,6 +58,7 @@ impl SimNet {
         Arc::new(SimNet {
             size,
             mailboxes: (0..size * size).map(|_| Mailbox::default()).collect(),
+            polled: (0..size * size).map(|_| Mailbox::default()).collect(),
             node_of,
             switch_of: None,
             traffic: Mutex::new(BTreeMap::new()),
@@ -87,6 +93,10 @@ impl SimNet {
     fn mailbox(&self, from: u32, to: u32) -> &Mailbox {
         &self.mailboxes[from as usize * self.size + to as usize]
     }
+
+    fn polled_mailbox(&self, from: u32, to: u32) -> &Mailbox {
+        &self.polled[from as usize * self.size + to as usize]
+    }
 }
 
 /// One rank's endpoint on a [`SimNet`].
@@ -99,8 +109,78 @@ pub struct SimTransport {
 
 impl Transport for SimTransport {
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
+        self.post(to, data, false);
+        Ok(())
+    }
+
+    fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
+        let mb = self.net.mailbox(from, self.rank);
+        let mut q = mb.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(msg) = q.pop_front() {
+                self.check_len(from, buf.len(), msg.len());
+                buf.copy_from_slice(&msg);
+                return Ok(());
+            }
+            let (guard, timeout) = mb
+                .ready
+                .wait_timeout(q, DEADLOCK)
+                .unwrap_or_else(PoisonError::into_inner);
+            q = guard;
+            assert!(
+                !timeout.timed_out() || !q.is_empty(),
+                "sim: rank {} waited {DEADLOCK:?} for a message from rank {from}: the \
+                 algorithm deadlocks",
+                self.rank
+            );
+        }
+    }
+
+    fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
+        self.send(&[to], data)?;
+        self.recv(from, buf)
+    }
+
+    fn poll_send(&mut self, _x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+        self.post(to, data, true);
+        Ok(true)
+    }
+
+    fn poll_recv(
+        &mut self,
+        _x: &mut Transfer,
+        from: u32,
+        buf: &mut [u8],
+        op: Option<&dyn Combine>,
+    ) -> Result<bool> {
+        let mb = self.net.polled_mailbox(from, self.rank);
+        let msg = mb
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        let Some(msg) = msg else {
+            return Ok(false);
+        };
+        self.check_len(from, buf.len(), msg.len());
+        match op {
+            Some(op) => op.combine(buf, &msg),
+            None => buf.copy_from_slice(&msg),
+        }
+        Ok(true)
+    }
+}
+
+impl SimTransport {
+    /// Queues `data` for every rank of `to` (with the nonblocking messages if `polled`)
+    /// and counts it.
+    fn post(&mut self, to: &[u32], data: &[u8], polled: bool) {
         for &peer in to {
-            let mb = self.net.mailbox(self.rank, peer);
+            let mb = if polled {
+                self.net.polled_mailbox(self.rank, peer)
+            } else {
+                self.net.mailbox(self.rank, peer)
+            };
             mb.queue
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -134,68 +214,8 @@ impl Transport for SimTransport {
                 e.bytes += far * data.len() as u64;
             }
         }
-        Ok(())
     }
 
-    fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
-        let mb = self.net.mailbox(from, self.rank);
-        let mut q = mb.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        loop {
-            if let Some(msg) = q.pop_front() {
-                self.check_len(from, buf.len(), msg.len());
-                buf.copy_from_slice(&msg);
-                return Ok(());
-            }
-            let (guard, timeout) = mb
-                .ready
-                .wait_timeout(q, DEADLOCK)
-                .unwrap_or_else(PoisonError::into_inner);
-            q = guard;
-            assert!(
-                !timeout.timed_out() || !q.is_empty(),
-                "sim: rank {} waited {DEADLOCK:?} for a message from rank {from}: the \
-                 algorithm deadlocks",
-                self.rank
-            );
-        }
-    }
-
-    fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
-        self.send(&[to], data)?;
-        self.recv(from, buf)
-    }
-
-    fn poll_send(&mut self, _x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
-        self.send(to, data)?;
-        Ok(true)
-    }
-
-    fn poll_recv(
-        &mut self,
-        _x: &mut Transfer,
-        from: u32,
-        buf: &mut [u8],
-        op: Option<&dyn Combine>,
-    ) -> Result<bool> {
-        let mb = self.net.mailbox(from, self.rank);
-        let msg = mb
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop_front();
-        let Some(msg) = msg else {
-            return Ok(false);
-        };
-        self.check_len(from, buf.len(), msg.len());
-        match op {
-            Some(op) => op.combine(buf, &msg),
-            None => buf.copy_from_slice(&msg),
-        }
-        Ok(true)
-    }
-}
-
-impl SimTransport {
     fn check_len(&self, from: u32, want: usize, got: usize) {
         assert_eq!(
             got, want,
