@@ -11,34 +11,18 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS};
-use crate::blocks::{Unpack, extent, unpacked_size};
+use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
+use crate::blocks::{Held, Unpack, extent, unpacked_size};
 use crate::classify::{Call, HandOff};
 use crate::packed::{pack, packed_size};
 use crate::state::{self, Active, TypeCache};
-
-/// What an Allgather on topo-run's path still holds after the collective: this rank's
-/// block when it had to be copied or packed, and, for a receive type that is not used in
-/// place, the gathered bytes to unpack into the application's buffer.
-pub(crate) struct Finish {
-    /// This rank's block when the collective cannot read it from the application.
-    own: Option<Vec<u8>>,
-    /// The packed receive side, if any.
-    unpack: Option<Unpack>,
-}
-
-impl crate::packed::Finish for Finish {
-    fn finish(self: Box<Self>) -> c_int {
-        self.unpack.as_ref().map_or(SUCCESS, Unpack::finish)
-    }
-}
 
 /// An Allgather's buffers on topo-run's path: this rank's block (`None` in place), where
 /// the blocks land, and what is left for completion.
 struct Prepared<'b> {
     send: Option<&'b [u8]>,
     recv: &'b mut [u8],
-    finish: Finish,
+    finish: Held,
 }
 
 /// The arguments of an `MPI_Allgather` or `MPI_Iallgather`, if topo-run can take the call.
@@ -135,12 +119,12 @@ unsafe fn prepare<'b>(
             comm,
         })
     };
-    let mut finish = Finish { own, unpack };
+    let mut finish = Held { kept: own, unpack };
     // The slices below point into the heap buffers `finish` owns (moving it moves none of
     // them) or into the application's buffers.
     // SAFETY: an unpacked send buffer holds `block` bytes; `own` and the packed bytes live as
     // long as `finish`, which the caller keeps until the collective completes.
-    let send_bytes: Option<&'b [u8]> = match (&finish.own, in_place) {
+    let send_bytes: Option<&'b [u8]> = match (&finish.kept, in_place) {
         (Some(v), _) => Some(unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) }),
         (None, true) => None,
         (None, false) => Some(unsafe { std::slice::from_raw_parts(send.cast::<u8>(), block) }),

@@ -67,3 +67,17 @@ impl Unpack {
         SUCCESS
     }
 }
+
+/// What a collective of blocks on topo-run's path holds until it completes: the bytes it
+/// reads that are not the application's as they lie (a block copied or packed, a root's
+/// blocks packed), and a packed receive side still to unpack.
+pub(crate) struct Held {
+    pub(crate) kept: Option<Vec<u8>>,
+    pub(crate) unpack: Option<Unpack>,
+}
+
+impl crate::packed::Finish for Held {
+    fn finish(self: Box<Self>) -> c_int {
+        self.unpack.as_ref().map_or(SUCCESS, Unpack::finish)
+    }
+}

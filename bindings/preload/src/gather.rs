@@ -12,24 +12,11 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, SUCCESS};
-use crate::blocks::{Unpack, extent, unpacked_size};
+use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype};
+use crate::blocks::{Held, Unpack, extent, unpacked_size};
 use crate::classify::{Call, HandOff};
 use crate::packed::{pack, packed_size};
 use crate::state::{self, Active, TypeCache};
-
-/// What a Gather on topo-run's path holds until it completes: this rank's block when it
-/// had to be copied or packed, and at the root a packed receive side to unpack.
-struct Finish {
-    own: Option<Vec<u8>>,
-    unpack: Option<Unpack>,
-}
-
-impl crate::packed::Finish for Finish {
-    fn finish(self: Box<Self>) -> c_int {
-        self.unpack.as_ref().map_or(SUCCESS, Unpack::finish)
-    }
-}
 
 /// A Gather's buffers on topo-run's path: this rank's block (`None` at the root in
 /// place), where the blocks land (the root's only), the bytes of one block.
@@ -37,7 +24,7 @@ struct Prepared<'b> {
     send: Option<&'b [u8]>,
     recv: Option<&'b mut [u8]>,
     block: usize,
-    finish: Finish,
+    finish: Held,
 }
 
 /// The arguments of an `MPI_Gather`, if topo-run can take the call.
@@ -129,11 +116,11 @@ unsafe fn prepare<'b>(
         }),
         _ => None,
     };
-    let mut finish = Finish { own, unpack };
+    let mut finish = Held { kept: own, unpack };
     // SAFETY: `own` and the packed bytes live as long as `finish`, which the caller keeps
     // until the collective completes; an unpacked send buffer holds `block` bytes, an
     // unpacked receive buffer `size` blocks.
-    let send_bytes: Option<&'b [u8]> = match (&finish.own, in_place) {
+    let send_bytes: Option<&'b [u8]> = match (&finish.kept, in_place) {
         (Some(v), _) => Some(unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) }),
         (None, true) => None,
         (None, false) => Some(unsafe { std::slice::from_raw_parts(send.cast::<u8>(), block) }),

@@ -10,25 +10,12 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, SUCCESS};
-use crate::blocks::{Unpack, extent, unpacked_size};
+use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype};
+use crate::blocks::{Held, Unpack, extent, unpacked_size};
 use crate::classify::{Call, HandOff};
 use crate::gather::overlaps_range;
 use crate::packed::{pack, packed_size};
 use crate::state::{self, Active, TypeCache};
-
-/// What a Scatter on topo-run's path holds until it completes: the root's blocks when
-/// they had to be packed or copied, and a packed receive side to unpack.
-struct Finish {
-    all: Option<Vec<u8>>,
-    unpack: Option<Unpack>,
-}
-
-impl crate::packed::Finish for Finish {
-    fn finish(self: Box<Self>) -> c_int {
-        self.unpack.as_ref().map_or(SUCCESS, Unpack::finish)
-    }
-}
 
 /// A Scatter's buffers on topo-run's path: the root's blocks (its only), where this
 /// rank's block lands (`None` at the root in place), the bytes of one block.
@@ -36,7 +23,7 @@ struct Prepared<'b> {
     send: Option<&'b [u8]>,
     recv: Option<&'b mut [u8]>,
     block: usize,
-    finish: Finish,
+    finish: Held,
 }
 
 /// The arguments of an `MPI_Scatter`, if topo-run can take the call.
@@ -123,11 +110,11 @@ unsafe fn prepare<'b>(
             comm,
         })
     };
-    let mut finish = Finish { all, unpack };
+    let mut finish = Held { kept: all, unpack };
     // SAFETY: the packed or copied blocks live as long as `finish`, which the caller keeps
     // until the collective completes; an unpacked send buffer holds `size` blocks, an
     // unpacked receive buffer one.
-    let send_bytes: Option<&'b [u8]> = match &finish.all {
+    let send_bytes: Option<&'b [u8]> = match &finish.kept {
         Some(v) => Some(unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) }),
         None if send_in_place => {
             Some(unsafe { std::slice::from_raw_parts(send.cast::<u8>(), total) })
