@@ -1,11 +1,12 @@
 /* preload-check: an unmodified MPI program that exercises every collective topo-run's
  * PMPI library intercepts (MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Barrier,
- * MPI_Allgather, MPI_Gather, MPI_Scatter) and checks each result against a reference computed locally.
+ * MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Scan, MPI_Exscan) and checks each result against a reference computed locally.
  *
  * Covered: every predefined C integer, floating point, logical and byte type with every
  * predefined operation the standard defines on it; counts 0, 1, 7, 1031 and 65539 (and
- * 2^20+3 for int and double); roots first, middle and last; MPI_IN_PLACE (Allreduce, and
- * Reduce at the root); MPI_COMM_WORLD, a duplicate of it and a split that keeps its order
+ * 2^20+3 for int and double); roots first, middle and last; MPI_IN_PLACE (Allreduce,
+ * Scan, Exscan, and Reduce at the root); Scan and Exscan with the same matrix (Exscan's
+ * rank 0 result, undefined, not read); MPI_COMM_WORLD, a duplicate of it and a split that keeps its order
  * (both congruent, so topo-run's path), and calls topo-run must hand to MPI: a split in
  * reversed order, a split into halves, a user-defined (non-commutative) operation,
  * MPI_MINLOC on MPI_2INT; errors MPI must report (bad root, negative count, null datatype,
@@ -101,6 +102,7 @@ static const int ops_BYTE[] = {O_BAND, O_BOR, O_BXOR, -1};
         result(ok, what);                                                                  \
         free(buf);                                                                         \
     }                                                                                      \
+    /* all: 0 MPI_Reduce to root, 1 MPI_Allreduce, 2 MPI_Scan, 3 MPI_Exscan. */           \
     static void reduce_##name(MPI_Comm comm, long count, int op, int root, int all,         \
                               int in_place) {                                              \
         int me, n;                                                                         \
@@ -113,15 +115,21 @@ static const int ops_BYTE[] = {O_BAND, O_BOR, O_BXOR, -1};
             recv[i] = in_place ? send[i] : (ctype)0x33;                                    \
         }                                                                                  \
         const void *sp = in_place && (all || me == root) ? MPI_IN_PLACE : (void *)send;    \
-        if (all)                                                                           \
+        if (all == 1)                                                                      \
             MPI_Allreduce(sp, recv, (int)count, mpitype, mpi_ops[op], comm);               \
+        else if (all == 2)                                                                 \
+            MPI_Scan(sp, recv, (int)count, mpitype, mpi_ops[op], comm);                    \
+        else if (all == 3)                                                                 \
+            MPI_Exscan(sp, recv, (int)count, mpitype, mpi_ops[op], comm);                  \
         else                                                                               \
             MPI_Reduce(sp, recv, (int)count, mpitype, mpi_ops[op], root, comm);            \
+        /* The ranks combined: all of them, or those up to this one (Exscan's before it). */ \
+        int last = all == 2 ? me : all == 3 ? me - 1 : n - 1;                              \
         int ok = 1;                                                                        \
-        if (all || me == root) {                                                           \
+        if ((all || me == root) && last >= 0) {                                            \
             for (long i = 0; i < count; i++) {                                             \
                 ctype want = (ctype)gen(0, i, op);                                         \
-                for (int r = 1; r < n; r++) {                                              \
+                for (int r = 1; r <= last; r++) {                                          \
                     ctype v = (ctype)gen(r, i, op);                                        \
                     want = (ctype)COMBINE_##kind(op, want, v);                             \
                 }                                                                          \
@@ -129,10 +137,11 @@ static const int ops_BYTE[] = {O_BAND, O_BOR, O_BXOR, -1};
                 hash((long long)recv[i]);                                                  \
             }                                                                              \
         }                                                                                  \
+        static const char *calls[4] = {"MPI_Reduce", "MPI_Allreduce", "MPI_Scan",          \
+                                       "MPI_Exscan"};                                      \
         char what[200];                                                                    \
-        snprintf(what, sizeof what, "%s %s %s count %ld root %d%s",                        \
-                 all ? "MPI_Allreduce" : "MPI_Reduce", #mpitype, op_names[op], count,      \
-                 all ? -1 : root, in_place ? " in place" : "");                            \
+        snprintf(what, sizeof what, "%s %s %s count %ld root %d%s", calls[all], #mpitype,  \
+                 op_names[op], count, all ? -1 : root, in_place ? " in place" : "");       \
         result(ok, what);                                                                  \
         free(send);                                                                        \
         free(recv);                                                                        \
@@ -145,7 +154,7 @@ static const int ops_BYTE[] = {O_BAND, O_BOR, O_BXOR, -1};
             for (int k = 0; k < 3; k++) bcast_##name(comm, *c, roots[k]);                  \
             for (const int *op = ops_##kind; *op >= 0; op++) {                             \
                 for (int ip = 0; ip < 2; ip++) {                                           \
-                    reduce_##name(comm, *c, *op, 0, 1, ip);                                \
+                    for (int all = 1; all <= 3; all++) reduce_##name(comm, *c, *op, 0, all, ip); \
                     for (int k = 0; k < 3; k++) reduce_##name(comm, *c, *op, roots[k], 0, ip); \
                 }                                                                          \
             }                                                                              \

@@ -1,5 +1,5 @@
-! preload-check (Fortran): MPI_ALLREDUCE, MPI_REDUCE, MPI_BCAST, MPI_BARRIER, MPI_GATHER
-! and MPI_SCATTER from an
+! preload-check (Fortran): MPI_ALLREDUCE, MPI_REDUCE, MPI_BCAST, MPI_BARRIER, MPI_GATHER,
+! MPI_SCATTER, MPI_SCAN and MPI_EXSCAN from an
 ! unmodified Fortran program (`use mpi`), checked against references computed locally:
 ! INTEGER and DOUBLE PRECISION, sums, maxima and logical AND, MPI_IN_PLACE, every root,
 ! Gather and Scatter to and from every root (in place at the root too),
@@ -51,6 +51,21 @@ program preload_check
     end do
     call MPI_ALLREDUCE(MPI_IN_PLACE, da, n, MPI_DOUBLE_PRECISION, MPI_MAX, comm, ierr)
     call check(ierr == MPI_SUCCESS .and. all(da == dwant), 'MPI_ALLREDUCE DOUBLE PRECISION MAX in place')
+
+    ! Integer sum Scan (out of place) and Exscan (in place; rank 0's result undefined).
+    do i = 1, n
+      ia(i) = mod(rank * 3 + i, 5)
+      iwant(i) = 0
+      do r = 0, rank - 1
+        iwant(i) = iwant(i) + mod(r * 3 + i, 5)
+      end do
+    end do
+    call MPI_SCAN(ia, ib, n, MPI_INTEGER, MPI_SUM, comm, ierr)
+    call check(ierr == MPI_SUCCESS .and. all(ib == iwant + ia), 'MPI_SCAN INTEGER SUM')
+    ib = ia
+    call MPI_EXSCAN(MPI_IN_PLACE, ib, n, MPI_INTEGER, MPI_SUM, comm, ierr)
+    call check(ierr == MPI_SUCCESS .and. (rank == 0 .or. all(ib == iwant)), &
+      'MPI_EXSCAN INTEGER SUM in place')
 
     ! Logical AND.
     do i = 1, n

@@ -49,6 +49,9 @@ pub(crate) struct HierarchicalPath {
     /// The ranks under each member of this rank's groups, for Gather and Scatter: learned
     /// at the first of them (collective: every rank makes it) and kept.
     pub(crate) subtrees: Option<crate::subtrees::Subtrees>,
+    /// Whether Scan and Exscan take their hierarchical form ([`crate::scan::in_order`]):
+    /// agreed at the first of them and kept.
+    pub(crate) scan_in_order: Option<bool>,
 }
 
 impl HierarchicalPath {
@@ -74,6 +77,25 @@ impl HierarchicalPath {
             )?);
         }
         Ok(self.subtrees.as_ref().expect("learned above"))
+    }
+
+    /// [`crate::scan::in_order`]'s answer, agreed first if it is not yet (collective:
+    /// call it where every rank of the context calls it).
+    pub(crate) fn scan_is_hierarchical(&mut self) -> Result<bool> {
+        if let Some(known) = self.scan_in_order {
+            return Ok(known);
+        }
+        self.subtrees()?;
+        let sub = self.subtrees.as_ref().expect("learned above");
+        let known = crate::scan::in_order(
+            &self.view,
+            &mut self.links,
+            sub,
+            &self.settings,
+            &mut self.scratch,
+        )?;
+        self.scan_in_order = Some(known);
+        Ok(known)
     }
 
     /// The view an Allreduce of `bytes` runs on ([`crate::allreduce::view_for`]).

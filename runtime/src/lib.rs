@@ -56,6 +56,7 @@ pub mod reduce;
 #[allow(unsafe_code)]
 pub mod request;
 pub mod ring;
+pub mod scan;
 pub mod scatter;
 // Unsafe: a lock that is `Sync` by its own rule (a flag where the program is serial).
 #[allow(unsafe_code)]

@@ -74,6 +74,7 @@ pub fn group_reduce(
 pub struct Scratch {
     a: Vec<u8>,
     b: Vec<u8>,
+    c: Vec<u8>,
 }
 
 impl Scratch {
@@ -84,6 +85,16 @@ impl Scratch {
             self.b.resize(len, 0);
         }
         (&mut self.a[..len], &mut self.b[..len])
+    }
+
+    /// Three buffers of `len` bytes.
+    pub fn triple(&mut self, len: usize) -> (&mut [u8], &mut [u8], &mut [u8]) {
+        for v in [&mut self.a, &mut self.b, &mut self.c] {
+            if v.len() < len {
+                v.resize(len, 0);
+            }
+        }
+        (&mut self.a[..len], &mut self.b[..len], &mut self.c[..len])
     }
 }
 

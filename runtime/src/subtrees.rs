@@ -133,6 +133,22 @@ impl Subtrees {
         self.levels.get(i)?.as_ref()?.get(p).map(Vec::as_slice)
     }
 
+    /// Whether, in every group this rank knows the members' ranks of (those it leads, and
+    /// the top group), the ranks under the members are consecutive ranks, one member's
+    /// after another's in the members' order: what [`crate::scan`]'s hierarchical form
+    /// needs of every group.
+    pub fn consecutive(&self) -> bool {
+        self.levels.iter().flatten().all(|per| {
+            let mut ranks = per.iter().flatten();
+            let first = ranks.next().copied();
+            ranks
+                .try_fold(first, |prev, &r| {
+                    (prev.map(|p| p + 1) == Some(r)).then_some(Some(r))
+                })
+                .is_some()
+        })
+    }
+
     /// The sorted ranks under this rank (itself included).
     pub fn mine(&self) -> &[u32] {
         &self.mine

@@ -3,5 +3,6 @@
 mod lanes;
 mod nonblocking;
 mod rooted;
+mod scan;
 mod shm;
 mod sim;

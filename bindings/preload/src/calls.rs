@@ -1,4 +1,4 @@
-//! The four blocking collectives: whether a call can take topo-run's path, and running it.
+//! The blocking reductions, Bcast and Barrier, and their nonblocking forms: whether a call can take topo-run's path, and running it.
 //! Each function returns whether it did the call; if not, the caller hands it to MPI
 //! unchanged. The conditions follow the MPI standard, so that whatever MPI would report as
 //! an error goes to MPI, which reports it.
@@ -288,6 +288,63 @@ pub(crate) unsafe fn allreduce(
         // SAFETY: per the contract.
         let (send, recv, op) = unsafe { allreduce_args(types, send, recv, count, dt, op) }?;
         path_taken(a.topo.raw_all_reduce(send, recv, &op))
+    })
+    .is_some()
+}
+
+/// The arguments of a Scan or Exscan (`exclusive`), if topo-run can take the call: the
+/// send buffer (`None` in place) and the receive buffer, which is `None` at Exscan's rank
+/// 0 (not in place): MPI says it is not significant there, so it is neither checked nor
+/// written.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Scan` or `MPI_Exscan` call, the buffers valid for
+/// `'b`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan_args<'b>(
+    a: &Active,
+    types: &mut TypeCache<'_>,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    exclusive: bool,
+) -> Result<ReduceArgs<'b>, HandOff> {
+    let (n, combine) = reduction_of(types, count, dt, op)?;
+    if exclusive && a.rank == 0 && send != abi::in_place() {
+        if special(send) {
+            return Err(HandOff::Arguments);
+        }
+        // SAFETY: the send buffer holds `count` elements (`n` bytes).
+        let send = unsafe { std::slice::from_raw_parts(send.cast::<u8>(), n) };
+        return Ok((Some(send), None, combine));
+    }
+    // SAFETY: both buffers hold `count` elements (`n` bytes).
+    let (send, recv) = unsafe { send_recv(send, recv, n) }?;
+    Ok((send, Some(recv), combine))
+}
+
+/// `MPI_Scan` (`exclusive` false) or `MPI_Exscan` (true).
+///
+/// # Safety
+/// The arguments are those of an `MPI_Scan` or `MPI_Exscan` call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn scan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    exclusive: bool,
+) -> bool {
+    let call = if exclusive { Call::Exscan } else { Call::Scan };
+    state::run_reduction(call, comm, op, |a, types| {
+        // SAFETY: per the contract.
+        let (send, recv, op) =
+            unsafe { scan_args(a, types, send, recv, count, dt, op, exclusive) }?;
+        path_taken(a.topo.raw_scan(send, recv, &op, exclusive))
     })
     .is_some()
 }

@@ -176,6 +176,8 @@ pub enum Call {
     Allgather,
     Gather,
     Scatter,
+    Scan,
+    Exscan,
     Ibcast,
     Ireduce,
     Iallreduce,
@@ -185,7 +187,7 @@ pub enum Call {
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 12] = [
+    pub const ALL: [Call; 14] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -193,6 +195,8 @@ impl Call {
         Call::Allgather,
         Call::Gather,
         Call::Scatter,
+        Call::Scan,
+        Call::Exscan,
         Call::Ibcast,
         Call::Ireduce,
         Call::Iallreduce,
@@ -210,6 +214,8 @@ impl Call {
             Call::Allgather => "MPI_Allgather",
             Call::Gather => "MPI_Gather",
             Call::Scatter => "MPI_Scatter",
+            Call::Scan => "MPI_Scan",
+            Call::Exscan => "MPI_Exscan",
             Call::Ibcast => "MPI_Ibcast",
             Call::Ireduce => "MPI_Ireduce",
             Call::Iallreduce => "MPI_Iallreduce",

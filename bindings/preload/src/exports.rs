@@ -176,6 +176,62 @@ pub unsafe extern "C" fn MPI_Allreduce(
     )
 }
 
+/// `MPI_Scan`.
+///
+/// # Safety
+/// As `MPI_Scan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Scan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::reduction(
+        comm,
+        op,
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::scan(send, recv, count, dt, op, comm, false) },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || ffi::PMPI_Scan(send, recv, count, dt, op, comm),
+                |req| ffi::PMPI_Iscan(send, recv, count, dt, op, comm, req),
+            )
+        },
+    )
+}
+
+/// `MPI_Exscan`.
+///
+/// # Safety
+/// As `MPI_Exscan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Exscan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::reduction(
+        comm,
+        op,
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::scan(send, recv, count, dt, op, comm, true) },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || ffi::PMPI_Exscan(send, recv, count, dt, op, comm),
+                |req| ffi::PMPI_Iexscan(send, recv, count, dt, op, comm, req),
+            )
+        },
+    )
+}
+
 /// `MPI_Gather`.
 ///
 /// # Safety

@@ -124,6 +124,26 @@ impl Checker<'_> {
         let mut inplace = send.clone();
         self.topo.all_reduce_in_place(&mut inplace[..n], op);
         self.record(&tag("allreduce in-place"), inplace[..n] == want[..n]);
+        // Scan and Exscan, out of place and in place (Exscan's rank 0 has no result).
+        let send: Vec<T> = self.values(n, 5, name);
+        let first = self.world.rank() == 0;
+        let mut want = send.clone();
+        self.world.scan_into(&send[..n], &mut want[..n], op);
+        let mut got = send.clone();
+        self.topo.scan_into(&send[..n], &mut got[..n], op);
+        self.record(&tag("scan"), got[..n] == want[..n]);
+        let mut inplace = send.clone();
+        self.topo.scan_in_place(&mut inplace[..n], op);
+        self.record(&tag("scan in-place"), inplace[..n] == want[..n]);
+        let mut want = send.clone();
+        self.world
+            .exclusive_scan_into(&send[..n], &mut want[..n], op);
+        let mut got = send.clone();
+        self.topo.exclusive_scan_into(&send[..n], &mut got[..n], op);
+        self.record(&tag("exscan"), first || got[..n] == want[..n]);
+        let mut inplace = send.clone();
+        self.topo.exclusive_scan_in_place(&mut inplace[..n], op);
+        self.record(&tag("exscan in-place"), first || inplace[..n] == want[..n]);
         // Reduce to each root, out of place and in place.
         for &root in roots {
             let send: Vec<T> = self.values(n, 2 + i64::from(root), name);

@@ -290,6 +290,91 @@ impl Topo {
         self.world.process_at_rank(root).scatter_into(recv)
     }
 
+    /// Reduces the `send` of ranks `0..=rank` into `recv` (rsmpi:
+    /// `CommunicatorCollectives::scan_into`).
+    pub fn scan_into<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) {
+        assert_eq!(
+            send.len(),
+            recv.len(),
+            "scan_into: send and receive lengths differ"
+        );
+        self.scan_impl(Some(send), Some(recv), op, false);
+    }
+
+    /// Like [`Topo::scan_into`], with this rank's contribution in `buf` (in place).
+    pub fn scan_in_place<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        buf: &mut [T],
+        op: O,
+    ) {
+        self.scan_impl(None, Some(buf), op, false);
+    }
+
+    /// Reduces the `send` of ranks `0..rank` into `recv` (rsmpi:
+    /// `CommunicatorCollectives::exclusive_scan_into`). Rank 0's `recv` is left as it was
+    /// (MPI leaves it undefined).
+    pub fn exclusive_scan_into<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) {
+        assert_eq!(
+            send.len(),
+            recv.len(),
+            "exclusive_scan_into: send and receive lengths differ"
+        );
+        self.scan_impl(Some(send), Some(recv), op, true);
+    }
+
+    /// Like [`Topo::exclusive_scan_into`], with this rank's contribution in `buf` (in
+    /// place).
+    pub fn exclusive_scan_in_place<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        buf: &mut [T],
+        op: O,
+    ) {
+        self.scan_impl(None, Some(buf), op, true);
+    }
+
+    fn scan_impl<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: Option<&[T]>,
+        mut recv: Option<&mut [T]>,
+        op: O,
+        exclusive: bool,
+    ) {
+        if plain::is_plain::<T>() && plain::commutes(&op) {
+            let combine = MpiCombine::reuse::<T, O>(&op, &mut self.combine);
+            let r = recv.as_deref_mut().map(plain::bytes_mut);
+            if self.raw_scan(send.map(plain::bytes), r, &combine, exclusive) {
+                return;
+            }
+        }
+        drop(self.quiesced());
+        let Some(recv) = recv else {
+            return;
+        };
+        let own;
+        let send = match send {
+            Some(s) => s,
+            None => {
+                own = recv.to_vec();
+                &own[..]
+            }
+        };
+        if exclusive {
+            self.world.exclusive_scan_into(send, recv, op)
+        } else {
+            self.world.scan_into(send, recv, op)
+        }
+    }
+
     /// Returns once every rank has called it (rsmpi: `Communicator::barrier`).
     pub fn barrier(&mut self) {
         if !self.raw_barrier() {

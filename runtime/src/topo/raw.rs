@@ -131,6 +131,51 @@ impl Topo {
         true
     }
 
+    /// Scan (`exclusive` false: rank r gets the reduction of ranks `0..=r`) or Exscan
+    /// (`exclusive` true: of ranks `0..r`) with `op`. `send` is this rank's contribution, or
+    /// `None` in place (in `recv`); `recv` gets the result, and may be `None` at Exscan's
+    /// rank 0 only (whose result MPI leaves undefined: nothing is written there). False
+    /// (nothing done) where the collectives go to MPI, or for buffers of the wrong length.
+    pub fn raw_scan(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: Option<&mut [u8]>,
+        op: &MpiCombine,
+        exclusive: bool,
+    ) -> bool {
+        let ok = match (send, recv.as_deref()) {
+            (Some(s), Some(r)) => s.len() == r.len(),
+            (None, Some(_)) => true,
+            (Some(_), None) => exclusive && self.rank == 0,
+            (None, None) => false,
+        };
+        if !ok {
+            return false;
+        }
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let r = h.on_lane(|h| {
+            let hierarchical = h.scan_is_hierarchical()?;
+            let (view, links) = (&h.view, &mut h.links);
+            scan::scan(
+                view,
+                links,
+                hierarchical,
+                send,
+                recv,
+                exclusive,
+                op,
+                &mut h.scratch,
+            )
+        });
+        if let Err(e) = r {
+            self.abort(if exclusive { "MPI_Exscan" } else { "MPI_Scan" }, e);
+        }
+        true
+    }
+
     /// Broadcasts the bytes of `buf` from `root`.
     pub fn raw_broadcast(&mut self, root: i32, buf: &mut [u8]) -> bool {
         let mut core = self.quiesced();

@@ -287,6 +287,7 @@ impl Topo {
             exchanges,
             lane,
             subtrees: None,
+            scan_in_order: None,
         };
         let local = Some((plan.local_rank, plan.local_size));
         let mut topo = Topo::new(world, Some(Box::new(hier)), None, plan.node, local);

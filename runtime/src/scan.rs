@@ -1,0 +1,231 @@
+//! Scan and Exscan (one algorithm: Exscan is Scan's offset without the rank's own
+//! contribution), hierarchical where every group's ranks are consecutive in the
+//! communicator, a chain in rank order otherwise.
+//!
+//! Rank r's result is the reduction of the contributions of ranks `0..=r` (Scan) or
+//! `0..r` (Exscan); only commutative, associative operations come here. Where the ranks
+//! under each member of every group are consecutive (block placement), rank r's
+//! exclusive prefix (its *offset*) splits along the hierarchy: the offset of its group's
+//! leader, then the totals of the members of its group before it. So, level by level:
+//!
+//! - **Up.** Below the top group, each member exchanges with its group's leader: it sends
+//!   the total of the ranks under it and gets back the total of everything under the
+//!   group before it (the leader's own subtree and the members before it). The leader
+//!   adds each member's total to its own, and hands the sum on up.
+//! - **Top.** The members of the job's top group run an exclusive scan of their totals
+//!   among themselves (recursive doubling, `ceil(log2 k)` rounds): each learns its
+//!   offset without a round trip through a leader.
+//! - **Down.** A leader whose offset is not empty (every rank but rank 0, which precedes
+//!   everything) sends it to its members, which add it to what they got on the way up.
+//!
+//! So the network carries each node's total up and its offset down, `2 log2(nodes)`
+//! messages' latency at most, where MPI's linear Scan passes the prefix rank by rank
+//! (Open MPI's `basic`).
+//!
+//! Where some group's ranks are not consecutive (cyclic placement), the prefixes do not
+//! split along the groups; the ranks then pass the prefix along the chain of ranks as
+//! MPI's linear Scan does ([`chain`]). Which form runs is agreed once per context
+//! ([`in_order`]).
+
+use crate::allreduce;
+use crate::combine::{Combine, FnCombine};
+use crate::error::Result;
+use crate::reduce::Scratch;
+use crate::subtrees::Subtrees;
+use crate::transport::Fabric;
+use crate::view::View;
+use topo_hierarchy::Settings;
+
+/// Whether the ranks under every member of every group are consecutive, with the
+/// members' ranges in the members' order, on every rank of the context ([`scan`]'s
+/// hierarchical form is then exact). Collective over the context: every rank
+/// contributes what it checked of the groups it leads ([`Subtrees::consecutive`]) to a
+/// one-byte Allreduce, so that all of them decide alike.
+pub fn in_order(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    sub: &Subtrees,
+    s: &Settings,
+    scratch: &mut Scratch,
+) -> Result<bool> {
+    let mine = [u8::from(sub.consecutive())];
+    let mut all = [0u8];
+    let min = FnCombine {
+        elem: 1,
+        f: |acc: &mut [u8], x: &[u8]| {
+            for (a, b) in acc.iter_mut().zip(x) {
+                *a = (*a).min(*b);
+            }
+        },
+    };
+    allreduce::allreduce(view, fabric, s, Some(&mine), &mut all, &min, scratch)?;
+    Ok(all[0] == 1)
+}
+
+/// Scan (`exclusive` false) or Exscan (`exclusive` true) with `op`. `send` is this rank's
+/// contribution, or `None` in place (the contribution is in `recv`). `recv` gets the
+/// result; it is `None` only where nothing is written to it: Exscan's rank 0, whose
+/// receive buffer MPI leaves undefined (and this leaves untouched). `hierarchical` is
+/// [`in_order`]'s answer, the same on every rank.
+#[allow(clippy::too_many_arguments)]
+pub fn scan(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    hierarchical: bool,
+    send: Option<&[u8]>,
+    mut recv: Option<&mut [u8]>,
+    exclusive: bool,
+    op: &dyn Combine,
+    scratch: &mut Scratch,
+) -> Result<()> {
+    let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
+    if len == 0 {
+        return Ok(());
+    }
+    let (tot, tmp, own) = scratch.triple(len);
+    // This rank's contribution; in place, a copy, since `recv` takes the offset.
+    let x: &[u8] = match send {
+        Some(s) => s,
+        None => {
+            own.copy_from_slice(
+                recv.as_deref()
+                    .expect("in place, recv holds the contribution"),
+            );
+            own
+        }
+    };
+    if view.rank == 0 {
+        // Rank 0's offset is empty: its Scan is its contribution, its Exscan nothing.
+        if let (Some(out), false) = (recv.as_deref_mut(), exclusive) {
+            out.copy_from_slice(x);
+        }
+        return if hierarchical {
+            up_down(view, fabric, x, None, tot, tmp, op)
+        } else {
+            chain(view, fabric, x, None, tmp, op)
+        };
+    }
+    let out = recv.expect("every rank but rank 0 passes a receive buffer");
+    if hierarchical {
+        up_down(view, fabric, x, Some(out), tot, tmp, op)?;
+    } else {
+        chain(view, fabric, x, Some(out), tmp, op)?;
+    }
+    if !exclusive {
+        op.combine(out, x);
+    }
+    Ok(())
+}
+
+/// The hierarchical form (see the module's doc): leaves this rank's offset in `off`
+/// (`None` at rank 0, which has none). `tot` and `tmp` are scratch of `x`'s length.
+fn up_down(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    x: &[u8],
+    mut off: Option<&mut [u8]>,
+    tot: &mut [u8],
+    tmp: &mut [u8],
+    op: &dyn Combine,
+) -> Result<()> {
+    let n = view.levels.len();
+    // The job's top group runs its own exclusive scan; below it, leaders and members.
+    let until = if n > 0 && view.is_top(n - 1) {
+        n - 1
+    } else {
+        n
+    };
+    tot.copy_from_slice(x);
+    // Up: the level where this rank is a member, not the leader (`n` where it leads
+    // every group below the top).
+    let mut entry = n;
+    for (i, l) in view.levels[..until].iter().enumerate() {
+        let t = fabric.level(i);
+        if l.me != 0 {
+            // Everything under the group before this rank's subtree.
+            let out = off.as_deref_mut().expect("a member has an offset");
+            let leader = l.members[0];
+            t.sendrecv(leader, tot, leader, out)?;
+            if leader != 0 {
+                // The leader's own offset, sent on its way down.
+                t.recv(leader, tmp)?;
+                op.combine(out, tmp);
+            }
+            entry = i;
+            break;
+        }
+        for &m in &l.members[1..] {
+            t.sendrecv(m, tot, m, tmp)?;
+            op.combine(tot, tmp);
+        }
+    }
+    if entry == n && until < n {
+        // The top group: an exclusive scan of the members' totals.
+        entry = until;
+        let l = &view.levels[until];
+        let t = fabric.level(until);
+        let (k, me) = (l.members.len(), l.me);
+        let mut have = false;
+        let mut d = 1;
+        while d < k {
+            let to = (me + d < k).then(|| l.members[me + d]);
+            let from = (me >= d).then(|| l.members[me - d]);
+            match (to, from) {
+                (Some(to), Some(from)) => t.sendrecv(to, tot, from, tmp)?,
+                (Some(to), None) => t.send(&[to], tot)?,
+                (None, Some(from)) => t.recv(from, tmp)?,
+                (None, None) => {}
+            }
+            if from.is_some() {
+                let out = off.as_deref_mut().expect("a member has an offset");
+                if have {
+                    op.combine(out, tmp);
+                } else {
+                    out.copy_from_slice(tmp);
+                    have = true;
+                }
+                // `tot` is sent no more after the last round.
+                if 2 * d < k {
+                    op.combine(tot, tmp);
+                }
+            }
+            d *= 2;
+        }
+    }
+    // Down: the offset to the members of every group this rank leads.
+    if let Some(out) = off {
+        for i in (0..entry.min(until)).rev() {
+            let l = &view.levels[i];
+            fabric.level(i).send(&l.members[1..], out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The chain (any placement): rank r receives the Scan of ranks `0..r` from rank r - 1
+/// (its offset, into `off`) and passes the Scan of `0..=r` to rank r + 1, as MPI's
+/// linear Scan does. `tmp` is scratch of `x`'s length.
+fn chain(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    x: &[u8],
+    off: Option<&mut [u8]>,
+    tmp: &mut [u8],
+    op: &dyn Combine,
+) -> Result<()> {
+    let me = view.rank;
+    let next = (me + 1 < view.size).then_some(me + 1);
+    let Some(out) = off else {
+        if let Some(to) = next {
+            fabric.peer(to).send(&[to], x)?;
+        }
+        return Ok(());
+    };
+    fabric.peer(me - 1).recv(me - 1, out)?;
+    if let Some(to) = next {
+        tmp.copy_from_slice(out);
+        op.combine(tmp, x);
+        fabric.peer(to).send(&[to], tmp)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! Scan and Exscan over the `sim` transport: random hierarchies and placements against a
+//! simple reference, in place and not, in both forms (hierarchical where the groups'
+//! ranks are consecutive, the chain otherwise).
+
+use proptest::prelude::*;
+use topo_hierarchy::{RankPlan, Settings};
+use topo_runtime::combine::sum_i64;
+use topo_runtime::reduce::Scratch;
+use topo_runtime::scan;
+use topo_runtime::subtrees::Subtrees;
+
+use crate::sim::{LEVELS, bytes, data, ints, plans, plans_placed, plans_without_map, run};
+
+/// The prefix sums of `data` over ranks `0..end`.
+fn prefix(end: u32, len: usize) -> Vec<i64> {
+    (0..end).fold(vec![0; len], |acc, r| {
+        acc.iter()
+            .zip(data(r, len))
+            .map(|(a, b)| a.wrapping_add(b))
+            .collect()
+    })
+}
+
+/// Each rank's Scan and Exscan of `len` numbers (Exscan's rank 0: what its receive
+/// buffer held before, untouched), and whether the context took the hierarchical form.
+fn scans(plans: &[RankPlan], len: usize, in_place: bool) -> (Vec<Vec<i64>>, Vec<bool>) {
+    let s = Settings::default();
+    let (out, _) = run(plans, |view, fabric| {
+        let sub = Subtrees::learn(view, fabric).unwrap();
+        let mut scratch = Scratch::default();
+        let ordered = scan::in_order(view, fabric, &sub, &s, &mut scratch).unwrap();
+        let mine = bytes(&data(view.rank, len));
+        let mut out = vec![i64::from(ordered)];
+        for exclusive in [false, true] {
+            // A marker where the result goes, so that an untouched buffer shows.
+            let mut recv = bytes(&vec![-1; len]);
+            if in_place {
+                recv.copy_from_slice(&mine);
+            }
+            let send = (!in_place).then_some(&mine[..]);
+            let op = sum_i64();
+            scan::scan(
+                view,
+                fabric,
+                ordered,
+                send,
+                Some(&mut recv),
+                exclusive,
+                &op,
+                &mut scratch,
+            )
+            .unwrap();
+            out.extend(ints(&recv));
+        }
+        out
+    });
+    let ordered = out.iter().map(|o| o[0] == 1).collect();
+    (out.into_iter().map(|o| o[1..].to_vec()).collect(), ordered)
+}
+
+fn check(plans: &[RankPlan], len: usize, in_place: bool) -> Result<bool, TestCaseError> {
+    let (out, ordered) = scans(plans, len, in_place);
+    for (r, got) in out.iter().enumerate() {
+        let r = r as u32;
+        let mut expect = prefix(r + 1, len);
+        expect.extend(if r == 0 {
+            // Exscan leaves rank 0's buffer as it was.
+            if in_place {
+                data(0, len)
+            } else {
+                vec![-1; len]
+            }
+        } else {
+            prefix(r, len)
+        });
+        prop_assert_eq!(got, &expect, "rank {} of {}", r, plans.len());
+    }
+    prop_assert!(
+        ordered.iter().all(|&o| o == ordered[0]),
+        "ranks disagree on the form"
+    );
+    Ok(ordered[0])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn scan_and_exscan_match_the_reference(
+        nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
+        cyclic: bool, len in prop::sample::select(vec![0usize, 1, 3, 257, 1700]),
+        in_place: bool,
+    ) {
+        let rpn = rpn.min(sockets * 8);
+        let plans = plans(nodes, rpn, sockets, LEVELS[levels], cyclic);
+        check(&plans, len, in_place)?;
+    }
+
+    #[test]
+    fn scan_and_exscan_match_the_reference_for_any_placement(
+        node_of in prop::collection::vec(0u32..6, 1..65),
+        len in prop::sample::select(vec![1usize, 2, 1025]),
+        in_place: bool,
+    ) {
+        let plans = plans_placed(&node_of);
+        // Hierarchical exactly where each node's ranks are consecutive.
+        let blocks = node_of.windows(2).filter(|w| w[0] != w[1]).count() + 1;
+        let nodes = node_of.iter().collect::<std::collections::BTreeSet<_>>().len();
+        let ordered = check(&plans, len, in_place)?;
+        prop_assert_eq!(ordered, blocks == nodes, "placement {:?}", node_of);
+    }
+}
+
+#[test]
+fn block_placement_takes_the_hierarchical_form_and_cyclic_the_chain() {
+    for (dist, want) in [("block", true), ("cyclic", false)] {
+        let plans = plans_without_map(4, 3, dist);
+        assert_eq!(check(&plans, 5, false).unwrap(), want, "{dist}");
+    }
+    // One node: a single group, consecutive whatever the distribution.
+    assert!(check(&plans_without_map(1, 5, "cyclic"), 2, true).unwrap());
+}
