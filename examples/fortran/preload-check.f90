@@ -14,7 +14,7 @@ program preload_check
   implicit none
   integer, parameter :: n = 1031
   integer :: ierr, rank, nranks, i, r, root, comm, rev, passed, failed, k, vec
-  integer :: ia(n), ib(n), ig(n), iwant(n)
+  integer :: ia(n), ib(n), ig(n), iwant(n), iscan(n), iswant(n)
   double precision :: da(n), db(n), dwant(n)
   logical :: la(n), lb(n), ok
   integer :: comms(2)
@@ -54,17 +54,16 @@ program preload_check
 
     ! Integer sum Scan (out of place) and Exscan (in place; rank 0's result undefined).
     do i = 1, n
-      ia(i) = mod(rank * 3 + i, 5)
-      iwant(i) = 0
+      iswant(i) = 0
       do r = 0, rank - 1
-        iwant(i) = iwant(i) + mod(r * 3 + i, 5)
+        iswant(i) = iswant(i) + mod(r * 3 + i, 5)
       end do
     end do
-    call MPI_SCAN(ia, ib, n, MPI_INTEGER, MPI_SUM, comm, ierr)
-    call check(ierr == MPI_SUCCESS .and. all(ib == iwant + ia), 'MPI_SCAN INTEGER SUM')
-    ib = ia
-    call MPI_EXSCAN(MPI_IN_PLACE, ib, n, MPI_INTEGER, MPI_SUM, comm, ierr)
-    call check(ierr == MPI_SUCCESS .and. (rank == 0 .or. all(ib == iwant)), &
+    call MPI_SCAN(ia, iscan, n, MPI_INTEGER, MPI_SUM, comm, ierr)
+    call check(ierr == MPI_SUCCESS .and. all(iscan == iswant + ia), 'MPI_SCAN INTEGER SUM')
+    iscan = ia
+    call MPI_EXSCAN(MPI_IN_PLACE, iscan, n, MPI_INTEGER, MPI_SUM, comm, ierr)
+    call check(ierr == MPI_SUCCESS .and. (rank == 0 .or. all(iscan == iswant)), &
       'MPI_EXSCAN INTEGER SUM in place')
 
     ! Logical AND.

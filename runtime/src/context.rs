@@ -46,7 +46,7 @@ pub(crate) struct HierarchicalPath {
     /// The context's part in the node's lanes, for a context without a segment of its
     /// own (`crate::lane`).
     pub(crate) lane: Option<Lane>,
-    /// The ranks under each member of this rank's groups, for Gather and Scatter: learned
+    /// The ranks under each member of this rank's groups, for Gather, Scatter and Scan: learned
     /// at the first of them (collective: every rank makes it) and kept.
     pub(crate) subtrees: Option<crate::subtrees::Subtrees>,
     /// Whether Scan and Exscan take their hierarchical form ([`crate::scan::in_order`]):

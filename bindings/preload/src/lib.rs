@@ -3,7 +3,7 @@
 //! `topo-run` puts it in `LD_PRELOAD` when it starts a dynamically linked MPI program, so
 //! that an unmodified C, C++ or Fortran program gets topo-run's collectives. It exports
 //! `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Barrier` and `MPI_Allgather` and
-//! their nonblocking forms, under their C names and the Fortran ones of all three bindings
+//! their nonblocking forms, `MPI_Gather`, `MPI_Scatter`, `MPI_Scan` and `MPI_Exscan`, under their C names and the Fortran ones of all three bindings
 //! (`mpi_bcast_`, `mpi_bcast_f08_`, ...), plus `MPI_Init`,
 //! `MPI_Init_thread`, `MPI_Finalize`, `MPI_Comm_free` and `MPI_Comm_disconnect` to set
 //! up, tear down and keep its caches right.
