@@ -29,8 +29,8 @@ struct Args {
     #[arg(long)]
     thread_multiple: bool,
     /// Collectives to measure, comma-separated: bcast, reduce, allreduce, allgather,
-    /// gather and scatter (their size is each rank's block), barrier (measured once, as 0
-    /// bytes).
+    /// gather and scatter (their size is each rank's block), scan, exscan, barrier
+    /// (measured once, as 0 bytes).
     #[arg(long, default_value = "bcast,reduce,allreduce", value_delimiter = ',')]
     ops: Vec<String>,
     /// Smallest message in bytes (a power of two; at least 4).
@@ -272,6 +272,10 @@ fn call(
         ("scatter", 0) => topo.scatter_into(root, recv),
         ("scatter", _) if me => at.scatter_into_root(all, recv),
         ("scatter", _) => at.scatter_into(recv),
+        ("scan", 0) => topo.scan_into(send, recv, sum),
+        ("scan", _) => world.scan_into(send, recv, sum),
+        ("exscan", 0) => topo.exclusive_scan_into(send, recv, sum),
+        ("exscan", _) => world.exclusive_scan_into(send, recv, sum),
         ("barrier", 0) => topo.barrier(),
         ("barrier", _) => world.barrier(),
         (_, 0) => topo.all_reduce_into(send, recv, sum),
@@ -799,11 +803,13 @@ fn main() -> anyhow::Result<()> {
                 "allgather",
                 "gather",
                 "scatter",
+                "scan",
+                "exscan",
                 "barrier"
             ]
             .contains(&op.as_str()),
             "unknown collective {op:?}; use bcast, reduce, allreduce, allgather, gather, \
-             scatter or barrier"
+             scatter, scan, exscan or barrier"
         );
         if op == "barrier" {
             cases.push((i, op.as_str(), 0));
