@@ -189,19 +189,8 @@ pub unsafe extern "C" fn MPI_Scan(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    collective::reduction(
-        comm,
-        op,
-        // SAFETY: the application's arguments of this call.
-        || unsafe { calls::scan(send, recv, count, dt, op, comm, false) },
-        // SAFETY: passed on unchanged.
-        || unsafe {
-            completion::handed(
-                || ffi::PMPI_Scan(send, recv, count, dt, op, comm),
-                |req| ffi::PMPI_Iscan(send, recv, count, dt, op, comm, req),
-            )
-        },
-    )
+    // SAFETY: the application's arguments of this call.
+    unsafe { scan(send, recv, count, dt, op, comm, false) }
 }
 
 /// `MPI_Exscan`.
@@ -217,16 +206,39 @@ pub unsafe extern "C" fn MPI_Exscan(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    unsafe { scan(send, recv, count, dt, op, comm, true) }
+}
+
+/// `MPI_Scan` (`exclusive` false) or `MPI_Exscan` (true).
+///
+/// # Safety
+/// As those calls.
+unsafe fn scan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    exclusive: bool,
+) -> c_int {
     collective::reduction(
         comm,
         op,
         // SAFETY: the application's arguments of this call.
-        || unsafe { calls::scan(send, recv, count, dt, op, comm, true) },
+        || unsafe { calls::scan(send, recv, count, dt, op, comm, exclusive) },
         // SAFETY: passed on unchanged.
         || unsafe {
             completion::handed(
-                || ffi::PMPI_Exscan(send, recv, count, dt, op, comm),
-                |req| ffi::PMPI_Iexscan(send, recv, count, dt, op, comm, req),
+                || match exclusive {
+                    false => ffi::PMPI_Scan(send, recv, count, dt, op, comm),
+                    true => ffi::PMPI_Exscan(send, recv, count, dt, op, comm),
+                },
+                |req| match exclusive {
+                    false => ffi::PMPI_Iscan(send, recv, count, dt, op, comm, req),
+                    true => ffi::PMPI_Iexscan(send, recv, count, dt, op, comm, req),
+                },
             )
         },
     )

@@ -273,34 +273,44 @@ fortran! {
     }
 }
 
+/// The Fortran `MPI_SCAN` (`exclusive` false) or `MPI_EXSCAN` (true), its arguments by
+/// reference: whether it is done.
+#[allow(clippy::too_many_arguments)]
+fn scan(send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, ierr: E, exclusive: bool) -> bool {
+    let cc = comm(c);
+    done(
+        ierr,
+        buffers_entry(cc, || {
+            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                calls::scan(
+                    buffer(send),
+                    buffer(recv).cast_mut(),
+                    int(count),
+                    dt,
+                    op,
+                    cc,
+                    exclusive,
+                )
+            }
+            .then_some(SUCCESS)
+        }),
+    )
+}
+
 fortran! {
     /// `MPI_SCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)`.
     mpi_scan_, mpi_scan_f08_ => "scan",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, ierr: E)
-    first {
-        let cc = comm(c);
-        done(ierr, buffers_entry(cc, || {
-            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
-            // SAFETY: the translated arguments of this call.
-            unsafe { calls::scan(buffer(send), buffer(recv).cast_mut(), int(count), dt, op, cc, false) }
-                .then_some(SUCCESS)
-        }))
-    }
+    first { scan(send, recv, count, dt, op, c, ierr, false) }
 }
 
 fortran! {
     /// `MPI_EXSCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)`.
     mpi_exscan_, mpi_exscan_f08_ => "exscan",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, ierr: E)
-    first {
-        let cc = comm(c);
-        done(ierr, buffers_entry(cc, || {
-            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
-            // SAFETY: the translated arguments of this call.
-            unsafe { calls::scan(buffer(send), buffer(recv).cast_mut(), int(count), dt, op, cc, true) }
-                .then_some(SUCCESS)
-        }))
-    }
+    first { scan(send, recv, count, dt, op, c, ierr, true) }
 }
 
 fortran! {
