@@ -1,6 +1,6 @@
 /* preload-nonblocking: an unmodified MPI program that exercises the nonblocking
  * collectives topo-run's PMPI library intercepts (MPI_Ibcast, MPI_Ireduce,
- * MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather) and the completion calls applications use
+ * MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather, MPI_Iscan, MPI_Iexscan) and the completion calls applications use
  * on their requests, and checks every result against a reference computed locally.
  *
  * Covered: int, long long, unsigned char, float and double with the predefined
@@ -21,7 +21,8 @@
  * Ibcast with different datatypes of one type signature; MPI_Iallgather of counts 0, 1,
  * primes and 16 MiB in all, in place and not, with a contiguous and a strided vector type
  * on the receive side (freed before completion), two in flight with an Iallreduce;
- * 2000 back-to-back calls, and 16 in flight at once; an Ibcast completed by PMPI_Wait and
+ * MPI_Iscan and MPI_Iexscan (in place) in flight together on world, a duplicate (after a
+ * blocking MPI_Scan) and a reversed split; 2000 back-to-back calls, and 16 in flight at once; an Ibcast completed by PMPI_Wait and
  * PMPI_Test, which do not pass through the library.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
@@ -176,6 +177,40 @@ CASES(llong, MPI_LONG_LONG, O_N)
 CASES(uchar, MPI_UNSIGNED_CHAR, O_N)
 CASES(float, MPI_FLOAT, O_LAND)
 CASES(double, MPI_DOUBLE, O_LAND)
+
+/* MPI_Iscan (not in place) and MPI_Iexscan (in place) of int sums, both in flight, on
+ * `comm`; with `blocking_first`, after a blocking MPI_Scan on it (topo-run then knows
+ * whether its hierarchical form serves the communicator; before, it runs the chain). */
+static void iscans(MPI_Comm comm, const char *cname, int blocking_first, int how) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    long counts[] = {1, 1031, 65539};
+    for (int c = 0; c < 3; c++) {
+        long k = counts[c];
+        int *s = malloc(k * sizeof(int)), *d = malloc(k * sizeof(int)), *x = malloc(k * sizeof(int));
+        for (long i = 0; i < k; i++) s[i] = (int)val(me, i), x[i] = s[i], d[i] = -1;
+        if (blocking_first) MPI_Scan(s, d, (int)k, MPI_INT, MPI_SUM, comm);
+        MPI_Request r[2];
+        MPI_Iscan(s, d, (int)k, MPI_INT, MPI_SUM, comm, &r[0]);
+        MPI_Iexscan(MPI_IN_PLACE, x, (int)k, MPI_INT, MPI_SUM, comm, &r[1]);
+        int ok = complete(&r[1], how) && complete(&r[0], (how + 1) % C_N);
+        for (long i = 0; i < k && ok; i++) {
+            long long before = 0;
+            for (int q = 0; q < me; q++) before += val(q, i);
+            ok = d[i] == before + val(me, i) && (me == 0 || x[i] == before);
+        }
+        hash((long long)d[k - 1]);
+        char what[160];
+        snprintf(what, sizeof what, "Iscan and Iexscan in place %s n=%ld%s", cname, k,
+                 blocking_first ? " after a blocking Scan" : "");
+        result(ok, what);
+        free(s);
+        free(d);
+        free(x);
+    }
+    (void)n;
+}
 
 static int sum_ok(const int *d, int n, int scale) {
     for (int i = 0; i < n; i++) {
@@ -719,6 +754,9 @@ int main(int argc, char **argv) {
         iallgather_types();
         first_iallgather_after_ibcast();
     }
+    iscans(MPI_COMM_WORLD, "world", 0, C_WAIT);
+    iscans(dup, "dup", 1, C_WAITALL);
+    iscans(rev, "reversed", 0, C_TEST);
     for (int h = 0; h < 3; h++) mixed(dup, rev, h);
     statuses();
     orders(dup);

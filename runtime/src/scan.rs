@@ -73,7 +73,7 @@ pub fn scan(
     fabric: &mut dyn Fabric,
     hierarchical: bool,
     send: Option<&[u8]>,
-    mut recv: Option<&mut [u8]>,
+    recv: Option<&mut [u8]>,
     exclusive: bool,
     op: &dyn Combine,
     scratch: &mut Scratch,
@@ -82,37 +82,40 @@ pub fn scan(
     if len == 0 {
         return Ok(());
     }
-    let (tot, tmp, own) = scratch.triple(len);
-    // This rank's contribution; in place, a copy, since `recv` takes the offset.
-    let x: &[u8] = match send {
-        Some(s) => s,
-        None => {
-            own.copy_from_slice(
-                recv.as_deref()
-                    .expect("in place, recv holds the contribution"),
-            );
-            own
+    let (tot, tmp, spare) = scratch.triple(len);
+    let mut run = |fabric: &mut dyn Fabric, x: &[u8], off: Option<&mut [u8]>| {
+        if hierarchical {
+            up_down(view, fabric, x, off, tot, tmp, op)
+        } else {
+            chain(view, fabric, x, off, tmp, op)
         }
     };
-    if view.rank == 0 {
+    match (send, recv) {
         // Rank 0's offset is empty: its Scan is its contribution, its Exscan nothing.
-        if let (Some(out), false) = (recv.as_deref_mut(), exclusive) {
-            out.copy_from_slice(x);
+        (Some(x), out) if view.rank == 0 => {
+            run(fabric, x, None)?;
+            if let (Some(out), false) = (out, exclusive) {
+                out.copy_from_slice(x);
+            }
         }
-        return if hierarchical {
-            up_down(view, fabric, x, None, tot, tmp, op)
-        } else {
-            chain(view, fabric, x, None, tmp, op)
-        };
-    }
-    let out = recv.expect("every rank but rank 0 passes a receive buffer");
-    if hierarchical {
-        up_down(view, fabric, x, Some(out), tot, tmp, op)?;
-    } else {
-        chain(view, fabric, x, Some(out), tmp, op)?;
-    }
-    if !exclusive {
-        op.combine(out, x);
+        (None, Some(buf)) if view.rank == 0 => run(fabric, buf, None)?,
+        (Some(x), Some(out)) => {
+            run(fabric, x, Some(&mut *out))?;
+            if !exclusive {
+                op.combine(out, x);
+            }
+        }
+        // In place: the offset comes into scratch, and the contribution, read where it
+        // is, is combined with it there at the end (the operation commutes).
+        (None, Some(buf)) => {
+            run(fabric, buf, Some(&mut *spare))?;
+            if exclusive {
+                buf.copy_from_slice(spare);
+            } else {
+                op.combine(buf, spare);
+            }
+        }
+        (_, None) => unreachable!("every rank but Exscan's rank 0 passes a receive buffer"),
     }
     Ok(())
 }
@@ -135,7 +138,9 @@ fn up_down(
     } else {
         n
     };
-    tot.copy_from_slice(x);
+    // Whether `tot` holds the total of the ranks under this one; until something is
+    // added, the total is `x` itself (not copied).
+    let mut added = false;
     // Up: the level where this rank is a member, not the leader (`n` where it leads
     // every group below the top).
     let mut entry = n;
@@ -145,7 +150,7 @@ fn up_down(
             // Everything under the group before this rank's subtree.
             let out = off.as_deref_mut().expect("a member has an offset");
             let leader = l.members[0];
-            t.sendrecv(leader, tot, leader, out)?;
+            t.sendrecv(leader, if added { tot } else { x }, leader, out)?;
             if leader != 0 {
                 // The leader's own offset, sent on its way down.
                 t.recv(leader, tmp)?;
@@ -155,8 +160,13 @@ fn up_down(
             break;
         }
         for &m in &l.members[1..] {
-            t.sendrecv(m, tot, m, tmp)?;
-            op.combine(tot, tmp);
+            if added {
+                t.sendrecv(m, tot, m, tmp)?;
+                op.combine(tot, tmp);
+            } else {
+                t.sendrecv_onto(m, x, m, tot, x, tmp, op)?;
+                added = true;
+            }
         }
     }
     if entry == n && until < n {
@@ -169,25 +179,34 @@ fn up_down(
         let mut d = 1;
         while d < k {
             let to = (me + d < k).then(|| l.members[me + d]);
-            let from = (me >= d).then(|| l.members[me - d]);
-            match (to, from) {
-                (Some(to), Some(from)) => t.sendrecv(to, tot, from, tmp)?,
-                (Some(to), None) => t.send(&[to], tot)?,
-                (None, Some(from)) => t.recv(from, tmp)?,
-                (None, None) => {}
+            let Some(from) = (me >= d).then(|| l.members[me - d]) else {
+                if let Some(to) = to {
+                    t.send(&[to], if added { tot } else { x })?;
+                }
+                d *= 2;
+                continue;
+            };
+            // The first message lands in the offset itself, later ones are added to it.
+            let out = off.as_deref_mut().expect("a member has an offset");
+            let dst: &mut [u8] = if have { &mut *tmp } else { &mut *out };
+            match to {
+                Some(to) => t.sendrecv(to, if added { tot } else { x }, from, dst)?,
+                None => t.recv(from, dst)?,
             }
-            if from.is_some() {
-                let out = off.as_deref_mut().expect("a member has an offset");
-                if have {
-                    op.combine(out, tmp);
-                } else {
-                    out.copy_from_slice(tmp);
-                    have = true;
+            let incoming: &[u8] = if have {
+                op.combine(out, tmp);
+                tmp
+            } else {
+                have = true;
+                out
+            };
+            // `tot` is sent no more after the last round.
+            if 2 * d < k {
+                if !added {
+                    tot.copy_from_slice(x);
+                    added = true;
                 }
-                // `tot` is sent no more after the last round.
-                if 2 * d < k {
-                    op.combine(tot, tmp);
-                }
+                op.combine(tot, incoming);
             }
             d *= 2;
         }

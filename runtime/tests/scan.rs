@@ -5,10 +5,12 @@
 use proptest::prelude::*;
 use topo_hierarchy::{RankPlan, Settings};
 use topo_runtime::combine::sum_i64;
+use topo_runtime::nonblocking::{Engine, iscan};
 use topo_runtime::reduce::Scratch;
 use topo_runtime::scan;
 use topo_runtime::subtrees::Subtrees;
 
+use crate::nonblocking::{finish, schedule};
 use crate::sim::{LEVELS, bytes, data, ints, plans, plans_placed, plans_without_map, run};
 
 /// The prefix sums of `data` over ranks `0..end`.
@@ -119,4 +121,59 @@ fn block_placement_takes_the_hierarchical_form_and_cyclic_the_chain() {
     }
     // One node: a single group, consecutive whatever the distribution.
     assert!(check(&plans_without_map(1, 5, "cyclic"), 2, true).unwrap());
+}
+
+/// Each rank's Iscan and Iexscan of `len` numbers, both in flight at once, in the form
+/// `hierarchical` says (`None`: the one [`scan::in_order`] agrees on), with the results
+/// laid out as [`scans`] lays them.
+fn nonblocking_scans(
+    plans: &[RankPlan],
+    len: usize,
+    in_place: bool,
+    hierarchical: Option<bool>,
+) -> Vec<Vec<i64>> {
+    let s = Settings::default();
+    let (out, _) = run(plans, |view, fabric| {
+        let form = hierarchical.unwrap_or_else(|| {
+            let sub = Subtrees::learn(view, fabric).unwrap();
+            scan::in_order(view, fabric, &sub, &s, &mut Scratch::default()).unwrap()
+        });
+        let mine = bytes(&data(view.rank, len));
+        let mut recvs = [bytes(&vec![-1; len]), bytes(&vec![-1; len])];
+        if in_place {
+            recvs.iter_mut().for_each(|r| r.copy_from_slice(&mine));
+        }
+        let send = (!in_place).then_some(&mine[..]);
+        let mut engine = Engine::default();
+        let [a, b] = &mut recvs;
+        for (recv, exclusive) in [(a, false), (b, true)] {
+            let (steps, acc, tmp) = iscan::build(view, form, !in_place, 8 * len, exclusive);
+            let name = if exclusive {
+                "MPI_Iexscan"
+            } else {
+                "MPI_Iscan"
+            };
+            let sched = schedule(name, steps, send, Some(&mut recv[..]), acc, tmp);
+            engine.start(u64::from(exclusive), sched, fabric).unwrap();
+        }
+        finish(&mut engine, fabric);
+        recvs.iter().flat_map(|r| ints(r)).collect()
+    });
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn nonblocking_scans_match_the_reference(
+        nodes in 1u32..5, rpn in 1u32..9, levels in 0usize..5, cyclic: bool,
+        len in prop::sample::select(vec![0usize, 1, 3, 257]), in_place: bool,
+        form in prop::sample::select(vec![None, Some(false)]),
+    ) {
+        let plans = plans(nodes, rpn, 2, LEVELS[levels], cyclic);
+        let out = nonblocking_scans(&plans, len, in_place, form);
+        let (blocking, _) = scans(&plans, len, in_place);
+        prop_assert_eq!(out, blocking);
+    }
 }

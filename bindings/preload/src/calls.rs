@@ -466,6 +466,38 @@ pub(crate) unsafe fn iallreduce(
     unsafe { nonblocking(Call::Iallreduce, comm, request, start) }
 }
 
+/// `MPI_Iscan` (`exclusive` false) or `MPI_Iexscan` (true).
+///
+/// # Safety
+/// The arguments are those of an `MPI_Iscan` or `MPI_Iexscan` call; MPI lets the
+/// collective use the buffers until the request completes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iscan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    exclusive: bool,
+) -> bool {
+    let start = |a: &mut Active, types: &mut TypeCache<'_>| {
+        // SAFETY: per the contract; the buffers are the collective's until completion.
+        request_taken(unsafe {
+            let (send, recv, op) = scan_args(a, types, send, recv, count, dt, op, exclusive)?;
+            a.topo.raw_immediate_scan(send, recv, op, exclusive)
+        })
+    };
+    let call = if exclusive {
+        Call::Iexscan
+    } else {
+        Call::Iscan
+    };
+    // SAFETY: `request` is the caller's.
+    unsafe { nonblocking(call, comm, request, start) }
+}
+
 /// `MPI_Ibarrier`.
 ///
 /// # Safety

@@ -183,11 +183,13 @@ pub enum Call {
     Iallreduce,
     Ibarrier,
     Iallgather,
+    Iscan,
+    Iexscan,
 }
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 14] = [
+    pub const ALL: [Call; 16] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -202,6 +204,8 @@ impl Call {
         Call::Iallreduce,
         Call::Ibarrier,
         Call::Iallgather,
+        Call::Iscan,
+        Call::Iexscan,
     ];
 
     /// The MPI name of the call.
@@ -221,6 +225,8 @@ impl Call {
             Call::Iallreduce => "MPI_Iallreduce",
             Call::Ibarrier => "MPI_Ibarrier",
             Call::Iallgather => "MPI_Iallgather",
+            Call::Iscan => "MPI_Iscan",
+            Call::Iexscan => "MPI_Iexscan",
         }
     }
 

@@ -460,6 +460,72 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     )
 }
 
+/// `MPI_Iscan`.
+///
+/// # Safety
+/// As `MPI_Iscan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Iscan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    unsafe { iscan(send, recv, count, dt, op, comm, request, false) }
+}
+
+/// `MPI_Iexscan`.
+///
+/// # Safety
+/// As `MPI_Iexscan`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Iexscan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    unsafe { iscan(send, recv, count, dt, op, comm, request, true) }
+}
+
+/// `MPI_Iscan` (`exclusive` false) or `MPI_Iexscan` (true).
+///
+/// # Safety
+/// As those calls.
+#[allow(clippy::too_many_arguments)]
+unsafe fn iscan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    exclusive: bool,
+) -> c_int {
+    collective::reduction(
+        comm,
+        op,
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::iscan(send, recv, count, dt, op, comm, request, exclusive) },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            match exclusive {
+                false => ffi::PMPI_Iscan(send, recv, count, dt, op, comm, request),
+                true => ffi::PMPI_Iexscan(send, recv, count, dt, op, comm, request),
+            }
+        },
+    )
+}
+
 /// `MPI_Ibarrier`.
 ///
 /// # Safety

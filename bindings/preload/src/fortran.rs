@@ -313,6 +313,58 @@ fortran! {
     first { scan(send, recv, count, dt, op, c, ierr, true) }
 }
 
+/// The Fortran `MPI_ISCAN` (`exclusive` false) or `MPI_IEXSCAN` (true), its arguments by
+/// reference: whether it is done.
+#[allow(clippy::too_many_arguments)]
+fn iscan(
+    send: Buf,
+    recv: BufMut,
+    count: I,
+    dt: I,
+    op: I,
+    c: I,
+    req: E,
+    ierr: E,
+    exclusive: bool,
+) -> bool {
+    let cc = comm(c);
+    done(
+        ierr,
+        buffers_entry(cc, || {
+            started(req, |r| {
+                let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
+                // SAFETY: as in `mpi_ibcast_`.
+                unsafe {
+                    calls::iscan(
+                        buffer(send),
+                        buffer(recv).cast_mut(),
+                        int(count),
+                        dt,
+                        op,
+                        cc,
+                        r,
+                        exclusive,
+                    )
+                }
+            })
+        }),
+    )
+}
+
+fortran! {
+    /// `MPI_ISCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, REQUEST, IERROR)`.
+    mpi_iscan_, mpi_iscan_f08_ => "iscan",
+    (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, req: E, ierr: E)
+    first { iscan(send, recv, count, dt, op, c, req, ierr, false) }
+}
+
+fortran! {
+    /// `MPI_IEXSCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, REQUEST, IERROR)`.
+    mpi_iexscan_, mpi_iexscan_f08_ => "iexscan",
+    (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, req: E, ierr: E)
+    first { iscan(send, recv, count, dt, op, c, req, ierr, true) }
+}
+
 fortran! {
     /// `MPI_ALLGATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM,
     /// IERROR)`.

@@ -203,14 +203,22 @@ impl Checker<'_> {
                 p.reduce_into(&s[..n], op);
             }
         }
+        let mut swant = send.clone();
+        self.world.scan_into(&send[..n], &mut swant[..n], op);
+        let mut xwant = send.clone();
+        self.world
+            .exclusive_scan_into(&send[..n], &mut xwant[..n], op);
         let mut got = send.clone();
         let mut inplace = send.clone();
         let mut rgot = rsend.clone();
+        let (mut sgot, mut xgot) = (send.clone(), send.clone());
         let topo = &mut self.topo;
         mpi::request::scope(|scope| {
             let mut reqs = vec![
                 topo.immediate_all_reduce_into(scope, &send[..n], &mut got[..n], op),
                 topo.immediate_all_reduce_in_place(scope, &mut inplace[..n], op),
+                topo.immediate_scan_into(scope, &send[..n], &mut sgot[..n], op),
+                topo.immediate_exclusive_scan_in_place(scope, &mut xgot[..n], op),
             ];
             for ((&root, s), g) in roots.iter().zip(&rsend).zip(&mut rgot) {
                 reqs.push(if rank == root {
@@ -224,6 +232,11 @@ impl Checker<'_> {
         });
         self.record(&tag("iallreduce"), got[..n] == want[..n]);
         self.record(&tag("iallreduce in-place"), inplace[..n] == want[..n]);
+        self.record(&tag("iscan"), sgot[..n] == swant[..n]);
+        self.record(
+            &tag("iexscan in-place"),
+            rank == 0 || xgot[..n] == xwant[..n],
+        );
         for ((&root, g), w) in roots.iter().zip(&rgot).zip(&rwant) {
             self.record(
                 &format!("{} in-place root={root}", tag("ireduce")),

@@ -106,6 +106,30 @@ impl Native {
         })
     }
 
+    /// `MPI_Iscan` (`exclusive` false) or `MPI_Iexscan` with `op`; `send` is `None` in
+    /// place.
+    pub(crate) fn scan<T: Equivalence + Copy + 'static>(
+        send: Option<&'static [T]>,
+        recv: &'static mut [T],
+        op: ffi::MPI_Op,
+        exclusive: bool,
+    ) -> Self {
+        let (n, dt) = (count(recv.len()), T::equivalent_datatype().as_raw());
+        let copy = in_place_copy(send, Some(&*recv));
+        let sp = send_ptr(send, copy.as_deref());
+        let rp = recv.as_mut_ptr();
+        Native::new(copy, move |comm, req| {
+            // SAFETY: as for `reduce`.
+            unsafe {
+                if exclusive {
+                    ffi::MPI_Iexscan(sp.cast(), rp.cast(), n, dt, op, comm, req);
+                } else {
+                    ffi::MPI_Iscan(sp.cast(), rp.cast(), n, dt, op, comm, req);
+                }
+            }
+        })
+    }
+
     /// `MPI_Iallgather` of blocks of `recv.len() / size` elements into `recv`; `send` is
     /// `None` when this rank's block (the `rank`th) is in place.
     pub(crate) fn all_gather<T: Equivalence + Copy + 'static>(

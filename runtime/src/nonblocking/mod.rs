@@ -18,6 +18,7 @@ pub mod iallreduce;
 pub mod ibarrier;
 pub mod ibcast;
 pub mod ireduce;
+pub mod iscan;
 // Unsafe: a schedule addresses its regions of the lent buffers as raw parts.
 #[allow(unsafe_code)]
 pub mod schedule;

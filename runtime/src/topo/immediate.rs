@@ -181,6 +181,106 @@ impl Topo {
         })
     }
 
+    /// Starts reducing the `send` of ranks `0..=rank` into `recv` (rsmpi:
+    /// `CommunicatorCollectives::immediate_scan_into`).
+    pub fn immediate_scan_into<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        assert_eq!(
+            send.len(),
+            recv.len(),
+            "immediate_scan_into: send and receive lengths differ"
+        );
+        self.iscan(scope, Some(send), recv, op, false)
+    }
+
+    /// Like [`Topo::immediate_scan_into`], with this rank's contribution in `buf`.
+    pub fn immediate_scan_in_place<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        buf: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        self.iscan(scope, None, buf, op, false)
+    }
+
+    /// Starts reducing the `send` of ranks `0..rank` into `recv` (rsmpi:
+    /// `CommunicatorCollectives::immediate_exclusive_scan_into`); rank 0's `recv` is left
+    /// as it was.
+    pub fn immediate_exclusive_scan_into<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        assert_eq!(
+            send.len(),
+            recv.len(),
+            "immediate_exclusive_scan_into: send and receive lengths differ"
+        );
+        self.iscan(scope, Some(send), recv, op, true)
+    }
+
+    /// Like [`Topo::immediate_exclusive_scan_into`], with this rank's contribution in
+    /// `buf`.
+    pub fn immediate_exclusive_scan_in_place<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        buf: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        self.iscan(scope, None, buf, op, true)
+    }
+
+    fn iscan<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [T]>,
+        recv: &'a mut [T],
+        op: O,
+        exclusive: bool,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        if self.ours::<T, O>(&op) {
+            let combine = Box::new(MpiCombine::new::<T, O>(&op));
+            let (send, recv) = (send.map(plain::bytes), Some(plain::bytes_mut(recv)));
+            return self.sched_scan(scope, send, recv, combine, Some(Box::new(op)), exclusive);
+        }
+        let raw_op = op.as_raw();
+        self.start_native(scope, Some(Box::new(op)), |r| {
+            Native::scan(send.map(|s| r.lend(s)), r.lend_mut(recv), raw_op, exclusive)
+        })
+    }
+
     /// Starts gathering every rank's `send` into `recv` on every rank, rank r's at
     /// `recv[r * send.len()..]` (rsmpi: `CommunicatorCollectives::immediate_all_gather_into`).
     /// Runs the remapped recursive doubling as a schedule where the blocking call would
@@ -285,6 +385,28 @@ impl Topo {
             return None;
         }
         let r = self.sched_reduce(StaticScope, root, send, recv, Box::new(op), None);
+        Some(RawRequest(r))
+    }
+
+    /// Starts a Scan (`exclusive` false) or Exscan with `op` into `recv`; `send` is `None`
+    /// in place, `recv` is `None` at Exscan's rank 0 only (not written there).
+    pub fn raw_immediate_scan(
+        &mut self,
+        send: Option<&'static [u8]>,
+        recv: Option<&'static mut [u8]>,
+        op: MpiCombine,
+        exclusive: bool,
+    ) -> Option<RawRequest> {
+        let ok = match (send, recv.as_deref()) {
+            (Some(s), Some(r)) => s.len() == r.len(),
+            (None, Some(_)) => true,
+            (Some(_), None) => exclusive && self.world.rank() == 0,
+            (None, None) => false,
+        };
+        if !ok || !self.is_hierarchical() {
+            return None;
+        }
+        let r = self.sched_scan(StaticScope, send, recv, Box::new(op), None, exclusive);
         Some(RawRequest(r))
     }
 

@@ -10,7 +10,7 @@ use topo_hierarchy::settings::AllgatherAlg;
 use crate::combine::Combine;
 use crate::context::{self, HierarchicalPath};
 use crate::ffi::native::Native;
-use crate::nonblocking::{Builder, Schedule, Shape, iallreduce, ibarrier, ibcast, ireduce};
+use crate::nonblocking::{Builder, Schedule, Shape, iallreduce, ibarrier, ibcast, ireduce, iscan};
 use crate::plain::{self, MpiCombine};
 use crate::request::{KeepAlive, Request};
 use crate::topo::Topo;
@@ -189,6 +189,48 @@ impl Topo {
             let (b, tmp) =
                 iallreduce::build(h.allreduce_view(len), &h.settings, has_send, len, elem);
             (b, 0, tmp)
+        })
+    }
+
+    /// Iscan (`exclusive` false) or Iexscan: `send` is `None` in place; `recv` is `None`
+    /// at Iexscan's rank 0 only. The hierarchical form where the context has agreed on it
+    /// (at a blocking Scan or Exscan before: a start does not wait for the other ranks),
+    /// else the chain; every rank of the context has seen the same calls, so all choose
+    /// alike.
+    pub(super) fn sched_scan<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [u8]>,
+        recv: Option<&'a mut [u8]>,
+        op: Box<dyn Combine>,
+        keep: Option<Box<dyn KeepAlive + 'a>>,
+        exclusive: bool,
+    ) -> Request<'a, S> {
+        let has_send = send.is_some();
+        let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
+        let hierarchical = context::lock(&self.core)
+            .hier
+            .as_ref()
+            .is_some_and(|h| h.scan_in_order == Some(true));
+        let args = Args {
+            name: if exclusive {
+                "MPI_Iexscan"
+            } else {
+                "MPI_Iscan"
+            },
+            send,
+            recv,
+            op: Some(op),
+        };
+        let elem = args.op.as_ref().map_or(1, |op| op.elem_size());
+        // The form in the shape's root (a scan has none), so that steps built for the
+        // chain are not reused once the hierarchical form is agreed.
+        let shape = Shape {
+            elem,
+            ..shape(args.name, None, i32::from(hierarchical), len, has_send)
+        };
+        self.start(scope, args, keep, shape, |h| {
+            iscan::build(&h.view, hierarchical, has_send, len, exclusive)
         })
     }
 

@@ -1,0 +1,198 @@
+//! Iscan and Iexscan: the steps of [`crate::scan`] as a schedule, in either form (the
+//! hierarchy's up and down passes, or the chain of ranks).
+//!
+//! Buffers: the contribution is in [`Buf::Send`], or in place in [`Buf::Recv`], from
+//! which it is first copied to [`Buf::Tmp`]'s second half (the offset lands in `Recv`).
+//! [`Buf::Acc`] is the running total of the ranks under this one (the chain's message on
+//! to the next rank), and [`Buf::Tmp`]'s first half takes what comes in.
+
+use super::{Action, Buf, Builder, Link, Region};
+use crate::view::View;
+
+/// The steps of this rank's part in a Scan (`exclusive` false) or Exscan of `len` bytes,
+/// hierarchical or along the chain ([`crate::scan::in_order`]'s answer). `send`: the
+/// contribution is in [`Buf::Send`] (else in place, in [`Buf::Recv`]). Returns the builder
+/// and how many bytes of [`Buf::Acc`] and [`Buf::Tmp`] it uses.
+pub fn build(
+    view: &View,
+    hierarchical: bool,
+    send: bool,
+    len: usize,
+    exclusive: bool,
+) -> (Builder, usize, usize) {
+    let mut b = Builder::default();
+    if len == 0 {
+        return (b, 0, 0);
+    }
+    let out = Region::whole(Buf::Recv, len);
+    // This rank's contribution, where it stays until the end.
+    let (x, tmp_bytes) = if send {
+        (Region::whole(Buf::Send, len), len)
+    } else {
+        let x = Region {
+            buf: Buf::Tmp,
+            off: len,
+            len,
+        };
+        b.step(Link::Local, Action::Copy { src: out, dst: x });
+        (x, 2 * len)
+    };
+    let rank0 = view.rank == 0;
+    if hierarchical {
+        up_down(&mut b, view, x, len);
+    } else {
+        chain(&mut b, view, x);
+    }
+    match (rank0, exclusive) {
+        // Rank 0's Exscan has no result: its buffer stays as it was.
+        (true, true) => {}
+        (true, false) if send => b.step(Link::Local, Action::Copy { src: x, dst: out }),
+        (true, false) => {}
+        (false, true) => {}
+        (false, false) => b.step(Link::Local, Action::Combine { acc: out, src: x }),
+    }
+    (b, len, tmp_bytes)
+}
+
+/// [`crate::scan`]'s hierarchical form: leaves the offset in [`Buf::Recv`] (rank 0 has
+/// none).
+fn up_down(b: &mut Builder, view: &View, x: Region, len: usize) {
+    let out = Region::whole(Buf::Recv, len);
+    let tot = Region::whole(Buf::Acc, len);
+    let tmp = Region::whole(Buf::Tmp, len);
+    let n = view.levels.len();
+    let until = if n > 0 && view.is_top(n - 1) {
+        n - 1
+    } else {
+        n
+    };
+    b.step(Link::Local, Action::Copy { src: x, dst: tot });
+    let mut entry = n;
+    for (i, l) in view.levels[..until].iter().enumerate() {
+        let link = Link::Level(i);
+        if l.me != 0 {
+            let leader = l.members[0];
+            b.round([
+                (
+                    link,
+                    Action::Send {
+                        to: vec![leader],
+                        src: tot,
+                    },
+                ),
+                (
+                    link,
+                    Action::Recv {
+                        from: leader,
+                        dst: out,
+                    },
+                ),
+            ]);
+            if leader != 0 {
+                b.step(
+                    link,
+                    Action::RecvReduce {
+                        from: leader,
+                        acc: out,
+                    },
+                );
+            }
+            entry = i;
+            break;
+        }
+        for &m in &l.members[1..] {
+            b.round([
+                (
+                    link,
+                    Action::Send {
+                        to: vec![m],
+                        src: tot,
+                    },
+                ),
+                (link, Action::Recv { from: m, dst: tmp }),
+            ]);
+            b.step(Link::Local, Action::Combine { acc: tot, src: tmp });
+        }
+    }
+    if entry == n && until < n {
+        entry = until;
+        let l = &view.levels[until];
+        let link = Link::Level(until);
+        let (k, me) = (l.members.len(), l.me);
+        let mut have = false;
+        let mut d = 1;
+        while d < k {
+            let mut round = Vec::new();
+            if me + d < k {
+                let to = vec![l.members[me + d]];
+                round.push((link, Action::Send { to, src: tot }));
+            }
+            if me >= d {
+                let from = l.members[me - d];
+                round.push((link, Action::Recv { from, dst: tmp }));
+            }
+            b.round(round);
+            if me >= d {
+                let mut local = vec![if have {
+                    (Link::Local, Action::Combine { acc: out, src: tmp })
+                } else {
+                    (Link::Local, Action::Copy { src: tmp, dst: out })
+                }];
+                have = true;
+                if 2 * d < k {
+                    local.push((Link::Local, Action::Combine { acc: tot, src: tmp }));
+                }
+                b.round(local);
+            }
+            d *= 2;
+        }
+    }
+    if view.rank != 0 {
+        for i in (0..entry.min(until)).rev() {
+            let to = view.levels[i].members[1..].to_vec();
+            b.step(Link::Level(i), Action::Send { to, src: out });
+        }
+    }
+}
+
+/// [`crate::scan`]'s chain: rank r receives its offset from rank r - 1 into
+/// [`Buf::Recv`] and passes the Scan of ranks `0..=r` on to rank r + 1 (from
+/// [`Buf::Acc`]).
+fn chain(b: &mut Builder, view: &View, x: Region) {
+    let me = view.rank;
+    let out = Region::whole(Buf::Recv, x.len);
+    let next_msg = Region::whole(Buf::Acc, x.len);
+    let next = (me + 1 < view.size).then_some(me + 1);
+    if me == 0 {
+        if let Some(to) = next {
+            let to = vec![to];
+            b.step(Link::Peer(1), Action::Send { to, src: x });
+        }
+        return;
+    }
+    b.step(
+        Link::Peer(me - 1),
+        Action::Recv {
+            from: me - 1,
+            dst: out,
+        },
+    );
+    if let Some(to) = next {
+        b.step(
+            Link::Local,
+            Action::Copy {
+                src: out,
+                dst: next_msg,
+            },
+        );
+        b.step(
+            Link::Local,
+            Action::Combine {
+                acc: next_msg,
+                src: x,
+            },
+        );
+        let src = next_msg;
+        b.step(Link::Peer(to), Action::Send { to: vec![to], src });
+    }
+}
