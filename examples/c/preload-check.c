@@ -1,6 +1,7 @@
 /* preload-check: an unmodified MPI program that exercises every collective topo-run's
  * PMPI library intercepts (MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Barrier,
- * MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Scan, MPI_Exscan) and checks each result against a reference computed locally.
+ * MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Scan, MPI_Exscan, MPI_Reduce_scatter_block,
+ * MPI_Reduce_scatter) and checks each result against a reference computed locally.
  *
  * Covered: every predefined C integer, floating point, logical and byte type with every
  * predefined operation the standard defines on it; counts 0, 1, 7, 1031 and 65539 (and
@@ -18,7 +19,9 @@
  * MPI_DOUBLE_INT against an equivalent struct); back to back with Allreduce. MPI_Gather
  * and MPI_Scatter: the same counts to and from the first, middle and last root, in place
  * at the root and not, on world, a duplicate and world in reversed order; a strided vector
- * at the root against 4 MPI_INT or a contiguous type elsewhere.
+ * at the root against 4 MPI_INT or a contiguous type elsewhere. MPI_Reduce_scatter_block and
+ * MPI_Reduce_scatter (counts varying with the rank, zero for every third) of the same
+ * counts, in place and not, on world, a duplicate and world reversed.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
@@ -457,6 +460,50 @@ static void allgather_types(void) {
 
 /* MPI_Gather of `count` ints per rank to each of three roots, then MPI_Scatter of the
  * gathered blocks back, out of place and in place at the root. */
+/* MPI_Reduce_scatter_block (`count` per rank) and MPI_Reduce_scatter (counts that vary
+ * with the rank, zero for every third) of int sums on `comm`, in place and not. */
+static void reduce_scatter_ints(MPI_Comm comm, long count) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int *counts = malloc(n * sizeof(int)), *at = malloc(n * sizeof(int));
+    long total = 0;
+    for (int r = 0; r < n; r++) {
+        counts[r] = r % 3 == 2 ? 0 : (int)(count + r);
+        at[r] = (int)total;
+        total += counts[r];
+    }
+    long most = total > count * n ? total : count * n;
+    int *send = malloc((most + 1) * sizeof(int)), *recv = malloc((most + 1) * sizeof(int));
+    for (int v = 0; v < 2; v++) {
+        for (int ip = 0; ip < 2; ip++) {
+            /* v 0: the block form, every block `count`; v 1: the counts above. */
+            long all = v ? total : count * n, mine = v ? counts[me] : count, from = v ? at[me] : count * me;
+            for (long i = 0; i < all; i++) send[i] = ag_val(me, i), recv[i] = ip ? send[i] : -1;
+            const void *sp = ip ? MPI_IN_PLACE : (void *)send;
+            if (v)
+                MPI_Reduce_scatter(sp, recv, counts, MPI_INT, MPI_SUM, comm);
+            else
+                MPI_Reduce_scatter_block(sp, recv, (int)count, MPI_INT, MPI_SUM, comm);
+            int ok = 1;
+            for (long i = 0; i < mine; i++) {
+                long long want = 0;
+                for (int r = 0; r < n; r++) want += ag_val(r, from + i);
+                ok &= recv[i] == (int)want;
+                hash(recv[i]);
+            }
+            char what[160];
+            snprintf(what, sizeof what, "%s count %ld%s", v ? "MPI_Reduce_scatter" : "MPI_Reduce_scatter_block",
+                     count, ip ? " in place" : "");
+            result(ok, what);
+        }
+    }
+    free(send);
+    free(recv);
+    free(counts);
+    free(at);
+}
+
 static void gather_scatter_ints(MPI_Comm comm, long count) {
     int me, n;
     MPI_Comm_rank(comm, &me);
@@ -622,6 +669,10 @@ int main(int argc, char **argv) {
     MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &reversed);
     gather_scatter_ints(reversed, 7);
     gather_scatter_ints(reversed, 2049);
+    /* Reduce_scatter(_block): the same counts, on world, a duplicate and world reversed. */
+    for (const long *c = quick ? ag_small : ag_full; *c >= 0; c++) reduce_scatter_ints(MPI_COMM_WORLD, *c);
+    reduce_scatter_ints(dup, 1031);
+    reduce_scatter_ints(reversed, 7);
     MPI_Comm_free(&reversed);
     gather_scatter_types();
 

@@ -1,5 +1,5 @@
 ! preload-check (Fortran): MPI_ALLREDUCE, MPI_REDUCE, MPI_BCAST, MPI_BARRIER, MPI_GATHER,
-! MPI_SCATTER, MPI_SCAN and MPI_EXSCAN from an
+! MPI_SCATTER, MPI_SCAN, MPI_EXSCAN and MPI_REDUCE_SCATTER_BLOCK from an
 ! unmodified Fortran program (`use mpi`), checked against references computed locally:
 ! INTEGER and DOUBLE PRECISION, sums, maxima and logical AND, MPI_IN_PLACE, every root,
 ! Gather and Scatter to and from every root (in place at the root too),
@@ -18,7 +18,8 @@ program preload_check
   double precision :: da(n), db(n), dwant(n)
   logical :: la(n), lb(n), ok
   integer :: comms(2)
-  integer, allocatable :: iall(:)
+  integer, allocatable :: iall(:), rsin(:)
+  integer :: rsout(4)
 
   call MPI_INIT(ierr)
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
@@ -65,6 +66,19 @@ program preload_check
     call MPI_EXSCAN(MPI_IN_PLACE, iscan, n, MPI_INTEGER, MPI_SUM, comm, ierr)
     call check(ierr == MPI_SUCCESS .and. (rank == 0 .or. all(iscan == iswant)), &
       'MPI_EXSCAN INTEGER SUM in place')
+
+    ! Reduce_scatter_block of integer sums: every rank's 4 x nranks elements, 4 each back.
+    allocate(rsin(4 * nranks))
+    do i = 1, 4 * nranks
+      rsin(i) = mod(rank * 3 + i, 5)
+    end do
+    call MPI_REDUCE_SCATTER_BLOCK(rsin, rsout, 4, MPI_INTEGER, MPI_SUM, comm, ierr)
+    ok = ierr == MPI_SUCCESS
+    do i = 1, 4
+      ok = ok .and. rsout(i) == sum([(mod(r * 3 + rank * 4 + i, 5), r = 0, nranks - 1)])
+    end do
+    call check(ok, 'MPI_REDUCE_SCATTER_BLOCK INTEGER SUM')
+    deallocate(rsin)
 
     ! Logical AND.
     do i = 1, n

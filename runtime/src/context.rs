@@ -52,6 +52,8 @@ pub(crate) struct HierarchicalPath {
     /// Whether Scan and Exscan take their hierarchical form ([`crate::scan::in_order`]):
     /// agreed at the first of them and kept.
     pub(crate) scan_in_order: Option<bool>,
+    /// Rank 0's whole result of a Reduce_scatter_block, kept between calls.
+    pub(crate) reduced: Vec<u8>,
 }
 
 impl HierarchicalPath {

@@ -52,6 +52,7 @@ mod progress_hook;
 pub use progress_hook::with_progress_hook;
 pub mod progress_thread;
 pub mod reduce;
+pub mod reduce_scatter;
 // Unsafe: a request lends its buffers to the engine and MPI without their lifetime.
 #[allow(unsafe_code)]
 pub mod request;

@@ -2,6 +2,7 @@
 
 mod lanes;
 mod nonblocking;
+mod reduce_scatter;
 mod rooted;
 mod scan;
 mod shm;

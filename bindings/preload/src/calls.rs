@@ -349,6 +349,105 @@ pub(crate) unsafe fn scan(
     .is_some()
 }
 
+/// The contribution (`None` in place) and the receive buffer of a Reduce_scatter: `total`
+/// bytes of contribution, `mine` bytes of result; in place the receive buffer holds the
+/// contribution (`total` bytes). `Err` when MPI must check them.
+///
+/// # Safety
+/// Unless special, `send` holds `total` bytes and `recv` `mine` (in place `total`), valid
+/// for `'b`.
+unsafe fn scatter_reduced<'b>(
+    send: *const c_void,
+    recv: *mut c_void,
+    total: usize,
+    mine: usize,
+) -> Result<(Option<&'b [u8]>, &'b mut [u8]), HandOff> {
+    if send == abi::in_place() {
+        if special(recv) {
+            return Err(HandOff::Arguments);
+        }
+        // SAFETY: in place, the receive buffer holds the contribution.
+        return Ok((None, unsafe {
+            std::slice::from_raw_parts_mut(recv.cast::<u8>(), total)
+        }));
+    }
+    let (s, r) = (send as usize, recv as usize);
+    if special(send)
+        || (mine > 0
+            && (special(recv) || (s < r.saturating_add(mine) && r < s.saturating_add(total))))
+    {
+        return Err(HandOff::Arguments);
+    }
+    // SAFETY: per the contract; the two ranges do not overlap (checked above). An empty
+    // result may come with any address (MPI does not read it): an empty slice then.
+    unsafe {
+        let send = std::slice::from_raw_parts(send.cast::<u8>(), total);
+        let recv: &mut [u8] = if mine == 0 {
+            &mut []
+        } else {
+            std::slice::from_raw_parts_mut(recv.cast::<u8>(), mine)
+        };
+        Ok((Some(send), recv))
+    }
+}
+
+/// `MPI_Reduce_scatter_block`.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Reduce_scatter_block` call.
+pub(crate) unsafe fn reduce_scatter_block(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> bool {
+    state::run_reduction(Call::ReduceScatterBlock, comm, op, |a, types| {
+        let (block, combine) = reduction_of(types, count, dt, op)?;
+        let total = block.checked_mul(a.size as usize).ok_or(HandOff::Large)?;
+        // SAFETY: per the contract: `count` elements per rank.
+        let (send, recv) = unsafe { scatter_reduced(send, recv, total, block) }?;
+        path_taken(a.topo.raw_reduce_scatter_block(send, recv, &combine))
+    })
+    .is_some()
+}
+
+/// `MPI_Reduce_scatter`.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Reduce_scatter` call: `counts` holds the
+/// communicator's size of counts.
+pub(crate) unsafe fn reduce_scatter(
+    send: *const c_void,
+    recv: *mut c_void,
+    counts: *const c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> bool {
+    state::run_reduction(Call::ReduceScatter, comm, op, |a, types| {
+        if counts.is_null() {
+            return Err(HandOff::Arguments);
+        }
+        // SAFETY: per the contract.
+        let counts = unsafe { std::slice::from_raw_parts(counts, a.size as usize) };
+        if counts.iter().any(|&c| c < 0) {
+            return Err(HandOff::Arguments);
+        }
+        let all: i64 = counts.iter().map(|&c| i64::from(c)).sum();
+        let all = c_int::try_from(all).map_err(|_| HandOff::Large)?;
+        let (total, combine) = reduction_of(types, all, dt, op)?;
+        let elem = total / all as usize;
+        let lens: Vec<usize> = counts.iter().map(|&c| c as usize * elem).collect();
+        let mine = lens[a.rank as usize];
+        // SAFETY: per the contract.
+        let (send, recv) = unsafe { scatter_reduced(send, recv, total, mine) }?;
+        path_taken(a.topo.raw_reduce_scatter(send, recv, &lens, &combine))
+    })
+    .is_some()
+}
+
 /// `MPI_Barrier`.
 pub(crate) fn barrier(comm: MPI_Comm) -> bool {
     state::run(Call::Barrier, comm, |a, _| path_taken(a.topo.raw_barrier())).is_some()

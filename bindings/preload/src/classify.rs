@@ -178,6 +178,8 @@ pub enum Call {
     Scatter,
     Scan,
     Exscan,
+    ReduceScatterBlock,
+    ReduceScatter,
     Ibcast,
     Ireduce,
     Iallreduce,
@@ -189,7 +191,7 @@ pub enum Call {
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 16] = [
+    pub const ALL: [Call; 18] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -199,6 +201,8 @@ impl Call {
         Call::Scatter,
         Call::Scan,
         Call::Exscan,
+        Call::ReduceScatterBlock,
+        Call::ReduceScatter,
         Call::Ibcast,
         Call::Ireduce,
         Call::Iallreduce,
@@ -220,6 +224,8 @@ impl Call {
             Call::Scatter => "MPI_Scatter",
             Call::Scan => "MPI_Scan",
             Call::Exscan => "MPI_Exscan",
+            Call::ReduceScatterBlock => "MPI_Reduce_scatter_block",
+            Call::ReduceScatter => "MPI_Reduce_scatter",
             Call::Ibcast => "MPI_Ibcast",
             Call::Ireduce => "MPI_Ireduce",
             Call::Iallreduce => "MPI_Iallreduce",

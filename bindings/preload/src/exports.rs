@@ -210,6 +210,62 @@ pub unsafe extern "C" fn MPI_Exscan(
     unsafe { scan(send, recv, count, dt, op, comm, true) }
 }
 
+/// `MPI_Reduce_scatter_block`.
+///
+/// # Safety
+/// As `MPI_Reduce_scatter_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::reduction(
+        comm,
+        op,
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::reduce_scatter_block(send, recv, count, dt, op, comm) },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || ffi::PMPI_Reduce_scatter_block(send, recv, count, dt, op, comm),
+                |req| ffi::PMPI_Ireduce_scatter_block(send, recv, count, dt, op, comm, req),
+            )
+        },
+    )
+}
+
+/// `MPI_Reduce_scatter`.
+///
+/// # Safety
+/// As `MPI_Reduce_scatter`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Reduce_scatter(
+    send: *const c_void,
+    recv: *mut c_void,
+    counts: *const c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::reduction(
+        comm,
+        op,
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::reduce_scatter(send, recv, counts, dt, op, comm) },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || ffi::PMPI_Reduce_scatter(send, recv, counts, dt, op, comm),
+                |req| ffi::PMPI_Ireduce_scatter(send, recv, counts, dt, op, comm, req),
+            )
+        },
+    )
+}
+
 /// `MPI_Scan` (`exclusive` false) or `MPI_Exscan` (true).
 ///
 /// # Safety

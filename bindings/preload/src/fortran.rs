@@ -313,6 +313,41 @@ fortran! {
     first { scan(send, recv, count, dt, op, c, ierr, true) }
 }
 
+fortran! {
+    /// `MPI_REDUCE_SCATTER_BLOCK(SENDBUF, RECVBUF, RECVCOUNT, DATATYPE, OP, COMM, IERROR)`.
+    mpi_reduce_scatter_block_, mpi_reduce_scatter_block_f08_ => "reduce_scatter_block",
+    (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                calls::reduce_scatter_block(buffer(send), buffer(recv).cast_mut(), int(count), dt, op, cc)
+            }
+            .then_some(SUCCESS)
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_REDUCE_SCATTER(SENDBUF, RECVBUF, RECVCOUNTS, DATATYPE, OP, COMM, IERROR)`: the
+    /// counts are an array of default integers, as C's `int`s.
+    mpi_reduce_scatter_, mpi_reduce_scatter_f08_ => "reduce_scatter",
+    (send: Buf, recv: BufMut, counts: I, dt: I, op: I, c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                calls::reduce_scatter(buffer(send), buffer(recv).cast_mut(), counts, dt, op, cc)
+            }
+            .then_some(SUCCESS)
+        }))
+    }
+}
+
 /// The Fortran `MPI_ISCAN` (`exclusive` false) or `MPI_IEXSCAN` (true), its arguments by
 /// reference: whether it is done.
 #[allow(clippy::too_many_arguments)]

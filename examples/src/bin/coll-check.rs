@@ -144,6 +144,26 @@ impl Checker<'_> {
         let mut inplace = send.clone();
         self.topo.exclusive_scan_in_place(&mut inplace[..n], op);
         self.record(&tag("exscan in-place"), first || inplace[..n] == want[..n]);
+        // Reduce_scatter_block: every rank contributes `size` blocks of `n`, out of place
+        // and in place.
+        let size = size as usize;
+        let send: Vec<T> = self.values(n * size, 6, name);
+        // (One spare element each: an empty Vec's dangling address is MPI_IN_PLACE to Open
+        // MPI, see `values`.)
+        let mut want = vec![send[0]; n + 1];
+        self.world
+            .reduce_scatter_block_into(&send[..n * size], &mut want[..n], op);
+        let mut got = vec![send[0]; n + 1];
+        self.topo
+            .reduce_scatter_block_into(&send[..n * size], &mut got[..n], op);
+        self.record(&tag("reduce_scatter_block"), got[..n] == want[..n]);
+        let mut inplace = send.clone();
+        self.topo
+            .reduce_scatter_block_in_place(&mut inplace[..n * size], op);
+        self.record(
+            &tag("reduce_scatter_block in-place"),
+            inplace[..n] == want[..n],
+        );
         // Reduce to each root, out of place and in place.
         for &root in roots {
             let send: Vec<T> = self.values(n, 2 + i64::from(root), name);

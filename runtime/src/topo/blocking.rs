@@ -375,6 +375,62 @@ impl Topo {
         }
     }
 
+    /// Reduces every rank's `send` (`size * recv.len()` elements) and leaves block r of the
+    /// result at rank r, in `recv` (rsmpi:
+    /// `CommunicatorCollectives::reduce_scatter_block_into`).
+    pub fn reduce_scatter_block_into<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+    ) {
+        assert_eq!(
+            send.len(),
+            recv.len() * self.world.size() as usize,
+            "reduce_scatter_block_into: the send buffer must hold size x recv.len() elements"
+        );
+        self.reduce_scatter_block_impl(Some(send), recv, op);
+    }
+
+    /// Like [`Topo::reduce_scatter_block_into`], with this rank's contribution in `buf`
+    /// (`size` blocks); its block of the result lands in the first.
+    pub fn reduce_scatter_block_in_place<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        buf: &mut [T],
+        op: O,
+    ) {
+        assert!(
+            buf.len().is_multiple_of(self.world.size() as usize),
+            "reduce_scatter_block_in_place: the buffer must hold size blocks"
+        );
+        self.reduce_scatter_block_impl(None, buf, op);
+    }
+
+    fn reduce_scatter_block_impl<T: Equivalence + Copy + 'static, O: Operation>(
+        &mut self,
+        send: Option<&[T]>,
+        recv: &mut [T],
+        op: O,
+    ) {
+        if plain::is_plain::<T>() && plain::commutes(&op) {
+            let combine = MpiCombine::reuse::<T, O>(&op, &mut self.combine);
+            let send = send.map(plain::bytes);
+            if self.raw_reduce_scatter_block(send, plain::bytes_mut(recv), &combine) {
+                return;
+            }
+        }
+        drop(self.quiesced());
+        match send {
+            Some(s) => self.world.reduce_scatter_block_into(s, recv, op),
+            None => {
+                let s = recv.to_vec();
+                let block = recv.len() / self.world.size() as usize;
+                self.world
+                    .reduce_scatter_block_into(&s[..], &mut recv[..block], op)
+            }
+        }
+    }
+
     /// Returns once every rank has called it (rsmpi: `Communicator::barrier`).
     pub fn barrier(&mut self) {
         if !self.raw_barrier() {

@@ -176,6 +176,89 @@ impl Topo {
         true
     }
 
+    /// Reduce_scatter_block with `op`: every rank contributes `size * block` bytes (`send`,
+    /// or in place `recv`'s) and gets block r of the result (rank r) into the first
+    /// `block` bytes of `recv` (`block` = `recv.len()`, or in place `recv.len() / size`).
+    /// False (nothing done) where the collectives go to MPI, or for buffers of the wrong
+    /// length.
+    pub fn raw_reduce_scatter_block(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        op: &MpiCombine,
+    ) -> bool {
+        let size = self.world.size() as usize;
+        let block = match send {
+            Some(s) if s.len() == recv.len() * size => recv.len(),
+            None if recv.len().is_multiple_of(size) => recv.len() / size,
+            _ => return false,
+        };
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let r = h.on_lane(|h| {
+            h.subtrees()?;
+            let sub = h.subtrees.as_ref().expect("learned above");
+            let (view, links, s) = (&h.view, &mut h.links, &h.settings);
+            let (scratch, full) = (&mut h.scratch, &mut h.reduced);
+            reduce_scatter::reduce_scatter_block(
+                view, links, sub, s, send, recv, block, op, scratch, full,
+            )
+        });
+        if let Err(e) = r {
+            self.abort("MPI_Reduce_scatter_block", e);
+        }
+        true
+    }
+
+    /// Reduce_scatter with `op`: every rank contributes the bytes of all blocks (`send`,
+    /// or in place `recv`'s), block r being `lens[r]` bytes, and gets its own block into
+    /// the first `lens[rank]` bytes of `recv`. It runs as an Allreduce (`raw_all_reduce`)
+    /// of which each rank keeps its block. False (nothing done) where the collectives go
+    /// to MPI, or for buffers of the wrong length.
+    pub fn raw_reduce_scatter(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        lens: &[usize],
+        op: &MpiCombine,
+    ) -> bool {
+        let rank = self.rank as usize;
+        let total: usize = lens.iter().sum();
+        if lens.len() != self.world.size() as usize {
+            return false;
+        }
+        let (at, mine) = (lens[..rank].iter().sum::<usize>(), lens[rank]);
+        match send {
+            Some(s) if s.len() == total && recv.len() >= mine => {
+                // The whole result in scratch kept by the context, this rank's block out.
+                let mut full = {
+                    let mut core = context::lock(&self.core);
+                    core.hier.as_mut().map(|h| std::mem::take(&mut h.reduced))
+                }
+                .unwrap_or_default();
+                full.resize(total, 0);
+                let done = self.raw_all_reduce(Some(s), &mut full, op);
+                if done {
+                    recv[..mine].copy_from_slice(&full[at..at + mine]);
+                }
+                if let Some(h) = &mut context::lock(&self.core).hier {
+                    h.reduced = full;
+                }
+                done
+            }
+            None if recv.len() == total => {
+                let done = self.raw_all_reduce(None, recv, op);
+                if done {
+                    recv.copy_within(at..at + mine, 0);
+                }
+                done
+            }
+            _ => false,
+        }
+    }
+
     /// Broadcasts the bytes of `buf` from `root`.
     pub fn raw_broadcast(&mut self, root: i32, buf: &mut [u8]) -> bool {
         let mut core = self.quiesced();

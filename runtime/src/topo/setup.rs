@@ -288,6 +288,7 @@ impl Topo {
             lane,
             subtrees: None,
             scan_in_order: None,
+            reduced: Vec::new(),
         };
         let local = Some((plan.local_rank, plan.local_size));
         let mut topo = Topo::new(world, Some(Box::new(hier)), None, plan.node, local);
