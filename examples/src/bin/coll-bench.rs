@@ -29,8 +29,8 @@ struct Args {
     #[arg(long)]
     thread_multiple: bool,
     /// Collectives to measure, comma-separated: bcast, reduce, allreduce, allgather,
-    /// gather and scatter (their size is each rank's block), scan, exscan, barrier
-    /// (measured once, as 0 bytes).
+    /// gather, scatter and reduce_scatter_block (their size is each rank's block), scan,
+    /// exscan, barrier (measured once, as 0 bytes).
     #[arg(long, default_value = "bcast,reduce,allreduce", value_delimiter = ',')]
     ops: Vec<String>,
     /// Smallest message in bytes (a power of two; at least 4).
@@ -196,7 +196,10 @@ fn measure(
     let send = at_offset(&mut send0, n, args.offset);
     let recv = at_offset(&mut recv0, n, args.offset);
     // Allgather: each rank's block is `bytes`, the gathered result `size` blocks.
-    let mut all = if matches!(op, "allgather" | "gather" | "scatter") {
+    let mut all = if matches!(
+        op,
+        "allgather" | "gather" | "scatter" | "reduce_scatter_block"
+    ) {
         vec![0f32; n * world.size() as usize]
     } else {
         Vec::new()
@@ -272,6 +275,8 @@ fn call(
         ("scatter", 0) => topo.scatter_into(root, recv),
         ("scatter", _) if me => at.scatter_into_root(all, recv),
         ("scatter", _) => at.scatter_into(recv),
+        ("reduce_scatter_block", 0) => topo.reduce_scatter_block_into(all, recv, sum),
+        ("reduce_scatter_block", _) => world.reduce_scatter_block_into(all, recv, sum),
         ("scan", 0) => topo.scan_into(send, recv, sum),
         ("scan", _) => world.scan_into(send, recv, sum),
         ("exscan", 0) => topo.exclusive_scan_into(send, recv, sum),
@@ -298,7 +303,10 @@ fn measure_chain(
     let n = (bytes / 4).max(1);
     let (rank, size) = (world.rank(), world.size());
     let (mut send, mut recv) = (vec![rank as f32; n], vec![0f32; n]);
-    let mut all = if matches!(op, "allgather" | "gather" | "scatter") {
+    let mut all = if matches!(
+        op,
+        "allgather" | "gather" | "scatter" | "reduce_scatter_block"
+    ) {
         vec![0f32; n * size as usize]
     } else {
         Vec::new()
@@ -805,11 +813,12 @@ fn main() -> anyhow::Result<()> {
                 "scatter",
                 "scan",
                 "exscan",
+                "reduce_scatter_block",
                 "barrier"
             ]
             .contains(&op.as_str()),
             "unknown collective {op:?}; use bcast, reduce, allreduce, allgather, gather, \
-             scatter, scan, exscan or barrier"
+             scatter, scan, exscan, reduce_scatter_block or barrier"
         );
         if op == "barrier" {
             cases.push((i, op.as_str(), 0));
