@@ -397,13 +397,8 @@ impl Topo {
         op: MpiCombine,
         exclusive: bool,
     ) -> Option<RawRequest> {
-        let ok = match (send, recv.as_deref()) {
-            (Some(s), Some(r)) => s.len() == r.len(),
-            (None, Some(_)) => true,
-            (Some(_), None) => exclusive && self.world.rank() == 0,
-            (None, None) => false,
-        };
-        if !ok || !self.is_hierarchical() {
+        let fits = super::raw::scan_fits(send, recv.as_deref(), exclusive, self.world.rank());
+        if !fits || !self.is_hierarchical() {
             return None;
         }
         let r = self.sched_scan(StaticScope, send, recv, Box::new(op), None, exclusive);

@@ -143,13 +143,7 @@ impl Topo {
         op: &MpiCombine,
         exclusive: bool,
     ) -> bool {
-        let ok = match (send, recv.as_deref()) {
-            (Some(s), Some(r)) => s.len() == r.len(),
-            (None, Some(_)) => true,
-            (Some(_), None) => exclusive && self.rank == 0,
-            (None, None) => false,
-        };
-        if !ok {
+        if !scan_fits(send, recv.as_deref(), exclusive, self.rank) {
             return false;
         }
         let mut core = self.quiesced();
@@ -359,5 +353,21 @@ impl Topo {
             self.abort("MPI_Barrier", e);
         }
         true
+    }
+}
+
+/// Whether the buffers of a Scan (`exclusive` false) or Exscan at `rank` fit: one length
+/// on both sides, a receive buffer at every rank but Exscan's rank 0 (and there in place).
+pub(super) fn scan_fits(
+    send: Option<&[u8]>,
+    recv: Option<&[u8]>,
+    exclusive: bool,
+    rank: i32,
+) -> bool {
+    match (send, recv) {
+        (Some(s), Some(r)) => s.len() == r.len(),
+        (None, Some(_)) => true,
+        (Some(_), None) => exclusive && rank == 0,
+        (None, None) => false,
     }
 }
