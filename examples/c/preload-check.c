@@ -492,6 +492,8 @@ static void reduce_scatter_ints(MPI_Comm comm, long count) {
                 ok &= recv[i] == (int)want;
                 hash(recv[i]);
             }
+            /* In place, the rest of the buffer keeps the contribution (as Open MPI's does). */
+            for (long i = mine; ip && i < all; i++) ok &= recv[i] == ag_val(me, i);
             char what[160];
             snprintf(what, sizeof what, "%s count %ld%s", v ? "MPI_Reduce_scatter" : "MPI_Reduce_scatter_block",
                      count, ip ? " in place" : "");

@@ -19,7 +19,8 @@ use crate::view::View;
 /// Reduces every rank's `size * block` bytes with `op` and leaves block r of the result
 /// at rank r: in `recv` (`block` bytes) with `send` (`size * block` bytes), or in place
 /// (`send` `None`) at the start of `recv`, which holds the contribution (`size * block`
-/// bytes). `sub` is what the context learned for Gather and Scatter; `full` is scratch
+/// bytes) and keeps the rest of it as it was (as Open MPI's does, and mpi4py's tests
+/// check). `sub` is what the context learned for Gather and Scatter; `full` is scratch
 /// for rank 0's whole result, kept between calls.
 #[allow(clippy::too_many_arguments)]
 pub fn reduce_scatter_block(
@@ -39,28 +40,23 @@ pub fn reduce_scatter_block(
         return Ok(());
     }
     if view.rank == 0 {
-        match send {
-            Some(sb) => {
-                full.resize(total, 0);
-                reduce::reduce(
-                    view,
-                    fabric,
-                    s,
-                    0,
-                    Some(sb),
-                    Some(&mut full[..]),
-                    op,
-                    scratch,
-                )?;
-                let mine = Some(&mut recv[..block]);
-                scatter::scatter(view, fabric, sub, s, 0, Some(&full[..]), mine, block)
-            }
-            None => {
-                reduce::reduce(view, fabric, s, 0, None, Some(&mut *recv), op, scratch)?;
-                // Rank 0's block is where MPI wants it: at the start.
-                scatter::scatter(view, fabric, sub, s, 0, Some(recv), None, block)
-            }
-        }
+        let mine: &[u8] = match send {
+            Some(sb) => sb,
+            None => &recv[..total],
+        };
+        full.resize(total, 0);
+        reduce::reduce(
+            view,
+            fabric,
+            s,
+            0,
+            Some(mine),
+            Some(&mut full[..]),
+            op,
+            scratch,
+        )?;
+        let mine = Some(&mut recv[..block]);
+        scatter::scatter(view, fabric, sub, s, 0, Some(&full[..]), mine, block)
     } else {
         let mine: &[u8] = match send {
             Some(sb) => sb,

@@ -30,11 +30,16 @@ proptest! {
                 &sum_i64(), &mut scratch, &mut full,
             )
             .unwrap();
-            ints(&recv[..8 * block])
+            // In place, the rest of the buffer must keep the contribution.
+            let kept = !in_place || recv[8 * block..] == mine[8 * block..];
+            let mut out = ints(&recv[..8 * block]);
+            out.push(i64::from(kept));
+            out
         });
         let all = sum(size as u32, block * size);
         for (r, got) in out.iter().enumerate() {
-            prop_assert_eq!(&got[..], &all[r * block..(r + 1) * block], "rank {} of {}", r, size);
+            prop_assert_eq!(&got[..block], &all[r * block..(r + 1) * block], "rank {} of {}", r, size);
+            prop_assert_eq!(got[block], 1, "rank {}: in place, the rest of the buffer changed", r);
         }
     }
 }

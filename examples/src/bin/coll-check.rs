@@ -160,9 +160,10 @@ impl Checker<'_> {
         let mut inplace = send.clone();
         self.topo
             .reduce_scatter_block_in_place(&mut inplace[..n * size], op);
+        // The rest of the buffer keeps the contribution, as Open MPI's does.
         self.record(
             &tag("reduce_scatter_block in-place"),
-            inplace[..n] == want[..n],
+            inplace[..n] == want[..n] && inplace[n..n * size] == send[n..n * size],
         );
         // Reduce to each root, out of place and in place.
         for &root in roots {

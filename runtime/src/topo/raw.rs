@@ -207,8 +207,8 @@ impl Topo {
     }
 
     /// Reduce_scatter with `op`: every rank contributes the bytes of all blocks (`send`,
-    /// or in place `recv`'s), block r being `lens[r]` bytes, and gets its own block into
-    /// the first `lens[rank]` bytes of `recv`. It runs as an Allreduce (`raw_all_reduce`)
+    /// or in place `recv`'s, whose rest stays as it was), block r being `lens[r]` bytes,
+    /// and gets its own block into the first `lens[rank]` bytes of `recv`. It runs as an Allreduce (`raw_all_reduce`)
     /// of which each rank keeps its block. False (nothing done) where the collectives go
     /// to MPI, or for buffers of the wrong length.
     pub fn raw_reduce_scatter(
@@ -224,33 +224,33 @@ impl Topo {
             return false;
         }
         let (at, mine) = (lens[..rank].iter().sum::<usize>(), lens[rank]);
-        match send {
-            Some(s) if s.len() == total && recv.len() >= mine => {
-                // The whole result in scratch kept by the context, this rank's block out.
-                let mut full = {
-                    let mut core = context::lock(&self.core);
-                    core.hier.as_mut().map(|h| std::mem::take(&mut h.reduced))
-                }
-                .unwrap_or_default();
-                full.resize(total, 0);
-                let done = self.raw_all_reduce(Some(s), &mut full, op);
-                if done {
-                    recv[..mine].copy_from_slice(&full[at..at + mine]);
-                }
-                if let Some(h) = &mut context::lock(&self.core).hier {
-                    h.reduced = full;
-                }
-                done
-            }
-            None if recv.len() == total => {
-                let done = self.raw_all_reduce(None, recv, op);
-                if done {
-                    recv.copy_within(at..at + mine, 0);
-                }
-                done
-            }
-            _ => false,
+        let fits = match send {
+            Some(s) => s.len() == total && recv.len() >= mine,
+            None => recv.len() == total,
+        };
+        if !fits {
+            return false;
         }
+        // The whole result in scratch kept by the context, this rank's block out of it (in
+        // place, the rest of `recv` keeps the contribution, as Open MPI's does).
+        let mut full = {
+            let mut core = context::lock(&self.core);
+            core.hier.as_mut().map(|h| std::mem::take(&mut h.reduced))
+        }
+        .unwrap_or_default();
+        full.resize(total, 0);
+        let contribution: &[u8] = match send {
+            Some(s) => s,
+            None => recv,
+        };
+        let done = self.raw_all_reduce(Some(contribution), &mut full, op);
+        if done {
+            recv[..mine].copy_from_slice(&full[at..at + mine]);
+        }
+        if let Some(h) = &mut context::lock(&self.core).hier {
+            h.reduced = full;
+        }
+        done
     }
 
     /// Broadcasts the bytes of `buf` from `root`.
