@@ -1,4 +1,6 @@
-//! The blocking reductions, Bcast and Barrier, and their nonblocking forms: whether a call can take topo-run's path, and running it.
+//! Bcast, Barrier and the reductions (Reduce, Allreduce, Scan, Exscan, the
+//! Reduce_scatters), blocking and nonblocking: whether a call can take topo-run's path,
+//! and running it.
 //! Each function returns whether it did the call; if not, the caller hands it to MPI
 //! unchanged. The conditions follow the MPI standard, so that whatever MPI would report as
 //! an error goes to MPI, which reports it.
@@ -9,7 +11,9 @@ use std::os::raw::c_int;
 use topo_runtime::{MpiCombine, RawRequest};
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, SUCCESS, TypeInfo};
-use crate::classify::{Call, HandOff, Numeric, TypeClass, overlaps, signature_bytes};
+use crate::classify::{
+    Call, HandOff, Numeric, TypeClass, overlaps, overlaps_range, signature_bytes,
+};
 use crate::packed::{Finish, Packed};
 use crate::state::{self, Active, TypeCache};
 
@@ -371,10 +375,9 @@ unsafe fn scatter_reduced<'b>(
             std::slice::from_raw_parts_mut(recv.cast::<u8>(), total)
         }));
     }
-    let (s, r) = (send as usize, recv as usize);
     if special(send)
-        || (mine > 0
-            && (special(recv) || (s < r.saturating_add(mine) && r < s.saturating_add(total))))
+        || (mine > 0 && special(recv))
+        || overlaps_range(send as usize, total, recv as usize, mine)
     {
         return Err(HandOff::Arguments);
     }

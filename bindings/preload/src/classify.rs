@@ -345,7 +345,12 @@ pub fn signature_bytes(count: i32, type_size: usize) -> Result<usize, HandOff> {
 
 /// Whether the byte ranges `[a, a+n)` and `[b, b+n)` overlap.
 pub fn overlaps(a: usize, b: usize, n: usize) -> bool {
-    n > 0 && a < b.saturating_add(n) && b < a.saturating_add(n)
+    overlaps_range(a, n, b, n)
+}
+
+/// Whether the byte ranges `[a, a + n)` and `[b, b + m)` overlap.
+pub fn overlaps_range(a: usize, n: usize, b: usize, m: usize) -> bool {
+    n > 0 && m > 0 && a < b.saturating_add(m) && b < a.saturating_add(n)
 }
 
 #[cfg(test)]
@@ -438,6 +443,13 @@ mod tests {
         assert!(!overlaps(104, 100, 4));
         assert!(!overlaps(100, 100, 0));
         assert!(!overlaps(usize::MAX - 2, 0, 4));
+        assert!(overlaps_range(0, 8, 4, 8));
+        assert!(overlaps_range(4, 8, 0, 8));
+        assert!(overlaps_range(0, 8, 7, 1));
+        assert!(!overlaps_range(0, 8, 8, 8));
+        assert!(!overlaps_range(8, 8, 0, 8));
+        assert!(!overlaps_range(0, 0, 0, 8));
+        assert!(!overlaps_range(0, 8, 4, 0));
     }
 
     #[test]

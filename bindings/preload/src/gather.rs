@@ -14,7 +14,7 @@ use std::os::raw::c_int;
 
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype};
 use crate::blocks::{Held, Unpack, extent, unpacked_size};
-use crate::classify::{Call, HandOff};
+use crate::classify::{Call, HandOff, overlaps_range};
 use crate::packed::{pack, packed_size};
 use crate::state::{self, Active, TypeCache};
 
@@ -142,11 +142,6 @@ unsafe fn prepare<'b>(
     })
 }
 
-/// Whether `[a, a + n)` and `[b, b + m)` overlap.
-pub(crate) fn overlaps_range(a: usize, n: usize, b: usize, m: usize) -> bool {
-    n > 0 && m > 0 && a < b.saturating_add(m) && b < a.saturating_add(n)
-}
-
 /// `MPI_Gather`: `Some(code)` when done on topo-run's path, `None` for MPI.
 ///
 /// # Safety
@@ -176,18 +171,4 @@ pub(crate) unsafe fn gather(
     })?;
     // Unpacked outside the library's lock.
     Some(crate::packed::Finish::finish(Box::new(finish)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::overlaps_range;
-
-    #[test]
-    fn ranges_overlap_only_where_they_share_a_byte() {
-        assert!(overlaps_range(0, 8, 4, 8));
-        assert!(overlaps_range(4, 8, 0, 8));
-        assert!(!overlaps_range(0, 8, 8, 8));
-        assert!(!overlaps_range(8, 8, 0, 8));
-        assert!(!overlaps_range(0, 0, 0, 8));
-    }
 }

@@ -12,8 +12,8 @@ use std::os::raw::c_int;
 
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype};
 use crate::blocks::{Held, Unpack, extent, unpacked_size};
+use crate::classify::overlaps_range;
 use crate::classify::{Call, HandOff};
-use crate::gather::overlaps_range;
 use crate::packed::{pack, packed_size};
 use crate::state::{self, Active, TypeCache};
 
