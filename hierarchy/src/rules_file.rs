@@ -17,8 +17,8 @@
 //!
 //! The first line that is not blank or a comment (`#` to the end of the line) is the
 //! header `topo-run-rules 1`. Every other line is either an algorithm rule, `bcast`,
-//! `reduce`, `allreduce` or `allgather` followed by a selector (`[SCOPE][>MEMBERS][<BYTES]`, or `*`) and an
-//! algorithm, in the order they are tried; or a pipeline-chunk rule, `chunk` followed by
+//! `reduce`, `allreduce`, `allgather` or `alltoall` followed by a selector
+//! (`[SCOPE][>MEMBERS][<BYTES]`, or `*`) and an algorithm, in the order they are tried; or a pipeline-chunk rule, `chunk` followed by
 //! an optional selector (`[COLLECTIVE][<BYTES]`, or `*`) and a size, in the order they are
 //! tried; or a setting, `slots`, `fragment`, `spin`, `single-copy` or `barrier` followed
 //! by its value, at most once each. Values are those of the options of the same names
@@ -35,7 +35,14 @@ pub const RULES_HEADER: &str = "topo-run-rules 1";
 
 /// The keys of rules, which may repeat: algorithm rules, and pipeline-chunk rules
 /// (`chunk [SELECTOR] BYTES`, whose selector is `[COLLECTIVE][<BYTES]` or `*`).
-const RULE_KEYS: [&str; 5] = ["bcast", "reduce", "allreduce", "allgather", "chunk"];
+const RULE_KEYS: [&str; 6] = [
+    "bcast",
+    "reduce",
+    "allreduce",
+    "allgather",
+    "alltoall",
+    "chunk",
+];
 /// The keys of settings, at most once each.
 const VALUE_KEYS: [&str; 5] = ["slots", "fragment", "spin", "single-copy", "barrier"];
 

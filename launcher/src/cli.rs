@@ -445,6 +445,14 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLGATHER")]
     pub allgather: Option<String>,
 
+    /// Alltoall rules by the size of one block: `aggregated` (every rank's blocks go up the
+    /// hierarchy to the top group, whose members exchange one message per pair, then down:
+    /// one message per pair of nodes; the default below 1K on more than one node) or
+    /// `pairwise` (every rank sends each other rank its block straight), e.g.
+    /// `<256=aggregated,*=pairwise`.
+    #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLTOALL")]
+    pub alltoall: Option<String>,
+
     /// Slots per shared-memory queue (default 8).
     #[arg(long, value_name = "N", env = "TOPO_RUN_SLOTS")]
     pub slots: Option<String>,
@@ -510,6 +518,7 @@ impl RuntimeArgs {
             ("reduce", self.reduce.as_ref()),
             ("allreduce", self.allreduce.as_ref()),
             ("allgather", self.allgather.as_ref()),
+            ("alltoall", self.alltoall.as_ref()),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.clone())))

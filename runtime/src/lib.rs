@@ -17,6 +17,7 @@
 
 pub mod allgather;
 pub mod allreduce;
+pub mod alltoall;
 mod backoff;
 pub use backoff::Pace;
 pub mod barrier;

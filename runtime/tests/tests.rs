@@ -1,5 +1,6 @@
 //! Integration tests of the runtime crate.
 
+mod alltoall;
 mod lanes;
 mod nonblocking;
 mod reduce_scatter;

@@ -278,3 +278,36 @@ impl fmt::Display for AllgatherAlg {
         })
     }
 }
+
+/// The Alltoall algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlltoallAlg {
+    /// Every rank's blocks climb to the job's top group as a Gather's do, its members
+    /// exchange one message per pair (the blocks between the ranks under each), and the
+    /// results go down as a Scatter's do: one message per pair of nodes.
+    Aggregated,
+    /// Every rank sends each other rank its block straight, all at once.
+    Pairwise,
+}
+
+impl FromStr for AlltoallAlg {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "aggregated" => Ok(AlltoallAlg::Aggregated),
+            "pairwise" => Ok(AlltoallAlg::Pairwise),
+            _ => Err(format!(
+                "unknown alltoall algorithm {s:?}; use aggregated or pairwise"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for AlltoallAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AlltoallAlg::Aggregated => "aggregated",
+            AlltoallAlg::Pairwise => "pairwise",
+        })
+    }
+}

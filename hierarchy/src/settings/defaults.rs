@@ -4,7 +4,7 @@
 
 use super::DEFAULT_CHUNK;
 use super::algorithms::{
-    AllgatherAlg, AllreduceAlg, BcastAlg, RABENSEIFNER_PIECE, ReduceAlg, TopAlg,
+    AllgatherAlg, AllreduceAlg, AlltoallAlg, BcastAlg, RABENSEIFNER_PIECE, ReduceAlg, TopAlg,
 };
 use super::rules::{ChunkRule, Collective, Rule, Scope};
 
@@ -225,3 +225,23 @@ pub(super) const ALLGATHER_RING_MAX_RANKS: usize = 4096;
 
 /// See [`ALLGATHER_RING_RANKS`].
 pub(super) const ALLGATHER_RING_BLOCK: usize = 4 << 10;
+
+/// Alltoall in a job on several nodes: the aggregated form for blocks below this size,
+/// pairwise above (docs/runtime.md, "Alltoall"). One node always exchanges pairwise: there
+/// is no network to spare messages on.
+pub(super) const ALLTOALL_AGGREGATE_BELOW: u64 = 1 << 10;
+
+/// See [`ALLTOALL_AGGREGATE_BELOW`].
+pub(super) const ALLTOALL_DEFAULTS_NODES: [Rule<AlltoallAlg>; 2] = below_then(
+    ALLTOALL_AGGREGATE_BELOW,
+    AlltoallAlg::Aggregated,
+    AlltoallAlg::Pairwise,
+);
+
+/// See [`ALLTOALL_AGGREGATE_BELOW`].
+pub(super) const ALLTOALL_DEFAULTS_ONE_NODE: [Rule<AlltoallAlg>; 1] = [Rule {
+    scope: Scope::Any,
+    more_than: None,
+    below: None,
+    algorithm: AlltoallAlg::Pairwise,
+}];

@@ -80,4 +80,13 @@ pub const KEYS: &[(&str, &str, &str)] = &[
          TopoMPI's rank remapping, or Bruck's exchange, remapped, when the job's size is not \
          a power of two; ring = a ring over the whole job in node-major order)",
     ),
+    (
+        "alltoall",
+        "TOPO_RUN_ALLTOALL",
+        "alltoall rules, by the size of one block, e.g. <1K=aggregated,*=pairwise (aggregated \
+         = every rank's blocks go up the hierarchy to the top group, whose members exchange \
+         one message per pair, and down again: one message per pair of nodes; pairwise = \
+         every rank sends each other rank its block straight; default: aggregated below 1K \
+         on several nodes, else pairwise)",
+    ),
 ];

@@ -16,6 +16,7 @@
 //! reduce     intra=flat,inter=binomial
 //! allreduce  <64K=rab:rd,*=rab:ring
 //! allgather  <64K=rd,*=hier
+//! alltoall   <512=aggregated,*=pairwise
 //! ```
 
 mod algorithms;
@@ -29,7 +30,8 @@ use crate::error::{Error, Result};
 use crate::level::LevelName;
 
 pub use algorithms::{
-    AllgatherAlg, AllreduceAlg, BarrierAlg, BcastAlg, RABENSEIFNER_PIECE, ReduceAlg, TopAlg,
+    AllgatherAlg, AllreduceAlg, AlltoallAlg, BarrierAlg, BcastAlg, RABENSEIFNER_PIECE, ReduceAlg,
+    TopAlg,
 };
 pub use keys::KEYS;
 pub use rules::{ChunkRule, Collective, Rule, Scope, format_bytes, parse_bytes};
@@ -76,6 +78,8 @@ pub struct Settings {
     pub allreduce: Vec<Rule<AllreduceAlg>>,
     /// User allgather rules (their scope is ignored; sizes are the whole gathered result).
     pub allgather: Vec<Rule<AllgatherAlg>>,
+    /// User alltoall rules (their scope is ignored; sizes are one block).
+    pub alltoall: Vec<Rule<AlltoallAlg>>,
     /// The job's nodes, which the built-in Allreduce rules depend on: set where the job is
     /// known (the runtime at setup, `topo-run simulate` from the job), 1 elsewhere.
     pub nodes: u32,
@@ -97,6 +101,7 @@ impl Default for Settings {
             reduce: Vec::new(),
             allreduce: Vec::new(),
             allgather: Vec::new(),
+            alltoall: Vec::new(),
             nodes: 1,
             ranks: 1,
         }
@@ -210,6 +215,7 @@ impl Settings {
                 "reduce" => s.reduce = parse_rules(value, true).map_err(bad)?,
                 "allreduce" => s.allreduce = parse_rules(value, false).map_err(bad)?,
                 "allgather" => s.allgather = parse_rules(value, false).map_err(bad)?,
+                "alltoall" => s.alltoall = parse_rules(value, false).map_err(bad)?,
                 _ => {
                     return Err(bad(format!(
                         "unknown setting; known: {}",
@@ -302,6 +308,24 @@ impl Settings {
             }
         }
         algs
+    }
+
+    /// The alltoall algorithm for blocks of `bytes` (each rank's block for one rank): the
+    /// aggregated form for small blocks in a job on several nodes, else pairwise.
+    pub fn alltoall_for(&self, bytes: usize) -> AlltoallAlg {
+        let defaults: &[Rule<AlltoallAlg>] = if self.nodes > 1 {
+            &ALLTOALL_DEFAULTS_NODES
+        } else {
+            &ALLTOALL_DEFAULTS_ONE_NODE
+        };
+        pick(
+            &self.alltoall,
+            defaults,
+            LevelName::World,
+            false,
+            None,
+            bytes,
+        )
     }
 
     /// The pipeline chunk of `collective` for a message of `bytes` (an Allgather's whole

@@ -383,3 +383,21 @@ fn bad_settings_are_named() {
         assert!(e.to_string().contains(k), "{e}");
     }
 }
+
+#[test]
+fn alltoall_rules_by_the_block_size() {
+    let one = Settings::default();
+    assert_eq!(one.alltoall_for(1), AlltoallAlg::Pairwise);
+    let nodes = Settings {
+        nodes: 2,
+        ..Settings::default()
+    };
+    assert_eq!(nodes.alltoall_for(0), AlltoallAlg::Aggregated);
+    assert_eq!(nodes.alltoall_for(1023), AlltoallAlg::Aggregated);
+    assert_eq!(nodes.alltoall_for(1024), AlltoallAlg::Pairwise);
+    let s = Settings::from_pairs(&[("alltoall", "<64=pairwise,aggregated")]).unwrap();
+    assert_eq!(s.alltoall_for(63), AlltoallAlg::Pairwise);
+    assert_eq!(s.alltoall_for(1 << 20), AlltoallAlg::Aggregated);
+    let e = Settings::from_pairs(&[("alltoall", "bruck")]).unwrap_err();
+    assert!(e.to_string().contains("aggregated or pairwise"), "{e}");
+}

@@ -1,0 +1,164 @@
+//! Alltoall over the `sim` transport: both forms on random hierarchies and placements
+//! against a simple reference, and the messages that cross nodes.
+
+use proptest::prelude::*;
+use topo_hierarchy::{RankPlan, Settings};
+use topo_runtime::alltoall;
+use topo_runtime::subtrees::Subtrees;
+use topo_runtime::transport::sim::INTER_NODE;
+
+use crate::sim::{LEVELS, bytes, ints, plans, plans_placed, plans_without_map, run};
+
+/// The settings of a context of `plans` with `alg` (`aggregated`, `pairwise`, or `None`
+/// for the defaults): the job's number of nodes, as a context learns it at setup.
+fn settings_for(plans: &[RankPlan], alg: Option<&str>) -> Settings {
+    let mut s = match alg {
+        Some(a) => Settings::from_pairs(&[("alltoall", a)]).unwrap(),
+        None => Settings::default(),
+    };
+    s.nodes = plans
+        .iter()
+        .map(|p| p.node.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len() as u32;
+    s
+}
+
+/// Rank `src`'s `len` numbers for rank `dst`.
+fn block(src: u32, dst: u32, len: usize) -> Vec<i64> {
+    (0..len as i64)
+        .map(|i| i64::from(src) * 1_000_000 + i64::from(dst) * 1_000 + i)
+        .collect()
+}
+
+/// What every rank receives in an Alltoall of `len` numbers per block with `alg`, in
+/// place or not, run twice back to back (the second time with the results of the first
+/// sent back, so that each rank ends with its own blocks again).
+fn check(
+    plans: &[RankPlan],
+    alg: Option<&str>,
+    len: usize,
+    in_place: bool,
+) -> Result<(), TestCaseError> {
+    let size = plans.len() as u32;
+    let s = settings_for(plans, alg);
+    let (out, _) = run(plans, |view, fabric| {
+        let sub = Subtrees::learn(view, fabric).unwrap();
+        let me = view.rank;
+        let mine: Vec<i64> = (0..size).flat_map(|d| block(me, d, len)).collect();
+        let mine = bytes(&mine);
+        let b = 8 * len;
+        let mut recv = if in_place {
+            mine.clone()
+        } else {
+            vec![0u8; mine.len()]
+        };
+        let send = (!in_place).then_some(&mine[..]);
+        alltoall::alltoall(view, fabric, &sub, &s, send, &mut recv, b).unwrap();
+        let mut out = ints(&recv);
+        // Back: every block returns to its sender.
+        let mut back = vec![0u8; recv.len()];
+        alltoall::alltoall(view, fabric, &sub, &s, Some(&recv), &mut back, b).unwrap();
+        out.push(i64::from(back == mine));
+        out
+    });
+    for (r, got) in out.iter().enumerate() {
+        let expect: Vec<i64> = (0..size)
+            .flat_map(|src| block(src, r as u32, len))
+            .collect();
+        prop_assert_eq!(
+            &got[..got.len() - 1],
+            &expect[..],
+            "rank {} of {}, {:?}",
+            r,
+            size,
+            alg
+        );
+        prop_assert_eq!(
+            got[got.len() - 1],
+            1,
+            "rank {}: the blocks did not come back",
+            r
+        );
+    }
+    Ok(())
+}
+
+const FORMS: [Option<&str>; 3] = [None, Some("aggregated"), Some("pairwise")];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn alltoall_matches_the_reference(
+        nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
+        cyclic: bool, len in prop::sample::select(vec![0usize, 1, 3, 130]),
+        form in 0usize..3, in_place: bool,
+    ) {
+        let rpn = rpn.min(sockets * 8);
+        let plans = plans(nodes, rpn, sockets, LEVELS[levels], cyclic);
+        check(&plans, FORMS[form], len, in_place)?;
+    }
+
+    #[test]
+    fn alltoall_matches_the_reference_for_any_placement(
+        node_of in prop::collection::vec(0u32..6, 1..65),
+        len in prop::sample::select(vec![1usize, 2, 33]),
+        form in 0usize..3, in_place: bool,
+    ) {
+        let plans = plans_placed(&node_of);
+        check(&plans, FORMS[form], len, in_place)?;
+    }
+}
+
+/// The messages and bytes between nodes of one Alltoall of `len`-byte blocks with `alg`,
+/// after the context learned its subtrees (their traffic left out).
+fn inter_node(plans: &[RankPlan], alg: &str, len: usize) -> (u64, u64) {
+    let size = plans.len();
+    let s = settings_for(plans, Some(alg));
+    let count = |once: bool| {
+        let (_, t) = run(plans, |view, fabric| {
+            let sub = Subtrees::learn(view, fabric).unwrap();
+            if once {
+                let mine = vec![7u8; len * size];
+                let mut recv = vec![0u8; len * size];
+                alltoall::alltoall(view, fabric, &sub, &s, Some(&mine), &mut recv, len).unwrap();
+            }
+            Vec::new()
+        });
+        t.get(INTER_NODE).map_or((0, 0), |t| (t.messages, t.bytes))
+    };
+    let (learning, with) = (count(false), count(true));
+    (with.0 - learning.0, with.1 - learning.1)
+}
+
+#[test]
+fn aggregated_alltoall_crosses_between_nodes_once_per_pair() {
+    // 8 nodes x 8 ranks, 8-byte blocks: pairwise, every rank sends each of the 56 ranks on
+    // other nodes a message (3,584); aggregated, each node leader sends each other node's
+    // leader one (56), carrying the 64 blocks between the two nodes' ranks. The bytes
+    // between nodes are the same either way.
+    println!("layout         form        messages  bytes  (between nodes, 8-byte blocks)");
+    for dist in ["block", "cyclic"] {
+        let plans = plans_without_map(8, 8, dist);
+        let pairwise = inter_node(&plans, "pairwise", 8);
+        let aggregated = inter_node(&plans, "aggregated", 8);
+        println!(
+            "8 x 8 {dist:7}  pairwise    {:8}  {:5}",
+            pairwise.0, pairwise.1
+        );
+        println!(
+            "8 x 8 {dist:7}  aggregated  {:8}  {:5}",
+            aggregated.0, aggregated.1
+        );
+        assert_eq!(pairwise, (3584, 3584 * 8), "{dist}");
+        assert_eq!(aggregated, (56, 3584 * 8), "{dist}");
+    }
+    // The defaults choose the aggregated form for small blocks on several nodes.
+    let plans = plans_without_map(8, 8, "block");
+    let s = settings_for(&plans, None);
+    assert_eq!(
+        s.alltoall_for(8),
+        topo_hierarchy::settings::AlltoallAlg::Aggregated
+    );
+}
