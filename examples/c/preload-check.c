@@ -1,7 +1,7 @@
 /* preload-check: an unmodified MPI program that exercises every collective topo-run's
  * PMPI library intercepts (MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Barrier,
  * MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Scan, MPI_Exscan, MPI_Reduce_scatter_block,
- * MPI_Reduce_scatter) and checks each result against a reference computed locally.
+ * MPI_Reduce_scatter, MPI_Alltoall) and checks each result against a reference computed locally.
  *
  * Covered: every predefined C integer, floating point, logical and byte type with every
  * predefined operation the standard defines on it; counts 0, 1, 7, 1031 and 65539 (and
@@ -21,7 +21,10 @@
  * at the root and not, on world, a duplicate and world in reversed order; a strided vector
  * at the root against 4 MPI_INT or a contiguous type elsewhere. MPI_Reduce_scatter_block and
  * MPI_Reduce_scatter (counts varying with the rank, zero for every third) of the same
- * counts, in place and not, on world, a duplicate and world reversed.
+ * counts, in place and not, on world, a duplicate and world reversed. MPI_Alltoall: the
+ * same counts (and 16 MiB in all), in place and not, on world, a duplicate and world
+ * reversed; a strided vector or a contiguous type received against MPI_INT or a contiguous
+ * type sent; an Alltoall every 4th back-to-back call.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
@@ -506,6 +509,70 @@ static void reduce_scatter_ints(MPI_Comm comm, long count) {
     free(at);
 }
 
+/* MPI_Alltoall of `count` ints per block on `comm`, in place and not: rank s's block for
+ * rank d holds a2a_val(s, d, i). */
+static int a2a_val(int s, int d, long i) { return (int)((s * 7919L + d * 104729L + i * 31L) % 1000003L); }
+
+static void alltoall_ints(MPI_Comm comm, long count) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int *send = malloc((count * n + 1) * sizeof(int)), *recv = malloc((count * n + 1) * sizeof(int));
+    for (int ip = 0; ip < 2; ip++) {
+        for (int d = 0; d < n; d++)
+            for (long i = 0; i < count; i++) {
+                send[d * count + i] = a2a_val(me, d, i);
+                recv[d * count + i] = ip ? send[d * count + i] : -1;
+            }
+        MPI_Alltoall(ip ? MPI_IN_PLACE : (void *)send, (int)count, MPI_INT, recv, (int)count, MPI_INT, comm);
+        int ok = 1;
+        for (int s = 0; s < n; s++)
+            for (long i = 0; i < count; i++) ok &= recv[s * count + i] == a2a_val(s, me, i), hash(recv[s * count + i]);
+        char what[128];
+        snprintf(what, sizeof what, "MPI_Alltoall count %ld%s", count, ip ? " in place" : "");
+        result(ok, what);
+    }
+    free(send);
+    free(recv);
+}
+
+/* Alltoalls whose send and receive types differ with the same signature: a strided vector
+ * received (block r at 7 r ints), in place and not, 4 MPI_INT or one contiguous(4) sent. */
+static void alltoall_types(void) {
+    MPI_Datatype four, vec;
+    MPI_Type_contiguous(4, MPI_INT, &four);
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&four);
+    MPI_Type_commit(&vec);
+    int *send = malloc(4 * size * sizeof(int) + 4), *recv = malloc(7 * size * sizeof(int) + 4), ok = 1;
+    for (int d = 0; d < size; d++)
+        for (int i = 0; i < 4; i++) send[d * 4 + i] = a2a_val(rank, d, i);
+    for (int i = 0; i < 7 * size; i++) recv[i] = -1;
+    MPI_Alltoall(send, rank % 2 ? 1 : 4, rank % 2 ? four : MPI_INT, recv, 1, vec, MPI_COMM_WORLD);
+    for (int s = 0; s < size; s++)
+        for (int i = 0; i < 7; i++) {
+            int want = i % 2 == 0 ? a2a_val(s, rank, i / 2) : -1;
+            ok &= recv[s * 7 + i] == want;
+            hash(recv[s * 7 + i]);
+        }
+    for (int i = 0; i < 7 * size; i++) recv[i] = -3;
+    for (int d = 0; d < size; d++)
+        for (int i = 0; i < 4; i++) recv[d * 7 + 2 * i] = a2a_val(rank, d, i) + 5;
+    MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, 1, vec, MPI_COMM_WORLD);
+    for (int s = 0; s < size; s++)
+        for (int i = 0; i < 7; i++) ok &= recv[s * 7 + i] == (i % 2 == 0 ? a2a_val(s, rank, i / 2) + 5 : -3);
+    /* A contiguous(4) received, 4 MPI_INT sent. */
+    for (int i = 0; i < 4 * size; i++) recv[i] = -1;
+    MPI_Alltoall(send, 4, MPI_INT, recv, 1, four, MPI_COMM_WORLD);
+    for (int s = 0; s < size; s++)
+        for (int i = 0; i < 4; i++) ok &= recv[s * 4 + i] == a2a_val(s, rank, i);
+    result(ok, "MPI_Alltoall: a strided vector or contiguous type received, in place and not, mixed send types");
+    MPI_Type_free(&four);
+    MPI_Type_free(&vec);
+    free(send);
+    free(recv);
+}
+
 static void gather_scatter_ints(MPI_Comm comm, long count) {
     int me, n;
     MPI_Comm_rank(comm, &me);
@@ -675,8 +742,14 @@ int main(int argc, char **argv) {
     for (const long *c = quick ? ag_small : ag_full; *c >= 0; c++) reduce_scatter_ints(MPI_COMM_WORLD, *c);
     reduce_scatter_ints(dup, 1031);
     reduce_scatter_ints(reversed, 7);
+    /* Alltoall: the same counts (16 MiB in all), on world, a duplicate and world reversed. */
+    for (const long *c = quick ? ag_small : ag_full; *c >= 0; c++) alltoall_ints(MPI_COMM_WORLD, *c);
+    alltoall_ints(MPI_COMM_WORLD, (16L << 20) / (long)sizeof(int) / size / size);
+    alltoall_ints(dup, 1031);
+    alltoall_ints(reversed, 7);
     MPI_Comm_free(&reversed);
     gather_scatter_types();
+    alltoall_types();
 
     handed_to_mpi();
     mixed_types();
@@ -694,9 +767,15 @@ int main(int argc, char **argv) {
             MPI_Allgather(&v, 1, MPI_INT, g, 1, MPI_INT, i % 8 ? dup : MPI_COMM_WORLD);
             for (int r = 0; r < size; r++) ok &= g[r] == r + i;
         }
+        if (size <= 64 && i % 4 == 2) {
+            int a[64];
+            for (int r = 0; r < size; r++) a[r] = rank * 1000 + r + i;
+            MPI_Alltoall(a, 1, MPI_INT, g, 1, MPI_INT, i % 8 == 2 ? dup : MPI_COMM_WORLD);
+            for (int r = 0; r < size; r++) ok &= g[r] == r * 1000 + rank + i;
+        }
         if (i % 100 == 0) MPI_Barrier(MPI_COMM_WORLD);
     }
-    result(ok, "back-to-back Allreduce and Bcast (2000, or 400 with --brief), an Allgather every 4th");
+    result(ok, "back-to-back Allreduce and Bcast (2000, or 400 with --brief), an Allgather and an Alltoall every 4th");
     MPI_Comm_free(&dup);
 
     int status = report(); /* rank 0's view of every result it received */

@@ -1,5 +1,5 @@
 ! preload-check (Fortran): MPI_ALLREDUCE, MPI_REDUCE, MPI_BCAST, MPI_BARRIER, MPI_GATHER,
-! MPI_SCATTER, MPI_SCAN, MPI_EXSCAN and MPI_REDUCE_SCATTER_BLOCK from an
+! MPI_SCATTER, MPI_SCAN, MPI_EXSCAN, MPI_REDUCE_SCATTER_BLOCK and MPI_ALLTOALL from an
 ! unmodified Fortran program (`use mpi`), checked against references computed locally:
 ! INTEGER and DOUBLE PRECISION, sums, maxima and logical AND, MPI_IN_PLACE, every root,
 ! Gather and Scatter to and from every root (in place at the root too),
@@ -79,6 +79,26 @@ program preload_check
     end do
     call check(ok, 'MPI_REDUCE_SCATTER_BLOCK INTEGER SUM')
     deallocate(rsin)
+
+    ! Alltoall of 3 integers per block: rank s's block for rank d holds s*1000 + d*10 + i;
+    ! out of place, then in place.
+    allocate(rsin(3 * nranks), iall(3 * nranks))
+    do r = 0, nranks - 1
+      do i = 1, 3
+        rsin(r * 3 + i) = rank * 1000 + r * 10 + i
+      end do
+    end do
+    call MPI_ALLTOALL(rsin, 3, MPI_INTEGER, iall, 3, MPI_INTEGER, comm, ierr)
+    ok = ierr == MPI_SUCCESS
+    do r = 0, nranks - 1
+      do i = 1, 3
+        ok = ok .and. iall(r * 3 + i) == r * 1000 + rank * 10 + i
+      end do
+    end do
+    call MPI_ALLTOALL(MPI_IN_PLACE, 0, MPI_INTEGER, rsin, 3, MPI_INTEGER, comm, ierr)
+    ok = ok .and. ierr == MPI_SUCCESS .and. all(rsin == iall)
+    call check(ok, 'MPI_ALLTOALL INTEGER, in place and not')
+    deallocate(rsin, iall)
 
     ! Logical AND.
     do i = 1, n

@@ -180,6 +180,7 @@ pub enum Call {
     Exscan,
     ReduceScatterBlock,
     ReduceScatter,
+    Alltoall,
     Ibcast,
     Ireduce,
     Iallreduce,
@@ -191,7 +192,7 @@ pub enum Call {
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 18] = [
+    pub const ALL: [Call; 19] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -203,6 +204,7 @@ impl Call {
         Call::Exscan,
         Call::ReduceScatterBlock,
         Call::ReduceScatter,
+        Call::Alltoall,
         Call::Ibcast,
         Call::Ireduce,
         Call::Iallreduce,
@@ -226,6 +228,7 @@ impl Call {
             Call::Exscan => "MPI_Exscan",
             Call::ReduceScatterBlock => "MPI_Reduce_scatter_block",
             Call::ReduceScatter => "MPI_Reduce_scatter",
+            Call::Alltoall => "MPI_Alltoall",
             Call::Ibcast => "MPI_Ibcast",
             Call::Ireduce => "MPI_Ireduce",
             Call::Iallreduce => "MPI_Iallreduce",

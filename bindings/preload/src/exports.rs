@@ -10,7 +10,7 @@ use std::os::raw::{c_char, c_int};
 use mpi::ffi;
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status, SUCCESS};
-use crate::{allgather, calls, collective, completion, gather, scatter, state};
+use crate::{allgather, alltoall, calls, collective, completion, gather, scatter, state};
 
 /// Drops the cached answer for the communicator `*comm` before MPI frees it (MPI reuses
 /// handles).
@@ -417,6 +417,47 @@ pub unsafe extern "C" fn MPI_Allgather(
                 },
                 |req| {
                     ffi::PMPI_Iallgather(
+                        send, send_count, send_type, recv, recv_count, recv_type, comm, req,
+                    )
+                },
+            )
+        },
+    )
+}
+
+/// `MPI_Alltoall`.
+///
+/// # Safety
+/// As `MPI_Alltoall`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Alltoall(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::entry_rc(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            alltoall::alltoall(
+                send, send_count, send_type, recv, recv_count, recv_type, comm,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || {
+                    ffi::PMPI_Alltoall(
+                        send, send_count, send_type, recv, recv_count, recv_type, comm,
+                    )
+                },
+                |req| {
+                    ffi::PMPI_Ialltoall(
                         send, send_count, send_type, recv, recv_count, recv_type, comm, req,
                     )
                 },

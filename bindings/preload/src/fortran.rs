@@ -16,7 +16,7 @@ use std::os::raw::c_int;
 use std::sync::OnceLock;
 
 use crate::abi::{self, MPI_Comm, MPI_Request, SUCCESS};
-use crate::{allgather, calls, collective, gather, scatter};
+use crate::{allgather, alltoall, calls, collective, gather, scatter};
 
 type Fint = c_int;
 
@@ -412,6 +412,25 @@ fortran! {
             // SAFETY: the translated arguments of this call.
             unsafe {
                 allgather::allgather(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype, cc,
+                )
+            }
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_ALLTOALL(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM,
+    /// IERROR)`.
+    mpi_alltoall_, mpi_alltoall_f08_ => "alltoall",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                alltoall::alltoall(
                     buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype, cc,
                 )
             }

@@ -2,9 +2,11 @@
 //!
 //! `topo-run` puts it in `LD_PRELOAD` when it starts a dynamically linked MPI program, so
 //! that an unmodified C, C++ or Fortran program gets topo-run's collectives. It exports
-//! `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Barrier` and `MPI_Allgather` and
-//! their nonblocking forms, `MPI_Gather`, `MPI_Scatter`, `MPI_Scan` and `MPI_Exscan`, under their C names and the Fortran ones of all three bindings
-//! (`mpi_bcast_`, `mpi_bcast_f08_`, ...), plus `MPI_Init`,
+//! `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Barrier`, `MPI_Allgather`, `MPI_Scan`
+//! and `MPI_Exscan` and their nonblocking forms, `MPI_Gather`, `MPI_Scatter`,
+//! `MPI_Reduce_scatter_block`, `MPI_Reduce_scatter` and `MPI_Alltoall`, under their C
+//! names and the Fortran ones of all three bindings (`mpi_bcast_`, `mpi_bcast_f08_`,
+//! ...), plus `MPI_Init`,
 //! `MPI_Init_thread`, `MPI_Finalize`, `MPI_Comm_free` and `MPI_Comm_disconnect` to set
 //! up, tear down and keep its caches right.
 //!
@@ -34,6 +36,10 @@ mod abi;
 // datatypes, seen as slices.
 #[allow(unsafe_code)]
 mod allgather;
+// Unsafe: an Alltoall's C buffers, valid as the standard says for its counts and
+// datatypes, seen as slices.
+#[allow(unsafe_code)]
+mod alltoall;
 // Unsafe: a datatype's extent asked of MPI, and received blocks unpacked into the C
 // caller's buffer.
 #[allow(unsafe_code)]

@@ -29,7 +29,8 @@ struct Args {
     #[arg(long)]
     thread_multiple: bool,
     /// Collectives to measure, comma-separated: bcast, reduce, allreduce, allgather,
-    /// gather, scatter and reduce_scatter_block (their size is each rank's block), scan,
+    /// gather, scatter, reduce_scatter_block and alltoall (their size is each rank's block, for
+    /// an Alltoall the block it sends each rank), scan,
     /// exscan, barrier (measured once, as 0 bytes).
     #[arg(long, default_value = "bcast,reduce,allreduce", value_delimiter = ',')]
     ops: Vec<String>,
@@ -196,14 +197,7 @@ fn measure(
     let send = at_offset(&mut send0, n, args.offset);
     let recv = at_offset(&mut recv0, n, args.offset);
     // Allgather: each rank's block is `bytes`, the gathered result `size` blocks.
-    let mut all = if matches!(
-        op,
-        "allgather" | "gather" | "scatter" | "reduce_scatter_block"
-    ) {
-        vec![0f32; n * world.size() as usize]
-    } else {
-        Vec::new()
-    };
+    let mut all = all_for(op, n, world.size() as usize);
     let iters = iterations(args, bytes);
     let (mut t_topo, mut t_native) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
     for it in 0..args.warmup + iters {
@@ -242,6 +236,17 @@ fn measure(
     }
 }
 
+/// The buffer of `size` blocks of `n` elements that `op` needs beside `send` and `recv`
+/// (an Allgather's result, a Gather's at the root, ...); two of them, the send and the
+/// receive side, for an Alltoall.
+fn all_for(op: &str, n: usize, size: usize) -> Vec<f32> {
+    match op {
+        "allgather" | "gather" | "scatter" | "reduce_scatter_block" => vec![0f32; n * size],
+        "alltoall" => vec![0f32; 2 * n * size],
+        _ => Vec::new(),
+    }
+}
+
 /// One call of `op` rooted at `root`: topo-run's (`side` 0) or MPI's own. A broadcast
 /// goes from and into `send`.
 #[allow(clippy::too_many_arguments)]
@@ -277,6 +282,14 @@ fn call(
         ("scatter", _) => at.scatter_into(recv),
         ("reduce_scatter_block", 0) => topo.reduce_scatter_block_into(all, recv, sum),
         ("reduce_scatter_block", _) => world.reduce_scatter_block_into(all, recv, sum),
+        ("alltoall", side) => {
+            let (out, back) = all.split_at_mut(all.len() / 2);
+            if side == 0 {
+                topo.all_to_all_into(out, back)
+            } else {
+                world.all_to_all_into(&out[..], back)
+            }
+        }
         ("scan", 0) => topo.scan_into(send, recv, sum),
         ("scan", _) => world.scan_into(send, recv, sum),
         ("exscan", 0) => topo.exclusive_scan_into(send, recv, sum),
@@ -303,14 +316,7 @@ fn measure_chain(
     let n = (bytes / 4).max(1);
     let (rank, size) = (world.rank(), world.size());
     let (mut send, mut recv) = (vec![rank as f32; n], vec![0f32; n]);
-    let mut all = if matches!(
-        op,
-        "allgather" | "gather" | "scatter" | "reduce_scatter_block"
-    ) {
-        vec![0f32; n * size as usize]
-    } else {
-        Vec::new()
-    };
+    let mut all = all_for(op, n, size as usize);
     let samples = iterations(args, bytes);
     let (mut t_topo, mut t_native) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
     for it in 0..args.warmup + samples {
@@ -814,11 +820,12 @@ fn main() -> anyhow::Result<()> {
                 "scan",
                 "exscan",
                 "reduce_scatter_block",
+                "alltoall",
                 "barrier"
             ]
             .contains(&op.as_str()),
             "unknown collective {op:?}; use bcast, reduce, allreduce, allgather, gather, \
-             scatter, scan, exscan, reduce_scatter_block or barrier"
+             scatter, scan, exscan, reduce_scatter_block, alltoall or barrier"
         );
         if op == "barrier" {
             cases.push((i, op.as_str(), 0));

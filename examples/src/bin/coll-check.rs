@@ -381,6 +381,40 @@ impl Checker<'_> {
         }
     }
 
+    /// Alltoall of `n` elements per block (fewer when all blocks would pass 16 MiB; with
+    /// `quick`, 1 MiB), out of place against MPI's and against a reference, and in place.
+    fn check_alltoall<T: Value>(&mut self, n: usize, quick: bool) {
+        let size = self.world.size() as usize;
+        let e = std::mem::size_of::<T>();
+        let cap = if quick { 1 << 20 } else { 16 << 20 };
+        let n = if n * size * size * e > cap {
+            (cap / (size * size * e)).min(n)
+        } else {
+            n
+        };
+        let rank = self.world.rank() as i64;
+        // Rank s's element i for rank d.
+        let value = |s: i64, d: i64, i: i64| T::from_i64((s * 7 + d * 5 + i * 3) % T::SPAN);
+        let mut send: Vec<T> = (0..size as i64)
+            .flat_map(|d| (0..n as i64).map(move |i| value(rank, d, i)))
+            .collect();
+        send.push(T::from_i64(0));
+        let all = n * size;
+        let tag = |c: &str| format!("{c} {} x{n}", T::NAME);
+        let mut want = vec![T::from_i64(0); all + 1];
+        self.world.all_to_all_into(&send[..all], &mut want[..all]);
+        let mut got = vec![T::from_i64(0); all + 1];
+        self.topo.all_to_all_into(&send[..all], &mut got[..all]);
+        self.record(&tag("alltoall"), got[..all] == want[..all]);
+        let reference: Vec<T> = (0..size as i64)
+            .flat_map(|s| (0..n as i64).map(move |i| value(s, rank, i)))
+            .collect();
+        self.record(&tag("alltoall vs reference"), got[..all] == reference[..]);
+        let mut inplace = send.clone();
+        self.topo.all_to_all_in_place(&mut inplace[..all]);
+        self.record(&tag("alltoall in-place"), inplace[..all] == want[..all]);
+    }
+
     /// Gather and Scatter of `n` elements per rank (fewer when all blocks would pass 16
     /// MiB; with `quick`, 1 MiB, and one root: the last, which the first rank of its node
     /// serves in a job on several nodes) at each root, out of place against MPI's (and
@@ -502,6 +536,7 @@ impl Checker<'_> {
             self.check_bcast::<T>(n, &roots);
             self.check_allgather::<T>(n);
             self.check_gather_scatter::<T>(n, &roots, quick);
+            self.check_alltoall::<T>(n, quick);
             self.check_op::<T, _>("sum", sum, n, &roots);
             self.check_nonblocking_bcast::<T>(n, &roots);
             self.check_nonblocking_op::<T, _>("sum", sum, n, &roots);

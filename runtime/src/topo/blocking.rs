@@ -223,6 +223,39 @@ impl Topo {
         self.world.process_at_rank(root).gather_into(send)
     }
 
+    /// Alltoall: this rank's `send` holds a block for every rank (rank r's at
+    /// `send[r * n..][..n]`, `n = send.len() / size`), and `recv` receives rank r's block
+    /// for this rank at `recv[r * n..]` (rsmpi: `CommunicatorCollectives::all_to_all_into`).
+    pub fn all_to_all_into<T: Equivalence + Copy + 'static>(&mut self, send: &[T], recv: &mut [T]) {
+        let size = self.world.size() as usize;
+        assert!(
+            send.len() == recv.len() && send.len().is_multiple_of(size),
+            "all_to_all_into: both buffers must hold one block for every rank"
+        );
+        if plain::is_plain::<T>()
+            && self.raw_all_to_all(Some(plain::bytes(send)), plain::bytes_mut(recv))
+        {
+            return;
+        }
+        drop(self.quiesced());
+        self.world.all_to_all_into(send, recv)
+    }
+
+    /// Like [`Topo::all_to_all_into`], the blocks to send in `buf`, which receives the
+    /// blocks from every rank (in place).
+    pub fn all_to_all_in_place<T: Equivalence + Copy + 'static>(&mut self, buf: &mut [T]) {
+        assert!(
+            buf.len().is_multiple_of(self.world.size() as usize),
+            "all_to_all_in_place: the buffer must hold one block for every rank"
+        );
+        if plain::is_plain::<T>() && self.raw_all_to_all(None, plain::bytes_mut(buf)) {
+            return;
+        }
+        drop(self.quiesced());
+        let send = buf.to_vec();
+        self.world.all_to_all_into(&send[..], buf)
+    }
+
     /// Scatters `send` from this rank, the root: rank r receives
     /// `send[r * recv.len()..][..recv.len()]` into its `recv` (rsmpi:
     /// `Root::scatter_into_root`).

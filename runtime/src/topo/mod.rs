@@ -43,7 +43,9 @@ use crate::transport::Transport;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
-use crate::{allgather, allreduce, barrier, bcast, gather, reduce, reduce_scatter, scan, scatter};
+use crate::{
+    allgather, allreduce, alltoall, barrier, bcast, gather, reduce, reduce_scatter, scan, scatter,
+};
 use topo_hierarchy::remap;
 use topo_hierarchy::remap::halving::HalvingOrder;
 use topo_hierarchy::remap::partition::Placement;

@@ -131,6 +131,31 @@ impl Topo {
         true
     }
 
+    /// Alltoall: this rank's block for rank r is at `send[r * len..]` (`send` is `None` in
+    /// place: the blocks are in `recv`), rank r's block for this rank lands at
+    /// `recv[r * len..]`, `len = recv.len() / size`. False (nothing done) where the
+    /// collectives go to MPI, or for buffers of the wrong length.
+    pub fn raw_all_to_all(&mut self, send: Option<&[u8]>, recv: &mut [u8]) -> bool {
+        let size = self.world.size() as usize;
+        if !recv.len().is_multiple_of(size) || send.is_some_and(|s| s.len() != recv.len()) {
+            return false;
+        }
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let len = recv.len() / size;
+        let r = h.on_lane(|h| {
+            h.subtrees()?;
+            let sub = h.subtrees.as_ref().expect("learned above");
+            alltoall::alltoall(&h.view, &mut h.links, sub, &h.settings, send, recv, len)
+        });
+        if let Err(e) = r {
+            self.abort("MPI_Alltoall", e);
+        }
+        true
+    }
+
     /// Scan (`exclusive` false: rank r gets the reduction of ranks `0..=r`) or Exscan
     /// (`exclusive` true: of ranks `0..r`) with `op`. `send` is this rank's contribution, or
     /// `None` in place (in `recv`); `recv` gets the result, and may be `None` at Exscan's
