@@ -447,7 +447,8 @@ pub struct RuntimeArgs {
 
     /// Alltoall rules by the size of one block: `aggregated` (every rank's blocks go up the
     /// hierarchy to the top group, whose members exchange one message per pair, then down:
-    /// one message per pair of nodes; the default below 1K on more than one node) or
+    /// one message per pair of nodes; the default on more than one node while that message,
+    /// block x (ranks per node)^2, is below 32K) or
     /// `pairwise` (every rank sends each other rank its block straight), e.g.
     /// `<256=aggregated,*=pairwise`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLTOALL")]

@@ -10,7 +10,8 @@ use topo_runtime::transport::sim::INTER_NODE;
 use crate::sim::{LEVELS, bytes, ints, plans, plans_placed, plans_without_map, run};
 
 /// The settings of a context of `plans` with `alg` (`aggregated`, `pairwise`, or `None`
-/// for the defaults): the job's number of nodes, as a context learns it at setup.
+/// for the defaults): the job's numbers of nodes and ranks, as a context learns them at
+/// setup.
 fn settings_for(plans: &[RankPlan], alg: Option<&str>) -> Settings {
     let mut s = match alg {
         Some(a) => Settings::from_pairs(&[("alltoall", a)]).unwrap(),
@@ -21,6 +22,7 @@ fn settings_for(plans: &[RankPlan], alg: Option<&str>) -> Settings {
         .map(|p| p.node.as_str())
         .collect::<std::collections::BTreeSet<_>>()
         .len() as u32;
+    s.ranks = plans.len() as u32;
     s
 }
 

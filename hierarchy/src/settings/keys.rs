@@ -86,7 +86,8 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "alltoall rules, by the size of one block, e.g. <1K=aggregated,*=pairwise (aggregated \
          = every rank's blocks go up the hierarchy to the top group, whose members exchange \
          one message per pair, and down again: one message per pair of nodes; pairwise = \
-         every rank sends each other rank its block straight; default: aggregated below 1K \
-         on several nodes, else pairwise)",
+         every rank sends each other rank its block straight; default on several nodes: \
+         aggregated while a message between two nodes, block x (ranks per node)^2, is below \
+         32K, else pairwise; pairwise on one node)",
     ),
 ];

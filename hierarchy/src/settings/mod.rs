@@ -310,17 +310,25 @@ impl Settings {
         algs
     }
 
-    /// The alltoall algorithm for blocks of `bytes` (each rank's block for one rank): the
-    /// aggregated form for small blocks in a job on several nodes, else pairwise.
+    /// The alltoall algorithm for blocks of `bytes` (each rank's block for one rank): on
+    /// several nodes the aggregated form while a message between two nodes stays below
+    /// [`ALLTOALL_AGGREGATE_PAIR`] bytes, else (and on one node) pairwise.
     pub fn alltoall_for(&self, bytes: usize) -> AlltoallAlg {
-        let defaults: &[Rule<AlltoallAlg>] = if self.nodes > 1 {
-            &ALLTOALL_DEFAULTS_NODES
+        let defaults = if self.nodes > 1 {
+            let per_node = u64::from(self.ranks.div_ceil(self.nodes).max(1));
+            let below = (ALLTOALL_AGGREGATE_PAIR / (per_node * per_node)).max(1);
+            below_then(below, AlltoallAlg::Aggregated, AlltoallAlg::Pairwise)
         } else {
-            &ALLTOALL_DEFAULTS_ONE_NODE
+            [Rule {
+                scope: Scope::Any,
+                more_than: None,
+                below: None,
+                algorithm: AlltoallAlg::Pairwise,
+            }; 2]
         };
         pick(
             &self.alltoall,
-            defaults,
+            &defaults,
             LevelName::World,
             false,
             None,

@@ -388,13 +388,29 @@ fn bad_settings_are_named() {
 fn alltoall_rules_by_the_block_size() {
     let one = Settings::default();
     assert_eq!(one.alltoall_for(1), AlltoallAlg::Pairwise);
-    let nodes = Settings {
-        nodes: 2,
-        ..Settings::default()
-    };
-    assert_eq!(nodes.alltoall_for(0), AlltoallAlg::Aggregated);
-    assert_eq!(nodes.alltoall_for(1023), AlltoallAlg::Aggregated);
-    assert_eq!(nodes.alltoall_for(1024), AlltoallAlg::Pairwise);
+    // Aggregated while a message between two nodes (block x per node^2) is below 32 KiB.
+    for (nodes, ranks, last) in [
+        (2, 4, (8 << 10) - 1),
+        (8, 64, 511),
+        (4, 128, 31),
+        (2, 512, 0),
+    ] {
+        let s = Settings {
+            nodes,
+            ranks,
+            ..Settings::default()
+        };
+        assert_eq!(
+            s.alltoall_for(last),
+            AlltoallAlg::Aggregated,
+            "{nodes} x {ranks}"
+        );
+        assert_eq!(
+            s.alltoall_for(last + 1),
+            AlltoallAlg::Pairwise,
+            "{nodes} x {ranks}"
+        );
+    }
     let s = Settings::from_pairs(&[("alltoall", "<64=pairwise,aggregated")]).unwrap();
     assert_eq!(s.alltoall_for(63), AlltoallAlg::Pairwise);
     assert_eq!(s.alltoall_for(1 << 20), AlltoallAlg::Aggregated);
