@@ -58,8 +58,35 @@ pub fn alltoall(
     }
     match s.alltoall_for(len) {
         AlltoallAlg::Aggregated => aggregated(view, fabric, sub, s.spin, send, recv, len),
+        AlltoallAlg::Pairwise if s.nodes == 1 => in_rounds(view, fabric, send, recv, len),
         AlltoallAlg::Pairwise => pairwise(view, fabric, s.spin, send, recv, len),
     }
+}
+
+/// The pairwise form in a job on one node: `size - 1` rounds, in round d an exchange
+/// (`sendrecv`) with the rank d places on and the rank d places back, both over shared
+/// memory, whose exchange is quicker than two transfers in flight (one entry each way for
+/// a small block; single copy for a large one only where the transport's exchange takes
+/// it).
+fn in_rounds(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    send: &[u8],
+    recv: &mut [u8],
+    len: usize,
+) -> Result<()> {
+    let size = view.size as usize;
+    let me = view.rank as usize;
+    for d in 1..size {
+        let (to, from) = ((me + d) % size, (me + size - d) % size);
+        fabric.peer(to as u32).sendrecv(
+            to as u32,
+            &send[to * len..(to + 1) * len],
+            from as u32,
+            &mut recv[from * len..(from + 1) * len],
+        )?;
+    }
+    Ok(())
 }
 
 /// The pairwise form (see the module's doc).
