@@ -1,6 +1,6 @@
 /* preload-nonblocking: an unmodified MPI program that exercises the nonblocking
  * collectives topo-run's PMPI library intercepts (MPI_Ibcast, MPI_Ireduce,
- * MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather, MPI_Iscan, MPI_Iexscan) and the completion calls applications use
+ * MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather, MPI_Iscan, MPI_Iexscan, MPI_Ialltoall) and the completion calls applications use
  * on their requests, and checks every result against a reference computed locally.
  *
  * Covered: int, long long, unsigned char, float and double with the predefined
@@ -22,7 +22,9 @@
  * primes and 16 MiB in all, in place and not, with a contiguous and a strided vector type
  * on the receive side (freed before completion), two in flight with an Iallreduce;
  * MPI_Iscan and MPI_Iexscan (in place) in flight together on world, a duplicate (after a
- * blocking MPI_Scan) and a reversed split; 2000 back-to-back calls, and 16 in flight at once; an Ibcast completed by PMPI_Wait and
+ * blocking MPI_Scan) and a reversed split; MPI_Ialltoall of the same counts and 16 MiB in
+ * all, in place and not, two in flight with an Iallreduce, on world, a duplicate and a
+ * reversed split; 2000 back-to-back calls, and 16 in flight at once; an Ibcast completed by PMPI_Wait and
  * PMPI_Test, which do not pass through the library.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
@@ -657,6 +659,46 @@ static void iallgather_ints(MPI_Comm comm, long count, int how) {
     free(inp);
 }
 
+/* MPI_Ialltoall of `count` ints per block, out of place and in place, both in flight with
+ * an Iallreduce, completed with completion call `how`; rank s's block for rank d holds
+ * a2a(s, d, i). */
+static int a2a(int s, int d, long i) { return (int)((s * 7919L + d * 104729L + i * 31L) % 1000003L); }
+
+static void ialltoall_ints(MPI_Comm comm, long count, int how) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int *send = malloc((count * n + 1) * sizeof(int));
+    int *out = malloc((count * n + 1) * sizeof(int));
+    int *inp = malloc((count * n + 1) * sizeof(int));
+    for (int d = 0; d < n; d++)
+        for (long i = 0; i < count; i++) {
+            send[d * count + i] = a2a(me, d, i);
+            out[d * count + i] = -1;
+            inp[d * count + i] = a2a(me, d, i) + 1;
+        }
+    int v = me + 1, s = 0;
+    MPI_Request r[3];
+    MPI_Ialltoall(send, (int)count, MPI_INT, out, (int)count, MPI_INT, comm, &r[0]);
+    MPI_Iallreduce(&v, &s, 1, MPI_INT, MPI_SUM, comm, &r[1]);
+    MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, inp, (int)count, MPI_INT, comm, &r[2]);
+    int ok = complete(&r[2], how) && complete(&r[0], how) && complete(&r[1], C_WAIT);
+    for (int q = 0; q < n; q++)
+        for (long i = 0; i < count; i++) {
+            int want = a2a(q, me, i);
+            ok &= out[q * count + i] == want && inp[q * count + i] == want + 1;
+        }
+    ok &= s == n * (n + 1) / 2;
+    for (long i = 0; i < count * n; i += 1 + count / 64) hash(out[i]);
+    char what[112];
+    snprintf(what, sizeof what, "MPI_Ialltoall MPI_INT count %ld, in place and not (%s)", count,
+             how_names[how]);
+    result(ok, what);
+    free(send);
+    free(out);
+    free(inp);
+}
+
 /* MPI_Iallgather into a contiguous and a strided vector type, freed before completion. */
 static void iallgather_types(void) {
     MPI_Datatype four, vec;
@@ -753,6 +795,9 @@ int main(int argc, char **argv) {
         iallgather_ints(MPI_COMM_WORLD, (16L << 20) / (long)sizeof(int) / size, C_WAITALL);
         iallgather_types();
         first_iallgather_after_ibcast();
+        for (int k = 0; k < 5; k++) ialltoall_ints(k % 2 ? dup : MPI_COMM_WORLD, ag[k], k % C_N);
+        ialltoall_ints(MPI_COMM_WORLD, (16L << 20) / (long)sizeof(int) / size / size, C_WAITALL);
+        ialltoall_ints(rev, 7, C_TEST);
     }
     iscans(MPI_COMM_WORLD, "world", 0, C_WAIT);
     iscans(dup, "dup", 1, C_WAITALL);

@@ -4,9 +4,11 @@
 use proptest::prelude::*;
 use topo_hierarchy::{RankPlan, Settings};
 use topo_runtime::alltoall;
+use topo_runtime::nonblocking::{Engine, ialltoall};
 use topo_runtime::subtrees::Subtrees;
 use topo_runtime::transport::sim::INTER_NODE;
 
+use crate::nonblocking::{finish, schedule};
 use crate::sim::{LEVELS, bytes, ints, plans, plans_placed, plans_without_map, run};
 
 /// The settings of a context of `plans` with `alg` (`aggregated`, `pairwise`, or `None`
@@ -110,6 +112,50 @@ proptest! {
     ) {
         let plans = plans_placed(&node_of);
         check(&plans, FORMS[form], len, in_place)?;
+    }
+}
+
+/// Two Ialltoalls of `len` numbers per block in flight at once (one in place, one not),
+/// each rank's results against the reference.
+fn check_nonblocking(plans: &[RankPlan], len: usize) -> Result<(), TestCaseError> {
+    let size = plans.len() as u32;
+    let one_node = settings_for(plans, None).nodes == 1;
+    let (out, _) = run(plans, |view, fabric| {
+        let me = view.rank;
+        let mine: Vec<i64> = (0..size).flat_map(|d| block(me, d, len)).collect();
+        let mine = bytes(&mine);
+        let mut recvs = [vec![0u8; mine.len()], mine.clone()];
+        let mut engine = Engine::default();
+        let [a, b] = &mut recvs;
+        for (id, recv, send) in [(0, a, Some(&mine[..])), (1, b, None)] {
+            let (steps, tmp) =
+                ialltoall::build(me, size as usize, one_node, 8 * len, send.is_some());
+            let sched = schedule("MPI_Ialltoall", steps, send, Some(&mut recv[..]), 0, tmp);
+            engine.start(id, sched, fabric).unwrap();
+        }
+        finish(&mut engine, fabric);
+        recvs.iter().flat_map(|r| ints(r)).collect()
+    });
+    for (r, got) in out.iter().enumerate() {
+        let expect: Vec<i64> = (0..size)
+            .flat_map(|src| block(src, r as u32, len))
+            .collect();
+        let both: Vec<i64> = expect.iter().chain(&expect).copied().collect();
+        prop_assert_eq!(got, &both, "rank {} of {}", r, size);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn nonblocking_alltoall_matches_the_reference(
+        nodes in 1u32..5, rpn in 1u32..9, levels in 0usize..5, cyclic: bool,
+        len in prop::sample::select(vec![0usize, 1, 3, 257]),
+    ) {
+        let plans = plans(nodes, rpn, 2, LEVELS[levels], cyclic);
+        check_nonblocking(&plans, len)?;
     }
 }
 

@@ -12,7 +12,7 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype};
+use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::blocks::{Held, Unpack, extent, unpacked_size};
 use crate::classify::{Call, HandOff, overlaps};
 use crate::packed::{pack, packed_size};
@@ -26,7 +26,9 @@ struct Prepared<'b> {
     finish: Held,
 }
 
-/// The arguments of an `MPI_Alltoall`, if topo-run can take the call.
+/// The arguments of an `MPI_Alltoall` or `MPI_Ialltoall`, if topo-run can take the call.
+/// With `keep_type`, a packed receive side keeps its own duplicate of the receive type
+/// (nonblocking calls: the application may free its handle before completion).
 ///
 /// # Safety
 /// The arguments are those of an Alltoall call, the buffers valid for `'b`.
@@ -41,6 +43,7 @@ unsafe fn prepare<'b>(
     recv_count: c_int,
     recv_type: MPI_Datatype,
     comm: MPI_Comm,
+    keep_type: bool,
 ) -> Result<Prepared<'b>, HandOff> {
     // What every rank agrees on: the bytes of one block.
     let block = packed_size(recv_count, recv_type)?;
@@ -103,7 +106,7 @@ unsafe fn prepare<'b>(
             block,
             recv,
             count: recv_count,
-            dt: KeptType::new(recv_type, false).ok_or(HandOff::Arguments)?,
+            dt: KeptType::new(recv_type, keep_type).ok_or(HandOff::Arguments)?,
             stride,
             comm,
         })
@@ -149,7 +152,7 @@ pub(crate) unsafe fn alltoall(
         // SAFETY: per the contract.
         let p = unsafe {
             prepare(
-                a, types, send, send_count, send_type, recv, recv_count, recv_type, comm,
+                a, types, send, send_count, send_type, recv, recv_count, recv_type, comm, false,
             )
         }?;
         if !a.topo.raw_all_to_all(p.send, p.recv) {
@@ -159,4 +162,39 @@ pub(crate) unsafe fn alltoall(
     })?;
     // Unpacked outside the library's lock.
     Some(crate::packed::Finish::finish(Box::new(finish)))
+}
+
+/// `MPI_Ialltoall`: whether the call was started on topo-run's path.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Ialltoall` call; MPI lets the collective use the
+/// buffers until the request completes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ialltoall(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> bool {
+    let start = |a: &mut Active, types: &mut TypeCache<'_>| {
+        // SAFETY: per the contract; the buffers are the collective's until completion,
+        // and `finish` keeps the library's own ones alive until then.
+        let p = unsafe {
+            prepare(
+                a, types, send, send_count, send_type, recv, recv_count, recv_type, comm, true,
+            )
+        }?;
+        let req = a
+            .topo
+            .raw_immediate_all_to_all(p.send, p.recv)
+            .ok_or(HandOff::Inactive)?;
+        let finish: Box<dyn crate::packed::Finish> = Box::new(p.finish);
+        Ok((req, Some(finish)))
+    };
+    // SAFETY: `request` is the caller's.
+    unsafe { crate::calls::nonblocking(Call::Ialltoall, comm, request, start) }
 }

@@ -188,11 +188,12 @@ pub enum Call {
     Iallgather,
     Iscan,
     Iexscan,
+    Ialltoall,
 }
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 19] = [
+    pub const ALL: [Call; 20] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -212,6 +213,7 @@ impl Call {
         Call::Iallgather,
         Call::Iscan,
         Call::Iexscan,
+        Call::Ialltoall,
     ];
 
     /// The MPI name of the call.
@@ -236,6 +238,7 @@ impl Call {
             Call::Iallgather => "MPI_Iallgather",
             Call::Iscan => "MPI_Iscan",
             Call::Iexscan => "MPI_Iexscan",
+            Call::Ialltoall => "MPI_Ialltoall",
         }
     }
 

@@ -671,6 +671,39 @@ pub unsafe extern "C" fn MPI_Iallgather(
     )
 }
 
+/// `MPI_Ialltoall`.
+///
+/// # Safety
+/// As `MPI_Ialltoall`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Ialltoall(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    collective::entry(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            alltoall::ialltoall(
+                send, send_count, send_type, recv, recv_count, recv_type, comm, request,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            ffi::PMPI_Ialltoall(
+                send, send_count, send_type, recv, recv_count, recv_type, comm, request,
+            )
+        },
+    )
+}
+
 /// After MPI created `*newcomm` (with return code `rc`), gives it a context of its own if
 /// it is congruent to world.
 fn adopt(rc: c_int, comm: MPI_Comm, newcomm: *const MPI_Comm) -> c_int {

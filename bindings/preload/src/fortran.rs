@@ -556,6 +556,25 @@ fortran! {
 }
 
 fortran! {
+    /// `MPI_IALLTOALL(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM,
+    /// REQUEST, IERROR)`.
+    mpi_ialltoall_, mpi_ialltoall_f08_ => "ialltoall",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                alltoall::ialltoall(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype, cc, r,
+                )
+            }
+        })))
+    }
+}
+
+fortran! {
     /// `MPI_IBARRIER(COMM, REQUEST, IERROR)`.
     mpi_ibarrier_, mpi_ibarrier_f08_ => "ibarrier",
     (c: I, req: E, ierr: E)

@@ -382,7 +382,8 @@ impl Checker<'_> {
     }
 
     /// Alltoall of `n` elements per block (fewer when all blocks would pass 16 MiB; with
-    /// `quick`, 1 MiB), out of place against MPI's and against a reference, and in place.
+    /// `quick`, 1 MiB), out of place against MPI's and against a reference, and in place;
+    /// the nonblocking forms too.
     fn check_alltoall<T: Value>(&mut self, n: usize, quick: bool) {
         let size = self.world.size() as usize;
         let e = std::mem::size_of::<T>();
@@ -413,6 +414,18 @@ impl Checker<'_> {
         let mut inplace = send.clone();
         self.topo.all_to_all_in_place(&mut inplace[..all]);
         self.record(&tag("alltoall in-place"), inplace[..all] == want[..all]);
+        // Nonblocking, out of place and in place, both in flight at once.
+        let mut igot = vec![T::from_i64(0); all + 1];
+        let mut iinplace = send.clone();
+        let topo = &mut self.topo;
+        mpi::request::scope(|scope| {
+            let a = topo.immediate_all_to_all_into(scope, &send[..all], &mut igot[..all]);
+            let b = topo.immediate_all_to_all_in_place(scope, &mut iinplace[..all]);
+            a.wait();
+            b.wait();
+        });
+        self.record(&tag("ialltoall"), igot[..all] == want[..all]);
+        self.record(&tag("ialltoall in-place"), iinplace[..all] == want[..all]);
     }
 
     /// Gather and Scatter of `n` elements per rank (fewer when all blocks would pass 16

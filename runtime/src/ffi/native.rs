@@ -150,6 +150,23 @@ impl Native {
         })
     }
 
+    /// `MPI_Ialltoall` of blocks of `recv.len() / size` elements; `send` is `None` in
+    /// place (the blocks to send are `recv`'s, copied for MPI).
+    pub(crate) fn all_to_all<T: Equivalence + Copy + 'static>(
+        send: Option<&'static [T]>,
+        recv: &'static mut [T],
+        size: usize,
+    ) -> Self {
+        let (n, dt) = (count(recv.len() / size), T::equivalent_datatype().as_raw());
+        let copy = in_place_copy(send, Some(&recv[..]));
+        let sp = send_ptr(send, copy.as_deref());
+        let rp = recv.as_mut_ptr();
+        Native::new(copy, move |comm, req| {
+            // SAFETY: as for `reduce`.
+            unsafe { ffi::MPI_Ialltoall(sp.cast(), n, dt, rp.cast(), n, dt, comm, req) };
+        })
+    }
+
     /// `MPI_Ibarrier`.
     pub(crate) fn barrier() -> Self {
         Native::new::<()>(None, |comm, req| {

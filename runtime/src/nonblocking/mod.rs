@@ -15,6 +15,7 @@
 
 pub mod iallgather;
 pub mod iallreduce;
+pub mod ialltoall;
 pub mod ibarrier;
 pub mod ibcast;
 pub mod ireduce;

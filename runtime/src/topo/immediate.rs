@@ -343,6 +343,64 @@ impl Topo {
         })
     }
 
+    /// Starts an Alltoall: `send` holds a block for every rank (rank r's at
+    /// `send[r * n..][..n]`, `n = send.len() / size`), `recv` receives rank r's block for
+    /// this rank at `recv[r * n..]` (rsmpi: `CommunicatorCollectives::immediate_all_to_all_into`).
+    pub fn immediate_all_to_all_into<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        assert!(
+            send.len() == recv.len() && send.len().is_multiple_of(self.world.size() as usize),
+            "immediate_all_to_all_into: both buffers must hold one block for every rank"
+        );
+        self.ialltoall(scope, Some(send), recv)
+    }
+
+    /// Like [`Topo::immediate_all_to_all_into`], the blocks to send in `buf`, which
+    /// receives the blocks from every rank (in place).
+    pub fn immediate_all_to_all_in_place<'a, T, S>(
+        &mut self,
+        scope: S,
+        buf: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        assert!(
+            buf.len().is_multiple_of(self.world.size() as usize),
+            "immediate_all_to_all_in_place: the buffer must hold one block for every rank"
+        );
+        self.ialltoall(scope, None, buf)
+    }
+
+    fn ialltoall<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [T]>,
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        if plain::is_plain::<T>() && self.is_hierarchical() {
+            let send = send.map(plain::bytes);
+            return self.sched_all_to_all(scope, send, plain::bytes_mut(recv));
+        }
+        let size = self.world.size() as usize;
+        self.start_native(scope, None, |r| {
+            Native::all_to_all(send.map(|s| r.lend(s)), r.lend_mut(recv), size)
+        })
+    }
+
     /// Starts a barrier (rsmpi: `Communicator::immediate_barrier`).
     pub fn immediate_barrier(&mut self) -> Request<'static> {
         if self.is_hierarchical() {
@@ -403,6 +461,24 @@ impl Topo {
         }
         let r = self.sched_scan(StaticScope, send, recv, Box::new(op), None, exclusive);
         Some(RawRequest(r))
+    }
+
+    /// Starts an Alltoall (this rank's block for rank r at `send[r * len..]`, `len =
+    /// recv.len() / size`; `send` is `None` in place, the blocks in `recv`). `None`
+    /// (nothing done) where the collectives go to MPI, or for buffers of the wrong length.
+    pub fn raw_immediate_all_to_all(
+        &mut self,
+        send: Option<&'static [u8]>,
+        recv: &'static mut [u8],
+    ) -> Option<RawRequest> {
+        let size = self.world.size() as usize;
+        if !recv.len().is_multiple_of(size)
+            || send.is_some_and(|s| s.len() != recv.len())
+            || !self.is_hierarchical()
+        {
+            return None;
+        }
+        Some(RawRequest(self.sched_all_to_all(StaticScope, send, recv)))
     }
 
     /// Starts a reduction with `op` into every rank's `recv`; `send` is `None` in place.

@@ -10,7 +10,9 @@ use topo_hierarchy::settings::AllgatherAlg;
 use crate::combine::Combine;
 use crate::context::{self, HierarchicalPath};
 use crate::ffi::native::Native;
-use crate::nonblocking::{Builder, Schedule, Shape, iallreduce, ibarrier, ibcast, ireduce, iscan};
+use crate::nonblocking::{
+    Builder, Schedule, Shape, iallreduce, ialltoall, ibarrier, ibcast, ireduce, iscan,
+};
 use crate::plain::{self, MpiCombine};
 use crate::request::{KeepAlive, Request};
 use crate::topo::Topo;
@@ -231,6 +233,29 @@ impl Topo {
         };
         self.start(scope, args, keep, shape, |h| {
             iscan::build(&h.view, hierarchical, has_send, len, exclusive)
+        })
+    }
+
+    pub(super) fn sched_all_to_all<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [u8]>,
+        recv: &'a mut [u8],
+    ) -> Request<'a, S> {
+        let has_send = send.is_some();
+        let size = self.world.size() as usize;
+        let len = recv.len() / size;
+        let rank = self.world.rank() as u32;
+        let args = Args {
+            name: "MPI_Ialltoall",
+            send,
+            recv: Some(recv),
+            op: None,
+        };
+        let shape = shape(args.name, None, 0, len, has_send);
+        self.start(scope, args, None, shape, |h| {
+            let (b, tmp) = ialltoall::build(rank, size, h.settings.nodes == 1, len, has_send);
+            (b, 0, tmp)
         })
     }
 
