@@ -1,7 +1,7 @@
 /* preload-check: an unmodified MPI program that exercises every collective topo-run's
  * PMPI library intercepts (MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Barrier,
  * MPI_Allgather, MPI_Gather, MPI_Scatter, MPI_Scan, MPI_Exscan, MPI_Reduce_scatter_block,
- * MPI_Reduce_scatter, MPI_Alltoall) and checks each result against a reference computed locally.
+ * MPI_Reduce_scatter, MPI_Alltoall, MPI_Alltoallv, MPI_Allgatherv) and checks each result against a reference computed locally.
  *
  * Covered: every predefined C integer, floating point, logical and byte type with every
  * predefined operation the standard defines on it; counts 0, 1, 7, 1031 and 65539 (and
@@ -24,7 +24,12 @@
  * counts, in place and not, on world, a duplicate and world reversed. MPI_Alltoall: the
  * same counts (and 16 MiB in all), in place and not, on world, a duplicate and world
  * reversed; a strided vector or a contiguous type received against MPI_INT or a contiguous
- * type sent; an Alltoall every 4th back-to-back call.
+ * type sent; an Alltoall every 4th back-to-back call. MPI_Alltoallv: blocks that differ by
+ * pair (none for some), received in reversed rank order with gaps, in place and not, on
+ * world, a duplicate and world reversed; a strided vector type received on odd ranks.
+ * MPI_Allgatherv: blocks that differ by rank (none for some), packed in rank order or
+ * reversed with gaps, in place and not, up to 24 MiB in all, on world, a duplicate and
+ * world reversed; a strided vector type received on odd ranks.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
  * "N passed, M failed". Exit status 1 on any failure.
@@ -536,6 +541,150 @@ static void alltoall_ints(MPI_Comm comm, long count) {
     free(recv);
 }
 
+/* MPI_Alltoallv on `comm`: rank s sends rank d (s + 2 d + k) % 5 * k ints (none for some
+ * pairs), from its buffer in rank order and into the receiver's in reversed rank order with
+ * a gap of one int after each block (left alone); then in place, with counts the same both
+ * ways of a pair; then with a strided vector type (4 ints, every other one) received on
+ * odd ranks against 4 MPI_INT each on even ones. */
+static int a2av_len(int s, int d, int k) { return (s + 2 * d + k) % 5 * k; }
+static int a2av_sym(int s, int d, int k) { return a2av_len(s < d ? s : d, s < d ? d : s, k); }
+
+static void alltoallv_ints(MPI_Comm comm, int k) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int *sc = malloc(n * sizeof(int)), *sd = malloc(n * sizeof(int));
+    int *rc = malloc(n * sizeof(int)), *rd = malloc(n * sizeof(int));
+    for (int ip = 0; ip < 2; ip++) {
+        int (*len)(int, int, int) = ip ? a2av_sym : a2av_len;
+        long st = 0, rt = 0;
+        for (int d = 0; d < n; d++) sc[d] = len(me, d, k), sd[d] = (int)st, st += sc[d];
+        for (int s = n - 1; s >= 0; s--) rc[s] = len(s, me, k), rd[s] = (int)rt, rt += rc[s] + 1;
+        int *send = malloc((st + 1) * sizeof(int)), *recv = malloc((rt + 1) * sizeof(int));
+        for (long i = 0; i < rt; i++) recv[i] = -9;
+        for (int d = 0; d < n; d++)
+            for (int i = 0; i < sc[d]; i++) {
+                send[sd[d] + i] = a2a_val(me, d, i);
+                /* In place, the block for d sits where d's block will land. */
+                if (ip) recv[rd[d] + i] = a2a_val(me, d, i);
+            }
+        if (ip)
+            MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, recv, rc, rd, MPI_INT, comm);
+        else
+            MPI_Alltoallv(send, sc, sd, MPI_INT, recv, rc, rd, MPI_INT, comm);
+        int ok = 1;
+        for (int s = 0; s < n; s++) {
+            for (int i = 0; i < rc[s]; i++) ok &= recv[rd[s] + i] == a2a_val(s, me, i), hash(recv[rd[s] + i]);
+            ok &= recv[rd[s] + rc[s]] == -9;
+        }
+        char what[128];
+        snprintf(what, sizeof what, "MPI_Alltoallv k=%d%s", k, ip ? " in place" : "");
+        result(ok, what);
+        free(send);
+        free(recv);
+    }
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+}
+
+/* MPI_Allgatherv on `comm`: rank r contributes (r * 3 + k) % 4 * k ints (none for some),
+ * received in rank order from the start (`packed`) or in reversed rank order with a gap of
+ * one int after each block (left alone); in place and not; then a strided vector received
+ * on odd ranks against MPI_INT elsewhere. */
+static void allgatherv_ints(MPI_Comm comm, int k, int packed) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int *rc = malloc(n * sizeof(int)), *rd = malloc(n * sizeof(int));
+    long at = 0;
+    for (int i = 0; i < n; i++) {
+        int r = packed ? i : n - 1 - i;
+        rc[r] = (r * 3 + k) % 4 * k, rd[r] = (int)at, at += rc[r] + (packed ? 0 : 1);
+    }
+    int *send = malloc((rc[me] + 1) * sizeof(int)), *recv = malloc((at + 1) * sizeof(int));
+    for (int ip = 0; ip < 2; ip++) {
+        for (long i = 0; i <= at; i++) recv[i] = -9;
+        for (int i = 0; i < rc[me]; i++) send[i] = a2a_val(me, 0, i), recv[rd[me] + i] = ip ? send[i] : -9;
+        if (ip)
+            MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, rc, rd, MPI_INT, comm);
+        else
+            MPI_Allgatherv(send, rc[me], MPI_INT, recv, rc, rd, MPI_INT, comm);
+        int ok = 1;
+        for (int s = 0; s < n; s++) {
+            for (int i = 0; i < rc[s]; i++) ok &= recv[rd[s] + i] == a2a_val(s, 0, i), hash(recv[rd[s] + i]);
+            if (!packed) ok &= recv[rd[s] + rc[s]] == -9;
+        }
+        char what[128];
+        snprintf(what, sizeof what, "MPI_Allgatherv k=%d%s%s", k, packed ? "" : " reversed with gaps",
+                 ip ? " in place" : "");
+        result(ok, what);
+    }
+    free(send);
+    free(recv);
+    free(rc);
+    free(rd);
+}
+
+static void allgatherv_types(void) {
+    MPI_Datatype vec;
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    int send[4], *recv = malloc(7 * size * sizeof(int) + 4), odd = rank % 2, ok = 1;
+    for (int i = 0; i < 4; i++) send[i] = a2a_val(rank, 1, i);
+    for (int r = 0; r < size; r++) rc[r] = odd ? 1 : 4, rd[r] = odd ? r : 4 * r;
+    for (int i = 0; i < 7 * size; i++) recv[i] = -1;
+    MPI_Allgatherv(send, 4, MPI_INT, recv, rc, rd, odd ? vec : MPI_INT, MPI_COMM_WORLD);
+    for (int s = 0; s < size; s++)
+        for (int i = 0; i < 4; i++) {
+            int at = odd ? 7 * s + 2 * i : 4 * s + i;
+            ok &= recv[at] == a2a_val(s, 1, i);
+            if (odd && i < 3) ok &= recv[at + 1] == -1;
+            hash(recv[at]);
+        }
+    result(ok, "MPI_Allgatherv: a strided vector received on odd ranks, MPI_INT elsewhere");
+    MPI_Type_free(&vec);
+    free(rc);
+    free(rd);
+    free(recv);
+}
+
+static void alltoallv_types(void) {
+    MPI_Datatype vec;
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int *sc = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int));
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    int *send = malloc(4 * size * sizeof(int) + 4), *recv = malloc(7 * size * sizeof(int) + 4);
+    int odd = rank % 2;
+    for (int d = 0; d < size; d++) {
+        sc[d] = 4, sd[d] = 4 * d;
+        for (int i = 0; i < 4; i++) send[4 * d + i] = a2a_val(rank, d, i);
+        /* Odd ranks receive one vector per rank, block s at 7 s ints; even ranks 4 ints. */
+        rc[d] = odd ? 1 : 4, rd[d] = odd ? d : 4 * d;
+    }
+    for (int i = 0; i < 7 * size; i++) recv[i] = -1;
+    MPI_Alltoallv(send, sc, sd, MPI_INT, recv, rc, rd, odd ? vec : MPI_INT, MPI_COMM_WORLD);
+    int ok = 1;
+    for (int s = 0; s < size; s++)
+        for (int i = 0; i < 4; i++) {
+            int at = odd ? 7 * s + 2 * i : 4 * s + i;
+            ok &= recv[at] == a2a_val(s, rank, i);
+            if (odd && i < 3) ok &= recv[at + 1] == -1;
+            hash(recv[at]);
+        }
+    result(ok, "MPI_Alltoallv: a strided vector received on odd ranks, MPI_INT elsewhere");
+    MPI_Type_free(&vec);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    free(send);
+    free(recv);
+}
+
 /* Alltoalls whose send and receive types differ with the same signature: a strided vector
  * received (block r at 7 r ints), in place and not, 4 MPI_INT or one contiguous(4) sent. */
 static void alltoall_types(void) {
@@ -747,9 +896,22 @@ int main(int argc, char **argv) {
     alltoall_ints(MPI_COMM_WORLD, (16L << 20) / (long)sizeof(int) / size / size);
     alltoall_ints(dup, 1031);
     alltoall_ints(reversed, 7);
+    /* Alltoallv: blocks of 0 to 4 k ints, k 1, 7, 1031 and 65539 / size^2. */
+    const int av[] = {1, 7, 1031};
+    for (int i = 0; i < (quick ? 2 : 3); i++) alltoallv_ints(MPI_COMM_WORLD, av[i]);
+    alltoallv_ints(MPI_COMM_WORLD, 65539 / size / size + 1);
+    alltoallv_ints(dup, 7);
+    alltoallv_ints(reversed, 3);
+    /* Allgatherv: blocks of 0 to 3 k ints, packed in rank order and reversed with gaps. */
+    for (int i = 0; i < (quick ? 2 : 3); i++) allgatherv_ints(MPI_COMM_WORLD, av[i], i % 2);
+    allgatherv_ints(MPI_COMM_WORLD, (int)((16L << 20) / (long)sizeof(int) / size / 2), 1);
+    allgatherv_ints(dup, 7, 0);
+    allgatherv_ints(reversed, 5, 1);
     MPI_Comm_free(&reversed);
     gather_scatter_types();
     alltoall_types();
+    alltoallv_types();
+    allgatherv_types();
 
     handed_to_mpi();
     mixed_types();

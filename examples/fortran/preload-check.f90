@@ -1,5 +1,6 @@
 ! preload-check (Fortran): MPI_ALLREDUCE, MPI_REDUCE, MPI_BCAST, MPI_BARRIER, MPI_GATHER,
-! MPI_SCATTER, MPI_SCAN, MPI_EXSCAN, MPI_REDUCE_SCATTER_BLOCK and MPI_ALLTOALL from an
+! MPI_SCATTER, MPI_SCAN, MPI_EXSCAN, MPI_REDUCE_SCATTER_BLOCK, MPI_ALLTOALL,
+! MPI_ALLTOALLV and MPI_ALLGATHERV from an
 ! unmodified Fortran program (`use mpi`), checked against references computed locally:
 ! INTEGER and DOUBLE PRECISION, sums, maxima and logical AND, MPI_IN_PLACE, every root,
 ! Gather and Scatter to and from every root (in place at the root too),
@@ -13,12 +14,12 @@ program preload_check
   use mpi
   implicit none
   integer, parameter :: n = 1031
-  integer :: ierr, rank, nranks, i, r, root, comm, rev, passed, failed, k, vec
+  integer :: ierr, rank, nranks, i, r, root, comm, rev, passed, failed, k, vec, off
   integer :: ia(n), ib(n), ig(n), iwant(n), iscan(n), iswant(n)
   double precision :: da(n), db(n), dwant(n)
   logical :: la(n), lb(n), ok
   integer :: comms(2)
-  integer, allocatable :: iall(:), rsin(:)
+  integer, allocatable :: iall(:), rsin(:), scounts(:), sdispls(:), rcounts(:), rdispls(:)
   integer :: rsout(4)
 
   call MPI_INIT(ierr)
@@ -98,7 +99,56 @@ program preload_check
     call MPI_ALLTOALL(MPI_IN_PLACE, 0, MPI_INTEGER, rsin, 3, MPI_INTEGER, comm, ierr)
     ok = ok .and. ierr == MPI_SUCCESS .and. all(rsin == iall)
     call check(ok, 'MPI_ALLTOALL INTEGER, in place and not')
-    deallocate(rsin, iall)
+
+    ! Alltoallv: rank s sends rank d mod(s + d, 3) integers (none for some pairs), received
+    ! in reversed rank order.
+    allocate(scounts(nranks), sdispls(nranks), rcounts(nranks), rdispls(nranks))
+    off = 0
+    do r = 0, nranks - 1
+      scounts(r + 1) = mod(rank + r, 3)
+      sdispls(r + 1) = 3 * r
+      do i = 1, scounts(r + 1)
+        rsin(3 * r + i) = rank * 1000 + r * 10 + i
+      end do
+    end do
+    do r = nranks - 1, 0, -1
+      rcounts(r + 1) = mod(r + rank, 3)
+      rdispls(r + 1) = off
+      off = off + rcounts(r + 1)
+    end do
+    iall = -1
+    call MPI_ALLTOALLV(rsin, scounts, sdispls, MPI_INTEGER, iall, rcounts, rdispls, &
+      MPI_INTEGER, comm, ierr)
+    ok = ierr == MPI_SUCCESS
+    do r = 0, nranks - 1
+      do i = 1, rcounts(r + 1)
+        ok = ok .and. iall(rdispls(r + 1) + i) == r * 1000 + rank * 10 + i
+      end do
+    end do
+    call check(ok, 'MPI_ALLTOALLV INTEGER')
+
+    ! Allgatherv: rank r contributes mod(r, 3) integers (none for some), received in
+    ! reversed rank order.
+    off = 0
+    do r = nranks - 1, 0, -1
+      rcounts(r + 1) = mod(r, 3)
+      rdispls(r + 1) = off
+      off = off + rcounts(r + 1)
+    end do
+    do i = 1, mod(rank, 3)
+      rsin(i) = rank * 100 + i
+    end do
+    iall = -1
+    call MPI_ALLGATHERV(rsin, mod(rank, 3), MPI_INTEGER, iall, rcounts, rdispls, MPI_INTEGER, &
+      comm, ierr)
+    ok = ierr == MPI_SUCCESS
+    do r = 0, nranks - 1
+      do i = 1, rcounts(r + 1)
+        ok = ok .and. iall(rdispls(r + 1) + i) == r * 100 + i
+      end do
+    end do
+    call check(ok, 'MPI_ALLGATHERV INTEGER')
+    deallocate(rsin, iall, scounts, sdispls, rcounts, rdispls)
 
     ! Logical AND.
     do i = 1, n

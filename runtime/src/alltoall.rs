@@ -18,12 +18,14 @@
 //! Which form runs is [`Settings::alltoall_for`] of the block's length, the same on every
 //! rank.
 
+use std::ops::Range;
+
 use topo_hierarchy::Settings;
 use topo_hierarchy::settings::AlltoallAlg;
 
 use crate::backoff::Backoff;
 use crate::error::Result;
-use crate::subtrees::{Subtrees, below_top, piece_for, recv_blocks, send_blocks};
+use crate::subtrees::{Blocks, Subtrees, below_top, piece_for, recv_blocks, send_blocks};
 use crate::transport::{Fabric, Transfer, Transport};
 use crate::view::View;
 
@@ -56,71 +58,130 @@ pub fn alltoall(
     if len == 0 || size == 1 {
         return Ok(());
     }
-    match s.alltoall_for(len) {
-        AlltoallAlg::Aggregated => aggregated(view, fabric, sub, s.spin, send, recv, len),
-        AlltoallAlg::Pairwise if s.nodes == 1 => in_rounds(view, fabric, send, recv, len),
-        AlltoallAlg::Pairwise => pairwise(view, fabric, s.spin, send, recv, len),
+    if s.alltoall_for(len) == AlltoallAlg::Aggregated {
+        return aggregated(view, fabric, sub, s.spin, send, recv, len);
     }
+    let sends: Vec<&[u8]> = send.chunks(len).collect();
+    let mut recvs: Vec<&mut [u8]> = recv.chunks_mut(len).collect();
+    if s.nodes == 1 {
+        in_rounds(view, fabric, &sends, &mut recvs)
+    } else {
+        pairwise(view, fabric, s.spin, &sends, recvs)
+    }
+}
+
+/// Alltoallv: this rank's block for rank r is `send[send_at[r]]`, rank r's block for it
+/// lands in `recv[recv_at[r]]` (the ranges of `recv` do not overlap; the lengths of each
+/// pair's two ranges agree, as MPI requires). `send` is `None` in place (the blocks to
+/// send are `recv`'s, at `recv_at`). Pairwise (see the module's doc), blocks of no bytes
+/// left out but on one node. False where the ranges of `recv` overlap or pass its end.
+pub fn alltoallv(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    s: &Settings,
+    send: Option<(&[u8], &[Range<usize>])>,
+    recv: &mut [u8],
+    recv_at: &[Range<usize>],
+) -> Result<bool> {
+    let me = view.rank as usize;
+    let copy;
+    let (send, send_at) = match send {
+        Some(b) => b,
+        None => {
+            copy = recv.to_vec();
+            (&copy[..], recv_at)
+        }
+    };
+    let Some(mut recvs) = disjoint(recv, recv_at) else {
+        return Ok(false);
+    };
+    recvs[me].copy_from_slice(&send[send_at[me].clone()]);
+    let sends: Vec<&[u8]> = send_at.iter().map(|r| &send[r.clone()]).collect();
+    if view.size == 1 {
+        return Ok(true);
+    }
+    if s.nodes == 1 {
+        in_rounds(view, fabric, &sends, &mut recvs)?;
+    } else {
+        pairwise(view, fabric, s.spin, &sends, recvs)?;
+    }
+    Ok(true)
+}
+
+/// The parts of `buf` at `at`, by their index in `at`, if they do not overlap and lie in
+/// `buf`.
+fn disjoint<'b>(buf: &'b mut [u8], at: &[Range<usize>]) -> Option<Vec<&'b mut [u8]>> {
+    let mut order: Vec<usize> = (0..at.len()).collect();
+    order.sort_by_key(|&i| (at[i].start, at[i].end));
+    let mut parts: Vec<Option<&'b mut [u8]>> = (0..at.len()).map(|_| None).collect();
+    let (mut rest, mut base) = (buf, 0usize);
+    for i in order {
+        let r = &at[i];
+        if r.start > r.end || r.start < base || r.end - base > rest.len() {
+            // An empty range may sit anywhere, also inside another.
+            if r.is_empty() {
+                parts[i] = Some(&mut []);
+                continue;
+            }
+            return None;
+        }
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - base);
+        let (part, tail) = tail.split_at_mut(r.len());
+        parts[i] = Some(part);
+        (rest, base) = (tail, r.end);
+    }
+    parts.into_iter().collect()
 }
 
 /// The pairwise form in a job on one node: `size - 1` rounds, in round d an exchange
 /// (`sendrecv`) with the rank d places on and the rank d places back, both over shared
 /// memory, whose exchange is quicker than two transfers in flight (one entry each way for
 /// a small block; single copy for a large one only where the transport's exchange takes
-/// it).
+/// it). `sends[r]` goes to rank r, `recvs[r]` takes rank r's; every round exchanges, also
+/// an empty block (the partners of a round do not know each other's other block).
 fn in_rounds(
     view: &View,
     fabric: &mut dyn Fabric,
-    send: &[u8],
-    recv: &mut [u8],
-    len: usize,
+    sends: &[&[u8]],
+    recvs: &mut [&mut [u8]],
 ) -> Result<()> {
     let size = view.size as usize;
     let me = view.rank as usize;
     for d in 1..size {
         let (to, from) = ((me + d) % size, (me + size - d) % size);
-        fabric.peer(to as u32).sendrecv(
-            to as u32,
-            &send[to * len..(to + 1) * len],
-            from as u32,
-            &mut recv[from * len..(from + 1) * len],
-        )?;
+        fabric
+            .peer(to as u32)
+            .sendrecv(to as u32, sends[to], from as u32, recvs[from])?;
     }
     Ok(())
 }
 
-/// The pairwise form (see the module's doc).
+/// The pairwise form (see the module's doc): `sends[r]` goes to rank r, `recvs[r]` takes
+/// rank r's, this rank's own left out; a block of no bytes is not sent (both ends know).
 pub fn pairwise(
     view: &View,
     fabric: &mut dyn Fabric,
     spin: u32,
-    send: &[u8],
-    recv: &mut [u8],
-    len: usize,
+    sends: &[&[u8]],
+    recvs: Vec<&mut [u8]>,
 ) -> Result<()> {
     let size = view.size as usize;
     let me = view.rank as usize;
-    let sends: Vec<(u32, &[u8])> = (1..size)
-        .map(|d| {
-            let to = (me + d) % size;
-            (to as u32, &send[to * len..(to + 1) * len])
-        })
+    let out: Vec<(u32, &[u8])> = (1..size)
+        .map(|d| (me + d) % size)
+        .filter(|&to| !sends[to].is_empty())
+        .map(|to| (to as u32, sends[to]))
         .collect();
-    // Rank r's block at r * len: the chunks taken in order, then rotated to the order
-    // of the sends' senders (the rank before this one first).
-    let mut blocks: Vec<(u32, &mut [u8])> = recv
-        .chunks_mut(len)
+    // The rank before this one first.
+    let mut blocks: Vec<(u32, &mut [u8])> = recvs
+        .into_iter()
         .enumerate()
-        .filter(|&(r, _)| r != me)
         .map(|(r, b)| (r as u32, b))
         .collect();
+    blocks.rotate_left(me);
     blocks.reverse();
-    let first_back = blocks
-        .iter()
-        .position(|&(r, _)| r as usize == (me + size - 1) % size)
-        .expect("another rank");
-    blocks.rotate_left(first_back);
-    exchange(fabric, spin, None, &sends, &mut blocks)
+    blocks.retain(|(r, b)| *r as usize != me && !b.is_empty());
+    exchange(fabric, spin, None, &out, &mut blocks)
 }
 
 /// Sends each `(rank, data)` of `sends` and receives each `(rank, buf)` of `recvs`, all
@@ -224,7 +285,14 @@ fn aggregated(
         let (t, piece) = (fabric.level(i), piece_for(view, i));
         for p in 1..l.members.len() {
             let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
-            recv_blocks(t, l.members[p], &at(ranks), &mut rows, row, piece)?;
+            recv_blocks(
+                t,
+                l.members[p],
+                &at(ranks),
+                &mut rows,
+                Blocks::Same(row),
+                piece,
+            )?;
         }
     }
     let mut got = vec![0u8; mine.len() * row];
@@ -301,7 +369,7 @@ fn aggregated(
         let (t, piece) = (fabric.level(i), piece_for(view, i));
         for p in 1..l.members.len() {
             let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
-            send_blocks(t, l.members[p], &at(ranks), &got, row, piece)?;
+            send_blocks(t, l.members[p], &at(ranks), &got, Blocks::Same(row), piece)?;
         }
     }
     recv.copy_from_slice(&got[own * row..(own + 1) * row]);

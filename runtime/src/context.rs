@@ -54,6 +54,9 @@ pub(crate) struct HierarchicalPath {
     pub(crate) scan_in_order: Option<bool>,
     /// Rank 0's whole result of a Reduce_scatter_block, kept between calls.
     pub(crate) reduced: Vec<u8>,
+    /// An Allgatherv's blocks one after another, where the caller's displacements do not
+    /// lay them out so, kept between calls.
+    pub(crate) gathered: Vec<u8>,
 }
 
 impl HierarchicalPath {

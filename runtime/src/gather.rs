@@ -17,7 +17,8 @@ use topo_hierarchy::Settings;
 
 use crate::error::Result;
 use crate::subtrees::{
-    Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks, with_root,
+    Blocks, Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks,
+    with_root,
 };
 use crate::transport::Fabric;
 use crate::view::View;
@@ -35,24 +36,44 @@ pub fn gather(
     s: &Settings,
     root: u32,
     send: Option<&[u8]>,
-    mut recv: Option<&mut [u8]>,
+    recv: Option<&mut [u8]>,
     len: usize,
+) -> Result<()> {
+    gather_blocks(view, fabric, sub, s, root, send, recv, Blocks::Same(len))
+}
+
+/// [`gather`] of blocks laid out as `blocks` (of any lengths, which every rank knows): rank
+/// r's block lands at `recv[blocks.at(r)]`. Blocks of different lengths always go through
+/// the leaders.
+#[allow(clippy::too_many_arguments)]
+pub fn gather_blocks(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    sub: &Subtrees,
+    s: &Settings,
+    root: u32,
+    send: Option<&[u8]>,
+    mut recv: Option<&mut [u8]>,
+    blocks: Blocks,
 ) -> Result<()> {
     let size = view.size as usize;
     let me = view.rank;
-    let at = |r: u32| r as usize * len..(r as usize + 1) * len;
+    let at = |r: u32| blocks.at(r);
+    let total = at(view.size - 1).end;
     if let (Some(r), Some(b)) = (recv.as_deref_mut(), send) {
         r[at(me)].copy_from_slice(b);
     }
-    if len == 0 || size == 1 {
+    if total == 0 || size == 1 {
         return Ok(());
     }
-    if direct(s.nodes, len) {
+    if let Blocks::Same(len) = blocks
+        && direct(s.nodes, len)
+    {
         return match recv {
             Some(all) => {
-                let mut blocks: Vec<&mut [u8]> = all.chunks_mut(len).collect();
+                let mut parts: Vec<&mut [u8]> = all.chunks_mut(len).collect();
                 root_exchange(view, fabric, s.spin, |link, r, t| {
-                    link.poll_recv(t, r, blocks[r as usize], None)
+                    link.poll_recv(t, r, parts[r as usize], None)
                 })
             }
             None => {
@@ -89,7 +110,7 @@ pub fn gather(
     let buf: &mut [u8] = match recv {
         Some(r) => r,
         None => {
-            own = vec![0u8; size * len];
+            own = vec![0u8; total];
             if let Some(b) = send {
                 own[at(me)].copy_from_slice(b);
             }
@@ -102,7 +123,7 @@ pub fn gather(
         let t = fabric.level(i);
         for p in 1..l.members.len() {
             let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
-            recv_blocks(t, l.members[p], ranks, buf, len, piece_for(view, i))?;
+            recv_blocks(t, l.members[p], ranks, buf, blocks, piece_for(view, i))?;
         }
     }
     if entry < until {
@@ -114,7 +135,7 @@ pub fn gather(
             l.members[0],
             sub.mine(),
             buf,
-            len,
+            blocks,
             piece,
         )?;
     } else if until < n {
@@ -124,13 +145,13 @@ pub fn gather(
         let piece = piece_for(view, until);
         let t = fabric.level(until);
         if l.me != holder {
-            send_blocks(t, l.members[holder], sub.mine(), buf, len, piece)?;
+            send_blocks(t, l.members[holder], sub.mine(), buf, blocks, piece)?;
         } else {
             for p in (0..l.members.len()).filter(|&p| p != holder) {
                 let ranks = sub
                     .under(until, p)
                     .expect("the top group knows its members");
-                recv_blocks(t, l.members[p], ranks, buf, len, piece)?;
+                recv_blocks(t, l.members[p], ranks, buf, blocks, piece)?;
             }
         }
     }

@@ -16,6 +16,7 @@
 #![deny(unsafe_code)]
 
 pub mod allgather;
+pub mod allgatherv;
 pub mod allreduce;
 pub mod alltoall;
 mod backoff;

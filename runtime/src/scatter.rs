@@ -16,7 +16,8 @@ use topo_hierarchy::Settings;
 
 use crate::error::Result;
 use crate::subtrees::{
-    Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks, with_root,
+    Blocks, Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks,
+    with_root,
 };
 use crate::transport::Fabric;
 use crate::view::View;
@@ -106,11 +107,25 @@ pub fn scatter(
         if entry < until {
             let l = &view.levels[entry];
             let (t, piece) = (fabric.level(entry), piece_for(view, entry));
-            recv_blocks(t, l.members[0], sub.mine(), &mut got, len, piece)?;
+            recv_blocks(
+                t,
+                l.members[0],
+                sub.mine(),
+                &mut got,
+                Blocks::Same(len),
+                piece,
+            )?;
         } else if let Some(h) = holder {
             let l = &view.levels[until];
             let (t, piece) = (fabric.level(until), piece_for(view, until));
-            recv_blocks(t, l.members[h], sub.mine(), &mut got, len, piece)?;
+            recv_blocks(
+                t,
+                l.members[h],
+                sub.mine(),
+                &mut got,
+                Blocks::Same(len),
+                piece,
+            )?;
         }
         held = Some(&got);
     }
@@ -123,7 +138,7 @@ pub fn scatter(
             let ranks = sub
                 .under(until, p)
                 .expect("the top group knows its members");
-            send_blocks(t, l.members[p], ranks, all, len, piece)?;
+            send_blocks(t, l.members[p], ranks, all, Blocks::Same(len), piece)?;
         }
     }
     // Down the levels this rank leads.
@@ -133,7 +148,7 @@ pub fn scatter(
         let t = fabric.level(i);
         for p in 1..l.members.len() {
             let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
-            send_blocks(t, l.members[p], ranks, all, len, piece)?;
+            send_blocks(t, l.members[p], ranks, all, Blocks::Same(len), piece)?;
         }
     }
     if let Some(r) = recv {

@@ -230,31 +230,58 @@ fn bad(from: u32, what: String) -> Error {
     }
 }
 
-/// The byte range of the blocks of `ranks` (sorted) in a buffer of every rank's
-/// `len`-byte block by rank, if they are consecutive ranks: then a transfer of them goes
-/// straight from or into place.
-pub(crate) fn run_of(ranks: &[u32], len: usize) -> Option<std::ops::Range<usize>> {
-    let (&first, &last) = (ranks.first()?, ranks.last()?);
-    (last as usize - first as usize + 1 == ranks.len())
-        .then(|| first as usize * len..(last as usize + 1) * len)
+/// Where each rank's block lies in a buffer of every rank's blocks in rank order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocks<'a> {
+    /// Every block of this many bytes, rank r's at `r * len`.
+    Same(usize),
+    /// Rank r's block at `ends[r - 1]..ends[r]` (rank 0's from 0): blocks of any lengths,
+    /// one after another.
+    Ends(&'a [usize]),
 }
 
-/// The blocks of `ranks` (sorted) out of `all` (every rank's `len`-byte block by rank),
-/// one after another.
-pub(crate) fn pack(ranks: &[u32], all: &[u8], len: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(ranks.len() * len);
+impl Blocks<'_> {
+    /// Rank `r`'s block.
+    pub fn at(&self, r: u32) -> std::ops::Range<usize> {
+        let r = r as usize;
+        match *self {
+            Blocks::Same(len) => r * len..(r + 1) * len,
+            Blocks::Ends(ends) => r.checked_sub(1).map_or(0, |q| ends[q])..ends[r],
+        }
+    }
+
+    /// The bytes of the blocks of `ranks`.
+    fn bytes(&self, ranks: &[u32]) -> usize {
+        ranks.iter().map(|&r| self.at(r).len()).sum()
+    }
+}
+
+/// The byte range of the blocks of `ranks` (sorted) in a buffer laid out as `blocks`, if
+/// they are consecutive ranks: then a transfer of them goes straight from or into place.
+pub(crate) fn run_of(ranks: &[u32], blocks: Blocks) -> Option<std::ops::Range<usize>> {
+    let (&first, &last) = (ranks.first()?, ranks.last()?);
+    (last as usize - first as usize + 1 == ranks.len())
+        .then(|| blocks.at(first).start..blocks.at(last).end)
+}
+
+/// The blocks of `ranks` (sorted) out of `all` (laid out as `blocks`), one after another.
+pub(crate) fn pack(ranks: &[u32], all: &[u8], blocks: Blocks) -> Vec<u8> {
+    let mut out = Vec::with_capacity(blocks.bytes(ranks));
     for &r in ranks {
-        out.extend_from_slice(&all[r as usize * len..(r as usize + 1) * len]);
+        out.extend_from_slice(&all[blocks.at(r)]);
     }
     out
 }
 
 /// Puts the blocks of `ranks` (sorted), one after another in `packed`, at their places in
-/// `all`.
-pub(crate) fn unpack(ranks: &[u32], packed: &[u8], all: &mut [u8], len: usize) {
-    for (k, &r) in ranks.iter().enumerate() {
-        all[r as usize * len..(r as usize + 1) * len]
-            .copy_from_slice(&packed[k * len..(k + 1) * len]);
+/// `all` (laid out as `blocks`).
+pub(crate) fn unpack(ranks: &[u32], packed: &[u8], all: &mut [u8], blocks: Blocks) {
+    let mut at = 0;
+    for &r in ranks {
+        let place = blocks.at(r);
+        let n = place.len();
+        all[place].copy_from_slice(&packed[at..at + n]);
+        at += n;
     }
 }
 
@@ -275,22 +302,22 @@ pub(crate) fn piece_for(view: &View, i: usize) -> usize {
     }
 }
 
-/// Sends the blocks of `ranks` (sorted) out of `all` to `to`: straight from their place
-/// if they are consecutive, else packed in rank order; in messages of `piece` bytes at
-/// most.
+/// Sends the blocks of `ranks` (sorted) out of `all` (laid out as `blocks`) to `to`:
+/// straight from their place if they are consecutive, else packed in rank order; in
+/// messages of `piece` bytes at most.
 pub(crate) fn send_blocks(
     t: &mut dyn Transport,
     to: u32,
     ranks: &[u32],
     all: &[u8],
-    len: usize,
+    blocks: Blocks,
     piece: usize,
 ) -> Result<()> {
     let packed;
-    let bytes = match run_of(ranks, len) {
+    let bytes = match run_of(ranks, blocks) {
         Some(run) => &all[run],
         None => {
-            packed = pack(ranks, all, len);
+            packed = pack(ranks, all, blocks);
             &packed[..]
         }
     };
@@ -300,28 +327,29 @@ pub(crate) fn send_blocks(
     Ok(())
 }
 
-/// Receives the blocks of `ranks` (sorted) from `from` into their places in `all`, as
-/// [`send_blocks`] sends them.
+/// Receives the blocks of `ranks` (sorted) from `from` into their places in `all` (laid
+/// out as `blocks`), as [`send_blocks`] sends them.
 pub(crate) fn recv_blocks(
     t: &mut dyn Transport,
     from: u32,
     ranks: &[u32],
     all: &mut [u8],
-    len: usize,
+    blocks: Blocks,
     piece: usize,
 ) -> Result<()> {
-    match run_of(ranks, len) {
+    match run_of(ranks, blocks) {
         Some(run) => {
+            // (No bytes, no message: the sender sends none either.)
             for p in all[run].chunks_mut(piece) {
                 t.recv(from, p)?;
             }
         }
         None => {
-            let mut packed = vec![0u8; ranks.len() * len];
+            let mut packed = vec![0u8; blocks.bytes(ranks)];
             for p in packed.chunks_mut(piece) {
                 t.recv(from, p)?;
             }
-            unpack(ranks, &packed, all, len);
+            unpack(ranks, &packed, all, blocks);
         }
     }
     Ok(())

@@ -210,3 +210,77 @@ fn aggregated_alltoall_crosses_between_nodes_once_per_pair() {
         topo_hierarchy::settings::AlltoallAlg::Aggregated
     );
 }
+
+/// The length in numbers of rank `src`'s block for rank `dst` in the Alltoallv test: a
+/// mix of empty, short and longer blocks that differ by pair, the same both ways of a pair
+/// where `symmetric` (in place, where a rank sends each rank as much as it receives from it).
+fn v_len(src: u32, dst: u32, seed: u32, symmetric: bool) -> usize {
+    let (a, b) = if symmetric {
+        (src.min(dst), src.max(dst))
+    } else {
+        (src, dst)
+    };
+    ((a * 7 + b * 3 + seed) % 5) as usize * ((seed % 3) as usize + 1)
+}
+
+/// Every rank's Alltoallv with the blocks of [`v_len`], received in reversed rank order
+/// with a gap of one number after each block (left alone), sent from their places in rank
+/// order or, in place, from where they are received; against the reference.
+fn check_v(plans: &[RankPlan], seed: u32, in_place: bool) -> Result<(), TestCaseError> {
+    let size = plans.len() as u32;
+    let s = settings_for(plans, None);
+    let len = |src: u32, dst: u32| v_len(src, dst, seed, in_place);
+    // Where rank `me` receives: rank r's block after those of the ranks above it.
+    let recv_at = |me: u32| -> Vec<std::ops::Range<usize>> {
+        let mut at = vec![0..0; size as usize];
+        let mut off = 0;
+        for r in (0..size).rev() {
+            let n = 8 * len(r, me);
+            at[r as usize] = off..off + n;
+            off += n + 8;
+        }
+        at
+    };
+    let (out, _) = run(plans, |view, fabric| {
+        let me = view.rank;
+        let rin = recv_at(me);
+        let total = rin.iter().map(|r| r.end).max().unwrap_or(0) + 8;
+        let mut recv = bytes(&vec![-7; total / 8]);
+        let (mut send, mut sat) = (Vec::new(), Vec::new());
+        for r in 0..size {
+            let b = bytes(&block(me, r, len(me, r)));
+            if in_place {
+                recv[rin[r as usize].clone()].copy_from_slice(&b);
+            } else {
+                sat.push(send.len()..send.len() + b.len());
+                send.extend(b);
+            }
+        }
+        let arg = (!in_place).then_some((&send[..], &sat[..]));
+        assert!(alltoall::alltoallv(view, fabric, &s, arg, &mut recv, &rin).unwrap());
+        ints(&recv)
+    });
+    for (me, got) in out.iter().enumerate() {
+        let me = me as u32;
+        let mut want = vec![-7i64; got.len()];
+        for (r, at) in recv_at(me).into_iter().enumerate() {
+            let at = at.start / 8..at.end / 8;
+            want[at.clone()].copy_from_slice(&block(r as u32, me, at.len()));
+        }
+        prop_assert_eq!(got, &want, "rank {} of {}", me, size);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn alltoallv_matches_the_reference(
+        nodes in 1u32..5, rpn in 1u32..9, levels in 0usize..5, cyclic: bool, seed in 0u32..30,
+        in_place: bool,
+    ) {
+        let plans = plans(nodes, rpn, 2, LEVELS[levels], cyclic);
+        check_v(&plans, seed, in_place)?;
+    }
+}

@@ -1,4 +1,4 @@
-//! Gather and Scatter over the `sim` transport: random hierarchies, placements and roots
+//! Gather, Scatter and Allgatherv over the `sim` transport: random hierarchies, placements and roots
 //! against a simple reference, and the messages that cross nodes.
 
 use proptest::prelude::*;
@@ -171,4 +171,84 @@ fn large_blocks_go_straight_between_the_root_and_each_rank() {
     // One node: the hierarchy's form whatever the size (there is no network to spare).
     let one = plans_without_map(1, 4, "block");
     check(&one, 2, len, false).unwrap();
+}
+
+/// Every rank's Allgatherv of blocks of `(r * 3 + seed) % 4 * unit` numbers (none for
+/// some ranks), laid out one after another from the start (`packed`) or in reversed rank
+/// order with a gap after each block, in place or not; against the reference.
+fn check_allgatherv(
+    plans: &[RankPlan],
+    seed: u32,
+    unit: usize,
+    packed: bool,
+    in_place: bool,
+) -> Result<(), TestCaseError> {
+    let size = plans.len() as u32;
+    let s = settings_for(plans);
+    let len = |r: u32| ((r * 3 + seed) % 4) as usize * unit;
+    let mut at = vec![0..0; size as usize];
+    let mut off = 0;
+    let order: Vec<u32> = if packed {
+        (0..size).collect()
+    } else {
+        (0..size).rev().collect()
+    };
+    for &r in &order {
+        at[r as usize] = off..off + 8 * len(r);
+        off += 8 * len(r) + if packed { 0 } else { 8 };
+    }
+    let total = off;
+    let (out, _) = run(plans, |view, fabric| {
+        let sub = Subtrees::learn(view, fabric).unwrap();
+        let me = view.rank;
+        let mine = bytes(&data(me, len(me)));
+        let mut recv = bytes(&vec![-5; total / 8 + 1]);
+        if in_place {
+            recv[at[me as usize].clone()].copy_from_slice(&mine);
+        }
+        let send = (!in_place).then_some(&mine[..]);
+        let mut scratch = Vec::new();
+        topo_runtime::allgatherv::allgatherv(
+            view,
+            fabric,
+            &sub,
+            &s,
+            send,
+            &mut recv,
+            &at,
+            &mut scratch,
+        )
+        .unwrap();
+        ints(&recv)
+    });
+    let mut want = vec![-5i64; total / 8 + 1];
+    for r in 0..size {
+        let a = &at[r as usize];
+        want[a.start / 8..a.end / 8].copy_from_slice(&data(r, len(r)));
+    }
+    for (r, got) in out.iter().enumerate() {
+        prop_assert_eq!(got, &want, "rank {} of {}", r, size);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn allgatherv_matches_the_reference(
+        nodes in 1u32..5, rpn in 1u32..9, levels in 0usize..5, cyclic: bool, seed in 0u32..8,
+        unit in prop::sample::select(vec![1usize, 5, 700]), packed: bool, in_place: bool,
+    ) {
+        let plans = plans(nodes, rpn, 2, LEVELS[levels], cyclic);
+        check_allgatherv(&plans, seed, unit, packed, in_place)?;
+    }
+
+    #[test]
+    fn allgatherv_matches_the_reference_for_any_placement(
+        node_of in prop::collection::vec(0u32..6, 1..65), seed in 0u32..8, packed: bool,
+    ) {
+        let plans = plans_placed(&node_of);
+        check_allgatherv(&plans, seed, 3, packed, false)?;
+    }
 }

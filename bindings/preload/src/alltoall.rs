@@ -13,18 +13,10 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::blocks::{Held, Unpack, extent, unpacked_size};
+use crate::blocks::{Held, Prepared, Unpack, extent, unpacked_size};
 use crate::classify::{Call, HandOff, overlaps};
 use crate::packed::{pack, packed_size};
 use crate::state::{self, Active, TypeCache};
-
-/// An Alltoall's buffers on topo-run's path: the blocks to send (`None` in place in an
-/// unpacked receive buffer), where the blocks land, and what is left for completion.
-struct Prepared<'b> {
-    send: Option<&'b [u8]>,
-    recv: &'b mut [u8],
-    finish: Held,
-}
 
 /// The arguments of an `MPI_Alltoall` or `MPI_Ialltoall`, if topo-run can take the call.
 /// With `keep_type`, a packed receive side keeps its own duplicate of the receive type
@@ -111,27 +103,11 @@ unsafe fn prepare<'b>(
             comm,
         })
     };
-    let mut finish = Held { kept, unpack };
-    // The slices below point into the heap buffers `finish` owns (moving it moves none of
-    // them) or into the application's buffers.
-    // SAFETY: an unpacked send buffer holds `total` bytes; the kept and packed bytes live
-    // as long as `finish`, which the caller keeps until the collective completes.
-    let send_bytes: Option<&'b [u8]> = match (&finish.kept, in_place) {
-        (Some(v), _) => Some(unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) }),
-        (None, true) => None,
-        (None, false) => Some(unsafe { std::slice::from_raw_parts(send.cast::<u8>(), total) }),
-    };
-    let recv_bytes: &'b mut [u8] = match &mut finish.unpack {
-        // SAFETY: as above.
-        Some(u) => unsafe { std::slice::from_raw_parts_mut(u.bytes.as_mut_ptr(), total) },
-        // SAFETY: the receive buffer holds `size` blocks of `block` bytes.
-        None => unsafe { std::slice::from_raw_parts_mut(recv.cast::<u8>(), total) },
-    };
-    Ok(Prepared {
-        send: send_bytes,
-        recv: recv_bytes,
-        finish,
-    })
+    let finish = Held { kept, unpack };
+    // SAFETY: an unpacked send buffer holds `total` bytes, an unpacked receive buffer
+    // `size` blocks; the kept and packed bytes live in `finish`, which the caller keeps
+    // until the collective completes.
+    Ok(unsafe { Prepared::over(finish, send, total, in_place, recv, total) })
 }
 
 /// `MPI_Alltoall`: `Some(code)` when done on topo-run's path, `None` for MPI.

@@ -1,6 +1,7 @@
-//! What the collectives of blocks (Allgather, Gather, Scatter) share on the library's
-//! side: whether a datatype is used in place or packed, its extent, and received blocks
-//! still to be unpacked into the application's buffer.
+//! What the collectives of blocks (Allgather, Gather, Scatter, Alltoall) share on the
+//! library's side: whether a datatype is used in place or packed, its extent, received
+//! blocks still to be unpacked into the application's buffer, and the views of the bytes a
+//! collective reads and writes.
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
@@ -79,5 +80,50 @@ pub(crate) struct Held {
 impl crate::packed::Finish for Held {
     fn finish(self: Box<Self>) -> c_int {
         self.unpack.as_ref().map_or(SUCCESS, Unpack::finish)
+    }
+}
+
+/// The buffers of an Allgather or Alltoall on topo-run's path: the bytes to send and where
+/// the blocks land, and what is left for completion.
+pub(crate) struct Prepared<'b> {
+    /// The bytes to send; `None` in place, where the collective reads them from `recv`.
+    pub(crate) send: Option<&'b [u8]>,
+    /// Where the `total` bytes of blocks land.
+    pub(crate) recv: &'b mut [u8],
+    pub(crate) finish: Held,
+}
+
+impl<'b> Prepared<'b> {
+    /// The collective's views of `finish`'s own bytes, or else of the application's: the
+    /// kept or packed bytes to send, else `send_len` bytes at `send` (none in place); the
+    /// packed receive side, else `total` bytes at `recv`.
+    ///
+    /// # Safety
+    /// Unless `finish` holds them, `send` holds `send_len` bytes and `recv` `total` bytes,
+    /// valid for `'b`; a packed receive side holds `total` bytes. The heap buffers `finish`
+    /// owns do not move when it does, and the caller keeps it until the collective
+    /// completes.
+    pub(crate) unsafe fn over(
+        mut finish: Held,
+        send: *const c_void,
+        send_len: usize,
+        in_place: bool,
+        recv: *mut c_void,
+        total: usize,
+    ) -> Self {
+        let send: Option<&'b [u8]> = match (&finish.kept, in_place) {
+            // SAFETY: per the contract.
+            (Some(v), _) => Some(unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) }),
+            (None, true) => None,
+            // SAFETY: per the contract.
+            (None, false) => Some(unsafe { std::slice::from_raw_parts(send.cast(), send_len) }),
+        };
+        let recv: &'b mut [u8] = match &mut finish.unpack {
+            // SAFETY: per the contract.
+            Some(u) => unsafe { std::slice::from_raw_parts_mut(u.bytes.as_mut_ptr(), total) },
+            // SAFETY: per the contract.
+            None => unsafe { std::slice::from_raw_parts_mut(recv.cast(), total) },
+        };
+        Prepared { send, recv, finish }
     }
 }

@@ -181,6 +181,8 @@ pub enum Call {
     ReduceScatterBlock,
     ReduceScatter,
     Alltoall,
+    Alltoallv,
+    Allgatherv,
     Ibcast,
     Ireduce,
     Iallreduce,
@@ -193,7 +195,7 @@ pub enum Call {
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 20] = [
+    pub const ALL: [Call; 22] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -206,6 +208,8 @@ impl Call {
         Call::ReduceScatterBlock,
         Call::ReduceScatter,
         Call::Alltoall,
+        Call::Alltoallv,
+        Call::Allgatherv,
         Call::Ibcast,
         Call::Ireduce,
         Call::Iallreduce,
@@ -231,6 +235,8 @@ impl Call {
             Call::ReduceScatterBlock => "MPI_Reduce_scatter_block",
             Call::ReduceScatter => "MPI_Reduce_scatter",
             Call::Alltoall => "MPI_Alltoall",
+            Call::Alltoallv => "MPI_Alltoallv",
+            Call::Allgatherv => "MPI_Allgatherv",
             Call::Ibcast => "MPI_Ibcast",
             Call::Ireduce => "MPI_Ireduce",
             Call::Iallreduce => "MPI_Iallreduce",

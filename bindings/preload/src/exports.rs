@@ -10,7 +10,10 @@ use std::os::raw::{c_char, c_int};
 use mpi::ffi;
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status, SUCCESS};
-use crate::{allgather, alltoall, calls, collective, completion, gather, scatter, state};
+use crate::{
+    allgather, allgatherv, alltoall, alltoallv, calls, collective, completion, gather, scatter,
+    state,
+};
 
 /// Drops the cached answer for the communicator `*comm` before MPI frees it (MPI reuses
 /// handles).
@@ -459,6 +462,138 @@ pub unsafe extern "C" fn MPI_Alltoall(
                 |req| {
                     ffi::PMPI_Ialltoall(
                         send, send_count, send_type, recv, recv_count, recv_type, comm, req,
+                    )
+                },
+            )
+        },
+    )
+}
+
+/// `MPI_Alltoallv`.
+///
+/// # Safety
+/// As `MPI_Alltoallv`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Alltoallv(
+    send: *const c_void,
+    send_counts: *const c_int,
+    send_displs: *const c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_counts: *const c_int,
+    recv_displs: *const c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::entry_rc(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            alltoallv::alltoallv(
+                send,
+                send_counts,
+                send_displs,
+                send_type,
+                recv,
+                recv_counts,
+                recv_displs,
+                recv_type,
+                comm,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || {
+                    ffi::PMPI_Alltoallv(
+                        send,
+                        send_counts,
+                        send_displs,
+                        send_type,
+                        recv,
+                        recv_counts,
+                        recv_displs,
+                        recv_type,
+                        comm,
+                    )
+                },
+                |req| {
+                    ffi::PMPI_Ialltoallv(
+                        send,
+                        send_counts,
+                        send_displs,
+                        send_type,
+                        recv,
+                        recv_counts,
+                        recv_displs,
+                        recv_type,
+                        comm,
+                        req,
+                    )
+                },
+            )
+        },
+    )
+}
+
+/// `MPI_Allgatherv`.
+///
+/// # Safety
+/// As `MPI_Allgatherv`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Allgatherv(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_counts: *const c_int,
+    displs: *const c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::entry_rc(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            allgatherv::allgatherv(
+                send,
+                send_count,
+                send_type,
+                recv,
+                recv_counts,
+                displs,
+                recv_type,
+                comm,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || {
+                    ffi::PMPI_Allgatherv(
+                        send,
+                        send_count,
+                        send_type,
+                        recv,
+                        recv_counts,
+                        displs,
+                        recv_type,
+                        comm,
+                    )
+                },
+                |req| {
+                    ffi::PMPI_Iallgatherv(
+                        send,
+                        send_count,
+                        send_type,
+                        recv,
+                        recv_counts,
+                        displs,
+                        recv_type,
+                        comm,
+                        req,
                     )
                 },
             )

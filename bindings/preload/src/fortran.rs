@@ -16,7 +16,7 @@ use std::os::raw::c_int;
 use std::sync::OnceLock;
 
 use crate::abi::{self, MPI_Comm, MPI_Request, SUCCESS};
-use crate::{allgather, alltoall, calls, collective, gather, scatter};
+use crate::{allgather, allgatherv, alltoall, alltoallv, calls, collective, gather, scatter};
 
 type Fint = c_int;
 
@@ -432,6 +432,50 @@ fortran! {
             unsafe {
                 alltoall::alltoall(
                     buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype, cc,
+                )
+            }
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_ALLGATHERV(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNTS, DISPLS, RECVTYPE,
+    /// COMM, IERROR)`: the counts and displacements are arrays of default integers, as C's
+    /// `int`s.
+    mpi_allgatherv_, mpi_allgatherv_f08_ => "allgatherv",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcounts: I, displs: I, rtype: I, c: I,
+     ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                allgatherv::allgatherv(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), rcounts, displs,
+                    rtype, cc,
+                )
+            }
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_ALLTOALLV(SENDBUF, SENDCOUNTS, SDISPLS, SENDTYPE, RECVBUF, RECVCOUNTS, RDISPLS,
+    /// RECVTYPE, COMM, IERROR)`: the counts and displacements are arrays of default
+    /// integers, as C's `int`s.
+    mpi_alltoallv_, mpi_alltoallv_f08_ => "alltoallv",
+    (send: Buf, scounts: I, sdispls: I, stype: I, recv: BufMut, rcounts: I, rdispls: I, rtype: I,
+     c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                alltoallv::alltoallv(
+                    buffer(send), scounts, sdispls, stype, buffer(recv).cast_mut(), rcounts,
+                    rdispls, rtype, cc,
                 )
             }
         }))

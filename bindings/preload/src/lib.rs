@@ -4,7 +4,8 @@
 //! that an unmodified C, C++ or Fortran program gets topo-run's collectives. It exports
 //! `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Barrier`, `MPI_Allgather`, `MPI_Scan`,
 //! `MPI_Exscan` and `MPI_Alltoall` and their nonblocking forms, `MPI_Gather`, `MPI_Scatter`,
-//! `MPI_Reduce_scatter_block` and `MPI_Reduce_scatter`, under their C
+//! `MPI_Reduce_scatter_block`, `MPI_Reduce_scatter`, `MPI_Allgatherv` and `MPI_Alltoallv`,
+//! under their C
 //! names and the Fortran ones of all three bindings (`mpi_bcast_`, `mpi_bcast_f08_`,
 //! ...), plus `MPI_Init`,
 //! `MPI_Init_thread`, `MPI_Finalize`, `MPI_Comm_free` and `MPI_Comm_disconnect` to set
@@ -36,12 +37,20 @@ mod abi;
 // datatypes, seen as slices.
 #[allow(unsafe_code)]
 mod allgather;
+// Unsafe: an Allgatherv's C buffers, valid as the standard says for its counts and
+// datatypes, seen as slices.
+#[allow(unsafe_code)]
+mod allgatherv;
 // Unsafe: an Alltoall's C buffers, valid as the standard says for its counts and
 // datatypes, seen as slices.
 #[allow(unsafe_code)]
 mod alltoall;
-// Unsafe: a datatype's extent asked of MPI, and received blocks unpacked into the C
-// caller's buffer.
+// Unsafe: an Alltoallv's C buffers and count arrays, valid as the standard says, seen as
+// slices.
+#[allow(unsafe_code)]
+mod alltoallv;
+// Unsafe: a datatype's extent asked of MPI, received blocks unpacked into the C caller's
+// buffer, and the C buffers of an Allgather or Alltoall seen as slices.
 #[allow(unsafe_code)]
 mod blocks;
 // Unsafe: the C buffers of Bcast, Reduce and Allreduce and their nonblocking forms, seen
@@ -70,4 +79,8 @@ mod packed;
 #[allow(unsafe_code)]
 mod scatter;
 mod state;
+// Unsafe: the C count and displacement arrays of the v-form collectives seen as slices, and
+// their blocks packed and unpacked at the caller's addresses.
 pub mod stats;
+#[allow(unsafe_code)]
+mod varied;

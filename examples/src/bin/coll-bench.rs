@@ -17,6 +17,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Parser;
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
+use mpi::datatype::{Partition, PartitionMut};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use plotters::prelude::*;
 use topo_runtime::Topo;
@@ -29,8 +30,9 @@ struct Args {
     #[arg(long)]
     thread_multiple: bool,
     /// Collectives to measure, comma-separated: bcast, reduce, allreduce, allgather,
-    /// gather, scatter, reduce_scatter_block and alltoall (their size is each rank's block, for
-    /// an Alltoall the block it sends each rank), scan,
+    /// allgatherv, gather, scatter, reduce_scatter_block, alltoall and alltoallv (their size
+    /// is each rank's block, for an Alltoall the block it sends each rank; the v-forms with
+    /// every count the same), scan,
     /// exscan, barrier (measured once, as 0 bytes).
     #[arg(long, default_value = "bcast,reduce,allreduce", value_delimiter = ',')]
     ops: Vec<String>,
@@ -241,8 +243,10 @@ fn measure(
 /// receive side, for an Alltoall.
 fn all_for(op: &str, n: usize, size: usize) -> Vec<f32> {
     match op {
-        "allgather" | "gather" | "scatter" | "reduce_scatter_block" => vec![0f32; n * size],
-        "alltoall" => vec![0f32; 2 * n * size],
+        "allgather" | "allgatherv" | "gather" | "scatter" | "reduce_scatter_block" => {
+            vec![0f32; n * size]
+        }
+        "alltoall" | "alltoallv" => vec![0f32; 2 * n * size],
         _ => Vec::new(),
     }
 }
@@ -288,6 +292,34 @@ fn call(
                 topo.all_to_all_into(out, back)
             } else {
                 world.all_to_all_into(&out[..], back)
+            }
+        }
+        ("allgatherv", side) => {
+            // Every rank's block of `send.len()`, one after another: the counts of an
+            // Allgather, through the v-form.
+            let size = world.size();
+            let n = send.len() as i32;
+            let counts = vec![n; size as usize];
+            let displs: Vec<i32> = (0..size).map(|r| r * n).collect();
+            if side == 0 {
+                topo.all_gather_varcount_into(send, all, &counts, &displs)
+            } else {
+                let mut part = PartitionMut::new(all, &counts[..], &displs[..]);
+                world.all_gather_varcount_into(&send[..], &mut part)
+            }
+        }
+        ("alltoallv", side) => {
+            let size = world.size();
+            let (out, back) = all.split_at_mut(all.len() / 2);
+            let n = out.len() as i32 / size;
+            let counts = vec![n; size as usize];
+            let displs: Vec<i32> = (0..size).map(|r| r * n).collect();
+            if side == 0 {
+                topo.all_to_all_varcount_into(out, &counts, &displs, back, &counts, &displs)
+            } else {
+                let send = Partition::new(&out[..], &counts[..], &displs[..]);
+                let mut recv = PartitionMut::new(back, &counts[..], &displs[..]);
+                world.all_to_all_varcount_into(&send, &mut recv)
             }
         }
         ("scan", 0) => topo.scan_into(send, recv, sum),
@@ -821,11 +853,13 @@ fn main() -> anyhow::Result<()> {
                 "exscan",
                 "reduce_scatter_block",
                 "alltoall",
+                "alltoallv",
+                "allgatherv",
                 "barrier"
             ]
             .contains(&op.as_str()),
             "unknown collective {op:?}; use bcast, reduce, allreduce, allgather, gather, \
-             scatter, scan, exscan, reduce_scatter_block, alltoall or barrier"
+             scatter, scan, exscan, reduce_scatter_block, alltoall, alltoallv, allgatherv or barrier"
         );
         if op == "barrier" {
             cases.push((i, op.as_str(), 0));

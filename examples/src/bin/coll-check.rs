@@ -426,6 +426,54 @@ impl Checker<'_> {
         });
         self.record(&tag("ialltoall"), igot[..all] == want[..all]);
         self.record(&tag("ialltoall in-place"), iinplace[..all] == want[..all]);
+        // Alltoallv: rank s sends rank d `(s + 2d) % 3 * n / 2` elements (none for some
+        // pairs), received in reversed rank order with one element left alone after each.
+        let (me, size32) = (rank as i32, size as i32);
+        let count = |s: i32, d: i32| ((s + 2 * d) % 3) * (n as i32 / 2);
+        let send_counts: Vec<i32> = (0..size32).map(|d| count(me, d)).collect();
+        let send_displs: Vec<i32> = (0..size32).map(|d| d * n as i32).collect();
+        let recv_counts: Vec<i32> = (0..size32).map(|s| count(s, me)).collect();
+        let mut recv_displs = vec![0i32; size];
+        let mut at = 0;
+        for s in (0..size).rev() {
+            recv_displs[s] = at;
+            at += recv_counts[s] + 1;
+        }
+        let total = at as usize + 1;
+        let mut want = vec![T::from_i64(-1); total];
+        let mut got = vec![T::from_i64(-1); total];
+        let send_part =
+            mpi::datatype::Partition::new(&send[..all], &send_counts[..], &send_displs[..]);
+        let mut recv_part =
+            mpi::datatype::PartitionMut::new(&mut want[..], &recv_counts[..], &recv_displs[..]);
+        self.world
+            .all_to_all_varcount_into(&send_part, &mut recv_part);
+        self.topo.all_to_all_varcount_into(
+            &send[..all],
+            &send_counts,
+            &send_displs,
+            &mut got[..],
+            &recv_counts,
+            &recv_displs,
+        );
+        self.record(&tag("alltoallv"), got == want);
+        // Allgatherv: rank r contributes `(r * 3) % 4 * n / 2` elements (none for some),
+        // received in reversed rank order with one element left alone after each.
+        let counts: Vec<i32> = (0..size32).map(|r| (r * 3) % 4 * (n as i32 / 2)).collect();
+        let mut displs = vec![0i32; size];
+        let mut at = 0;
+        for r in (0..size).rev() {
+            displs[r] = at;
+            at += counts[r] + 1;
+        }
+        let mine = &send[..counts[rank as usize] as usize];
+        let mut want = vec![T::from_i64(-1); at as usize + 1];
+        let mut got = want.clone();
+        let mut part = mpi::datatype::PartitionMut::new(&mut want[..], &counts[..], &displs[..]);
+        self.world.all_gather_varcount_into(mine, &mut part);
+        self.topo
+            .all_gather_varcount_into(mine, &mut got[..], &counts, &displs);
+        self.record(&tag("allgatherv"), got == want);
     }
 
     /// Gather and Scatter of `n` elements per rank (fewer when all blocks would pass 16

@@ -2,6 +2,8 @@
 //! byte-level entry points (`raw.rs`), anything else to MPI's own collective.
 
 use super::*;
+use mpi::Count;
+use mpi::datatype::{Partition, PartitionMut};
 
 impl Topo {
     /// Gathers every rank's `send` into `recv` on every rank, rank r's at
@@ -256,6 +258,70 @@ impl Topo {
         self.world.all_to_all_into(&send[..], buf)
     }
 
+    /// Allgatherv: every rank's `send` lands in `recv[displs[r]..][..counts[r]]` on every
+    /// rank (counts and displacements in elements; rsmpi:
+    /// `CommunicatorCollectives::all_gather_varcount_into` with a `PartitionMut`).
+    pub fn all_gather_varcount_into<T: Equivalence + Copy + 'static>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) {
+        let size = self.world.size() as usize;
+        assert!(
+            counts.len() == size && displs.len() == size,
+            "all_gather_varcount_into: one count and one displacement per rank"
+        );
+        if plain::is_plain::<T>()
+            && let Some(at) = byte_ranges::<T>(counts, displs)
+            && self.raw_all_gather_v(Some(plain::bytes(send)), plain::bytes_mut(recv), &at)
+        {
+            return;
+        }
+        drop(self.quiesced());
+        let mut recv = PartitionMut::new(recv, counts, displs);
+        self.world.all_gather_varcount_into(send, &mut recv)
+    }
+
+    /// Alltoallv: this rank sends `send[send_displs[r]..][..send_counts[r]]` to rank r and
+    /// receives rank r's block into `recv[recv_displs[r]..][..recv_counts[r]]` (counts and
+    /// displacements in elements; rsmpi: `CommunicatorCollectives::all_to_all_varcount_into`
+    /// with a `Partition` of each buffer).
+    #[allow(clippy::too_many_arguments)]
+    pub fn all_to_all_varcount_into<T: Equivalence + Copy + 'static>(
+        &mut self,
+        send: &[T],
+        send_counts: &[Count],
+        send_displs: &[Count],
+        recv: &mut [T],
+        recv_counts: &[Count],
+        recv_displs: &[Count],
+    ) {
+        let size = self.world.size() as usize;
+        assert!(
+            [send_counts, send_displs, recv_counts, recv_displs]
+                .iter()
+                .all(|v| v.len() == size),
+            "all_to_all_varcount_into: one count and one displacement per rank on each side"
+        );
+        if plain::is_plain::<T>()
+            && let Some(sat) = byte_ranges::<T>(send_counts, send_displs)
+            && let Some(rat) = byte_ranges::<T>(recv_counts, recv_displs)
+            && self.raw_all_to_all_v(
+                Some((plain::bytes(send), &sat)),
+                plain::bytes_mut(recv),
+                &rat,
+            )
+        {
+            return;
+        }
+        drop(self.quiesced());
+        let send = Partition::new(send, send_counts, send_displs);
+        let mut recv = PartitionMut::new(recv, recv_counts, recv_displs);
+        self.world.all_to_all_varcount_into(&send, &mut recv)
+    }
+
     /// Scatters `send` from this rank, the root: rank r receives
     /// `send[r * recv.len()..][..recv.len()]` into its `recv` (rsmpi:
     /// `Root::scatter_into_root`).
@@ -470,4 +536,18 @@ impl Topo {
             self.world.barrier();
         }
     }
+}
+
+/// The byte ranges of blocks of `counts` elements of `T` at `displs` (in elements);
+/// `None` for a negative count or displacement (erroneous: MPI reports it).
+fn byte_ranges<T>(counts: &[Count], displs: &[Count]) -> Option<Vec<std::ops::Range<usize>>> {
+    let e = std::mem::size_of::<T>();
+    counts
+        .iter()
+        .zip(displs)
+        .map(|(&c, &d)| {
+            let (c, d) = (usize::try_from(c).ok()? * e, usize::try_from(d).ok()? * e);
+            Some(d..d + c)
+        })
+        .collect()
 }

@@ -156,6 +156,82 @@ impl Topo {
         true
     }
 
+    /// Allgatherv: rank r's block lands at `recv[at[r]]` on every rank; `send` is this
+    /// rank's block, or `None` in place (at `recv[at[rank]]`). False (nothing done) where
+    /// the collectives go to MPI, for a range that passes `recv`'s end, or a `send` of
+    /// another length than this rank's range.
+    pub fn raw_all_gather_v(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        at: &[std::ops::Range<usize>],
+    ) -> bool {
+        let size = self.world.size() as usize;
+        let me = self.rank as usize;
+        if at.len() != size
+            || at.iter().any(|r| !r.is_empty() && r.end > recv.len())
+            || send.is_some_and(|b| b.len() != at[me].len())
+        {
+            return false;
+        }
+        // An empty block may name any place.
+        let at = &emptied(at);
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let r = h.on_lane(|h| {
+            h.subtrees()?;
+            let sub = h.subtrees.as_ref().expect("learned above");
+            let (view, links, s) = (&h.view, &mut h.links, &h.settings);
+            allgatherv::allgatherv(view, links, sub, s, send, recv, at, &mut h.gathered)
+        });
+        if let Err(e) = r {
+            self.abort("MPI_Allgatherv", e);
+        }
+        true
+    }
+
+    /// Alltoallv: this rank's block for rank r is `send.0[send.1[r]]` (`send` is `None`
+    /// in place: the blocks are `recv`'s, at `recv_at`), rank r's block for this rank lands
+    /// in `recv[recv_at[r]]`. False (nothing done) where the collectives go to MPI, for
+    /// ranges that pass their buffer's end, receive ranges that overlap, or a rank's own
+    /// two ranges of different lengths.
+    pub fn raw_all_to_all_v(
+        &mut self,
+        send: Option<(&[u8], &[std::ops::Range<usize>])>,
+        recv: &mut [u8],
+        recv_at: &[std::ops::Range<usize>],
+    ) -> bool {
+        let size = self.world.size() as usize;
+        let me = self.rank as usize;
+        let inside = |at: &[std::ops::Range<usize>], len: usize| {
+            at.len() == size && at.iter().all(|r| r.is_empty() || r.end <= len)
+        };
+        let fits = match send {
+            Some((b, at)) => inside(at, b.len()) && at[me].len() == recv_at[me].len(),
+            None => true,
+        };
+        if !fits || !inside(recv_at, recv.len()) {
+            return false;
+        }
+        // An empty block may name any place.
+        let recv_at = &emptied(recv_at);
+        let send_at = send.map(|(_, at)| emptied(at));
+        let send = send.map(|(b, _)| b).zip(send_at.as_deref());
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let r = h.on_lane(|h| {
+            alltoall::alltoallv(&h.view, &mut h.links, &h.settings, send, recv, recv_at)
+        });
+        match r {
+            Ok(done) => done,
+            Err(e) => self.abort("MPI_Alltoallv", e),
+        }
+    }
+
     /// Scan (`exclusive` false: rank r gets the reduction of ranks `0..=r`) or Exscan
     /// (`exclusive` true: of ranks `0..r`) with `op`. `send` is this rank's contribution, or
     /// `None` in place (in `recv`); `recv` gets the result, and may be `None` at Exscan's
@@ -395,4 +471,12 @@ pub(super) fn scan_fits(
         (Some(_), None) => exclusive && rank == 0,
         (None, None) => false,
     }
+}
+
+/// `at` with every empty range made `0..0` (an empty block of a v-form may name any
+/// place, also outside its buffer).
+fn emptied(at: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
+    at.iter()
+        .map(|r| if r.is_empty() { 0..0 } else { r.clone() })
+        .collect()
 }

@@ -289,6 +289,7 @@ impl Topo {
             subtrees: None,
             scan_in_order: None,
             reduced: Vec::new(),
+            gathered: Vec::new(),
         };
         let local = Some((plan.local_rank, plan.local_size));
         let mut topo = Topo::new(world, Some(Box::new(hier)), None, plan.node, local);

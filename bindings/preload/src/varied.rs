@@ -1,0 +1,214 @@
+//! What the collectives of blocks of varied counts at displacements (Alltoallv,
+//! Allgatherv) share on the library's side: a side's counts and displacements, where its
+//! blocks lie when used in place, packing them block by block, and unpacking received
+//! blocks after the collective, each in runs that `PMPI_Pack` can count.
+
+use std::ffi::c_void;
+use std::ops::Range;
+use std::os::raw::c_int;
+
+use crate::abi::{KeptType, MPI_Comm, MPI_Datatype, SUCCESS};
+use crate::blocks::extent;
+use crate::classify::HandOff;
+use crate::packed::{pack, packed_size, unpack};
+
+/// One side of a v-form collective (Alltoallv's either side, Allgatherv's receive side): per rank, the element count and the displacement (in
+/// extents of `dt`) of its block.
+pub(crate) struct Side {
+    pub(crate) buf: *const c_void,
+    pub(crate) counts: Vec<c_int>,
+    pub(crate) displs: Vec<c_int>,
+    pub(crate) dt: MPI_Datatype,
+}
+
+impl Side {
+    /// The counts and displacements of `size` ranks, if the arrays are there and no count
+    /// is negative.
+    ///
+    /// # Safety
+    /// `counts` and `displs` point to `size` ints each, or are null.
+    pub(crate) unsafe fn new(
+        buf: *const c_void,
+        counts: *const c_int,
+        displs: *const c_int,
+        dt: MPI_Datatype,
+        size: usize,
+    ) -> Result<Side, HandOff> {
+        if counts.is_null() || displs.is_null() {
+            return Err(HandOff::Arguments);
+        }
+        // SAFETY: per the contract.
+        let (counts, displs) = unsafe {
+            (
+                std::slice::from_raw_parts(counts, size).to_vec(),
+                std::slice::from_raw_parts(displs, size).to_vec(),
+            )
+        };
+        if counts.iter().any(|&c| c < 0) {
+            return Err(HandOff::Arguments);
+        }
+        Ok(Side {
+            buf,
+            counts,
+            displs,
+            dt,
+        })
+    }
+
+    /// The bytes of one element's type signature.
+    pub(crate) fn elem_bytes(&self) -> Result<usize, HandOff> {
+        match packed_size(1, self.dt) {
+            Err(HandOff::ZeroCount) => Ok(0),
+            r => r,
+        }
+    }
+
+    /// The bytes of each block's elements (their type signature's).
+    pub(crate) fn block_bytes(&self) -> Result<Vec<usize>, HandOff> {
+        let one = self.elem_bytes()?;
+        Ok(self.counts.iter().map(|&c| c as usize * one).collect())
+    }
+
+    /// Block r cut into runs of elements that `PMPI_Pack` can count in bytes (`INT_MAX` at
+    /// most each): (address, elements, bytes) of each run.
+    pub(crate) fn runs(
+        &self,
+        r: usize,
+        ext: isize,
+        one: usize,
+    ) -> impl Iterator<Item = (*const c_void, c_int, usize)> {
+        let per = (c_int::MAX as usize)
+            .checked_div(one)
+            .map_or(usize::MAX, |p| p.max(1));
+        let (start, count) = (self.at(r, ext).cast::<u8>(), self.counts[r] as usize);
+        (0..count).step_by(per).map(move |first| {
+            let n = per.min(count - first);
+            (
+                start.wrapping_offset(first as isize * ext).cast(),
+                n as c_int,
+                n * one,
+            )
+        })
+    }
+
+    /// Where the blocks lie in the buffer itself (a gap-free predefined type, whose extent
+    /// is its size): the address of the lowest block's first byte (the buffer's start, or
+    /// before it for a negative displacement), the bytes from there to the end of the last
+    /// block, and each block's range from there (an empty block's is empty).
+    pub(crate) fn in_place_ranges(
+        &self,
+        bytes: &[usize],
+        elem: usize,
+    ) -> (*const u8, usize, Vec<Range<usize>>) {
+        let at = |r: usize| self.displs[r] as i64 * elem as i64;
+        let used = (0..bytes.len()).filter(|&r| bytes[r] > 0);
+        let low = used.clone().map(at).min().unwrap_or(0).min(0);
+        let ranges: Vec<Range<usize>> = (0..bytes.len())
+            .map(|r| {
+                if bytes[r] == 0 {
+                    return 0..0;
+                }
+                let start = (at(r) - low) as usize;
+                start..start + bytes[r]
+            })
+            .collect();
+        let len = ranges.iter().map(|r| r.end).max().unwrap_or(0);
+        (
+            self.buf.cast::<u8>().wrapping_offset(low as isize),
+            len,
+            ranges,
+        )
+    }
+
+    /// The side of block `r` alone.
+    pub(crate) fn only(&self, r: usize) -> Side {
+        Side {
+            buf: self.buf,
+            counts: vec![self.counts[r]],
+            displs: vec![self.displs[r]],
+            dt: self.dt,
+        }
+    }
+
+    /// The address of block r.
+    pub(crate) fn at(&self, r: usize, ext: isize) -> *const c_void {
+        self.buf
+            .cast::<u8>()
+            .wrapping_offset(self.displs[r] as isize * ext)
+            .cast()
+    }
+}
+
+/// The received blocks still to be unpacked into the application's buffer: block r's
+/// bytes at `ranges[r]` of `bytes`, into `recv.counts[r]` elements at `recv.at(r)`.
+pub(crate) struct Unpacked {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) ranges: Vec<Range<usize>>,
+    pub(crate) recv: Side,
+    pub(crate) ext: isize,
+    /// The bytes of one received element.
+    pub(crate) one: usize,
+    pub(crate) dt: KeptType,
+    pub(crate) comm: MPI_Comm,
+}
+
+impl crate::packed::Finish for Unpacked {
+    fn finish(self: Box<Self>) -> c_int {
+        for (r, range) in self.ranges.iter().enumerate() {
+            let mut at = range.start;
+            for (p, count, n) in self.recv.runs(r, self.ext, self.one) {
+                // SAFETY: block r of the receive buffer holds `counts[r]` elements of the
+                // type at its displacement (MPI's layout of an Alltoallv's receive buffer);
+                // this run is `count` of them, whose signature carries its `n` bytes.
+                let rc = unsafe {
+                    unpack(
+                        &self.bytes[at..at + n],
+                        p.cast_mut(),
+                        count,
+                        self.dt.handle(),
+                        self.comm,
+                    )
+                };
+                if rc != SUCCESS {
+                    return rc;
+                }
+                at += n;
+            }
+        }
+        SUCCESS
+    }
+}
+
+/// Packs the blocks of `side` one after another; returns them and their ranges.
+///
+/// # Safety
+/// Block r of `side` holds `counts[r]` elements of its type at its displacement.
+pub(crate) unsafe fn pack_blocks(
+    side: &Side,
+    bytes: &[usize],
+    comm: MPI_Comm,
+) -> Result<(Vec<u8>, Vec<Range<usize>>), HandOff> {
+    let (ext, one) = (extent(side.dt)?, side.elem_bytes()?);
+    let (mut out, mut ranges) = (Vec::with_capacity(bytes.iter().sum()), Vec::new());
+    for r in 0..bytes.len() {
+        let start = out.len();
+        for (p, count, n) in side.runs(r, ext, one) {
+            // SAFETY: per the contract: the run is `count` of block r's elements.
+            out.extend(unsafe { pack(p, count, side.dt, n, comm) }?);
+        }
+        ranges.push(start..out.len());
+    }
+    Ok((out, ranges))
+}
+
+/// Consecutive ranges of the given lengths from 0.
+pub(crate) fn laid_out(bytes: &[usize]) -> Vec<Range<usize>> {
+    let mut at = 0;
+    bytes
+        .iter()
+        .map(|&n| {
+            at += n;
+            at - n..at
+        })
+        .collect()
+}
