@@ -1,20 +1,26 @@
 //! Allgatherv: every rank's block, of a length every rank knows, lands at its place on
-//! every rank. Gatherv then Bcast (the form of Open MPI's basic Allgatherv): the blocks
-//! climb the hierarchy to rank 0 as a Gather's do ([`crate::gather::gather_blocks`], one
-//! message out of each node), laid out one after another in rank order, and the whole
-//! result goes down by the hierarchical broadcast ([`crate::bcast`], pipelined in its
-//! chunks). Where the receive buffer holds the blocks one after another in rank order from
-//! its start (the usual displacements), the collective works in it; otherwise in scratch,
-//! from which each block is copied to its place at the end.
+//! every rank. The hierarchical Allgather's form with blocks of any lengths: the blocks
+//! climb the hierarchy to the job's top group as a Gather's do (each leader receives the
+//! blocks under each member in one message, [`Subtrees`]); the top group's members send
+//! each other what they hold, all at once (two members exchange); then each broadcasts
+//! the whole result down its part of the hierarchy ([`crate::bcast`]'s top-down part,
+//! pipelined in its chunks). So every node receives the other nodes' blocks once and
+//! sends its own out once. The blocks lie one after another in rank order; where the
+//! receive buffer holds them so from its start (the usual displacements) the collective
+//! works in it, otherwise in scratch, from which each block is copied to its place.
 
 use std::ops::Range;
 
 use topo_hierarchy::Settings;
 
+use topo_hierarchy::settings::Collective;
+
+use crate::alltoall::exchange;
 use crate::bcast;
 use crate::error::Result;
-use crate::gather::gather_blocks;
-use crate::subtrees::{Blocks, Subtrees};
+use crate::subtrees::{
+    Blocks, Subtrees, below_top, pack, piece_for, recv_blocks, run_of, send_blocks, unpack,
+};
 use crate::transport::Fabric;
 use crate::view::View;
 
@@ -34,6 +40,26 @@ pub fn allgatherv(
     scratch: &mut Vec<u8>,
 ) -> Result<()> {
     let me = view.rank as usize;
+    if view.only_level().is_some_and(|l| l.intra) {
+        // One group inside one node holds the whole job: every rank sends its block to
+        // each other rank in rounds of shared-memory exchanges (as Alltoall does there).
+        let copy;
+        let mine: &[u8] = match send {
+            Some(b) => b,
+            None => {
+                copy = recv[at[me].clone()].to_vec();
+                &copy
+            }
+        };
+        let Some(mut parts) = crate::alltoall::disjoint(recv, at) else {
+            return Err(crate::error::Error::Mismatch {
+                reason: "MPI_Allgatherv: receive blocks that overlap".into(),
+            });
+        };
+        parts[me].copy_from_slice(mine);
+        let sends = vec![mine; at.len()];
+        return crate::alltoall::in_rounds(view, fabric, &sends, &mut parts);
+    }
     let mut ends = Vec::with_capacity(at.len());
     let mut total = 0;
     for r in at {
@@ -48,8 +74,8 @@ pub fn allgatherv(
     let own: Vec<u8>;
     let mine: Option<&[u8]> = match send {
         Some(b) => Some(b),
-        // In place at rank 0 of a packed buffer, the block is where the Gather puts it.
-        None if packed && me == 0 => None,
+        // In place in a packed buffer, the block is where the collective wants it.
+        None if packed => None,
         None => {
             own = recv[at[me].clone()].to_vec();
             Some(&own)
@@ -62,10 +88,14 @@ pub fn allgatherv(
         &mut scratch[..]
     };
     let blocks = Blocks::Ends(&ends);
-    let root_buf = (me == 0).then_some(&mut *work);
-    gather_blocks(view, fabric, sub, s, 0, mine, root_buf, blocks)?;
-    if total > 0 {
-        bcast::bcast(view, fabric, s, 0, work)?;
+    if let Some(b) = mine {
+        work[blocks.at(me as u32)].copy_from_slice(b);
+    }
+    if total > 0 && view.size > 1 {
+        let from = up_and_across(view, fabric, sub, s.spin, work, blocks)?;
+        for piece in work.chunks_mut(view.chunk_bytes(s, Collective::Allgather, total, 1)) {
+            bcast::down(view, fabric, s, 0, total, from, piece)?;
+        }
     }
     if !packed {
         for (r, place) in at.iter().enumerate() {
@@ -73,4 +103,110 @@ pub fn allgatherv(
         }
     }
     Ok(())
+}
+
+/// The way up and across: every rank's block (in `work`, laid out as `blocks`) climbs to
+/// the member of the job's top group it is under, and the top group's members send each
+/// other what they hold. Returns the level from which this rank takes part in the
+/// broadcast down (its leader's level, or the top group's).
+fn up_and_across(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    sub: &Subtrees,
+    spin: u32,
+    work: &mut [u8],
+    blocks: Blocks,
+) -> Result<usize> {
+    let n = view.levels.len();
+    let until = below_top(view);
+    let entry = sub.entry();
+    for i in 0..entry.min(until) {
+        let l = &view.levels[i];
+        let (t, piece) = (fabric.level(i), piece_for(view, i));
+        for p in 1..l.members.len() {
+            let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
+            recv_blocks(t, l.members[p], ranks, work, blocks, piece)?;
+        }
+    }
+    if entry < until {
+        let l = &view.levels[entry];
+        let piece = piece_for(view, entry);
+        send_blocks(
+            fabric.level(entry),
+            l.members[0],
+            sub.mine(),
+            work,
+            blocks,
+            piece,
+        )?;
+        return Ok(entry + 1);
+    }
+    if until == n {
+        // No top group: this rank (rank 0) holds everything.
+        return Ok(n);
+    }
+    let l = &view.levels[until];
+    let k = l.members.len();
+    let under = |q: usize| {
+        sub.under(until, q)
+            .expect("the top group knows its members")
+    };
+    let others: Vec<usize> = (1..k).map(|d| (l.me + d) % k).collect();
+    // Where every member's blocks lie in `work`: one run each with block placement, so
+    // they travel straight from and into place; else packed, and put in place after.
+    let runs: Option<Vec<Range<usize>>> = (0..k).map(|q| run_of(under(q), blocks)).collect();
+    match runs {
+        Some(runs) => {
+            let mut parts =
+                crate::alltoall::disjoint(work, &runs).expect("the runs of different members");
+            let out: &mut [u8] = std::mem::take(&mut parts[l.me]);
+            let mut theirs: Vec<(u32, &mut [u8])> = others
+                .iter()
+                .map(|&q| (l.members[q], std::mem::take(&mut parts[q])))
+                .collect();
+            across(fabric, spin, until, &*out, &mut theirs)?;
+        }
+        None => {
+            let out = pack(sub.mine(), work, blocks);
+            let bytes = |q: usize| -> usize { under(q).iter().map(|&r| blocks.at(r).len()).sum() };
+            let mut got: Vec<Vec<u8>> = others.iter().map(|&q| vec![0u8; bytes(q)]).collect();
+            let mut theirs: Vec<(u32, &mut [u8])> = others
+                .iter()
+                .zip(got.iter_mut())
+                .map(|(&q, b)| (l.members[q], &mut b[..]))
+                .collect();
+            across(fabric, spin, until, &out, &mut theirs)?;
+            for (&q, b) in others.iter().zip(&got) {
+                unpack(under(q), b, work, blocks);
+            }
+        }
+    }
+    Ok(until)
+}
+
+/// The top group's step: this member's blocks (`out`) to every other member, theirs from
+/// each into `theirs`, all at once over `fabric.level(until)`; two members exchange (the
+/// shared-memory exchange where they share a node). A set of no bytes is not sent (every
+/// member knows every set's length).
+fn across(
+    fabric: &mut dyn Fabric,
+    spin: u32,
+    until: usize,
+    out: &[u8],
+    theirs: &mut [(u32, &mut [u8])],
+) -> Result<()> {
+    if let [(other, buf)] = theirs {
+        return fabric.level(until).sendrecv(*other, out, *other, buf);
+    }
+    let sends: Vec<(u32, &[u8])> = if out.is_empty() {
+        Vec::new()
+    } else {
+        theirs.iter().map(|(q, _)| (*q, out)).collect()
+    };
+    let mut recvs: Vec<(u32, &mut [u8])> = theirs
+        .iter_mut()
+        .filter(|(_, b)| !b.is_empty())
+        .map(|(q, b)| (*q, &mut **b))
+        .collect();
+    exchange(fabric, spin, Some(until), &sends, &mut recvs)
 }

@@ -110,7 +110,7 @@ pub fn alltoallv(
 
 /// The parts of `buf` at `at`, by their index in `at`, if they do not overlap and lie in
 /// `buf`.
-fn disjoint<'b>(buf: &'b mut [u8], at: &[Range<usize>]) -> Option<Vec<&'b mut [u8]>> {
+pub(crate) fn disjoint<'b>(buf: &'b mut [u8], at: &[Range<usize>]) -> Option<Vec<&'b mut [u8]>> {
     let mut order: Vec<usize> = (0..at.len()).collect();
     order.sort_by_key(|&i| (at[i].start, at[i].end));
     let mut parts: Vec<Option<&'b mut [u8]>> = (0..at.len()).map(|_| None).collect();
@@ -139,7 +139,7 @@ fn disjoint<'b>(buf: &'b mut [u8], at: &[Range<usize>]) -> Option<Vec<&'b mut [u
 /// a small block; single copy for a large one only where the transport's exchange takes
 /// it). `sends[r]` goes to rank r, `recvs[r]` takes rank r's; every round exchanges, also
 /// an empty block (the partners of a round do not know each other's other block).
-fn in_rounds(
+pub(crate) fn in_rounds(
     view: &View,
     fabric: &mut dyn Fabric,
     sends: &[&[u8]],
@@ -187,7 +187,7 @@ pub fn pairwise(
 /// Sends each `(rank, data)` of `sends` and receives each `(rank, buf)` of `recvs`, all
 /// in flight at once, over `fabric.level(i)` for `via = Some(i)`, else over the link that
 /// reaches each rank; returns once all have completed.
-fn exchange(
+pub(crate) fn exchange(
     fabric: &mut dyn Fabric,
     spin: u32,
     via: Option<usize>,

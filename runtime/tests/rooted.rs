@@ -252,3 +252,45 @@ proptest! {
         check_allgatherv(&plans, seed, 3, packed, false)?;
     }
 }
+
+#[test]
+fn allgatherv_sends_each_nodes_blocks_to_each_other_node_once() {
+    // 8 nodes x 8 ranks, 8 bytes each: every node leader sends its node's 64 bytes to each
+    // of the 7 others, one message each (56); a Gather to one rank and a Bcast from it
+    // would cross 7 + 7 times with 7 x 64 bytes back out to each node.
+    for dist in ["block", "cyclic"] {
+        let plans = plans_without_map(8, 8, dist);
+        let s = settings_for(&plans);
+        let at: Vec<std::ops::Range<usize>> = (0..64).map(|r| r * 8..r * 8 + 8).collect();
+        let count = |once: bool| {
+            let (_, t) = run(&plans, |view, fabric| {
+                let sub = Subtrees::learn(view, fabric).unwrap();
+                if once {
+                    let mut recv = vec![0u8; 64 * 8];
+                    let mine = [view.rank as u8; 8];
+                    let mut scratch = Vec::new();
+                    topo_runtime::allgatherv::allgatherv(
+                        view,
+                        fabric,
+                        &sub,
+                        &s,
+                        Some(&mine),
+                        &mut recv,
+                        &at,
+                        &mut scratch,
+                    )
+                    .unwrap();
+                }
+                Vec::new()
+            });
+            t.get(INTER_NODE).map_or((0, 0), |t| (t.messages, t.bytes))
+        };
+        let (learning, with) = (count(false), count(true));
+        let got = (with.0 - learning.0, with.1 - learning.1);
+        println!(
+            "allgatherv 8 x 8 {dist}: {} messages, {} bytes between nodes",
+            got.0, got.1
+        );
+        assert_eq!(got, (56, 56 * 64), "{dist}");
+    }
+}
