@@ -651,6 +651,30 @@ static void allgatherv_types(void) {
     free(recv);
 }
 
+/* The v-forms where rank 0 carries nothing and passes NULL buffers (legal): its
+ * Allgatherv block is empty, and in the Alltoallv it sends and receives nothing while the
+ * other ranks exchange one int each. */
+static void v_null_buffers(void) {
+    int *c = calloc(size, sizeof(int)), *d = calloc(size, sizeof(int));
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    int all[2 * 64 + 1], mine[2] = {rank * 10 + 1, rank * 10 + 2}, ok = 1;
+    for (int r = 0; r < size; r++) rc[r] = r ? 2 : 0, rd[r] = r ? 2 * (r - 1) : 0;
+    for (int i = 0; i <= 2 * 64; i++) all[i] = -1;
+    if (size <= 64) {
+        MPI_Allgatherv(rank ? mine : NULL, rank ? 2 : 0, MPI_INT, all, rc, rd, MPI_INT, MPI_COMM_WORLD);
+        for (int r = 1; r < size; r++) ok &= all[2 * (r - 1)] == r * 10 + 1 && all[2 * (r - 1) + 1] == r * 10 + 2;
+        int sv[64], got[64];
+        for (int r = 0; r < size; r++) c[r] = rank && r ? 1 : 0, d[r] = r, sv[r] = rank * 100 + r, got[r] = -1;
+        MPI_Alltoallv(rank ? sv : NULL, c, d, MPI_INT, rank ? got : NULL, c, d, MPI_INT, MPI_COMM_WORLD);
+        for (int r = 1; rank && r < size; r++) ok &= got[r] == r * 100 + rank;
+    }
+    result(ok, "MPI_Allgatherv and MPI_Alltoallv with NULL buffers on a rank that carries nothing");
+    free(c);
+    free(d);
+    free(rc);
+    free(rd);
+}
+
 static void alltoallv_types(void) {
     MPI_Datatype vec;
     MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
@@ -912,6 +936,7 @@ int main(int argc, char **argv) {
     alltoall_types();
     alltoallv_types();
     allgatherv_types();
+    v_null_buffers();
 
     handed_to_mpi();
     mixed_types();

@@ -15,7 +15,7 @@ use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, SUCCESS};
 use crate::blocks::{extent, unpacked_size};
 use crate::classify::{Call, HandOff, overlaps_range};
 use crate::state::{self, TypeCache};
-use crate::varied::{Side, Unpacked, laid_out, pack_blocks};
+use crate::varied::{Side, Unpacked, bytes_at, bytes_at_mut, laid_out, pack_blocks};
 
 /// `MPI_Allgatherv`: `Some(code)` when done on topo-run's path, `None` for MPI.
 ///
@@ -37,8 +37,10 @@ pub(crate) unsafe fn allgatherv(
         let in_place = send == abi::in_place();
         // SAFETY: per the contract, the arrays hold one int per rank.
         let rs = unsafe { Side::new(recv.cast_const(), recv_counts, displs, recv_type, size) }?;
-        let bad = |p: *const c_void, plain: bool| {
-            p == abi::in_place() || (plain && (p.is_null() || p == abi::bottom()))
+        // As for Allgather: MPI_IN_PLACE only as the send buffer, MPI_BOTTOM only with a
+        // derived type; a buffer that carries nothing may be any address (null too).
+        let bad = |p: *const c_void, plain: bool, bytes: usize| {
+            p == abi::in_place() || (plain && bytes > 0 && (p.is_null() || p == abi::bottom()))
         };
         let recv_plain = unpacked_size(types, recv_type);
         let rbytes = rs.block_bytes()?;
@@ -46,10 +48,10 @@ pub(crate) unsafe fn allgatherv(
             .then(|| unpacked_size(types, send_type))
             .flatten()
             .filter(|&e| e as u64 * send_count.max(0) as u64 == rbytes[me] as u64);
-        if bad(recv.cast_const(), recv_plain.is_some())
-            || (!in_place && bad(send, send_plain.is_some()))
+        if bad(recv.cast_const(), recv_plain.is_some(), rbytes.iter().sum())
+            || (!in_place && bad(send, send_plain.is_some(), rbytes[me]))
             || (recv_plain.is_none() && !types.committed(recv_type))
-            || send_count < 0
+            || (!in_place && send_count < 0)
         {
             return Err(HandOff::Arguments);
         }
@@ -82,7 +84,7 @@ pub(crate) unsafe fn allgatherv(
             // alone would split the ranks between two paths: copy.
             let overlap = overlaps_range(send as usize, n, recv_base as usize, recv_len);
             // SAFETY: the send buffer holds this rank's `n` bytes.
-            overlap.then(|| unsafe { std::slice::from_raw_parts(send.cast::<u8>(), n) }.to_vec())
+            overlap.then(|| unsafe { bytes_at(send.cast(), n) }.to_vec())
         } else {
             let side = Side {
                 buf: send,
@@ -109,13 +111,13 @@ pub(crate) unsafe fn allgatherv(
         let recv_bytes: &mut [u8] = match &mut finish {
             Some(u) => &mut u.bytes,
             // SAFETY: the receive buffer holds its blocks, `recv_len` bytes from the lowest.
-            None => unsafe { std::slice::from_raw_parts_mut(recv_base.cast_mut(), recv_len) },
+            None => unsafe { bytes_at_mut(recv_base.cast_mut(), recv_len) },
         };
         let mine: Option<&[u8]> = match (&own, in_place) {
             (Some(v), _) => Some(v),
             (None, true) => None,
             // SAFETY: the send buffer holds this rank's bytes.
-            (None, false) => Some(unsafe { std::slice::from_raw_parts(send.cast(), rbytes[me]) }),
+            (None, false) => Some(unsafe { bytes_at(send.cast(), rbytes[me]) }),
         };
         if !a.topo.raw_all_gather_v(mine, recv_bytes, &at) {
             return Err(HandOff::Inactive);

@@ -17,7 +17,7 @@ use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, SUCCESS};
 use crate::blocks::{extent, unpacked_size};
 use crate::classify::{Call, HandOff};
 use crate::state::{self, TypeCache};
-use crate::varied::{Side, Unpacked, laid_out, pack_blocks};
+use crate::varied::{Side, Unpacked, bytes_at, bytes_at_mut, laid_out, pack_blocks};
 
 /// `MPI_Alltoallv`: `Some(code)` when done on topo-run's path, `None` for MPI.
 ///
@@ -47,21 +47,27 @@ pub(crate) unsafe fn alltoallv(
             // SAFETY: as above.
             Some(unsafe { Side::new(send, send_counts, send_displs, send_type, size) }?)
         };
-        let bad = |p: *const c_void, plain: bool| {
-            p == abi::in_place() || (plain && (p.is_null() || p == abi::bottom()))
+        // As for Allgather: MPI_IN_PLACE only as the send buffer, MPI_BOTTOM only with a
+        // derived type; a side that carries nothing may pass any address (null too).
+        let bad = |p: *const c_void, plain: bool, bytes: usize| {
+            p == abi::in_place() || (plain && bytes > 0 && (p.is_null() || p == abi::bottom()))
         };
         let recv_plain = unpacked_size(types, recv_type);
         let send_plain = ss.as_ref().and_then(|s| unpacked_size(types, s.dt));
-        if bad(recv.cast_const(), recv_plain.is_some())
-            || ss
-                .as_ref()
-                .is_some_and(|s| bad(s.buf, send_plain.is_some()))
-            || (recv_plain.is_none() && !types.committed(recv_type))
-        {
+        if recv_plain.is_none() && !types.committed(recv_type) {
             return Err(HandOff::Arguments);
         }
         let rbytes = rs.block_bytes()?;
         let sbytes = ss.as_ref().map(Side::block_bytes).transpose()?;
+        let total = |b: &[usize]| b.iter().sum::<usize>();
+        if bad(recv.cast_const(), recv_plain.is_some(), total(&rbytes))
+            || ss
+                .as_ref()
+                .zip(sbytes.as_ref())
+                .is_some_and(|(s, b)| bad(s.buf, send_plain.is_some(), total(b)))
+        {
+            return Err(HandOff::Arguments);
+        }
         // The receive side: in the application's buffer, or packed to unpack after.
         let (recv_base, recv_len, recv_at, unpacked) = match recv_plain {
             Some(elem) => {
@@ -91,7 +97,7 @@ pub(crate) unsafe fn alltoallv(
                 if crate::classify::overlaps_range(base as usize, len, recv_base as usize, recv_len)
                 {
                     // SAFETY: the send buffer holds the blocks' `len` bytes from `base`.
-                    let copy = unsafe { std::slice::from_raw_parts(base, len) }.to_vec();
+                    let copy = unsafe { bytes_at(base, len) }.to_vec();
                     kept = Some((copy, at));
                 } else {
                     send_view = Some((base, len, at));
@@ -127,14 +133,12 @@ pub(crate) unsafe fn alltoallv(
         let recv_bytes: &mut [u8] = match &mut finish {
             Some(u) => &mut u.bytes,
             // SAFETY: the receive buffer holds its blocks, `recv_len` bytes from the lowest.
-            None => unsafe { std::slice::from_raw_parts_mut(recv_base.cast_mut(), recv_len) },
+            None => unsafe { bytes_at_mut(recv_base.cast_mut(), recv_len) },
         };
         let send_arg: Option<(&[u8], &[Range<usize>])> = match (&kept, &send_view) {
             (Some((v, at)), _) => Some((&v[..], &at[..])),
             // SAFETY: the send buffer holds its blocks, `len` bytes from the lowest.
-            (None, Some((p, len, at))) => {
-                Some((unsafe { std::slice::from_raw_parts(*p, *len) }, &at[..]))
-            }
+            (None, Some((p, len, at))) => Some((unsafe { bytes_at(*p, *len) }, &at[..])),
             (None, None) => None,
         };
         if !a.topo.raw_all_to_all_v(send_arg, recv_bytes, &recv_at) {

@@ -212,3 +212,28 @@ pub(crate) fn laid_out(bytes: &[usize]) -> Vec<Range<usize>> {
         })
         .collect()
 }
+
+/// `len` bytes at `p`; none where `len` is 0 (`p` may then be null: a side that carries
+/// nothing may pass any address).
+///
+/// # Safety
+/// Where `len` is not 0, `p` holds `len` bytes valid for `'b`.
+pub(crate) unsafe fn bytes_at<'b>(p: *const u8, len: usize) -> &'b [u8] {
+    if len == 0 {
+        return &[];
+    }
+    // SAFETY: per the contract.
+    unsafe { std::slice::from_raw_parts(p, len) }
+}
+
+/// The mutable form of [`bytes_at`].
+///
+/// # Safety
+/// Where `len` is not 0, `p` holds `len` bytes valid for `'b` that nothing else uses.
+pub(crate) unsafe fn bytes_at_mut<'b>(p: *mut u8, len: usize) -> &'b mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
+    // SAFETY: per the contract.
+    unsafe { std::slice::from_raw_parts_mut(p, len) }
+}
