@@ -12,10 +12,10 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, SUCCESS};
-use crate::blocks::{extent, unpacked_size};
+use crate::blocks::unpacked_size;
 use crate::classify::{Call, HandOff, overlaps_range};
 use crate::state::{self, TypeCache};
-use crate::varied::{Side, Unpacked, bytes_at, bytes_at_mut, laid_out, pack_blocks};
+use crate::varied::{Side, Unpacked, bytes_at, bytes_at_mut, pack_blocks};
 
 /// `MPI_Allgatherv`: `Some(code)` when done on topo-run's path, `None` for MPI.
 ///
@@ -55,22 +55,12 @@ pub(crate) unsafe fn allgatherv(
         {
             return Err(HandOff::Arguments);
         }
-        let (recv_base, recv_len, at, unpacked) = match recv_plain {
-            Some(elem) => {
-                let (base, len, at) = rs.in_place_ranges(&rbytes, elem);
-                (base, len, at, None)
-            }
-            None => {
-                let at = laid_out(&rbytes);
-                let len = at.last().map_or(0, |r| r.end);
-                (
-                    recv.cast::<u8>().cast_const(),
-                    len,
-                    at,
-                    Some(extent(recv_type)?),
-                )
-            }
-        };
+        let crate::varied::Landing {
+            base: recv_base,
+            len: recv_len,
+            at,
+            unpack: unpacked,
+        } = rs.landing(&rbytes, recv_plain)?;
         // This rank's block, unless the collective reads it from the application.
         let own: Option<Vec<u8>> = if in_place {
             match recv_plain {

@@ -14,10 +14,10 @@ use std::ops::Range;
 use std::os::raw::c_int;
 
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, SUCCESS};
-use crate::blocks::{extent, unpacked_size};
+use crate::blocks::unpacked_size;
 use crate::classify::{Call, HandOff};
 use crate::state::{self, TypeCache};
-use crate::varied::{Side, Unpacked, bytes_at, bytes_at_mut, laid_out, pack_blocks};
+use crate::varied::{Side, Unpacked, bytes_at, bytes_at_mut, pack_blocks};
 
 /// `MPI_Alltoallv`: `Some(code)` when done on topo-run's path, `None` for MPI.
 ///
@@ -69,22 +69,12 @@ pub(crate) unsafe fn alltoallv(
             return Err(HandOff::Arguments);
         }
         // The receive side: in the application's buffer, or packed to unpack after.
-        let (recv_base, recv_len, recv_at, unpacked) = match recv_plain {
-            Some(elem) => {
-                let (base, len, at) = rs.in_place_ranges(&rbytes, elem);
-                (base, len, at, None)
-            }
-            None => {
-                let at = laid_out(&rbytes);
-                let len = at.last().map_or(0, |r| r.end);
-                (
-                    recv.cast::<u8>().cast_const(),
-                    len,
-                    at,
-                    Some(extent(recv_type)?),
-                )
-            }
-        };
+        let crate::varied::Landing {
+            base: recv_base,
+            len: recv_len,
+            at: recv_at,
+            unpack: unpacked,
+        } = rs.landing(&rbytes, recv_plain)?;
         // The blocks to send: the application's, or packed.
         let mut kept: Option<(Vec<u8>, Vec<Range<usize>>)> = None;
         let mut send_view: Option<(*const u8, usize, Vec<Range<usize>>)> = None;

@@ -120,6 +120,33 @@ impl Side {
         )
     }
 
+    /// Where a receive side's blocks land: for a gap-free predefined type of `elem` bytes
+    /// in the application's buffer ([`Side::in_place_ranges`]), else one after another
+    /// in a buffer of the library's, to unpack after with the type's extent.
+    pub(crate) fn landing(&self, bytes: &[usize], elem: Option<usize>) -> Result<Landing, HandOff> {
+        Ok(match elem {
+            Some(elem) => {
+                let (base, len, at) = self.in_place_ranges(bytes, elem);
+                Landing {
+                    base,
+                    len,
+                    at,
+                    unpack: None,
+                }
+            }
+            None => {
+                let at = laid_out(bytes);
+                let len = at.last().map_or(0, |r| r.end);
+                Landing {
+                    base: self.buf.cast(),
+                    len,
+                    at,
+                    unpack: Some(extent(self.dt)?),
+                }
+            }
+        })
+    }
+
     /// The side of block `r` alone.
     pub(crate) fn only(&self, r: usize) -> Side {
         Side {
@@ -137,6 +164,19 @@ impl Side {
             .wrapping_offset(self.displs[r] as isize * ext)
             .cast()
     }
+}
+
+/// Where a receive side's blocks land ([`Side::landing`]).
+pub(crate) struct Landing {
+    /// The lowest address of the blocks in the application's buffer (its start where
+    /// they are unpacked after).
+    pub(crate) base: *const u8,
+    /// The bytes from `base` to the end of the last block (or of the packed blocks).
+    pub(crate) len: usize,
+    /// Each block's range from `base`, or in the packed blocks.
+    pub(crate) at: Vec<Range<usize>>,
+    /// The type's extent where the blocks arrive packed, to unpack after.
+    pub(crate) unpack: Option<isize>,
 }
 
 /// The received blocks still to be unpacked into the application's buffer: block r's
