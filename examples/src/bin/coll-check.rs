@@ -457,6 +457,21 @@ impl Checker<'_> {
             &recv_displs,
         );
         self.record(&tag("alltoallv"), got == want);
+        let mut igot = vec![T::from_i64(-1); total];
+        let topo = &mut self.topo;
+        mpi::request::scope(|scope| {
+            topo.immediate_all_to_all_varcount_into(
+                scope,
+                &send[..all],
+                &send_counts,
+                &send_displs,
+                &mut igot[..],
+                &recv_counts,
+                &recv_displs,
+            )
+            .wait();
+        });
+        self.record(&tag("ialltoallv"), igot == want);
         // Allgatherv: rank r contributes `(r * 3) % 4 * n / 2` elements (none for some),
         // received in reversed rank order with one element left alone after each.
         let counts: Vec<i32> = (0..size32).map(|r| (r * 3) % 4 * (n as i32 / 2)).collect();

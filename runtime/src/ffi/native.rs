@@ -167,6 +167,41 @@ impl Native {
         })
     }
 
+    /// `MPI_Ialltoallv` of `send` to `recv`; `counts` are the send counts and
+    /// displacements and the receive counts and displacements, in elements, which the
+    /// request keeps until it completes.
+    pub(crate) fn all_to_all_v<T: Equivalence + Copy + 'static>(
+        send: &'static [T],
+        recv: &'static mut [T],
+        counts: [Vec<c_int>; 4],
+    ) -> Self {
+        let dt = T::equivalent_datatype().as_raw();
+        let counts = Box::new(counts);
+        let c = [0, 1, 2, 3].map(|i| counts[i].as_ptr());
+        let (sp, rp) = (send.as_ptr(), recv.as_mut_ptr());
+        Native {
+            post: Box::new(move |comm, req| {
+                // SAFETY: as for `reduce`; the counts live in the request's copy until it
+                // completes.
+                unsafe {
+                    ffi::MPI_Ialltoallv(
+                        sp.cast(),
+                        c[0],
+                        c[1],
+                        dt,
+                        rp.cast(),
+                        c[2],
+                        c[3],
+                        dt,
+                        comm,
+                        req,
+                    )
+                };
+            }),
+            copy: Some(Box::new(counts) as Box<dyn Owned>),
+        }
+    }
+
     /// `MPI_Ibarrier`.
     pub(crate) fn barrier() -> Self {
         Native::new::<()>(None, |comm, req| {

@@ -1,11 +1,14 @@
-//! Ialltoall: [`crate::alltoall`]'s pairwise form as a schedule. Every rank sends each
-//! other rank its block over the link that reaches it and receives one from each: on one
-//! node in `size - 1` rounds (in round d to the rank d places on, from the rank d places
-//! back, as the blocking form's exchanges), across nodes all in one round, so that every
-//! network transfer is posted at the start.
+//! Ialltoall and Ialltoallv: [`crate::alltoall`]'s pairwise form as a schedule. Every rank
+//! sends each other rank its block over the link that reaches it and receives one from
+//! each: on one node in `size - 1` rounds (in round d to the rank d places on, from the
+//! rank d places back, as the blocking form's exchanges), across nodes all in one round, so
+//! that every network transfer is posted at the start. A block of no bytes is not sent
+//! (both ends know its length).
 //!
 //! Buffers: the blocks to send are in [`Buf::Send`], or in place in [`Buf::Recv`], from
 //! which they are first copied to [`Buf::Tmp`] (the blocks received land in `Recv`).
+
+use std::ops::Range;
 
 use super::{Action, Buf, Builder, Link, Region};
 
@@ -13,57 +16,76 @@ use super::{Action, Buf, Builder, Link, Region};
 /// (`one_node`: all on one node). `send`: the blocks are in [`Buf::Send`] (else in place, in
 /// [`Buf::Recv`]). Returns the builder and how many bytes of [`Buf::Tmp`] it uses.
 pub fn build(me: u32, size: usize, one_node: bool, len: usize, send: bool) -> (Builder, usize) {
+    let at: Vec<Range<usize>> = (0..size).map(|r| r * len..(r + 1) * len).collect();
+    build_v(me, one_node, send.then_some(&at[..]), &at, size * len)
+}
+
+/// The steps of rank `me`'s part in an Alltoallv (`one_node`: all on one node): its block
+/// for rank r is `send_at[r]` of [`Buf::Send`] (`None` in place: `recv_at[r]` of
+/// [`Buf::Recv`]), rank r's block for it lands at `recv_at[r]` of [`Buf::Recv`], whose
+/// blocks end by `recv_len`. Returns the builder and how many bytes of [`Buf::Tmp`] it
+/// uses.
+pub fn build_v(
+    me: u32,
+    one_node: bool,
+    send_at: Option<&[Range<usize>]>,
+    recv_at: &[Range<usize>],
+    recv_len: usize,
+) -> (Builder, usize) {
     let mut b = Builder::default();
-    if len == 0 || size < 2 {
-        if send && len > 0 {
-            let (from, to) = (Region::whole(Buf::Send, len), Region::whole(Buf::Recv, len));
-            b.step(Link::Local, Action::Copy { src: from, dst: to });
-        }
-        return (b, 0);
-    }
+    let size = recv_at.len();
     let me = me as usize;
-    let block = |buf: Buf, r: usize| Region {
+    let region = |buf: Buf, r: &Range<usize>| Region {
         buf,
-        off: r * len,
-        len,
+        off: r.start,
+        len: r.len(),
     };
-    let (src, tmp) = if send {
-        b.step(
-            Link::Local,
-            Action::Copy {
-                src: block(Buf::Send, me),
-                dst: block(Buf::Recv, me),
-            },
-        );
-        (Buf::Send, 0)
-    } else {
-        b.step(
-            Link::Local,
-            Action::Copy {
-                src: Region::whole(Buf::Recv, size * len),
-                dst: Region::whole(Buf::Tmp, size * len),
-            },
-        );
-        (Buf::Tmp, size * len)
+    let (src, from_at, tmp) = match send_at {
+        Some(at) => {
+            if !at[me].is_empty() {
+                b.step(
+                    Link::Local,
+                    Action::Copy {
+                        src: region(Buf::Send, &at[me]),
+                        dst: region(Buf::Recv, &recv_at[me]),
+                    },
+                );
+            }
+            (Buf::Send, at, 0)
+        }
+        None if size > 1 && recv_len > 0 => {
+            b.step(
+                Link::Local,
+                Action::Copy {
+                    src: Region::whole(Buf::Recv, recv_len),
+                    dst: Region::whole(Buf::Tmp, recv_len),
+                },
+            );
+            (Buf::Tmp, recv_at, recv_len)
+        }
+        None => (Buf::Tmp, recv_at, 0),
     };
     let pair = |d: usize| {
         let (to, from) = ((me + d) % size, (me + size - d) % size);
-        [
+        let send = (!from_at[to].is_empty()).then(|| {
             (
                 Link::Peer(to as u32),
                 Action::Send {
                     to: vec![to as u32],
-                    src: block(src, to),
+                    src: region(src, &from_at[to]),
                 },
-            ),
+            )
+        });
+        let recv = (!recv_at[from].is_empty()).then(|| {
             (
                 Link::Peer(from as u32),
                 Action::Recv {
                     from: from as u32,
-                    dst: block(Buf::Recv, from),
+                    dst: region(Buf::Recv, &recv_at[from]),
                 },
-            ),
-        ]
+            )
+        });
+        send.into_iter().chain(recv)
     };
     if one_node {
         for d in 1..size {

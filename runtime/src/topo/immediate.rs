@@ -381,6 +381,69 @@ impl Topo {
         self.ialltoall(scope, None, buf)
     }
 
+    /// Starts an Alltoallv: this rank sends `send[send_displs[r]..][..send_counts[r]]` to
+    /// rank r and receives rank r's block into `recv[recv_displs[r]..][..recv_counts[r]]`
+    /// (in elements; rsmpi: `CommunicatorCollectives::immediate_all_to_all_varcount_into`).
+    /// Where the blocks are not topo-run's to move (another type, receive blocks that
+    /// overlap), MPI's `MPI_Ialltoallv` runs them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn immediate_all_to_all_varcount_into<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        send_counts: &[mpi::Count],
+        send_displs: &[mpi::Count],
+        recv: &'a mut [T],
+        recv_counts: &[mpi::Count],
+        recv_displs: &[mpi::Count],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        let size = self.world.size() as usize;
+        assert!(
+            [send_counts, send_displs, recv_counts, recv_displs]
+                .iter()
+                .all(|v| v.len() == size),
+            "immediate_all_to_all_varcount_into: one count and one displacement per rank on each side"
+        );
+        let e = std::mem::size_of::<T>();
+        let ranges =
+            |counts: &[mpi::Count], displs: &[mpi::Count]| -> Option<Vec<std::ops::Range<usize>>> {
+                counts
+                    .iter()
+                    .zip(displs)
+                    .map(|(&c, &d)| {
+                        let (c, d) = (usize::try_from(c).ok()? * e, usize::try_from(d).ok()? * e);
+                        Some(d..d + c)
+                    })
+                    .collect()
+            };
+        if plain::is_plain::<T>()
+            && self.is_hierarchical()
+            && let (Some(sat), Some(rat)) = (
+                ranges(send_counts, send_displs),
+                ranges(recv_counts, recv_displs),
+            )
+            && let Some((send_at, recv_at)) = super::raw::v_ranges(
+                size,
+                self.rank as usize,
+                Some((std::mem::size_of_val(send), &sat[..])),
+                std::mem::size_of_val(recv),
+                &rat,
+            )
+        {
+            let send = (plain::bytes(send), &send_at.expect("a send side")[..]);
+            return self.sched_all_to_all_v(scope, Some(send), plain::bytes_mut(recv), &recv_at);
+        }
+        let counts =
+            [send_counts, send_displs, recv_counts, recv_displs].map(<[mpi::Count]>::to_vec);
+        self.start_native(scope, None, |r| {
+            Native::all_to_all_v(r.lend(send), r.lend_mut(recv), counts)
+        })
+    }
+
     fn ialltoall<'a, T, S>(
         &mut self,
         scope: S,
@@ -479,6 +542,37 @@ impl Topo {
             return None;
         }
         Some(RawRequest(self.sched_all_to_all(StaticScope, send, recv)))
+    }
+
+    /// Starts an Alltoallv: this rank's block for rank r is `send.0[send.1[r]]` (`send` is
+    /// `None` in place: the blocks are `recv`'s, at `recv_at`), rank r's block for this rank
+    /// lands in `recv[recv_at[r]]`. `None` (nothing done) where the collectives go to MPI, for
+    /// ranges that pass their buffer's end, receive ranges that overlap, or a rank's own two
+    /// ranges of different lengths.
+    pub fn raw_immediate_all_to_all_v(
+        &mut self,
+        send: Option<(&'static [u8], &[std::ops::Range<usize>])>,
+        recv: &'static mut [u8],
+        recv_at: &[std::ops::Range<usize>],
+    ) -> Option<RawRequest> {
+        let me = self.rank as usize;
+        let (send_at, recv_at) = super::raw::v_ranges(
+            self.world.size() as usize,
+            me,
+            send.map(|(b, at)| (b.len(), at)),
+            recv.len(),
+            recv_at,
+        )?;
+        if !self.is_hierarchical() {
+            return None;
+        }
+        let send = send.map(|(b, _)| b).zip(send_at.as_deref());
+        Some(RawRequest(self.sched_all_to_all_v(
+            StaticScope,
+            send,
+            recv,
+            &recv_at,
+        )))
     }
 
     /// Starts a reduction with `op` into every rank's `recv`; `send` is `None` in place.

@@ -203,21 +203,17 @@ impl Topo {
         recv: &mut [u8],
         recv_at: &[std::ops::Range<usize>],
     ) -> bool {
-        let size = self.world.size() as usize;
         let me = self.rank as usize;
-        let inside = |at: &[std::ops::Range<usize>], len: usize| {
-            at.len() == size && at.iter().all(|r| r.is_empty() || r.end <= len)
-        };
-        let fits = match send {
-            Some((b, at)) => inside(at, b.len()) && at[me].len() == recv_at[me].len(),
-            None => true,
-        };
-        if !fits || !inside(recv_at, recv.len()) {
+        let Some((send_at, recv_at)) = v_ranges(
+            self.world.size() as usize,
+            me,
+            send.map(|(b, at)| (b.len(), at)),
+            recv.len(),
+            recv_at,
+        ) else {
             return false;
-        }
-        // An empty block may name any place.
-        let recv_at = &emptied(recv_at);
-        let send_at = send.map(|(_, at)| emptied(at));
+        };
+        let recv_at = &recv_at;
         let send = send.map(|(b, _)| b).zip(send_at.as_deref());
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
@@ -479,4 +475,37 @@ fn emptied(at: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
     at.iter()
         .map(|r| if r.is_empty() { 0..0 } else { r.clone() })
         .collect()
+}
+
+/// A v-form's byte ranges, one per rank.
+pub(super) type Ranges = Vec<std::ops::Range<usize>>;
+
+/// An Alltoallv's ranges checked ([`Topo::raw_all_to_all_v`]): one per rank on each side,
+/// non-empty ones inside their buffers (of `send.0` and `recv_len` bytes), the receive
+/// ones apart, this rank's two of one length; every empty range made `0..0`.
+pub(super) fn v_ranges(
+    size: usize,
+    me: usize,
+    send: Option<(usize, &[std::ops::Range<usize>])>,
+    recv_len: usize,
+    recv_at: &[std::ops::Range<usize>],
+) -> Option<(Option<Ranges>, Ranges)> {
+    let inside = |at: &[std::ops::Range<usize>], len: usize| {
+        at.len() == size && at.iter().all(|r| r.is_empty() || r.end <= len)
+    };
+    let mut taken: Vec<&std::ops::Range<usize>> =
+        recv_at.iter().filter(|r| !r.is_empty()).collect();
+    taken.sort_by_key(|r| r.start);
+    let apart = taken.windows(2).all(|w| w[0].end <= w[1].start);
+    if !inside(recv_at, recv_len) || !apart {
+        return None;
+    }
+    let send_at = match send {
+        Some((len, at)) if inside(at, len) && at[me].len() == recv_at[me].len() => {
+            Some(emptied(at))
+        }
+        Some(_) => return None,
+        None => None,
+    };
+    Some((send_at, emptied(recv_at)))
 }

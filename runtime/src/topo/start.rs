@@ -52,7 +52,7 @@ impl Topo {
         scope: S,
         args: Args<'a>,
         keep: Option<Box<dyn KeepAlive + 'a>>,
-        shape: Shape,
+        shape: Option<Shape>,
         build: impl FnOnce(&HierarchicalPath) -> (Builder, usize, usize),
     ) -> Request<'a, S> {
         let request = self.request(scope, keep);
@@ -63,7 +63,7 @@ impl Topo {
             .map_or(0, <[u8]>::len)
             .max(recv.as_ref().map_or(0, |r| r.len()));
         let mut core = context::lock(&self.core);
-        let (b, acc, tmp) = match core.reuse(&shape) {
+        let (b, acc, tmp) = match shape.and_then(|shape| core.reuse(&shape)) {
             Some(kept) => kept,
             None => build(
                 core.hier
@@ -72,7 +72,10 @@ impl Topo {
             ),
         };
         let (acc, tmp) = (core.buffer(acc), core.buffer(tmp));
-        let sched = Schedule::lent(args.name, b, send, recv, acc, tmp, args.op).shaped(shape);
+        let mut sched = Schedule::lent(args.name, b, send, recv, acc, tmp, args.op);
+        if let Some(shape) = shape {
+            sched = sched.shaped(shape);
+        }
         core.start(id, sched);
         let in_flight = core.has_schedules();
         drop(core);
@@ -124,7 +127,7 @@ impl Topo {
             op: None,
         };
         let shape = shape(args.name, None, root, len, false);
-        self.start(scope, args, None, shape, |h| {
+        self.start(scope, args, None, Some(shape), |h| {
             (ibcast::build(&h.view, &h.settings, root as u32, len), 0, 0)
         })
     }
@@ -148,7 +151,7 @@ impl Topo {
             op: Some(op),
         };
         let shape = shape(args.name, None, root, len, has_send);
-        self.start(scope, args, keep, shape, |h| {
+        self.start(scope, args, keep, Some(shape), |h| {
             let (b, acc) = ireduce::build(&h.view, &h.settings, root as u32, has_send, len, elem);
             (b, acc, 0)
         })
@@ -184,7 +187,7 @@ impl Topo {
             elem,
             ..shape(args.name, None, 0, len, has_send)
         };
-        self.start(scope, args, keep, shape, |h| {
+        self.start(scope, args, keep, Some(shape), |h| {
             if let Some((b, tmp)) = h.flat_allreduce(elem, has_send, len) {
                 return (b, 0, tmp);
             }
@@ -231,7 +234,7 @@ impl Topo {
             elem,
             ..shape(args.name, None, i32::from(hierarchical), len, has_send)
         };
-        self.start(scope, args, keep, shape, |h| {
+        self.start(scope, args, keep, Some(shape), |h| {
             iscan::build(&h.view, hierarchical, has_send, len, exclusive)
         })
     }
@@ -253,8 +256,33 @@ impl Topo {
             op: None,
         };
         let shape = shape(args.name, None, 0, len, has_send);
-        self.start(scope, args, None, shape, |h| {
+        self.start(scope, args, None, Some(shape), |h| {
             let (b, tmp) = ialltoall::build(rank, size, h.settings.nodes == 1, len, has_send);
+            (b, 0, tmp)
+        })
+    }
+
+    /// An Alltoallv's schedule (see [`Topo::raw_immediate_all_to_all_v`]); its steps depend
+    /// on the call's blocks, so they are not kept for later calls.
+    pub(super) fn sched_all_to_all_v<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        send: Option<(&'a [u8], &[std::ops::Range<usize>])>,
+        recv: &'a mut [u8],
+        recv_at: &[std::ops::Range<usize>],
+    ) -> Request<'a, S> {
+        let rank = self.world.rank() as u32;
+        let recv_len = recv_at.iter().map(|r| r.end).max().unwrap_or(0);
+        let send_at = send.map(|(_, at)| at);
+        let args = Args {
+            name: "MPI_Ialltoallv",
+            send: send.map(|(b, _)| b),
+            recv: Some(recv),
+            op: None,
+        };
+        self.start(scope, args, None, None, |h| {
+            let (b, tmp) =
+                ialltoall::build_v(rank, h.settings.nodes == 1, send_at, recv_at, recv_len);
             (b, 0, tmp)
         })
     }
@@ -277,7 +305,7 @@ impl Topo {
             op: None,
         };
         let shape = shape(args.name, Some(alg), 0, len, has_send);
-        self.start(scope, args, None, shape, |h| {
+        self.start(scope, args, None, Some(shape), |h| {
             let e = h.exchanges.get(alg).expect("exchange_for found the peers");
             let (b, tmp) = e.build(rank, len, has_send);
             (b, 0, tmp)
@@ -292,7 +320,7 @@ impl Topo {
             op: None,
         };
         let shape = shape(args.name, None, 0, 0, false);
-        self.start(StaticScope, args, None, shape, |h| {
+        self.start(StaticScope, args, None, Some(shape), |h| {
             let b = h.flat_barrier();
             (
                 b.unwrap_or_else(|| ibarrier::build(&h.network_view, &h.settings)),
