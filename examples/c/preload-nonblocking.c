@@ -1,6 +1,7 @@
 /* preload-nonblocking: an unmodified MPI program that exercises the nonblocking
  * collectives topo-run's PMPI library intercepts (MPI_Ibcast, MPI_Ireduce,
- * MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather, MPI_Iscan, MPI_Iexscan, MPI_Ialltoall) and the completion calls applications use
+ * MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather, MPI_Iscan, MPI_Iexscan, MPI_Ialltoall,
+ * MPI_Ialltoallv) and the completion calls applications use
  * on their requests, and checks every result against a reference computed locally.
  *
  * Covered: int, long long, unsigned char, float and double with the predefined
@@ -24,7 +25,9 @@
  * MPI_Iscan and MPI_Iexscan (in place) in flight together on world, a duplicate (after a
  * blocking MPI_Scan) and a reversed split; MPI_Ialltoall of the same counts and 16 MiB in
  * all, in place and not, two in flight with an Iallreduce, on world, a duplicate and a
- * reversed split; 2000 back-to-back calls, and 16 in flight at once; an Ibcast completed by PMPI_Wait and
+ * reversed split; MPI_Ialltoallv with blocks that differ by pair (none for some), in place
+ * and not, on world and a duplicate, and into a strided vector type freed before
+ * completion; 2000 back-to-back calls, and 16 in flight at once; an Ibcast completed by PMPI_Wait and
  * PMPI_Test, which do not pass through the library.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
@@ -699,6 +702,88 @@ static void ialltoall_ints(MPI_Comm comm, long count, int how) {
     free(inp);
 }
 
+/* MPI_Ialltoallv on `comm`: rank s sends rank d (s + 2 d + k) % 4 * k ints (none for some
+ * pairs), received in reversed rank order with a gap after each block; in flight with the
+ * same exchange in place (counts the same both ways of a pair) and, on world, with one into
+ * a strided vector type freed before completion; completed with call `how`. */
+static int a2av_len(int s, int d, int k, int sym) {
+    if (sym && s > d) { int t = s; s = d; d = t; }
+    return (s + 2 * d + k) % 4 * k;
+}
+
+static void ialltoallv_ints(MPI_Comm comm, int k, int how) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int *sc = malloc(n * sizeof(int)), *sd = malloc(n * sizeof(int));
+    int *rc[2], *rd[2], *send, *recv[2];
+    long st = 0, rt[2] = {0, 0};
+    for (int d = 0; d < n; d++) sc[d] = a2av_len(me, d, k, 0), sd[d] = (int)st, st += sc[d];
+    for (int v = 0; v < 2; v++) {
+        rc[v] = malloc(n * sizeof(int)), rd[v] = malloc(n * sizeof(int));
+        for (int s = n - 1; s >= 0; s--) rc[v][s] = a2av_len(s, me, k, v), rd[v][s] = (int)rt[v], rt[v] += rc[v][s] + 1;
+        recv[v] = malloc((rt[v] + 1) * sizeof(int));
+        for (long i = 0; i <= rt[v]; i++) recv[v][i] = -9;
+    }
+    send = malloc((st + 1) * sizeof(int));
+    for (int d = 0; d < n; d++)
+        for (int i = 0; i < sc[d]; i++) send[sd[d] + i] = a2a(me, d, i);
+    /* In place: the block for d sits where d's block will land. */
+    for (int d = 0; d < n; d++)
+        for (int i = 0; i < rc[1][d]; i++) recv[1][rd[1][d] + i] = a2a(me, d, i);
+    MPI_Request r[2];
+    MPI_Ialltoallv(send, sc, sd, MPI_INT, recv[0], rc[0], rd[0], MPI_INT, comm, &r[0]);
+    MPI_Ialltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, recv[1], rc[1], rd[1], MPI_INT, comm, &r[1]);
+    int ok = complete(&r[1], how) && complete(&r[0], how);
+    for (int v = 0; v < 2; v++)
+        for (int s = 0; s < n; s++) {
+            for (int i = 0; i < rc[v][s]; i++) ok &= recv[v][rd[v][s] + i] == a2a(s, me, i), hash(recv[v][rd[v][s] + i]);
+            ok &= recv[v][rd[v][s] + rc[v][s]] == -9;
+        }
+    char what[112];
+    snprintf(what, sizeof what, "MPI_Ialltoallv k=%d, in place and not (%s)", k, how_names[how]);
+    result(ok, what);
+    free(send);
+    free(sc);
+    free(sd);
+    for (int v = 0; v < 2; v++) free(rc[v]), free(rd[v]), free(recv[v]);
+}
+
+/* MPI_Ialltoallv into a strided vector type on odd ranks (freed before completion), 4
+ * MPI_INT from every rank. */
+static void ialltoallv_types(void) {
+    MPI_Datatype vec;
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int *sc = malloc(size * sizeof(int)), *sd = malloc(size * sizeof(int));
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    int *send = malloc(4 * size * sizeof(int) + 4), *recv = malloc(7 * size * sizeof(int) + 4);
+    int odd = rank % 2, ok = 1;
+    for (int d = 0; d < size; d++) {
+        sc[d] = 4, sd[d] = 4 * d, rc[d] = odd ? 1 : 4, rd[d] = odd ? d : 4 * d;
+        for (int i = 0; i < 4; i++) send[4 * d + i] = a2a(rank, d, i);
+    }
+    for (int i = 0; i < 7 * size; i++) recv[i] = -1;
+    MPI_Request r;
+    MPI_Ialltoallv(send, sc, sd, MPI_INT, recv, rc, rd, odd ? vec : MPI_INT, MPI_COMM_WORLD, &r);
+    MPI_Type_free(&vec);
+    ok &= MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    for (int s = 0; s < size; s++)
+        for (int i = 0; i < 4; i++) {
+            int at = odd ? 7 * s + 2 * i : 4 * s + i;
+            ok &= recv[at] == a2a(s, rank, i);
+            if (odd && i < 3) ok &= recv[at + 1] == -1;
+            hash(recv[at]);
+        }
+    result(ok, "MPI_Ialltoallv into a strided vector type on odd ranks, freed before completion");
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    free(send);
+    free(recv);
+}
+
 /* MPI_Iallgather into a contiguous and a strided vector type, freed before completion. */
 static void iallgather_types(void) {
     MPI_Datatype four, vec;
@@ -798,6 +883,9 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 5; k++) ialltoall_ints(k % 2 ? dup : MPI_COMM_WORLD, ag[k], k % C_N);
         ialltoall_ints(MPI_COMM_WORLD, (16L << 20) / (long)sizeof(int) / size / size, C_WAITALL);
         ialltoall_ints(rev, 7, C_TEST);
+        for (int k = 1; k < 4; k++) ialltoallv_ints(k % 2 ? dup : MPI_COMM_WORLD, k * k * 3, k % C_N);
+        ialltoallv_ints(MPI_COMM_WORLD, 1031, C_WAITALL);
+        ialltoallv_types();
     }
     iscans(MPI_COMM_WORLD, "world", 0, C_WAIT);
     iscans(dup, "dup", 1, C_WAITALL);

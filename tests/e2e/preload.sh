@@ -214,7 +214,7 @@ check_c() {
 # its calls on a reversed split and with zero counts handed to MPI).
 check_nb() {
   local name=$1; shift
-  check_prog "$name" "$NBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall" \
+  check_prog "$name" "$NBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv" \
     "communicator without a topo-run context|zero count" "$@"
 }
 
@@ -371,7 +371,7 @@ check_mpich_progs() {
   fi
   PROG_OPTS=$c_opts check_prog "MPICH C, $name" "$MCPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Gather MPI_Scatter MPI_Scan MPI_Exscan MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Alltoall MPI_Alltoallv MPI_Allgatherv" \
     "communicator without a topo-run context|derived datatype|MINLOC/MAXLOC pair datatype" "$@" "$MPICH_GENERIC"
-  check_prog "MPICH C nonblocking, $name" "$MNBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall" \
+  check_prog "MPICH C nonblocking, $name" "$MNBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv" \
     "communicator without a topo-run context|zero count" "$@" "$MPICH_GENERIC"
   check_fortran "MPICH Fortran, $name" "$MFPROG" "$@" "$MPICH_GENERIC"
 }

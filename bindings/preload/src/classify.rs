@@ -191,11 +191,12 @@ pub enum Call {
     Iscan,
     Iexscan,
     Ialltoall,
+    Ialltoallv,
 }
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 22] = [
+    pub const ALL: [Call; 23] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -218,6 +219,7 @@ impl Call {
         Call::Iscan,
         Call::Iexscan,
         Call::Ialltoall,
+        Call::Ialltoallv,
     ];
 
     /// The MPI name of the call.
@@ -245,6 +247,7 @@ impl Call {
             Call::Iscan => "MPI_Iscan",
             Call::Iexscan => "MPI_Iexscan",
             Call::Ialltoall => "MPI_Ialltoall",
+            Call::Ialltoallv => "MPI_Ialltoallv",
         }
     }
 

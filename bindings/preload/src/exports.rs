@@ -839,6 +839,59 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     )
 }
 
+/// `MPI_Ialltoallv`.
+///
+/// # Safety
+/// As `MPI_Ialltoallv`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Ialltoallv(
+    send: *const c_void,
+    send_counts: *const c_int,
+    send_displs: *const c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_counts: *const c_int,
+    recv_displs: *const c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    collective::entry(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            alltoallv::ialltoallv(
+                send,
+                send_counts,
+                send_displs,
+                send_type,
+                recv,
+                recv_counts,
+                recv_displs,
+                recv_type,
+                comm,
+                request,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            ffi::PMPI_Ialltoallv(
+                send,
+                send_counts,
+                send_displs,
+                send_type,
+                recv,
+                recv_counts,
+                recv_displs,
+                recv_type,
+                comm,
+                request,
+            )
+        },
+    )
+}
+
 /// After MPI created `*newcomm` (with return code `rc`), gives it a context of its own if
 /// it is congruent to world.
 fn adopt(rc: c_int, comm: MPI_Comm, newcomm: *const MPI_Comm) -> c_int {

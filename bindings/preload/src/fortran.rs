@@ -619,6 +619,27 @@ fortran! {
 }
 
 fortran! {
+    /// `MPI_IALLTOALLV(SENDBUF, SENDCOUNTS, SDISPLS, SENDTYPE, RECVBUF, RECVCOUNTS, RDISPLS,
+    /// RECVTYPE, COMM, REQUEST, IERROR)`.
+    mpi_ialltoallv_, mpi_ialltoallv_f08_ => "ialltoallv",
+    (send: Buf, scounts: I, sdispls: I, stype: I, recv: BufMut, rcounts: I, rdispls: I, rtype: I,
+     c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                alltoallv::ialltoallv(
+                    buffer(send), scounts, sdispls, stype, buffer(recv).cast_mut(), rcounts,
+                    rdispls, rtype, cc, r,
+                )
+            }
+        })))
+    }
+}
+
+fortran! {
     /// `MPI_IBARRIER(COMM, REQUEST, IERROR)`.
     mpi_ibarrier_, mpi_ibarrier_f08_ => "ibarrier",
     (c: I, req: E, ierr: E)

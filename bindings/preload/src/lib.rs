@@ -3,9 +3,9 @@
 //! `topo-run` puts it in `LD_PRELOAD` when it starts a dynamically linked MPI program, so
 //! that an unmodified C, C++ or Fortran program gets topo-run's collectives. It exports
 //! `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Barrier`, `MPI_Allgather`, `MPI_Scan`,
-//! `MPI_Exscan` and `MPI_Alltoall` and their nonblocking forms, `MPI_Gather`, `MPI_Scatter`,
-//! `MPI_Reduce_scatter_block`, `MPI_Reduce_scatter`, `MPI_Allgatherv` and `MPI_Alltoallv`,
-//! under their C
+//! `MPI_Exscan`, `MPI_Alltoall` and `MPI_Alltoallv` and their nonblocking forms,
+//! `MPI_Gather`, `MPI_Scatter`, `MPI_Reduce_scatter_block`, `MPI_Reduce_scatter` and
+//! `MPI_Allgatherv`, under their C
 //! names and the Fortran ones of all three bindings (`mpi_bcast_`, `mpi_bcast_f08_`,
 //! ...), plus `MPI_Init`,
 //! `MPI_Init_thread`, `MPI_Finalize`, `MPI_Comm_free` and `MPI_Comm_disconnect` to set
