@@ -12,11 +12,12 @@
 //!   nodes in 56 messages where pairwise exchange sends 3,584.
 //! - **Pairwise** (large blocks, or one node): every rank sends each other rank its block
 //!   straight over the link that reaches it (shared memory inside the node, single copy
-//!   for large blocks, MPI across) and receives from each, all transfers in flight at once,
-//!   each rank starting with the rank after it so that no rank is everyone's first.
+//!   for large blocks, MPI across) and receives from each: across nodes all transfers in
+//!   flight at once, each rank starting with the rank after it so that no rank is
+//!   everyone's first; on one node in `size - 1` rounds of shared-memory exchanges.
 //!
 //! Which form runs is [`Settings::alltoall_for`] of the block's length, the same on every
-//! rank.
+//! rank. Alltoallv ([`alltoallv`]) runs the pairwise form with each pair's own block.
 
 use std::ops::Range;
 
