@@ -30,6 +30,26 @@ struct Prepared {
     held: Held,
 }
 
+/// Bytes to send and the range of each rank's block in them.
+type Blocks<'b, 'r> = (&'b [u8], &'r [Range<usize>]);
+
+impl Prepared {
+    /// The bytes to send with their ranges, and where the blocks land.
+    ///
+    /// # Safety
+    /// The application's buffers and `self.held` stay valid for `'b`.
+    unsafe fn buffers<'b>(&self) -> (Option<Blocks<'b, '_>>, &'b mut [u8]) {
+        // SAFETY: per the contract: the application's buffers hold `len` bytes from their
+        // lowest block, `held`'s its own.
+        let send = self
+            .send
+            .as_ref()
+            .map(|(ptr, len, at)| (unsafe { bytes_at(*ptr, *len) }, &at[..]));
+        // SAFETY: as above.
+        (send, unsafe { bytes_at_mut(self.recv.0, self.recv.1) })
+    }
+}
+
 /// What an Alltoallv on topo-run's path holds until it completes: the blocks it sends
 /// that are not the application's as they lie, and a packed receive side to unpack.
 struct Held {
@@ -204,14 +224,8 @@ pub(crate) unsafe fn alltoallv(
                 false,
             )
         }?;
-        // SAFETY: the pointers are the application's buffers, `len` bytes each from the
-        // lowest block, or `p.held`'s, which lives until the collective has completed.
-        let send_arg = p
-            .send
-            .as_ref()
-            .map(|(ptr, len, at)| (unsafe { bytes_at(*ptr, *len) }, &at[..]));
-        // SAFETY: as above.
-        let recv_bytes = unsafe { bytes_at_mut(p.recv.0, p.recv.1) };
+        // SAFETY: `p.held` lives until the collective has completed (below).
+        let (send_arg, recv_bytes) = unsafe { p.buffers() };
         if !a.topo.raw_all_to_all_v(send_arg, recv_bytes, &p.recv_at) {
             return Err(HandOff::Inactive);
         }
@@ -258,13 +272,8 @@ pub(crate) unsafe fn ialltoallv(
             )
         }?;
         // SAFETY: the buffers are the collective's until completion (MPI's rule for the
-        // application's, `finish` below for the library's own).
-        let send_arg = p
-            .send
-            .as_ref()
-            .map(|(ptr, len, at)| (unsafe { bytes_at(*ptr, *len) }, &at[..]));
-        // SAFETY: as above.
-        let recv_bytes = unsafe { bytes_at_mut(p.recv.0, p.recv.1) };
+        // application's, `finish` below keeps `p.held`).
+        let (send_arg, recv_bytes) = unsafe { p.buffers() };
         let req = a
             .topo
             .raw_immediate_all_to_all_v(send_arg, recv_bytes, &p.recv_at)
