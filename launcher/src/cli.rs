@@ -454,6 +454,14 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLTOALL")]
     pub alltoall: Option<String>,
 
+    /// How MPI_Gatherv and MPI_Scatterv go: `leaders` (first each rank's length, then the
+    /// blocks, through the node leaders as Gather and Scatter: one message per node between
+    /// nodes; the default on more than one node with more than 2 ranks per node) or
+    /// `direct` (straight between the root and every rank, all at once; the default
+    /// elsewhere).
+    #[arg(long, value_name = "ALG", env = "TOPO_RUN_ROOTED_V")]
+    pub rooted_v: Option<String>,
+
     /// Slots per shared-memory queue (default 8).
     #[arg(long, value_name = "N", env = "TOPO_RUN_SLOTS")]
     pub slots: Option<String>,
@@ -520,6 +528,7 @@ impl RuntimeArgs {
             ("allreduce", self.allreduce.as_ref()),
             ("allgather", self.allgather.as_ref()),
             ("alltoall", self.alltoall.as_ref()),
+            ("rooted-v", self.rooted_v.as_ref()),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.clone())))

@@ -53,9 +53,26 @@ pub fn gather_blocks(
     s: &Settings,
     root: u32,
     send: Option<&[u8]>,
-    mut recv: Option<&mut [u8]>,
+    recv: Option<&mut [u8]>,
     blocks: Blocks,
 ) -> Result<()> {
+    gather_kept(view, fabric, sub, s, root, send, recv, blocks).map(drop)
+}
+
+/// [`gather_blocks`], which returns the buffer a rank other than the root gathered blocks
+/// of others in (laid out as `blocks`; the blocks of the ranks under it filled in, the
+/// rest zero), if it did: what a leader learns of the ranks under it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gather_kept(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    sub: &Subtrees,
+    s: &Settings,
+    root: u32,
+    send: Option<&[u8]>,
+    mut recv: Option<&mut [u8]>,
+    blocks: Blocks,
+) -> Result<Option<Vec<u8>>> {
     let size = view.size as usize;
     let me = view.rank;
     let at = |r: u32| blocks.at(r);
@@ -64,7 +81,7 @@ pub fn gather_blocks(
         r[at(me)].copy_from_slice(b);
     }
     if total == 0 || size == 1 {
-        return Ok(());
+        return Ok(None);
     }
     if let Blocks::Same(len) = blocks
         && direct(s.nodes, len)
@@ -82,7 +99,8 @@ pub fn gather_blocks(
                     link.poll_send(t, &[root], block)
                 })
             }
-        };
+        }
+        .map(|()| None);
     }
     let n = view.levels.len();
     let until = below_top(view);
@@ -104,17 +122,17 @@ pub fn gather_blocks(
         for p in block.chunks(piece_for(view, entry)) {
             t.send(&[to], p)?;
         }
-        return Ok(());
+        return Ok(None);
     }
-    let mut own: Vec<u8>;
+    let mut own: Option<Vec<u8>> = None;
     let buf: &mut [u8] = match recv {
         Some(r) => r,
         None => {
-            own = vec![0u8; total];
+            let own = own.insert(vec![0u8; total]);
             if let Some(b) = send {
                 own[at(me)].copy_from_slice(b);
             }
-            &mut own
+            own
         }
     };
     // Up to the level where this rank hands its blocks on.
@@ -162,5 +180,5 @@ pub fn gather_blocks(
     } else if me != root && (holds_top || entry == n) {
         fabric.peer(root).send(&[root], buf)?;
     }
-    Ok(())
+    Ok(own)
 }

@@ -31,6 +31,7 @@ mod context;
 mod error;
 pub mod fault;
 pub mod gather;
+pub mod gatherv;
 // Unsafe: every call into MPI's C API, libc and Open MPI's progress engine.
 #[allow(unsafe_code)]
 pub mod ffi;
@@ -61,6 +62,7 @@ pub mod request;
 pub mod ring;
 pub mod scan;
 pub mod scatter;
+pub mod scatterv;
 // Unsafe: a lock that is `Sync` by its own rule (a flag where the program is serial).
 #[allow(unsafe_code)]
 pub mod serial_lock;

@@ -38,24 +38,47 @@ pub fn scatter(
     recv: Option<&mut [u8]>,
     len: usize,
 ) -> Result<()> {
+    scatter_kept(view, fabric, sub, s, root, send, recv, Blocks::Same(len)).map(drop)
+}
+
+/// [`scatter`] of blocks laid out as `blocks` (of lengths that every rank knows of the
+/// ranks under it, the root of all): rank r receives `send[blocks.at(r)]`. Returns the
+/// buffer a rank other than the root held the blocks under it in (laid out as `blocks`,
+/// the others zero), if it did: what a leader learns of the ranks under it. Blocks of
+/// different lengths always go through the leaders.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatter_kept(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    sub: &Subtrees,
+    s: &Settings,
+    root: u32,
+    send: Option<&[u8]>,
+    recv: Option<&mut [u8]>,
+    blocks: Blocks,
+) -> Result<Option<Vec<u8>>> {
     let size = view.size as usize;
     let me = view.rank;
-    let at = |r: u32| r as usize * len..(r as usize + 1) * len;
-    if len == 0 {
-        return Ok(());
+    let at = |r: u32| blocks.at(r);
+    let total = at(view.size - 1).end;
+    if total == 0 {
+        return Ok(None);
     }
     if size == 1 {
         if let (Some(s), Some(r)) = (send, recv) {
             r.copy_from_slice(&s[at(me)]);
         }
-        return Ok(());
+        return Ok(None);
     }
-    if direct(s.nodes, len) {
+    if let Blocks::Same(len) = blocks
+        && direct(s.nodes, len)
+    {
         if me != root {
             let recv = recv.expect("a rank other than the root passes its buffer");
             return with_root(fabric, s.spin, root, |link, t| {
                 link.poll_recv(t, root, recv, None)
-            });
+            })
+            .map(|()| None);
         }
         let send = send.expect("the root passes its blocks");
         if let Some(r) = recv {
@@ -63,7 +86,8 @@ pub fn scatter(
         }
         return root_exchange(view, fabric, s.spin, |link, r, t| {
             link.poll_send(t, &[r], &send[at(r)])
-        });
+        })
+        .map(|()| None);
     }
     let n = view.levels.len();
     let until = below_top(view);
@@ -85,7 +109,7 @@ pub fn scatter(
         for p in recv.chunks_mut(piece_for(view, entry)) {
             t.recv(from, p)?;
         }
-        return Ok(());
+        return Ok(None);
     }
     // The blocks this rank passes on: the root's, or (received) a buffer of its own.
     let mut own: Vec<u8> = Vec::new();
@@ -94,38 +118,24 @@ pub fn scatter(
         let all = send.expect("the root passes its blocks");
         fabric.peer(to).send(&[to], all)?;
     } else if let Some(from) = detour_from {
-        own = vec![0u8; size * len];
+        own = vec![0u8; total];
         fabric.peer(from).recv(from, &mut own)?;
     }
     if held.is_none() && !own.is_empty() {
         held = Some(&own);
     }
-    let mut got: Vec<u8>;
+    let mut got: Vec<u8> = Vec::new();
     if held.is_none() {
         // Everything under this rank, from its leader (or the top group's holder).
-        got = vec![0u8; size * len];
+        got = vec![0u8; total];
         if entry < until {
             let l = &view.levels[entry];
             let (t, piece) = (fabric.level(entry), piece_for(view, entry));
-            recv_blocks(
-                t,
-                l.members[0],
-                sub.mine(),
-                &mut got,
-                Blocks::Same(len),
-                piece,
-            )?;
+            recv_blocks(t, l.members[0], sub.mine(), &mut got, blocks, piece)?;
         } else if let Some(h) = holder {
             let l = &view.levels[until];
             let (t, piece) = (fabric.level(until), piece_for(view, until));
-            recv_blocks(
-                t,
-                l.members[h],
-                sub.mine(),
-                &mut got,
-                Blocks::Same(len),
-                piece,
-            )?;
+            recv_blocks(t, l.members[h], sub.mine(), &mut got, blocks, piece)?;
         }
         held = Some(&got);
     }
@@ -138,7 +148,7 @@ pub fn scatter(
             let ranks = sub
                 .under(until, p)
                 .expect("the top group knows its members");
-            send_blocks(t, l.members[p], ranks, all, Blocks::Same(len), piece)?;
+            send_blocks(t, l.members[p], ranks, all, blocks, piece)?;
         }
     }
     // Down the levels this rank leads.
@@ -148,11 +158,12 @@ pub fn scatter(
         let t = fabric.level(i);
         for p in 1..l.members.len() {
             let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
-            send_blocks(t, l.members[p], ranks, all, Blocks::Same(len), piece)?;
+            send_blocks(t, l.members[p], ranks, all, blocks, piece)?;
         }
     }
     if let Some(r) = recv {
         r.copy_from_slice(&all[at(me)]);
     }
-    Ok(())
+    let kept = if !got.is_empty() { got } else { own };
+    Ok((!kept.is_empty()).then_some(kept))
 }

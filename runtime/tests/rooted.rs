@@ -2,10 +2,11 @@
 //! against a simple reference, and the messages that cross nodes.
 
 use proptest::prelude::*;
+use topo_hierarchy::settings::RootedVAlg;
 use topo_hierarchy::{RankPlan, Settings};
 use topo_runtime::subtrees::Subtrees;
 use topo_runtime::transport::sim::INTER_NODE;
-use topo_runtime::{gather, scatter};
+use topo_runtime::{gather, gatherv, scatter, scatterv};
 
 use crate::sim::{LEVELS, bytes, data, ints, plans, plans_placed, plans_without_map, run};
 
@@ -292,5 +293,188 @@ fn allgatherv_sends_each_nodes_blocks_to_each_other_node_once() {
             got.0, got.1
         );
         assert_eq!(got, (56, 56 * 64), "{dist}");
+    }
+}
+
+/// The lengths of a Gatherv's or Scatterv's blocks in numbers: `(r * 3 + seed) % 4 *
+/// unit` (none for some ranks).
+fn v_len(r: u32, seed: u32, unit: usize) -> usize {
+    ((r * 3 + seed) % 4) as usize * unit
+}
+
+/// The root's ranges of the blocks of `v_len`: one after another from the start
+/// (`packed`), or in reversed rank order with a gap after each block; and the bytes they
+/// span.
+fn v_ranges(
+    size: u32,
+    seed: u32,
+    unit: usize,
+    packed: bool,
+) -> (Vec<std::ops::Range<usize>>, usize) {
+    let mut at = vec![0..0; size as usize];
+    let mut off = 0;
+    let order: Vec<u32> = if packed {
+        (0..size).collect()
+    } else {
+        (0..size).rev().collect()
+    };
+    for &r in &order {
+        let n = 8 * v_len(r, seed, unit);
+        at[r as usize] = off..off + n;
+        off += n + if packed { 0 } else { 8 };
+    }
+    (at, off)
+}
+
+/// A Gatherv to `root` and a Scatterv of the same blocks back from it, by `alg`, in place
+/// at the root or not; against the reference.
+#[allow(clippy::too_many_arguments)]
+fn check_rooted_v(
+    plans: &[RankPlan],
+    alg: RootedVAlg,
+    root: u32,
+    seed: u32,
+    unit: usize,
+    packed: bool,
+    in_place: bool,
+) -> Result<(), TestCaseError> {
+    let size = plans.len() as u32;
+    let s = Settings {
+        rooted_v: Some(alg),
+        ..settings_for(plans)
+    };
+    let len = |r: u32| v_len(r, seed, unit);
+    let (at, total) = v_ranges(size, seed, unit, packed);
+    let (out, _) = run(plans, |view, fabric| {
+        let sub = Subtrees::learn(view, fabric).unwrap();
+        let me = view.rank;
+        let is_root = me == root;
+        let mine = bytes(&data(me, len(me)));
+        let mut all = bytes(&vec![-5; total / 8 + 1]);
+        let mut scratch = Vec::new();
+        if is_root && in_place {
+            all[at[me as usize].clone()].copy_from_slice(&mine);
+        }
+        let send = (!(is_root && in_place)).then_some(&mine[..]);
+        let recv = is_root.then_some((&mut all[..], &at[..]));
+        gatherv::gatherv(view, fabric, &sub, &s, root, send, recv, &mut scratch).unwrap();
+        let mut out = if is_root { ints(&all) } else { Vec::new() };
+        let mut back = bytes(&vec![-7; len(me)]);
+        let send = is_root.then_some((&all[..], &at[..]));
+        let recv = (!(is_root && in_place)).then_some(&mut back[..]);
+        scatterv::scatterv(view, fabric, &sub, &s, root, send, recv, &mut scratch).unwrap();
+        if is_root && in_place {
+            back.copy_from_slice(&all[at[me as usize].clone()]);
+        }
+        out.extend(ints(&back));
+        out
+    });
+    let mut gathered = vec![-5i64; total / 8 + 1];
+    for r in 0..size {
+        let a = &at[r as usize];
+        gathered[a.start / 8..a.end / 8].copy_from_slice(&data(r, len(r)));
+    }
+    for (r, got) in out.iter().enumerate() {
+        let mut want = if r as u32 == root {
+            gathered.clone()
+        } else {
+            Vec::new()
+        };
+        want.extend(data(r as u32, len(r as u32)));
+        prop_assert_eq!(got, &want, "rank {} of {}, root {}, {}", r, size, root, alg);
+    }
+    Ok(())
+}
+
+fn rooted_v_alg() -> impl Strategy<Value = RootedVAlg> {
+    prop::sample::select(vec![RootedVAlg::Leaders, RootedVAlg::Direct])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    #[test]
+    fn gatherv_and_scatterv_match_the_reference(
+        nodes in 1u32..5, rpn in 1u32..9, levels in 0usize..5, cyclic: bool, seed in 0u32..8,
+        unit in prop::sample::select(vec![1usize, 5, 700]), packed: bool, in_place: bool,
+        root in any::<prop::sample::Index>(), alg in rooted_v_alg(),
+    ) {
+        let plans = plans(nodes, rpn, 2, LEVELS[levels], cyclic);
+        let root = root.index(plans.len()) as u32;
+        check_rooted_v(&plans, alg, root, seed, unit, packed, in_place)?;
+    }
+
+    #[test]
+    fn gatherv_and_scatterv_match_the_reference_for_any_placement(
+        node_of in prop::collection::vec(0u32..6, 1..65), seed in 0u32..8, packed: bool,
+        root in any::<prop::sample::Index>(), alg in rooted_v_alg(),
+    ) {
+        let plans = plans_placed(&node_of);
+        let root = root.index(plans.len()) as u32;
+        check_rooted_v(&plans, alg, root, seed, 3, packed, true)?;
+    }
+}
+
+#[test]
+fn gatherv_and_scatterv_through_the_leaders_cross_nodes_twice_per_node() {
+    // 8 nodes x 8 ranks, 8 bytes each, root 0: through the leaders, each other node sends
+    // (Gatherv) or receives (Scatterv) its ranks' lengths in one message and their blocks
+    // in another (14); straight, every rank on another node one message (56).
+    for dist in ["block", "cyclic"] {
+        let plans = plans_without_map(8, 8, dist);
+        let at: Vec<std::ops::Range<usize>> = (0..64).map(|r| r * 8..r * 8 + 8).collect();
+        let count = |what: u8, alg: RootedVAlg| {
+            let s = Settings {
+                rooted_v: Some(alg),
+                ..settings_for(&plans)
+            };
+            let (_, t) = run(&plans, |view, fabric| {
+                let sub = Subtrees::learn(view, fabric).unwrap();
+                let is_root = view.rank == 0;
+                let mut all = vec![0u8; 64 * 8];
+                let mut mine = [view.rank as u8; 8];
+                let mut scratch = Vec::new();
+                match what {
+                    1 => {
+                        let recv = is_root.then_some((&mut all[..], &at[..]));
+                        gatherv::gatherv(
+                            view,
+                            fabric,
+                            &sub,
+                            &s,
+                            0,
+                            Some(&mine),
+                            recv,
+                            &mut scratch,
+                        )
+                        .unwrap();
+                    }
+                    2 => {
+                        let send = is_root.then_some((&all[..], &at[..]));
+                        scatterv::scatterv(
+                            view,
+                            fabric,
+                            &sub,
+                            &s,
+                            0,
+                            send,
+                            Some(&mut mine),
+                            &mut scratch,
+                        )
+                        .unwrap();
+                    }
+                    _ => {}
+                }
+                Vec::new()
+            });
+            t.get(INTER_NODE).map_or(0, |t| t.messages)
+        };
+        for alg in [RootedVAlg::Leaders, RootedVAlg::Direct] {
+            let learning = count(0, alg);
+            let (g, sc) = (count(1, alg) - learning, count(2, alg) - learning);
+            println!("gatherv / scatterv 8 x 8 {dist}, {alg}: {g} / {sc} messages between nodes");
+            let want = if alg == RootedVAlg::Leaders { 14 } else { 56 };
+            assert_eq!((g, sc), (want, want), "{dist} {alg}");
+        }
     }
 }

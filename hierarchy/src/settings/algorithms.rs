@@ -311,3 +311,36 @@ impl fmt::Display for AlltoallAlg {
         })
     }
 }
+
+/// How Gatherv and Scatterv move their blocks, whose lengths only the root knows in full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootedVAlg {
+    /// Through the leaders, as Gather and Scatter: first the blocks' lengths (a Gather or
+    /// Scatter of one number per rank), so that each leader knows those under it, then the
+    /// blocks: one message per node between nodes, two steps.
+    Leaders,
+    /// Straight between the root and every rank, all at once: one step, a message per rank.
+    Direct,
+}
+
+impl FromStr for RootedVAlg {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "leaders" => Ok(RootedVAlg::Leaders),
+            "direct" => Ok(RootedVAlg::Direct),
+            _ => Err(format!(
+                "unknown gatherv/scatterv algorithm {s:?}; use leaders or direct"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for RootedVAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RootedVAlg::Leaders => "leaders",
+            RootedVAlg::Direct => "direct",
+        })
+    }
+}

@@ -234,3 +234,8 @@ pub(super) const ALLGATHER_RING_BLOCK: usize = 4 << 10;
 /// at 8 KiB (pairwise 0.78-0.89), where the 32 KiB message between the nodes passes Open
 /// MPI's eager limit over TCP (docs/runtime.md, "Alltoall").
 pub(super) const ALLTOALL_AGGREGATE_PAIR: u64 = 32 << 10;
+
+/// Gatherv and Scatterv go straight between the root and each rank in jobs of this many
+/// ranks per node or fewer (and on one node), through the leaders above
+/// ([`super::Settings::rooted_v_alg`]; docs/runtime.md, "Gatherv and Scatterv").
+pub const ROOTED_V_DIRECT_PER_NODE: u32 = 2;

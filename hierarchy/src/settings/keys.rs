@@ -90,4 +90,13 @@ pub const KEYS: &[(&str, &str, &str)] = &[
          aggregated while a message between two nodes, block x (ranks per node)^2, is below \
          32K, else pairwise; pairwise on one node)",
     ),
+    (
+        "rooted-v",
+        "TOPO_RUN_ROOTED_V",
+        "how MPI_Gatherv and MPI_Scatterv go: leaders (first each rank's length, then the \
+         blocks, through the node leaders as Gather and Scatter: one message per node \
+         between nodes; the default on several nodes with more than 2 ranks per node) or \
+         direct (straight between the root and every rank, all at once; the default \
+         elsewhere)",
+    ),
 ];

@@ -31,7 +31,7 @@ use crate::level::LevelName;
 
 pub use algorithms::{
     AllgatherAlg, AllreduceAlg, AlltoallAlg, BarrierAlg, BcastAlg, RABENSEIFNER_PIECE, ReduceAlg,
-    TopAlg,
+    RootedVAlg, TopAlg,
 };
 pub use keys::KEYS;
 pub use rules::{ChunkRule, Collective, Rule, Scope, format_bytes, parse_bytes};
@@ -80,6 +80,9 @@ pub struct Settings {
     pub allgather: Vec<Rule<AllgatherAlg>>,
     /// User alltoall rules (their scope is ignored; sizes are one block).
     pub alltoall: Vec<Rule<AlltoallAlg>>,
+    /// The Gatherv and Scatterv form the user asked for; `None`: the built-in choice by
+    /// the job's shape ([`Settings::rooted_v_alg`]).
+    pub rooted_v: Option<RootedVAlg>,
     /// The job's nodes, which the built-in Allreduce rules depend on: set where the job is
     /// known (the runtime at setup, `topo-run simulate` from the job), 1 elsewhere.
     pub nodes: u32,
@@ -102,6 +105,7 @@ impl Default for Settings {
             allreduce: Vec::new(),
             allgather: Vec::new(),
             alltoall: Vec::new(),
+            rooted_v: None,
             nodes: 1,
             ranks: 1,
         }
@@ -216,6 +220,7 @@ impl Settings {
                 "allreduce" => s.allreduce = parse_rules(value, false).map_err(bad)?,
                 "allgather" => s.allgather = parse_rules(value, false).map_err(bad)?,
                 "alltoall" => s.alltoall = parse_rules(value, false).map_err(bad)?,
+                "rooted-v" => s.rooted_v = Some(value.parse().map_err(bad)?),
                 _ => {
                     return Err(bad(format!(
                         "unknown setting; known: {}",
@@ -387,6 +392,20 @@ impl Settings {
         } else {
             BarrierAlg::Dissemination
         })
+    }
+
+    /// How Gatherv and Scatterv go: the user's choice, else through the leaders in a job
+    /// on several nodes with more than [`ROOTED_V_DIRECT_PER_NODE`] ranks per node, where
+    /// they spare the root a message per rank; else straight between the root and each
+    /// rank, in one step instead of the leaders' two.
+    pub fn rooted_v_alg(&self) -> RootedVAlg {
+        self.rooted_v.unwrap_or(
+            if self.nodes > 1 && self.ranks.div_ceil(self.nodes) > ROOTED_V_DIRECT_PER_NODE {
+                RootedVAlg::Leaders
+            } else {
+                RootedVAlg::Direct
+            },
+        )
     }
 
     /// The built-in Allreduce rules for a job of [`Settings::ranks`] ranks on

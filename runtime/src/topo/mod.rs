@@ -44,8 +44,8 @@ use crate::transport::mpi::MpiTransport;
 use crate::transport::shm::{Layout, Segment, ShmTransport};
 use crate::view::View;
 use crate::{
-    allgather, allgatherv, allreduce, alltoall, barrier, bcast, gather, reduce, reduce_scatter,
-    scan, scatter,
+    allgather, allgatherv, allreduce, alltoall, barrier, bcast, gather, gatherv, reduce,
+    reduce_scatter, scan, scatter, scatterv,
 };
 use topo_hierarchy::remap;
 use topo_hierarchy::remap::halving::HalvingOrder;

@@ -131,6 +131,108 @@ impl Topo {
         true
     }
 
+    /// Gatherv: rank r's block lands at `recv.0[recv.1[r]]` at `root`. `send` is this
+    /// rank's block, or `None` at the root in place (its block at its place in `recv`
+    /// already); `recv` is `Some` at the root only. False (nothing done) where the
+    /// collectives go to MPI, or where the root's arguments are wrong (a range that passes
+    /// its buffer's end, a block of another length than its range).
+    pub fn raw_gather_v(
+        &mut self,
+        root: i32,
+        send: Option<&[u8]>,
+        recv: Option<(&mut [u8], &[std::ops::Range<usize>])>,
+    ) -> bool {
+        let size = self.world.size() as usize;
+        let is_root = root == self.rank;
+        if is_root != recv.is_some() || (send.is_none() && !is_root) || root < 0 {
+            return false;
+        }
+        let at = recv.as_ref().map(|(b, at)| (b.len(), emptied(at)));
+        if let Some((len, at)) = &at
+            && (at.len() != size
+                || at.iter().any(|r| r.end > *len)
+                || send.is_some_and(|b| b.len() != at[root as usize].len()))
+        {
+            return false;
+        }
+        let recv = recv.zip(at.as_ref()).map(|((b, _), (_, at))| (b, &at[..]));
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let r = h.on_lane(|h| {
+            h.subtrees()?;
+            let sub = h.subtrees.as_ref().expect("learned above");
+            let (view, links, s) = (&h.view, &mut h.links, &h.settings);
+            gatherv::gatherv(
+                view,
+                links,
+                sub,
+                s,
+                root as u32,
+                send,
+                recv,
+                &mut h.gathered,
+            )
+        });
+        if let Err(e) = r {
+            self.abort("MPI_Gatherv", e);
+        }
+        true
+    }
+
+    /// Scatterv: rank r receives `send.0[send.1[r]]` from `root` into `recv`. `send` is
+    /// `Some` at the root only; `recv` is `None` at the root in place (it keeps its block
+    /// where it is). False (nothing done) where the collectives go to MPI, or where the
+    /// root's arguments are wrong (a range that passes its buffer's end, a receive buffer
+    /// of another length than its range).
+    pub fn raw_scatter_v(
+        &mut self,
+        root: i32,
+        send: Option<(&[u8], &[std::ops::Range<usize>])>,
+        recv: Option<&mut [u8]>,
+    ) -> bool {
+        let size = self.world.size() as usize;
+        let is_root = root == self.rank;
+        if is_root != send.is_some() || (recv.is_none() && !is_root) || root < 0 {
+            return false;
+        }
+        let at = send.map(|(b, at)| (b.len(), emptied(at)));
+        if let Some((len, at)) = &at
+            && (at.len() != size
+                || at.iter().any(|r| r.end > *len)
+                || recv
+                    .as_ref()
+                    .is_some_and(|b| b.len() != at[root as usize].len()))
+        {
+            return false;
+        }
+        let send = send.zip(at.as_ref()).map(|((b, _), (_, at))| (b, &at[..]));
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let r = h.on_lane(|h| {
+            h.subtrees()?;
+            let sub = h.subtrees.as_ref().expect("learned above");
+            let (view, links, s) = (&h.view, &mut h.links, &h.settings);
+            scatterv::scatterv(
+                view,
+                links,
+                sub,
+                s,
+                root as u32,
+                send,
+                recv,
+                &mut h.gathered,
+            )
+        });
+        if let Err(e) = r {
+            self.abort("MPI_Scatterv", e);
+        }
+        true
+    }
+
     /// Alltoall: this rank's block for rank r is at `send[r * len..]` (`send` is `None` in
     /// place: the blocks are in `recv`), rank r's block for this rank lands at
     /// `recv[r * len..]`, `len = recv.len() / size`. False (nothing done) where the
