@@ -42,7 +42,7 @@ pub fn scatterv(
     s: &Settings,
     root: u32,
     send: Option<Source>,
-    mut recv: Option<&mut [u8]>,
+    recv: Option<&mut [u8]>,
     scratch: &mut Vec<u8>,
 ) -> Result<()> {
     let me = view.rank as usize;
@@ -86,7 +86,7 @@ pub fn scatterv(
             }
         }
         Some((buf, at)) => {
-            if let Some(r) = recv.as_deref_mut() {
+            if let Some(r) = recv {
                 r.copy_from_slice(&buf[at[me].clone()]);
             }
             if view.size == 1 {
