@@ -564,6 +564,45 @@ impl Checker<'_> {
                 self.topo.scatter_into(root, &mut back[..n]);
             }
             self.record(&tag("scatter in-place"), back[..n] == send[..n]);
+            // Gatherv: rank r contributes `(r * 2 + 1) % 3 * n / 2` elements (none for
+            // some), placed in reversed rank order with one element left alone after each;
+            // then Scatterv of the same blocks back.
+            let counts: Vec<i32> = (0..size as i32)
+                .map(|r| (r * 2 + 1) % 3 * (n as i32 / 2))
+                .collect();
+            let mut displs = vec![0i32; size];
+            let mut end = 0;
+            for r in (0..size).rev() {
+                displs[r] = end;
+                end += counts[r] + 1;
+            }
+            let mine = &send[..counts[rank as usize] as usize];
+            let mut want = vec![T::from_i64(-1); end as usize + 1];
+            let mut got = want.clone();
+            if is_root {
+                let mut part =
+                    mpi::datatype::PartitionMut::new(&mut want[..], &counts[..], &displs[..]);
+                p.gather_varcount_into_root(mine, &mut part);
+                self.topo
+                    .gather_varcount_into_root(mine, &mut got[..], &counts, &displs);
+            } else {
+                p.gather_varcount_into(mine);
+                self.topo.gather_varcount_into(root, mine);
+            }
+            self.record(&tag("gatherv"), got == want);
+            let mut back = vec![T::from_i64(-1); mine.len() + 1];
+            let mut native = back.clone();
+            let k = mine.len();
+            if is_root {
+                let part = mpi::datatype::Partition::new(&want[..], &counts[..], &displs[..]);
+                p.scatter_varcount_into_root(&part, &mut native[..k]);
+                self.topo
+                    .scatter_varcount_into_root(&got[..], &counts, &displs, &mut back[..k]);
+            } else {
+                p.scatter_varcount_into(&mut native[..k]);
+                self.topo.scatter_varcount_into(root, &mut back[..k]);
+            }
+            self.record(&tag("scatterv"), back == native && back[..k] == mine[..]);
         }
     }
 

@@ -225,6 +225,102 @@ impl Topo {
         self.world.process_at_rank(root).gather_into(send)
     }
 
+    /// Gatherv at this rank, the root: rank r's `send` lands in
+    /// `recv[displs[r]..][..counts[r]]` (counts and displacements in elements; rsmpi:
+    /// `Root::gather_varcount_into_root` with a `PartitionMut`).
+    pub fn gather_varcount_into_root<T: Equivalence + Copy + 'static>(
+        &mut self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[Count],
+        displs: &[Count],
+    ) {
+        let size = self.world.size() as usize;
+        assert!(
+            counts.len() == size && displs.len() == size,
+            "gather_varcount_into_root: one count and one displacement per rank"
+        );
+        if plain::is_plain::<T>()
+            && let Some(at) = byte_ranges::<T>(counts, displs)
+            && self.raw_gather_v(
+                self.rank,
+                Some(plain::bytes(send)),
+                Some((plain::bytes_mut(recv), &at)),
+            )
+        {
+            return;
+        }
+        drop(self.quiesced());
+        let mut recv = PartitionMut::new(recv, counts, displs);
+        self.world
+            .process_at_rank(self.rank)
+            .gather_varcount_into_root(send, &mut recv)
+    }
+
+    /// Contributes `send` to a Gatherv at `root` (rsmpi: `Root::gather_varcount_into`).
+    pub fn gather_varcount_into<T: Equivalence + Copy + 'static>(&mut self, root: i32, send: &[T]) {
+        assert_ne!(
+            root, self.rank,
+            "gather_varcount_into is for non-root ranks; the root calls gather_varcount_into_root"
+        );
+        if plain::is_plain::<T>() && self.raw_gather_v(root, Some(plain::bytes(send)), None) {
+            return;
+        }
+        drop(self.quiesced());
+        self.world.process_at_rank(root).gather_varcount_into(send)
+    }
+
+    /// Scatterv from this rank, the root: rank r receives `send[displs[r]..][..counts[r]]`
+    /// into its `recv` (counts and displacements in elements; rsmpi:
+    /// `Root::scatter_varcount_into_root` with a `Partition`).
+    pub fn scatter_varcount_into_root<T: Equivalence + Copy + 'static>(
+        &mut self,
+        send: &[T],
+        counts: &[Count],
+        displs: &[Count],
+        recv: &mut [T],
+    ) {
+        let size = self.world.size() as usize;
+        assert!(
+            counts.len() == size && displs.len() == size,
+            "scatter_varcount_into_root: one count and one displacement per rank"
+        );
+        if plain::is_plain::<T>()
+            && let Some(at) = byte_ranges::<T>(counts, displs)
+            && self.raw_scatter_v(
+                self.rank,
+                Some((plain::bytes(send), &at)),
+                Some(plain::bytes_mut(recv)),
+            )
+        {
+            return;
+        }
+        drop(self.quiesced());
+        let send = Partition::new(send, counts, displs);
+        self.world
+            .process_at_rank(self.rank)
+            .scatter_varcount_into_root(&send, recv)
+    }
+
+    /// Receives this rank's block of a Scatterv from `root` into `recv` (rsmpi:
+    /// `Root::scatter_varcount_into`).
+    pub fn scatter_varcount_into<T: Equivalence + Copy + 'static>(
+        &mut self,
+        root: i32,
+        recv: &mut [T],
+    ) {
+        assert_ne!(
+            root, self.rank,
+            "scatter_varcount_into is for non-root ranks; the root calls \
+             scatter_varcount_into_root"
+        );
+        if plain::is_plain::<T>() && self.raw_scatter_v(root, None, Some(plain::bytes_mut(recv))) {
+            return;
+        }
+        drop(self.quiesced());
+        self.world.process_at_rank(root).scatter_varcount_into(recv)
+    }
+
     /// Alltoall: this rank's `send` holds a block for every rank (rank r's at
     /// `send[r * n..][..n]`, `n = send.len() / size`), and `recv` receives rank r's block
     /// for this rank at `recv[r * n..]` (rsmpi: `CommunicatorCollectives::all_to_all_into`).
