@@ -808,6 +808,107 @@ static void gather_scatter_ints(MPI_Comm comm, long count) {
     free(back);
 }
 
+/* MPI_Gatherv and MPI_Scatterv on `comm` at three roots: rank r contributes
+ * (r * 3 + k) % 4 * k ints (none for some), placed at the root in rank order from the
+ * start (`packed`) or in reversed rank order with a gap of one int after each block (left
+ * alone); Scatterv sends the blocks back; then both in place at the root. */
+static void gatherv_scatterv_ints(MPI_Comm comm, int k, int packed) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int roots[3] = {0, n / 2, n - 1};
+    int *rc = malloc(n * sizeof(int)), *rd = malloc(n * sizeof(int));
+    long at = 0;
+    for (int i = 0; i < n; i++) {
+        int r = packed ? i : n - 1 - i;
+        rc[r] = (r * 3 + k) % 4 * k, rd[r] = (int)at, at += rc[r] + (packed ? 0 : 1);
+    }
+    int *send = malloc((rc[me] + 1) * sizeof(int)), *all = malloc((at + 1) * sizeof(int));
+    int *back = malloc((rc[me] + 1) * sizeof(int));
+    for (int j = 0; j < 3; j++) {
+        int root = roots[j];
+        if (j > 0 && root == roots[j - 1]) continue;
+        for (int ip = 0; ip < 2; ip++) {
+            char what[160];
+            for (long i = 0; i <= at; i++) all[i] = -9;
+            for (int i = 0; i < rc[me]; i++) send[i] = a2a_val(me, j, i);
+            if (me == root && ip) {
+                for (int i = 0; i < rc[me]; i++) all[rd[me] + i] = send[i];
+                MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, rc, rd, MPI_INT, root, comm);
+            } else {
+                MPI_Gatherv(send, rc[me], MPI_INT, all, rc, rd, MPI_INT, root, comm);
+            }
+            int ok = 1;
+            if (me == root)
+                for (int s = 0; s < n; s++) {
+                    for (int i = 0; i < rc[s]; i++) ok &= all[rd[s] + i] == a2a_val(s, j, i), hash(all[rd[s] + i]);
+                    if (!packed) ok &= all[rd[s] + rc[s]] == -9;
+                }
+            snprintf(what, sizeof what, "MPI_Gatherv k=%d root %d%s%s", k, root,
+                     packed ? "" : " reversed with gaps", ip ? " in place" : "");
+            result(ok, what);
+            for (int i = 0; i <= rc[me]; i++) back[i] = -7;
+            if (me == root && ip) {
+                MPI_Scatterv(all, rc, rd, MPI_INT, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root, comm);
+                for (int i = 0; i < rc[me]; i++) back[i] = all[rd[me] + i];
+            } else {
+                MPI_Scatterv(all, rc, rd, MPI_INT, back, rc[me], MPI_INT, root, comm);
+            }
+            ok = back[rc[me]] == -7;
+            for (int i = 0; i < rc[me]; i++) ok &= back[i] == a2a_val(me, j, i);
+            snprintf(what, sizeof what, "MPI_Scatterv k=%d root %d%s%s", k, root,
+                     packed ? "" : " reversed with gaps", ip ? " in place" : "");
+            result(ok, what);
+        }
+    }
+    free(send);
+    free(all);
+    free(back);
+    free(rc);
+    free(rd);
+}
+
+/* Gatherv and Scatterv whose types differ with the same signature: a strided vector at
+ * the root (block r at 7 r ints, rank r's count (r % 3) vectors of 4 ints: none for some),
+ * MPI_INT or contiguous(4) at the others, alternating; and NULL buffers at the ranks that
+ * carry nothing. */
+static void gatherv_scatterv_types(void) {
+    MPI_Datatype four, vec;
+    MPI_Type_contiguous(4, MPI_INT, &four);
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&four);
+    MPI_Type_commit(&vec);
+    int root = size / 2, n = rank % 3, ok = 1;
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    int *all = malloc(14 * size * sizeof(int)), send[8], back[8];
+    for (int r = 0; r < size; r++) rc[r] = r % 3, rd[r] = 2 * r;
+    for (int i = 0; i < 8; i++) send[i] = ag_val(rank, i) + 5, back[i] = -2;
+    for (int i = 0; i < 14 * size; i++) all[i] = -1;
+    int odd = rank % 2;
+    MPI_Gatherv(n ? send : NULL, odd ? n : 4 * n, odd ? four : MPI_INT, all, rc, rd, vec, root,
+                MPI_COMM_WORLD);
+    if (rank == root)
+        for (int r = 0; r < size; r++)
+            for (int v = 0; v < r % 3; v++)
+                for (int i = 0; i < 4; i++) {
+                    int got = all[14 * r + 7 * v + 2 * i];
+                    ok &= got == ag_val(r, 4 * v + i) + 5;
+                    hash(got);
+                }
+    result(ok, "MPI_Gatherv: strided vectors received at the root, mixed send types, NULL where empty");
+    ok = 1;
+    MPI_Scatterv(all, rc, rd, vec, n ? back : NULL, odd ? n : 4 * n, odd ? four : MPI_INT, root,
+                 MPI_COMM_WORLD);
+    for (int i = 0; i < 4 * n; i++) ok &= back[i] == ag_val(rank, i) + 5;
+    for (int i = 4 * n; i < 8; i++) ok &= back[i] == -2;
+    result(ok, "MPI_Scatterv: strided vectors sent from the root, mixed receive types, NULL where empty");
+    MPI_Type_free(&vec);
+    MPI_Type_free(&four);
+    free(rc);
+    free(rd);
+    free(all);
+}
+
 /* Gathers and Scatters whose send and receive types differ with the same signature: a
  * strided vector at the root (block r at 7 r ints), 4 MPI_INT or one contiguous(4) at the
  * others, alternating. */
@@ -931,11 +1032,17 @@ int main(int argc, char **argv) {
     allgatherv_ints(MPI_COMM_WORLD, (int)((16L << 20) / (long)sizeof(int) / size / 2), 1);
     allgatherv_ints(dup, 7, 0);
     allgatherv_ints(reversed, 5, 1);
+    /* Gatherv and Scatterv: the same blocks, at three roots. */
+    for (int i = 0; i < (quick ? 2 : 3); i++) gatherv_scatterv_ints(MPI_COMM_WORLD, av[i], i % 2);
+    gatherv_scatterv_ints(MPI_COMM_WORLD, (int)((16L << 20) / (long)sizeof(int) / size / 2), 1);
+    gatherv_scatterv_ints(dup, 7, 0);
+    gatherv_scatterv_ints(reversed, 5, 1);
     MPI_Comm_free(&reversed);
     gather_scatter_types();
     alltoall_types();
     alltoallv_types();
     allgatherv_types();
+    gatherv_scatterv_types();
     v_null_buffers();
 
     handed_to_mpi();

@@ -1,6 +1,6 @@
 ! preload-check (Fortran): MPI_ALLREDUCE, MPI_REDUCE, MPI_BCAST, MPI_BARRIER, MPI_GATHER,
 ! MPI_SCATTER, MPI_SCAN, MPI_EXSCAN, MPI_REDUCE_SCATTER_BLOCK, MPI_ALLTOALL,
-! MPI_ALLTOALLV and MPI_ALLGATHERV from an
+! MPI_ALLTOALLV, MPI_ALLGATHERV, MPI_GATHERV and MPI_SCATTERV from an
 ! unmodified Fortran program (`use mpi`), checked against references computed locally:
 ! INTEGER and DOUBLE PRECISION, sums, maxima and logical AND, MPI_IN_PLACE, every root,
 ! Gather and Scatter to and from every root (in place at the root too),
@@ -148,6 +148,29 @@ program preload_check
       end do
     end do
     call check(ok, 'MPI_ALLGATHERV INTEGER')
+
+    ! Gatherv and Scatterv of the same blocks at the last rank.
+    root = nranks - 1
+    iall = -1
+    call MPI_GATHERV(rsin, mod(rank, 3), MPI_INTEGER, iall, rcounts, rdispls, MPI_INTEGER, &
+      root, comm, ierr)
+    ok = ierr == MPI_SUCCESS
+    if (rank == root) then
+      do r = 0, nranks - 1
+        do i = 1, rcounts(r + 1)
+          ok = ok .and. iall(rdispls(r + 1) + i) == r * 100 + i
+        end do
+      end do
+    end if
+    call check(ok, 'MPI_GATHERV INTEGER')
+    rsout = -1
+    call MPI_SCATTERV(iall, rcounts, rdispls, MPI_INTEGER, rsout, mod(rank, 3), MPI_INTEGER, &
+      root, comm, ierr)
+    ok = ierr == MPI_SUCCESS
+    do i = 1, mod(rank, 3)
+      ok = ok .and. rsout(i) == rank * 100 + i
+    end do
+    call check(ok, 'MPI_SCATTERV INTEGER')
     deallocate(rsin, iall, scounts, sdispls, rcounts, rdispls)
 
     ! Logical AND.

@@ -20,7 +20,7 @@
 //! `reduce`, `allreduce`, `allgather` or `alltoall` followed by a selector
 //! (`[SCOPE][>MEMBERS][<BYTES]`, or `*`) and an algorithm, in the order they are tried; or a pipeline-chunk rule, `chunk` followed by
 //! an optional selector (`[COLLECTIVE][<BYTES]`, or `*`) and a size, in the order they are
-//! tried; or a setting, `slots`, `fragment`, `spin`, `single-copy` or `barrier` followed
+//! tried; or a setting, `slots`, `fragment`, `spin`, `single-copy`, `barrier` or `rooted-v` followed
 //! by its value, at most once each. Values are those of the options of the same names
 //! (docs/runtime.md, "Settings").
 //!
@@ -44,7 +44,14 @@ const RULE_KEYS: [&str; 6] = [
     "chunk",
 ];
 /// The keys of settings, at most once each.
-const VALUE_KEYS: [&str; 5] = ["slots", "fragment", "spin", "single-copy", "barrier"];
+const VALUE_KEYS: [&str; 6] = [
+    "slots",
+    "fragment",
+    "spin",
+    "single-copy",
+    "barrier",
+    "rooted-v",
+];
 
 /// A parsed rules file: its settings, in the form a plan stores them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -2,13 +2,15 @@
 //! rank know. Gatherv's way back, in the same two forms ([`RootedVAlg`], setting
 //! `rooted-v`):
 //!
-//! - **through the leaders**, as [`crate::scatter`]: first the lengths go down, a Scatter
-//!   of one 8-byte number per rank, so that every leader knows the lengths of the ranks
-//!   under its members (and each rank checks its own against its count); then the blocks,
-//!   one after another in rank order, go down as a Scatter's. Between nodes, one message
-//!   per node in each step.
-//! - **direct**: the root sends each rank its block straight, all at once (the linear
-//!   Scatterv of Open MPI and MPICH).
+//! - **through the leaders**, as [`crate::scatter`]: first every rank's length (its
+//!   receive count) climbs to the job's top group ([`crate::gatherv::lengths_up`], as
+//!   Gatherv's), so that every leader knows the lengths of the ranks under its members;
+//!   the root knows every length. Then the blocks, one after another in rank order, go
+//!   down as a Scatter's. Where the top group is the node leaders', the lengths stay
+//!   inside the nodes: between nodes, one message per node, as Scatter's.
+//! - **direct**: the root sends each rank its block straight (the linear Scatterv of Open
+//!   MPI and MPICH): all at once in a job on several nodes, one after another over shared
+//!   memory on one node (as Gatherv's).
 //!
 //! Where the root's buffer holds the blocks one after another from its start, the
 //! leaders' form sends straight out of it; otherwise the root first packs them in scratch.
@@ -20,12 +22,14 @@ use topo_hierarchy::Settings;
 use topo_hierarchy::settings::RootedVAlg;
 
 use crate::alltoall::exchange;
-use crate::error::{Error, Result};
-use crate::gatherv::{ends_of, laid_out, lengths_in};
+use crate::error::Result;
+use crate::gatherv::{ends_of, laid_out, lengths_up};
 use crate::scatter::scatter_kept;
 use crate::subtrees::{Blocks, Subtrees};
 use crate::transport::Fabric;
 use crate::view::View;
+
+const CALL: &str = "MPI_Scatterv";
 
 /// The root's side of a Scatterv: its buffer and the place of each rank's block in it.
 pub type Source<'a> = (&'a [u8], &'a [Range<usize>]);
@@ -46,7 +50,6 @@ pub fn scatterv(
     scratch: &mut Vec<u8>,
 ) -> Result<()> {
     let me = view.rank as usize;
-    let size = view.size as usize;
     match send {
         None => {
             let block = recv.expect("a rank other than the root passes its buffer");
@@ -55,30 +58,10 @@ pub fn scatterv(
             }
             match s.rooted_v_alg() {
                 RootedVAlg::Direct if block.is_empty() => Ok(()),
+                RootedVAlg::Direct if s.nodes == 1 => fabric.peer(root).recv(root, block),
                 RootedVAlg::Direct => exchange(fabric, s.spin, None, &[], &mut [(root, block)]),
                 RootedVAlg::Leaders => {
-                    let mut mine = [0u8; 8];
-                    let known = scatter_kept(
-                        view,
-                        fabric,
-                        sub,
-                        s,
-                        root,
-                        None,
-                        Some(&mut mine),
-                        Blocks::Same(8),
-                    )?;
-                    let len = u64::from_le_bytes(mine) as usize;
-                    if len != block.len() {
-                        return Err(Error::Mismatch {
-                            reason: format!(
-                                "MPI_Scatterv: the root sends rank {me} {len} bytes where \
-                                 its count gives {}",
-                                block.len()
-                            ),
-                        });
-                    }
-                    let lens = lengths_in(known.as_deref(), me, len, size);
+                    let lens = lengths_up(view, fabric, sub, root, block.len(), None, CALL)?;
                     let ends = ends_of(&lens);
                     let blocks = Blocks::Ends(&ends);
                     scatter_kept(view, fabric, sub, s, root, None, Some(block), blocks).map(drop)
@@ -99,23 +82,17 @@ pub fn scatterv(
                     .filter(|(r, a)| *r != me && !a.is_empty())
                     .map(|(r, a)| (r as u32, &buf[a.clone()]))
                     .collect();
+                if s.nodes == 1 {
+                    // Every rank over shared memory: one after another, in rank order.
+                    for (r, block) in to {
+                        fabric.peer(r).send(&[r], block)?;
+                    }
+                    return Ok(());
+                }
                 return exchange(fabric, s.spin, None, &to, &mut []);
             }
-            let lens: Vec<usize> = at.iter().map(Range::len).collect();
-            let numbers: Vec<u8> = lens
-                .iter()
-                .flat_map(|&l| (l as u64).to_le_bytes())
-                .collect();
-            scatter_kept(
-                view,
-                fabric,
-                sub,
-                s,
-                root,
-                Some(&numbers),
-                None,
-                Blocks::Same(8),
-            )?;
+            let counts: Vec<usize> = at.iter().map(Range::len).collect();
+            let lens = lengths_up(view, fabric, sub, root, counts[me], Some(&counts), CALL)?;
             let ends = ends_of(&lens);
             let blocks = Blocks::Ends(&ends);
             let work: &[u8] = if laid_out(at, &ends) {

@@ -73,6 +73,8 @@ for b in mpifh:-DMPIFH mpi: f08:-DF08; do
     cat "$WORK/fc.log"; give_up "mpif90 ${b#*:} examples/fortran/preload-comms.F90"
   fi
 done
+# The blocking collectives the C test program calls, every one on topo-run's path.
+C_CALLS="MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Gather MPI_Scatter MPI_Gatherv MPI_Scatterv MPI_Scan MPI_Exscan MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Alltoall MPI_Alltoallv MPI_Allgatherv"
 # Every collective the library serves, as the statistics name them.
 ALL_CALLS="MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather"
 # A plain C program built with MPICH, and the PMPI library built against MPICH
@@ -206,7 +208,7 @@ all_ours() {
 # hand-offs it provokes).
 check_c() {
   local name=$1; shift
-  check_prog "$name" "$CPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Gather MPI_Scatter MPI_Scan MPI_Exscan MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Alltoall MPI_Alltoallv MPI_Allgatherv" \
+  check_prog "$name" "$CPROG" "$C_CALLS" \
     "communicator without a topo-run context|derived datatype|MINLOC/MAXLOC pair datatype" "$@"
 }
 
@@ -239,7 +241,8 @@ check_fortran() {
      || ! took_our_path "$WORK/topo.err" MPI_Gather || ! took_our_path "$WORK/topo.err" MPI_Scatter \
      || ! took_our_path "$WORK/topo.err" MPI_Scan || ! took_our_path "$WORK/topo.err" MPI_Exscan \
      || ! took_our_path "$WORK/topo.err" MPI_Reduce_scatter_block || ! took_our_path "$WORK/topo.err" MPI_Alltoall \
-     || ! took_our_path "$WORK/topo.err" MPI_Alltoallv || ! took_our_path "$WORK/topo.err" MPI_Allgatherv; then
+     || ! took_our_path "$WORK/topo.err" MPI_Alltoallv || ! took_our_path "$WORK/topo.err" MPI_Allgatherv \
+     || ! took_our_path "$WORK/topo.err" MPI_Gatherv || ! took_our_path "$WORK/topo.err" MPI_Scatterv; then
     bad "$name: Fortran calls did not reach the library" "$(grep stats "$WORK/topo.err" | head -8)"
   else
     ok "$name: $(tail -1 "$WORK/topo.out") natively and under topo-run, on topo-run's path"
@@ -258,13 +261,13 @@ else bad "C, 1 node x 2 ranks: the reason for one-rank communicators" "$(grep 'r
 # on the node's lanes: its calls stay on topo-run's path, results unchanged.
 LANES_USED="on the node's lanes: [1-9][0-9]* communicators; blocking calls: [1-9][0-9]* on a lane"
 check_prog "C, 1 node x 2 ranks, TOPO_RUN_MAX_COMMS=1 (the others on the node's lanes)" "$CPROG" \
-  "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Gather MPI_Scatter MPI_Scan MPI_Exscan MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Alltoall MPI_Alltoallv MPI_Allgatherv" \
+  "$C_CALLS" \
   "$LANES_USED" "${ONE[@]}" --export=ALL,TOPO_RUN_MAX_COMMS=1
 all_ours "C, 1 node x 2 ranks, TOPO_RUN_MAX_COMMS=1" "no room for another context"
 # Without lanes (TOPO_RUN_LANES=0) they go to MPI, results unchanged, and the statistics
 # say why.
 check_prog "C, 1 node x 2 ranks, TOPO_RUN_MAX_COMMS=1 TOPO_RUN_LANES=0" "$CPROG" \
-  "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Gather MPI_Scatter MPI_Scan MPI_Exscan MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Alltoall MPI_Alltoallv MPI_Allgatherv" \
+  "$C_CALLS" \
   "no room for another context|communicator of one rank" "${ONE[@]}" \
   --export=ALL,TOPO_RUN_MAX_COMMS=1,TOPO_RUN_LANES=0
 # MPI out of communicators for a context's own (simulated: TOPO_RUN_FAULT=no-communicator):
@@ -369,7 +372,7 @@ check_mpich_progs() {
   if [[ ! -f $MPICH_LIB ]]; then
     bad "$name: $MPICH_LIB is not built"; return
   fi
-  PROG_OPTS=$c_opts check_prog "MPICH C, $name" "$MCPROG" "MPI_Bcast MPI_Reduce MPI_Allreduce MPI_Barrier MPI_Allgather MPI_Gather MPI_Scatter MPI_Scan MPI_Exscan MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Alltoall MPI_Alltoallv MPI_Allgatherv" \
+  PROG_OPTS=$c_opts check_prog "MPICH C, $name" "$MCPROG" "$C_CALLS" \
     "communicator without a topo-run context|derived datatype|MINLOC/MAXLOC pair datatype" "$@" "$MPICH_GENERIC"
   check_prog "MPICH C nonblocking, $name" "$MNBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv" \
     "communicator without a topo-run context|zero count" "$@" "$MPICH_GENERIC"

@@ -183,6 +183,8 @@ pub enum Call {
     Alltoall,
     Alltoallv,
     Allgatherv,
+    Gatherv,
+    Scatterv,
     Ibcast,
     Ireduce,
     Iallreduce,
@@ -196,7 +198,7 @@ pub enum Call {
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 23] = [
+    pub const ALL: [Call; 25] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -211,6 +213,8 @@ impl Call {
         Call::Alltoall,
         Call::Alltoallv,
         Call::Allgatherv,
+        Call::Gatherv,
+        Call::Scatterv,
         Call::Ibcast,
         Call::Ireduce,
         Call::Iallreduce,
@@ -239,6 +243,8 @@ impl Call {
             Call::Alltoall => "MPI_Alltoall",
             Call::Alltoallv => "MPI_Alltoallv",
             Call::Allgatherv => "MPI_Allgatherv",
+            Call::Gatherv => "MPI_Gatherv",
+            Call::Scatterv => "MPI_Scatterv",
             Call::Ibcast => "MPI_Ibcast",
             Call::Ireduce => "MPI_Ireduce",
             Call::Iallreduce => "MPI_Iallreduce",

@@ -11,8 +11,8 @@ use mpi::ffi;
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status, SUCCESS};
 use crate::{
-    allgather, allgatherv, alltoall, alltoallv, calls, collective, completion, gather, scatter,
-    state,
+    allgather, allgatherv, alltoall, alltoallv, calls, collective, completion, gather, gatherv,
+    scatter, state,
 };
 
 /// Drops the cached answer for the communicator `*comm` before MPI frees it (MPI reuses
@@ -528,6 +528,142 @@ pub unsafe extern "C" fn MPI_Alltoallv(
                         recv_counts,
                         recv_displs,
                         recv_type,
+                        comm,
+                        req,
+                    )
+                },
+            )
+        },
+    )
+}
+
+/// `MPI_Gatherv`.
+///
+/// # Safety
+/// As `MPI_Gatherv`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Gatherv(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_counts: *const c_int,
+    displs: *const c_int,
+    recv_type: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::entry_rc(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            gatherv::gatherv(
+                send,
+                send_count,
+                send_type,
+                recv,
+                recv_counts,
+                displs,
+                recv_type,
+                root,
+                comm,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || {
+                    ffi::PMPI_Gatherv(
+                        send,
+                        send_count,
+                        send_type,
+                        recv,
+                        recv_counts,
+                        displs,
+                        recv_type,
+                        root,
+                        comm,
+                    )
+                },
+                |req| {
+                    ffi::PMPI_Igatherv(
+                        send,
+                        send_count,
+                        send_type,
+                        recv,
+                        recv_counts,
+                        displs,
+                        recv_type,
+                        root,
+                        comm,
+                        req,
+                    )
+                },
+            )
+        },
+    )
+}
+
+/// `MPI_Scatterv`.
+///
+/// # Safety
+/// As `MPI_Scatterv`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Scatterv(
+    send: *const c_void,
+    send_counts: *const c_int,
+    displs: *const c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    collective::entry_rc(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            gatherv::scatterv(
+                send,
+                send_counts,
+                displs,
+                send_type,
+                recv,
+                recv_count,
+                recv_type,
+                root,
+                comm,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            completion::handed(
+                || {
+                    ffi::PMPI_Scatterv(
+                        send,
+                        send_counts,
+                        displs,
+                        send_type,
+                        recv,
+                        recv_count,
+                        recv_type,
+                        root,
+                        comm,
+                    )
+                },
+                |req| {
+                    ffi::PMPI_Iscatterv(
+                        send,
+                        send_counts,
+                        displs,
+                        send_type,
+                        recv,
+                        recv_count,
+                        recv_type,
+                        root,
                         comm,
                         req,
                     )

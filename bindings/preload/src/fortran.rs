@@ -16,7 +16,9 @@ use std::os::raw::c_int;
 use std::sync::OnceLock;
 
 use crate::abi::{self, MPI_Comm, MPI_Request, SUCCESS};
-use crate::{allgather, allgatherv, alltoall, alltoallv, calls, collective, gather, scatter};
+use crate::{
+    allgather, allgatherv, alltoall, alltoallv, calls, collective, gather, gatherv, scatter,
+};
 
 type Fint = c_int;
 
@@ -496,6 +498,49 @@ fortran! {
                 gather::gather(
                     buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype,
                     int(root), cc,
+                )
+            }
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_GATHERV(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNTS, DISPLS, RECVTYPE, ROOT,
+    /// COMM, IERROR)`: the counts and displacements are arrays of default integers, as C's
+    /// `int`s.
+    mpi_gatherv_, mpi_gatherv_f08_ => "gatherv",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcounts: I, displs: I, rtype: I, root: I,
+     c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                gatherv::gatherv(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), rcounts, displs,
+                    rtype, int(root), cc,
+                )
+            }
+        }))
+    }
+}
+
+fortran! {
+    /// `MPI_SCATTERV(SENDBUF, SENDCOUNTS, DISPLS, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE,
+    /// ROOT, COMM, IERROR)`.
+    mpi_scatterv_, mpi_scatterv_f08_ => "scatterv",
+    (send: Buf, scounts: I, displs: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I,
+     c: I, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: the translated arguments of this call.
+            unsafe {
+                gatherv::scatterv(
+                    buffer(send), scounts, displs, stype, buffer(recv).cast_mut(), int(rcount),
+                    rtype, int(root), cc,
                 )
             }
         }))

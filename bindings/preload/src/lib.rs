@@ -4,8 +4,8 @@
 //! that an unmodified C, C++ or Fortran program gets topo-run's collectives. It exports
 //! `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce`, `MPI_Barrier`, `MPI_Allgather`, `MPI_Scan`,
 //! `MPI_Exscan`, `MPI_Alltoall` and `MPI_Alltoallv` and their nonblocking forms,
-//! `MPI_Gather`, `MPI_Scatter`, `MPI_Reduce_scatter_block`, `MPI_Reduce_scatter` and
-//! `MPI_Allgatherv`, under their C
+//! `MPI_Gather`, `MPI_Scatter`, `MPI_Gatherv`, `MPI_Scatterv`, `MPI_Reduce_scatter_block`,
+//! `MPI_Reduce_scatter` and `MPI_Allgatherv`, under their C
 //! names and the Fortran ones of all three bindings (`mpi_bcast_`, `mpi_bcast_f08_`,
 //! ...), plus `MPI_Init`,
 //! `MPI_Init_thread`, `MPI_Finalize`, `MPI_Comm_free` and `MPI_Comm_disconnect` to set
@@ -71,6 +71,10 @@ mod fortran;
 // seen as slices.
 #[allow(unsafe_code)]
 mod gather;
+// Unsafe: the C buffers and count arrays of a Gatherv or Scatterv, valid as the standard
+// says, seen as slices.
+#[allow(unsafe_code)]
+mod gatherv;
 // Unsafe: the application's buffer packed and unpacked (`PMPI_Pack`, `PMPI_Unpack`).
 #[allow(unsafe_code)]
 mod packed;
@@ -79,8 +83,8 @@ mod packed;
 #[allow(unsafe_code)]
 mod scatter;
 mod state;
+pub mod stats;
 // Unsafe: the C count and displacement arrays of the v-form collectives seen as slices, and
 // their blocks packed and unpacked at the caller's addresses.
-pub mod stats;
 #[allow(unsafe_code)]
 mod varied;

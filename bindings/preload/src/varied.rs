@@ -1,5 +1,5 @@
 //! What the collectives of blocks of varied counts at displacements (Alltoallv,
-//! Allgatherv) share on the library's side: a side's counts and displacements, where its
+//! Allgatherv, Gatherv, Scatterv) share on the library's side: a side's counts and displacements, where its
 //! blocks lie when used in place, packing them block by block, and unpacking received
 //! blocks after the collective, each in runs that `PMPI_Pack` can count.
 
@@ -12,8 +12,9 @@ use crate::blocks::extent;
 use crate::classify::HandOff;
 use crate::packed::{pack, packed_size, unpack};
 
-/// One side of a v-form collective (Alltoallv's either side, Allgatherv's receive side): per rank, the element count and the displacement (in
-/// extents of `dt`) of its block.
+/// One side of a v-form collective (Alltoallv's either side, the root's side of Allgatherv,
+/// Gatherv and Scatterv; or a rank's one block, [`Side::one`]): per rank, the element
+/// count and the displacement (in extents of `dt`) of its block.
 pub(crate) struct Side {
     pub(crate) buf: *const c_void,
     pub(crate) counts: Vec<c_int>,
@@ -51,6 +52,20 @@ impl Side {
             buf,
             counts,
             displs,
+            dt,
+        })
+    }
+
+    /// One block of `count` elements of `dt` at `buf` (a rank's own side of a Gatherv or
+    /// Scatterv), if the count is not negative.
+    pub(crate) fn one(buf: *const c_void, count: c_int, dt: MPI_Datatype) -> Result<Side, HandOff> {
+        if count < 0 {
+            return Err(HandOff::Arguments);
+        }
+        Ok(Side {
+            buf,
+            counts: vec![count],
+            displs: vec![0],
             dt,
         })
     }

@@ -30,7 +30,7 @@ struct Args {
     #[arg(long)]
     thread_multiple: bool,
     /// Collectives to measure, comma-separated: bcast, reduce, allreduce, allgather,
-    /// allgatherv, gather, scatter, reduce_scatter_block, alltoall and alltoallv (their size
+    /// allgatherv, gather, scatter, gatherv, scatterv, reduce_scatter_block, alltoall and alltoallv (their size
     /// is each rank's block, for an Alltoall the block it sends each rank; the v-forms with
     /// every count the same), scan,
     /// exscan, barrier (measured once, as 0 bytes).
@@ -243,7 +243,13 @@ fn measure(
 /// receive side, for an Alltoall.
 fn all_for(op: &str, n: usize, size: usize) -> Vec<f32> {
     match op {
-        "allgather" | "allgatherv" | "gather" | "scatter" | "reduce_scatter_block" => {
+        "allgather"
+        | "allgatherv"
+        | "gather"
+        | "scatter"
+        | "gatherv"
+        | "scatterv"
+        | "reduce_scatter_block" => {
             vec![0f32; n * size]
         }
         "alltoall" | "alltoallv" => vec![0f32; 2 * n * size],
@@ -306,6 +312,30 @@ fn call(
             } else {
                 let mut part = PartitionMut::new(all, &counts[..], &displs[..]);
                 world.all_gather_varcount_into(&send[..], &mut part)
+            }
+        }
+        ("gatherv" | "scatterv", side) => {
+            // Every rank's block of `send.len()` (`recv.len()`), one after another: the
+            // counts of a Gather (Scatter), through the v-form.
+            let size = world.size();
+            let n = send.len() as i32;
+            let counts = vec![n; size as usize];
+            let displs: Vec<i32> = (0..size).map(|r| r * n).collect();
+            match (op, side, me) {
+                ("gatherv", 0, true) => topo.gather_varcount_into_root(send, all, &counts, &displs),
+                ("gatherv", 0, false) => topo.gather_varcount_into(root, send),
+                ("gatherv", _, true) => {
+                    let mut part = PartitionMut::new(all, &counts[..], &displs[..]);
+                    at.gather_varcount_into_root(&send[..], &mut part)
+                }
+                ("gatherv", _, false) => at.gather_varcount_into(&send[..]),
+                (_, 0, true) => topo.scatter_varcount_into_root(all, &counts, &displs, recv),
+                (_, 0, false) => topo.scatter_varcount_into(root, recv),
+                (_, _, true) => {
+                    let part = Partition::new(&all[..], &counts[..], &displs[..]);
+                    at.scatter_varcount_into_root(&part, recv)
+                }
+                (_, _, false) => at.scatter_varcount_into(recv),
             }
         }
         ("alltoallv", side) => {
@@ -855,11 +885,14 @@ fn main() -> anyhow::Result<()> {
                 "alltoall",
                 "alltoallv",
                 "allgatherv",
+                "gatherv",
+                "scatterv",
                 "barrier"
             ]
             .contains(&op.as_str()),
             "unknown collective {op:?}; use bcast, reduce, allreduce, allgather, gather, \
-             scatter, scan, exscan, reduce_scatter_block, alltoall, alltoallv, allgatherv or barrier"
+             scatter, scan, exscan, reduce_scatter_block, alltoall, alltoallv, allgatherv, \
+             gatherv, scatterv or barrier"
         );
         if op == "barrier" {
             cases.push((i, op.as_str(), 0));

@@ -417,3 +417,25 @@ fn alltoall_rules_by_the_block_size() {
     let e = Settings::from_pairs(&[("alltoall", "bruck")]).unwrap_err();
     assert!(e.to_string().contains("aggregated or pairwise"), "{e}");
 }
+
+#[test]
+fn gatherv_and_scatterv_go_through_the_leaders_with_more_than_two_ranks_per_node() {
+    let job = |nodes, ranks| Settings {
+        nodes,
+        ranks,
+        ..Settings::default()
+    };
+    assert_eq!(job(1, 64).rooted_v_alg(), RootedVAlg::Direct);
+    assert_eq!(job(2, 4).rooted_v_alg(), RootedVAlg::Direct);
+    assert_eq!(job(2, 5).rooted_v_alg(), RootedVAlg::Leaders);
+    assert_eq!(job(64, 2048).rooted_v_alg(), RootedVAlg::Leaders);
+    let s = Settings::from_pairs(&[("rooted-v", "leaders")]).unwrap();
+    assert_eq!(s.rooted_v_alg(), RootedVAlg::Leaders);
+    let s = Settings::from_pairs(&[("rooted-v", "direct"), ("nodes", "8")]);
+    assert!(s.is_err(), "nodes is not a setting");
+    let e = Settings::from_pairs(&[("rooted-v", "linear")]).unwrap_err();
+    assert!(e.to_string().contains("use leaders or direct"), "{e}");
+    let f = crate::rules_file::RulesFile::parse("topo-run-rules 1\nrooted-v leaders\n").unwrap();
+    let s = Settings::from_pairs(&f.pairs()).unwrap();
+    assert_eq!(s.rooted_v_alg(), RootedVAlg::Leaders);
+}
