@@ -18,8 +18,10 @@ pub mod iallreduce;
 pub mod ialltoall;
 pub mod ibarrier;
 pub mod ibcast;
+pub mod igather;
 pub mod ireduce;
 pub mod iscan;
+pub mod iscatter;
 // Unsafe: a schedule addresses its regions of the lent buffers as raw parts.
 #[allow(unsafe_code)]
 pub mod schedule;

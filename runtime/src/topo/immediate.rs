@@ -575,6 +575,76 @@ impl Topo {
         )))
     }
 
+    /// Starts a Gatherv to `root` (the direct form: every rank's block straight to the
+    /// root): rank r's block lands at `recv.0[recv.1[r]]` at the root. `send` is this rank's
+    /// block, or `None` at the root in place; `recv` is `Some` at the root only. `same`:
+    /// every block has this length (a Gather). `None` (nothing done) where the collectives
+    /// go to MPI, or where the root's arguments are wrong (as [`Topo::raw_gather_v`]'s).
+    pub fn raw_immediate_gather_v(
+        &mut self,
+        root: i32,
+        send: Option<&'static [u8]>,
+        recv: Option<(&'static mut [u8], &[std::ops::Range<usize>])>,
+        same: Option<usize>,
+    ) -> Option<RawRequest> {
+        let size = self.world.size() as usize;
+        let is_root = root == self.rank;
+        if is_root != recv.is_some() || (send.is_none() && !is_root) || root < 0 {
+            return None;
+        }
+        let at = recv
+            .as_ref()
+            .map(|(b, at)| (b.len(), super::raw::emptied(at)));
+        if let Some((len, at)) = &at
+            && (at.len() != size
+                || at.iter().any(|r| r.end > *len)
+                || send.is_some_and(|b| b.len() != at[root as usize].len()))
+        {
+            return None;
+        }
+        if !self.is_hierarchical() {
+            return None;
+        }
+        let recv = recv.zip(at.as_ref()).map(|((b, _), (_, at))| (b, &at[..]));
+        let r = self.sched_gather_v(StaticScope, root, send, recv, same);
+        Some(RawRequest(r))
+    }
+
+    /// Starts a Scatterv from `root` (the direct form: the root sends every rank its block
+    /// straight): rank r receives `send.0[send.1[r]]` into `recv`. `send` is `Some` at the
+    /// root only; `recv` is `None` at the root in place. `same` as for
+    /// [`Topo::raw_immediate_gather_v`]. `None` (nothing done) where the collectives go to
+    /// MPI, or where the root's arguments are wrong (as [`Topo::raw_scatter_v`]'s).
+    pub fn raw_immediate_scatter_v(
+        &mut self,
+        root: i32,
+        send: Option<(&'static [u8], &[std::ops::Range<usize>])>,
+        recv: Option<&'static mut [u8]>,
+        same: Option<usize>,
+    ) -> Option<RawRequest> {
+        let size = self.world.size() as usize;
+        let is_root = root == self.rank;
+        if is_root != send.is_some() || (recv.is_none() && !is_root) || root < 0 {
+            return None;
+        }
+        let at = send.map(|(b, at)| (b.len(), super::raw::emptied(at)));
+        if let Some((len, at)) = &at
+            && (at.len() != size
+                || at.iter().any(|r| r.end > *len)
+                || recv
+                    .as_ref()
+                    .is_some_and(|b| b.len() != at[root as usize].len()))
+        {
+            return None;
+        }
+        if !self.is_hierarchical() {
+            return None;
+        }
+        let send = send.zip(at.as_ref()).map(|((b, _), (_, at))| (b, &at[..]));
+        let r = self.sched_scatter_v(StaticScope, root, send, recv, same);
+        Some(RawRequest(r))
+    }
+
     /// Starts a reduction with `op` into every rank's `recv`; `send` is `None` in place.
     pub fn raw_immediate_all_reduce(
         &mut self,

@@ -573,7 +573,7 @@ pub(super) fn scan_fits(
 
 /// `at` with every empty range made `0..0` (an empty block of a v-form may name any
 /// place, also outside its buffer).
-fn emptied(at: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
+pub(super) fn emptied(at: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
     at.iter()
         .map(|r| if r.is_empty() { 0..0 } else { r.clone() })
         .collect()

@@ -11,7 +11,8 @@ use crate::combine::Combine;
 use crate::context::{self, HierarchicalPath};
 use crate::ffi::native::Native;
 use crate::nonblocking::{
-    Builder, Schedule, Shape, iallreduce, ialltoall, ibarrier, ibcast, ireduce, iscan,
+    Builder, Schedule, Shape, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, iscan,
+    iscatter,
 };
 use crate::plain::{self, MpiCombine};
 use crate::request::{KeepAlive, Request};
@@ -284,6 +285,77 @@ impl Topo {
             let (b, tmp) =
                 ialltoall::build_v(rank, h.settings.nodes == 1, send_at, recv_at, recv_len);
             (b, 0, tmp)
+        })
+    }
+
+    /// A Gather's or Gatherv's schedule, the direct form (see
+    /// [`Topo::raw_immediate_gather_v`]): `at` places each rank's block at the root (`None`
+    /// elsewhere); `same` is the one length of every block, where the blocks are a Gather's
+    /// (then the steps are kept for later calls of that shape).
+    pub(super) fn sched_gather_v<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        root: i32,
+        send: Option<&'a [u8]>,
+        recv: Option<(&'a mut [u8], &[std::ops::Range<usize>])>,
+        same: Option<usize>,
+    ) -> Request<'a, S> {
+        let rank = self.world.rank() as u32;
+        let has_send = send.is_some();
+        let len = send.map_or(0, <[u8]>::len);
+        let (recv, at) = match recv {
+            Some((b, at)) => (Some(b), Some(at)),
+            None => (None, None),
+        };
+        let name = if same.is_some() {
+            "MPI_Igather"
+        } else {
+            "MPI_Igatherv"
+        };
+        let args = Args {
+            name,
+            send,
+            recv,
+            op: None,
+        };
+        let shape = same.map(|n| shape(name, None, root, n, has_send));
+        self.start(scope, args, None, shape, |_| {
+            (igather::build(rank, root as u32, at, has_send, len), 0, 0)
+        })
+    }
+
+    /// A Scatter's or Scatterv's schedule, the direct form (see
+    /// [`Topo::raw_immediate_scatter_v`]): `at` places each rank's block at the root
+    /// (`None` elsewhere); `same` as for [`Topo::sched_gather_v`].
+    pub(super) fn sched_scatter_v<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        root: i32,
+        send: Option<(&'a [u8], &[std::ops::Range<usize>])>,
+        recv: Option<&'a mut [u8]>,
+        same: Option<usize>,
+    ) -> Request<'a, S> {
+        let rank = self.world.rank() as u32;
+        let has_recv = recv.is_some();
+        let len = recv.as_ref().map_or(0, |r| r.len());
+        let (send, at) = match send {
+            Some((b, at)) => (Some(b), Some(at)),
+            None => (None, None),
+        };
+        let name = if same.is_some() {
+            "MPI_Iscatter"
+        } else {
+            "MPI_Iscatterv"
+        };
+        let args = Args {
+            name,
+            send,
+            recv,
+            op: None,
+        };
+        let shape = same.map(|n| shape(name, None, root, n, has_recv));
+        self.start(scope, args, None, shape, |_| {
+            (iscatter::build(rank, root as u32, at, has_recv, len), 0, 0)
         })
     }
 
