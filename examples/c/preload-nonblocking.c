@@ -790,6 +790,92 @@ static void ialltoallv_types(void) {
     free(recv);
 }
 
+/* An MPI_Igather of `count` ints and an MPI_Igatherv (rank r's block (r * 3 + 1) % 4 *
+ * count / 2 ints, none for some, placed in reversed rank order with a gap of one int after
+ * each) in flight at once to the last rank, completed with `how`; then MPI_Iscatter and
+ * MPI_Iscatterv of the same blocks back, in flight at once. Not in place (as Ialltoall's,
+ * see there). */
+static void igather_iscatter_ints(MPI_Comm comm, long count, int how) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int root = n - 1, *rc = malloc(n * sizeof(int)), *rd = malloc(n * sizeof(int));
+    long at = 0;
+    for (int r = n - 1; r >= 0; r--) rc[r] = (int)((r * 3 + 1) % 4 * count / 2), rd[r] = (int)at, at += rc[r] + 1;
+    int *send = malloc((2 * count + 1) * sizeof(int)), *all = malloc((count * n + 1) * sizeof(int));
+    int *allv = malloc((at + 1) * sizeof(int)), *back = malloc((count + 1) * sizeof(int));
+    int *backv = malloc((2 * count + 1) * sizeof(int));
+    for (long i = 0; i < 2 * count; i++) send[i] = a2a(me, 1, i);
+    for (long i = 0; i < count * n; i++) all[i] = -1;
+    for (long i = 0; i <= at; i++) allv[i] = -1;
+    MPI_Request r[2];
+    MPI_Igather(send, (int)count, MPI_INT, all, (int)count, MPI_INT, root, comm, &r[0]);
+    MPI_Igatherv(send, rc[me], MPI_INT, allv, rc, rd, MPI_INT, root, comm, &r[1]);
+    int ok = complete(&r[1], how) && complete(&r[0], how);
+    if (me == root)
+        for (int q = 0; q < n; q++) {
+            for (long i = 0; i < count; i++) ok &= all[q * count + i] == a2a(q, 1, i);
+            for (int i = 0; i < rc[q]; i++) ok &= allv[rd[q] + i] == a2a(q, 1, i), hash(allv[rd[q] + i]);
+            ok &= allv[rd[q] + rc[q]] == -1;
+        }
+    char what[128];
+    snprintf(what, sizeof what, "MPI_Igather and MPI_Igatherv MPI_INT count %ld (%s)", count, how_names[how]);
+    result(ok, what);
+    for (long i = 0; i < 2 * count; i++) back[i < count ? i : 0] = -2, backv[i] = -3;
+    MPI_Iscatter(all, (int)count, MPI_INT, back, (int)count, MPI_INT, root, comm, &r[0]);
+    MPI_Iscatterv(allv, rc, rd, MPI_INT, backv, rc[me], MPI_INT, root, comm, &r[1]);
+    ok = complete(&r[0], how) && complete(&r[1], how);
+    for (long i = 0; i < count; i++) ok &= back[i] == a2a(me, 1, i);
+    for (int i = 0; i < rc[me]; i++) ok &= backv[i] == a2a(me, 1, i);
+    ok &= rc[me] == 2 * count || backv[rc[me]] == -3;
+    snprintf(what, sizeof what, "MPI_Iscatter and MPI_Iscatterv MPI_INT count %ld (%s)", count, how_names[how]);
+    result(ok, what);
+    free(rc);
+    free(rd);
+    free(send);
+    free(all);
+    free(allv);
+    free(back);
+    free(backv);
+}
+
+/* MPI_Igatherv into strided vectors at the root (rank r's (r % 3) vectors of 4 ints, none
+ * for some, block r at 14 r ints) and MPI_Iscatterv of them back, mixed types elsewhere,
+ * every type freed before completion. */
+static void igatherv_types(void) {
+    MPI_Datatype four, vec;
+    MPI_Type_contiguous(4, MPI_INT, &four);
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&four);
+    MPI_Type_commit(&vec);
+    int root = size / 2, k = rank % 3, odd = rank % 2, ok = 1;
+    int *rc = malloc(size * sizeof(int)), *rd = malloc(size * sizeof(int));
+    int *all = malloc(14 * size * sizeof(int)), send[8], back[8];
+    for (int r = 0; r < size; r++) rc[r] = r % 3, rd[r] = 2 * r;
+    for (int i = 0; i < 8; i++) send[i] = a2a(rank, 2, i), back[i] = -2;
+    for (int i = 0; i < 14 * size; i++) all[i] = -1;
+    MPI_Request r;
+    MPI_Igatherv(send, odd ? k : 4 * k, odd ? four : MPI_INT, all, rc, rd, vec, root, MPI_COMM_WORLD, &r);
+    MPI_Type_free(&vec);
+    ok &= MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    if (rank == root)
+        for (int q = 0; q < size; q++)
+            for (int v = 0; v < q % 3; v++)
+                for (int i = 0; i < 4; i++) ok &= all[14 * q + 7 * v + 2 * i] == a2a(q, 2, 4 * v + i);
+    result(ok, "MPI_Igatherv into strided vectors at the root, freed before completion");
+    MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    MPI_Iscatterv(all, rc, rd, vec, back, odd ? k : 4 * k, odd ? four : MPI_INT, root, MPI_COMM_WORLD, &r);
+    MPI_Type_free(&vec);
+    MPI_Type_free(&four);
+    ok = MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    for (int i = 0; i < 8; i++) ok &= back[i] == (i < 4 * k ? a2a(rank, 2, i) : -2);
+    result(ok, "MPI_Iscatterv from strided vectors, contiguous types elsewhere, freed before completion");
+    free(rc);
+    free(rd);
+    free(all);
+}
+
 /* MPI_Iallgather into a contiguous and a strided vector type, freed before completion. */
 static void iallgather_types(void) {
     MPI_Datatype four, vec;
@@ -892,6 +978,10 @@ int main(int argc, char **argv) {
         for (int k = 1; k < 4; k++) ialltoallv_ints(k % 2 ? dup : MPI_COMM_WORLD, k * k * 3, k % C_N);
         ialltoallv_ints(MPI_COMM_WORLD, 1031, C_WAITALL);
         ialltoallv_types();
+        for (int k = 0; k < 5; k++) igather_iscatter_ints(k % 2 ? dup : MPI_COMM_WORLD, ag[k] + 1, k % C_N);
+        igather_iscatter_ints(rev, 7, C_TEST);
+        igather_iscatter_ints(MPI_COMM_WORLD, (4L << 20) / (long)sizeof(int) / size, C_WAITALL);
+        igatherv_types();
     }
     iscans(MPI_COMM_WORLD, "world", 0, C_WAIT);
     iscans(dup, "dup", 1, C_WAITALL);

@@ -146,7 +146,8 @@ contains
     integer, allocatable :: world_of(:), ranks(:), mine(:), out(:), gath(:), want(:)
     double precision, allocatable :: d(:), dwant(:)
     integer, allocatable :: nb_sum(:), nb_bcast(:), nb_red(:), nb_all(:), t_sum(:)
-    REQUEST_T :: reqs(5), req
+    integer, allocatable :: nb_gat(:), nb_back(:), counts(:), displs(:)
+    REQUEST_T :: reqs(6), req
     GROUP_T :: g
     logical :: ok, flag
 
@@ -238,7 +239,14 @@ contains
         call MPI_IREDUCE(mine, nb_red, count, MPI_INTEGER, MPI_SUM, root, comm, reqs(3), ierr)
         call MPI_IALLGATHER(mine, count, MPI_INTEGER, nb_all, count, MPI_INTEGER, comm, reqs(4), ierr)
         call MPI_IBARRIER(comm, reqs(5), ierr)
-        call MPI_WAITALL(5, reqs, MPI_STATUSES_IGNORE, ierr)
+        ! An Igatherv of every rank's block to the root, in flight with the others.
+        allocate (nb_gat(count * n), nb_back(count), counts(n), displs(n))
+        counts = count
+        displs = [((j - 1) * count, j = 1, n)]
+        nb_gat = -1
+        call MPI_IGATHERV(mine, count, MPI_INTEGER, nb_gat, counts, displs, MPI_INTEGER, root, comm, &
+          reqs(6), ierr)
+        call MPI_WAITALL(6, reqs, MPI_STATUSES_IGNORE, ierr)
         call check(ierr == MPI_SUCCESS .and. all(nb_sum == want), 'MPI_IALLREDUCE', name)
         call check(all(nb_bcast == [(val(world_of(root + 1), i), i = 1, count)]), 'MPI_IBCAST', name)
         call check(r /= root .or. all(nb_red == want), 'MPI_IREDUCE', name)
@@ -247,6 +255,14 @@ contains
           ok = ok .and. all(nb_all((j - 1) * count + 1:j * count) == [(val(world_of(j), i), i = 1, count)])
         end do
         call check(ok, 'MPI_IALLGATHER', name)
+        call check(r /= root .or. all(nb_gat == nb_all), 'MPI_IGATHERV', name)
+        ! And the blocks back with an Iscatterv.
+        nb_back = -1
+        call MPI_ISCATTERV(nb_gat, counts, displs, MPI_INTEGER, nb_back, count, MPI_INTEGER, root, &
+          comm, req, ierr)
+        call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+        call check(ierr == MPI_SUCCESS .and. all(nb_back == mine), 'MPI_ISCATTERV', name)
+        deallocate (nb_gat, nb_back, counts, displs)
         call fold(nb_sum, count)
         call fold(nb_all, count * n)
 

@@ -194,11 +194,15 @@ pub enum Call {
     Iexscan,
     Ialltoall,
     Ialltoallv,
+    Igather,
+    Iscatter,
+    Igatherv,
+    Iscatterv,
 }
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 25] = [
+    pub const ALL: [Call; 29] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -224,6 +228,10 @@ impl Call {
         Call::Iexscan,
         Call::Ialltoall,
         Call::Ialltoallv,
+        Call::Igather,
+        Call::Iscatter,
+        Call::Igatherv,
+        Call::Iscatterv,
     ];
 
     /// The MPI name of the call.
@@ -254,6 +262,10 @@ impl Call {
             Call::Iexscan => "MPI_Iexscan",
             Call::Ialltoall => "MPI_Ialltoall",
             Call::Ialltoallv => "MPI_Ialltoallv",
+            Call::Igather => "MPI_Igather",
+            Call::Iscatter => "MPI_Iscatter",
+            Call::Igatherv => "MPI_Igatherv",
+            Call::Iscatterv => "MPI_Iscatterv",
         }
     }
 

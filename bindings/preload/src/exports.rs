@@ -975,6 +975,180 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     )
 }
 
+/// `MPI_Igather`.
+///
+/// # Safety
+/// As `MPI_Igather`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Igather(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    collective::entry(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            gather::igather(
+                send, send_count, send_type, recv, recv_count, recv_type, root, comm, request,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            ffi::PMPI_Igather(
+                send, send_count, send_type, recv, recv_count, recv_type, root, comm, request,
+            )
+        },
+    )
+}
+
+/// `MPI_Iscatter`.
+///
+/// # Safety
+/// As `MPI_Iscatter`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Iscatter(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    collective::entry(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            scatter::iscatter(
+                send, send_count, send_type, recv, recv_count, recv_type, root, comm, request,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            ffi::PMPI_Iscatter(
+                send, send_count, send_type, recv, recv_count, recv_type, root, comm, request,
+            )
+        },
+    )
+}
+
+/// `MPI_Igatherv`.
+///
+/// # Safety
+/// As `MPI_Igatherv`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Igatherv(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_counts: *const c_int,
+    displs: *const c_int,
+    recv_type: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    collective::entry(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            gatherv::igatherv(
+                send,
+                send_count,
+                send_type,
+                recv,
+                recv_counts,
+                displs,
+                recv_type,
+                root,
+                comm,
+                request,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            ffi::PMPI_Igatherv(
+                send,
+                send_count,
+                send_type,
+                recv,
+                recv_counts,
+                displs,
+                recv_type,
+                root,
+                comm,
+                request,
+            )
+        },
+    )
+}
+
+/// `MPI_Iscatterv`.
+///
+/// # Safety
+/// As `MPI_Iscatterv`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Iscatterv(
+    send: *const c_void,
+    send_counts: *const c_int,
+    displs: *const c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    collective::entry(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            gatherv::iscatterv(
+                send,
+                send_counts,
+                displs,
+                send_type,
+                recv,
+                recv_count,
+                recv_type,
+                root,
+                comm,
+                request,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            ffi::PMPI_Iscatterv(
+                send,
+                send_counts,
+                displs,
+                send_type,
+                recv,
+                recv_count,
+                recv_type,
+                root,
+                comm,
+                request,
+            )
+        },
+    )
+}
+
 /// `MPI_Ialltoallv`.
 ///
 /// # Safety

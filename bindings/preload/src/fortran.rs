@@ -645,6 +645,90 @@ fortran! {
 }
 
 fortran! {
+    /// `MPI_IGATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, ROOT, COMM,
+    /// REQUEST, IERROR)`.
+    mpi_igather_, mpi_igather_f08_ => "igather",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I, c: I, req: E,
+     ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                gather::igather(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype,
+                    int(root), cc, r,
+                )
+            }
+        })))
+    }
+}
+
+fortran! {
+    /// `MPI_ISCATTER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, ROOT, COMM,
+    /// REQUEST, IERROR)`.
+    mpi_iscatter_, mpi_iscatter_f08_ => "iscatter",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I, c: I, req: E,
+     ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                scatter::iscatter(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), int(rcount), rtype,
+                    int(root), cc, r,
+                )
+            }
+        })))
+    }
+}
+
+fortran! {
+    /// `MPI_IGATHERV(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNTS, DISPLS, RECVTYPE, ROOT,
+    /// COMM, REQUEST, IERROR)`.
+    mpi_igatherv_, mpi_igatherv_f08_ => "igatherv",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcounts: I, displs: I, rtype: I, root: I,
+     c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                gatherv::igatherv(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), rcounts, displs,
+                    rtype, int(root), cc, r,
+                )
+            }
+        })))
+    }
+}
+
+fortran! {
+    /// `MPI_ISCATTERV(SENDBUF, SENDCOUNTS, DISPLS, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE,
+    /// ROOT, COMM, REQUEST, IERROR)`.
+    mpi_iscatterv_, mpi_iscatterv_f08_ => "iscatterv",
+    (send: Buf, scounts: I, displs: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I,
+     c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                gatherv::iscatterv(
+                    buffer(send), scounts, displs, stype, buffer(recv).cast_mut(), int(rcount),
+                    rtype, int(root), cc, r,
+                )
+            }
+        })))
+    }
+}
+
+fortran! {
     /// `MPI_IALLTOALL(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM,
     /// REQUEST, IERROR)`.
     mpi_ialltoall_, mpi_ialltoall_f08_ => "ialltoall",

@@ -12,7 +12,7 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype};
+use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::blocks::{Held, Unpack, extent, unpacked_size};
 use crate::classify::{Call, HandOff, overlaps_range};
 use crate::packed::{pack, packed_size};
@@ -43,6 +43,7 @@ unsafe fn prepare<'b>(
     recv_type: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    keep_type: bool,
 ) -> Result<Prepared<'b>, HandOff> {
     if root < 0 || root >= a.size {
         return Err(HandOff::Arguments);
@@ -110,7 +111,7 @@ unsafe fn prepare<'b>(
             block,
             recv,
             count: recv_count,
-            dt: KeptType::new(recv_type, false).ok_or(HandOff::Arguments)?,
+            dt: KeptType::new(recv_type, keep_type).ok_or(HandOff::Arguments)?,
             stride,
             comm,
         }),
@@ -162,6 +163,7 @@ pub(crate) unsafe fn gather(
         let p = unsafe {
             prepare(
                 a, types, send, send_count, send_type, recv, recv_count, recv_type, root, comm,
+                false,
             )
         }?;
         if !a.topo.raw_gather(root, p.send, p.recv, p.block) {
@@ -171,4 +173,45 @@ pub(crate) unsafe fn gather(
     })?;
     // Unpacked outside the library's lock.
     Some(crate::packed::Finish::finish(Box::new(finish)))
+}
+
+/// `MPI_Igather`: whether the call was started on topo-run's path (the direct form, every
+/// block straight between the root and its rank, the runtime's `nonblocking/igather.rs`).
+///
+/// # Safety
+/// The arguments are those of an `MPI_Igather` call; MPI lets the collective use the buffers
+/// until the request completes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn igather(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> bool {
+    let start = |a: &mut Active, types: &mut TypeCache<'_>| {
+        // SAFETY: per the contract; the buffers are the collective's until completion,
+        // and `finish` keeps the library's own ones alive until then.
+        let p = unsafe {
+            prepare(
+                a, types, send, send_count, send_type, recv, recv_count, recv_type, root, comm,
+                true,
+            )
+        }?;
+        let size = a.size as usize;
+        let at: Vec<std::ops::Range<usize>> =
+            (0..size).map(|r| r * p.block..(r + 1) * p.block).collect();
+        let req = a
+            .topo
+            .raw_immediate_gather_v(root, p.send, p.recv.map(|r| (r, &at[..])), Some(p.block))
+            .ok_or(HandOff::Inactive)?;
+        let finish: Box<dyn crate::packed::Finish> = Box::new(p.finish);
+        Ok((req, Some(finish)))
+    };
+    // SAFETY: `request` is the caller's.
+    unsafe { crate::calls::nonblocking(Call::Igather, comm, request, start) }
 }

@@ -10,7 +10,7 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype};
+use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::blocks::{Held, Unpack, extent, unpacked_size};
 use crate::classify::overlaps_range;
 use crate::classify::{Call, HandOff};
@@ -42,6 +42,7 @@ unsafe fn prepare<'b>(
     recv_type: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    keep_type: bool,
 ) -> Result<Prepared<'b>, HandOff> {
     if root < 0 || root >= a.size {
         return Err(HandOff::Arguments);
@@ -105,7 +106,7 @@ unsafe fn prepare<'b>(
             block,
             recv,
             count: recv_count,
-            dt: KeptType::new(recv_type, false).ok_or(HandOff::Arguments)?,
+            dt: KeptType::new(recv_type, keep_type).ok_or(HandOff::Arguments)?,
             stride: 0,
             comm,
         })
@@ -158,6 +159,7 @@ pub(crate) unsafe fn scatter(
         let p = unsafe {
             prepare(
                 a, types, send, send_count, send_type, recv, recv_count, recv_type, root, comm,
+                false,
             )
         }?;
         if !a.topo.raw_scatter(root, p.send, p.recv, p.block) {
@@ -167,4 +169,45 @@ pub(crate) unsafe fn scatter(
     })?;
     // Unpacked outside the library's lock.
     Some(crate::packed::Finish::finish(Box::new(finish)))
+}
+
+/// `MPI_Iscatter`: whether the call was started on topo-run's path (the direct form, every
+/// block straight between the root and its rank, the runtime's `nonblocking/iscatter.rs`).
+///
+/// # Safety
+/// The arguments are those of an `MPI_Iscatter` call; MPI lets the collective use the buffers
+/// until the request completes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iscatter(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_count: c_int,
+    recv_type: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> bool {
+    let start = |a: &mut Active, types: &mut TypeCache<'_>| {
+        // SAFETY: per the contract; the buffers are the collective's until completion,
+        // and `finish` keeps the library's own ones alive until then.
+        let p = unsafe {
+            prepare(
+                a, types, send, send_count, send_type, recv, recv_count, recv_type, root, comm,
+                true,
+            )
+        }?;
+        let size = a.size as usize;
+        let at: Vec<std::ops::Range<usize>> =
+            (0..size).map(|r| r * p.block..(r + 1) * p.block).collect();
+        let req = a
+            .topo
+            .raw_immediate_scatter_v(root, p.send.map(|s| (s, &at[..])), p.recv, Some(p.block))
+            .ok_or(HandOff::Inactive)?;
+        let finish: Box<dyn crate::packed::Finish> = Box::new(p.finish);
+        Ok((req, Some(finish)))
+    };
+    // SAFETY: `request` is the caller's.
+    unsafe { crate::calls::nonblocking(Call::Iscatter, comm, request, start) }
 }
