@@ -576,6 +576,7 @@ impl Checker<'_> {
                 displs[r] = end;
                 end += counts[r] + 1;
             }
+            let native_all = want;
             let mine = &send[..counts[rank as usize] as usize];
             let mut want = vec![T::from_i64(-1); end as usize + 1];
             let mut got = want.clone();
@@ -603,6 +604,67 @@ impl Checker<'_> {
                 self.topo.scatter_varcount_into(root, &mut back[..k]);
             }
             self.record(&tag("scatterv"), back == native && back[..k] == mine[..]);
+            // The nonblocking forms, Igather and Igatherv in flight at once, then Iscatter
+            // and Iscatterv.
+            let mut igot = vec![T::from_i64(0); n * size + 1];
+            let mut igotv = vec![T::from_i64(-1); end as usize + 1];
+            let topo = &mut self.topo;
+            mpi::request::scope(|scope| {
+                let (a, b) = if is_root {
+                    (
+                        topo.immediate_gather_into_root(scope, &send[..n], &mut igot[..n * size]),
+                        topo.immediate_gather_varcount_into_root(
+                            scope,
+                            mine,
+                            &mut igotv[..],
+                            &counts,
+                            &displs,
+                        ),
+                    )
+                } else {
+                    (
+                        topo.immediate_gather_into(scope, root, &send[..n]),
+                        topo.immediate_gather_varcount_into(scope, root, mine),
+                    )
+                };
+                a.wait();
+                b.wait();
+            });
+            self.record(
+                &tag("igather"),
+                !is_root || igot[..n * size] == native_all[..n * size],
+            );
+            self.record(&tag("igatherv"), !is_root || igotv == want);
+            let mut iback = vec![T::from_i64(0); n + 1];
+            let mut ibackv = vec![T::from_i64(-1); k + 1];
+            let topo = &mut self.topo;
+            mpi::request::scope(|scope| {
+                let (a, b) = if is_root {
+                    (
+                        topo.immediate_scatter_into_root(
+                            scope,
+                            &native_all[..n * size],
+                            &mut iback[..n],
+                        ),
+                        topo.immediate_scatter_varcount_into_root(
+                            scope,
+                            &want[..],
+                            &counts,
+                            &displs,
+                            &mut ibackv[..k],
+                        ),
+                    )
+                } else {
+                    (
+                        topo.immediate_scatter_into(scope, root, &mut iback[..n]),
+                        topo.immediate_scatter_varcount_into(scope, root, &mut ibackv[..k]),
+                    )
+                };
+                a.wait();
+                b.wait();
+            });
+            self.record(&tag("iscatter"), iback[..n] == send[..n]);
+            self.record(&tag("iscatterv"), ibackv == back);
         }
     }
 

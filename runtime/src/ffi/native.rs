@@ -202,6 +202,63 @@ impl Native {
         }
     }
 
+    /// `MPI_Igatherv` of `send` to `root`: at the root `recv` holds the blocks at the
+    /// displacements of `counts` (the counts and the displacements, in elements, which the
+    /// request keeps until it completes); elsewhere both are `None`.
+    pub(crate) fn gather_v<T: Equivalence + Copy + 'static>(
+        send: &'static [T],
+        recv: Option<&'static mut [T]>,
+        counts: Option<[Vec<c_int>; 2]>,
+        root: i32,
+    ) -> Self {
+        let dt = T::equivalent_datatype().as_raw();
+        let counts = Box::new(counts);
+        let c = counts
+            .as_ref()
+            .as_ref()
+            .map_or([std::ptr::null(); 2], |c| [c[0].as_ptr(), c[1].as_ptr()]);
+        let (sp, n) = (send.as_ptr(), count(send.len()));
+        let rp = recv.map_or(std::ptr::null_mut(), <[T]>::as_mut_ptr);
+        Native {
+            post: Box::new(move |comm, req| {
+                // SAFETY: as for `reduce`; the counts live in the request's copy until it
+                // completes.
+                unsafe {
+                    ffi::MPI_Igatherv(sp.cast(), n, dt, rp.cast(), c[0], c[1], dt, root, comm, req)
+                };
+            }),
+            copy: Some(Box::new(counts) as Box<dyn Owned>),
+        }
+    }
+
+    /// `MPI_Iscatterv` from `root` into `recv`: at the root `send` holds the blocks at the
+    /// displacements of `counts` (kept by the request as for `gather_v`); elsewhere both
+    /// are `None`.
+    pub(crate) fn scatter_v<T: Equivalence + Copy + 'static>(
+        send: Option<&'static [T]>,
+        counts: Option<[Vec<c_int>; 2]>,
+        recv: &'static mut [T],
+        root: i32,
+    ) -> Self {
+        let dt = T::equivalent_datatype().as_raw();
+        let counts = Box::new(counts);
+        let c = counts
+            .as_ref()
+            .as_ref()
+            .map_or([std::ptr::null(); 2], |c| [c[0].as_ptr(), c[1].as_ptr()]);
+        let sp = send.map_or(std::ptr::null(), <[T]>::as_ptr);
+        let (rp, n) = (recv.as_mut_ptr(), count(recv.len()));
+        Native {
+            post: Box::new(move |comm, req| {
+                // SAFETY: as for `gather_v`.
+                unsafe {
+                    ffi::MPI_Iscatterv(sp.cast(), c[0], c[1], dt, rp.cast(), n, dt, root, comm, req)
+                };
+            }),
+            copy: Some(Box::new(counts) as Box<dyn Owned>),
+        }
+    }
+
     /// `MPI_Ibarrier`.
     pub(crate) fn barrier() -> Self {
         Native::new::<()>(None, |comm, req| {

@@ -636,7 +636,10 @@ impl Topo {
 
 /// The byte ranges of blocks of `counts` elements of `T` at `displs` (in elements);
 /// `None` for a negative count or displacement (erroneous: MPI reports it).
-fn byte_ranges<T>(counts: &[Count], displs: &[Count]) -> Option<Vec<std::ops::Range<usize>>> {
+pub(super) fn byte_ranges<T>(
+    counts: &[Count],
+    displs: &[Count],
+) -> Option<Vec<std::ops::Range<usize>>> {
     let e = std::mem::size_of::<T>();
     counts
         .iter()

@@ -444,6 +444,258 @@ impl Topo {
         })
     }
 
+    /// Starts a Gather at this rank, the root: rank r's `send` lands at
+    /// `recv[r * send.len()..]` (rsmpi: `Root::immediate_gather_into_root`). The direct
+    /// form: every rank's block straight to the root.
+    pub fn immediate_gather_into_root<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        let size = self.world.size() as usize;
+        assert_eq!(
+            send.len() * size,
+            recv.len(),
+            "immediate_gather_into_root: the receive buffer must hold every rank's block"
+        );
+        let n = send.len() as mpi::Count;
+        let (counts, displs) = (
+            vec![n; size],
+            (0..size as mpi::Count).map(|r| r * n).collect(),
+        );
+        self.igatherv(scope, self.rank, send, Some((recv, counts, displs)), true)
+    }
+
+    /// Contributes `send` to a Gather at `root` (rsmpi: `Root::immediate_gather_into`).
+    pub fn immediate_gather_into<'a, T, S>(
+        &mut self,
+        scope: S,
+        root: i32,
+        send: &'a [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        assert_ne!(
+            root, self.rank,
+            "immediate_gather_into is for non-root ranks"
+        );
+        self.igatherv(scope, root, send, None, true)
+    }
+
+    /// Starts a Gatherv at this rank, the root: rank r's `send` lands in
+    /// `recv[displs[r]..][..counts[r]]` (in elements; rsmpi:
+    /// `Root::immediate_gather_varcount_into_root`).
+    pub fn immediate_gather_varcount_into_root<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[mpi::Count],
+        displs: &[mpi::Count],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        let size = self.world.size() as usize;
+        assert!(
+            counts.len() == size && displs.len() == size,
+            "immediate_gather_varcount_into_root: one count and one displacement per rank"
+        );
+        let recv = Some((recv, counts.to_vec(), displs.to_vec()));
+        self.igatherv(scope, self.rank, send, recv, false)
+    }
+
+    /// Contributes `send` to a Gatherv at `root` (rsmpi:
+    /// `Root::immediate_gather_varcount_into`).
+    pub fn immediate_gather_varcount_into<'a, T, S>(
+        &mut self,
+        scope: S,
+        root: i32,
+        send: &'a [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        assert_ne!(
+            root, self.rank,
+            "immediate_gather_varcount_into is for non-root ranks"
+        );
+        self.igatherv(scope, root, send, None, false)
+    }
+
+    /// Starts a Scatter from this rank, the root: rank r receives
+    /// `send[r * recv.len()..][..recv.len()]` (rsmpi: `Root::immediate_scatter_into_root`).
+    /// The direct form: the root sends every rank its block straight.
+    pub fn immediate_scatter_into_root<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        let size = self.world.size() as usize;
+        assert_eq!(
+            recv.len() * size,
+            send.len(),
+            "immediate_scatter_into_root: the send buffer must hold every rank's block"
+        );
+        let n = recv.len() as mpi::Count;
+        let (counts, displs) = (
+            vec![n; size],
+            (0..size as mpi::Count).map(|r| r * n).collect(),
+        );
+        self.iscatterv(scope, self.rank, Some((send, counts, displs)), recv, true)
+    }
+
+    /// Receives this rank's block of a Scatter from `root` (rsmpi:
+    /// `Root::immediate_scatter_into`).
+    pub fn immediate_scatter_into<'a, T, S>(
+        &mut self,
+        scope: S,
+        root: i32,
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        assert_ne!(
+            root, self.rank,
+            "immediate_scatter_into is for non-root ranks"
+        );
+        self.iscatterv(scope, root, None, recv, true)
+    }
+
+    /// Starts a Scatterv from this rank, the root: rank r receives
+    /// `send[displs[r]..][..counts[r]]` (in elements; rsmpi:
+    /// `Root::immediate_scatter_varcount_into_root`).
+    pub fn immediate_scatter_varcount_into_root<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        counts: &[mpi::Count],
+        displs: &[mpi::Count],
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        let size = self.world.size() as usize;
+        assert!(
+            counts.len() == size && displs.len() == size,
+            "immediate_scatter_varcount_into_root: one count and one displacement per rank"
+        );
+        let send = Some((send, counts.to_vec(), displs.to_vec()));
+        self.iscatterv(scope, self.rank, send, recv, false)
+    }
+
+    /// Receives this rank's block of a Scatterv from `root` (rsmpi:
+    /// `Root::immediate_scatter_varcount_into`).
+    pub fn immediate_scatter_varcount_into<'a, T, S>(
+        &mut self,
+        scope: S,
+        root: i32,
+        recv: &'a mut [T],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        assert_ne!(
+            root, self.rank,
+            "immediate_scatter_varcount_into is for non-root ranks"
+        );
+        self.iscatterv(scope, root, None, recv, false)
+    }
+
+    /// Igather(v) on topo-run's path where the type is plain and the context
+    /// hierarchical, else MPI's `MPI_Igatherv`. `recv` at the root: its buffer, counts and
+    /// displacements; `same`: a Gather's (every block alike).
+    fn igatherv<'a, T, S>(
+        &mut self,
+        scope: S,
+        root: i32,
+        send: &'a [T],
+        recv: Option<(&'a mut [T], Vec<mpi::Count>, Vec<mpi::Count>)>,
+        same: bool,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        let mine = std::mem::size_of_val(send);
+        let at = match &recv {
+            Some((b, c, d)) => super::blocking::byte_ranges::<T>(c, d)
+                .filter(|at| fits(at, std::mem::size_of_val(*b), root, mine)),
+            None => Some(Vec::new()),
+        };
+        if plain::is_plain::<T>()
+            && self.is_hierarchical()
+            && let Some(at) = at
+        {
+            let same = same.then_some(mine);
+            let recv = recv.map(|(b, _, _)| (plain::bytes_mut(b), &at[..]));
+            return self.sched_gather_v(scope, root, Some(plain::bytes(send)), recv, same);
+        }
+        self.start_native(scope, None, |r| {
+            let (buf, counts) = match recv {
+                Some((b, c, d)) => (Some(r.lend_mut(b)), Some([c, d])),
+                None => (None, None),
+            };
+            Native::gather_v(r.lend(send), buf, counts, root)
+        })
+    }
+
+    /// Iscatter(v), as [`Topo::igatherv`]: `send` at the root, its buffer, counts and
+    /// displacements.
+    fn iscatterv<'a, T, S>(
+        &mut self,
+        scope: S,
+        root: i32,
+        send: Option<(&'a [T], Vec<mpi::Count>, Vec<mpi::Count>)>,
+        recv: &'a mut [T],
+        same: bool,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        let mine = std::mem::size_of_val(recv);
+        let at = match &send {
+            Some((b, c, d)) => super::blocking::byte_ranges::<T>(c, d)
+                .filter(|at| fits(at, std::mem::size_of_val(*b), root, mine)),
+            None => Some(Vec::new()),
+        };
+        if plain::is_plain::<T>()
+            && self.is_hierarchical()
+            && let Some(at) = at
+        {
+            let same = same.then_some(mine);
+            let send = send.map(|(b, _, _)| (plain::bytes(b), &at[..]));
+            return self.sched_scatter_v(scope, root, send, Some(plain::bytes_mut(recv)), same);
+        }
+        self.start_native(scope, None, |r| {
+            let (buf, counts) = match send {
+                Some((b, c, d)) => (Some(r.lend(b)), Some([c, d])),
+                None => (None, None),
+            };
+            Native::scatter_v(buf, counts, r.lend_mut(recv), root)
+        })
+    }
+
     fn ialltoall<'a, T, S>(
         &mut self,
         scope: S,
@@ -686,4 +938,11 @@ impl Topo {
         self.is_hierarchical()
             .then(|| RawRequest(self.sched_barrier()))
     }
+}
+
+/// Whether the root's block ranges `at` of a Gather(v) or Scatter(v) lie in its buffer of
+/// `len` bytes and its own block has its `mine` bytes: else the call goes to MPI, which
+/// reports the error.
+fn fits(at: &[std::ops::Range<usize>], len: usize, root: i32, mine: usize) -> bool {
+    at.iter().all(|r| r.is_empty() || r.end <= len) && at[root as usize].len() == mine
 }
