@@ -840,24 +840,12 @@ impl Topo {
         same: Option<usize>,
     ) -> Option<RawRequest> {
         let size = self.world.size() as usize;
-        let is_root = root == self.rank;
-        if is_root != recv.is_some() || (send.is_none() && !is_root) || root < 0 {
-            return None;
-        }
-        let at = recv
-            .as_ref()
-            .map(|(b, at)| (b.len(), super::raw::emptied(at)));
-        if let Some((len, at)) = &at
-            && (at.len() != size
-                || at.iter().any(|r| r.end > *len)
-                || send.is_some_and(|b| b.len() != at[root as usize].len()))
-        {
-            return None;
-        }
+        let buf = recv.as_ref().map(|(b, at)| (b.len(), *at));
+        let at = super::raw::rooted_v(size, root, self.rank, buf, send.map(<[u8]>::len))?;
         if !self.is_hierarchical() {
             return None;
         }
-        let recv = recv.zip(at.as_ref()).map(|((b, _), (_, at))| (b, &at[..]));
+        let recv = recv.zip(at.as_deref()).map(|((b, _), at)| (b, at));
         let r = self.sched_gather_v(StaticScope, root, send, recv, same);
         Some(RawRequest(r))
     }
@@ -875,24 +863,13 @@ impl Topo {
         same: Option<usize>,
     ) -> Option<RawRequest> {
         let size = self.world.size() as usize;
-        let is_root = root == self.rank;
-        if is_root != send.is_some() || (recv.is_none() && !is_root) || root < 0 {
-            return None;
-        }
-        let at = send.map(|(b, at)| (b.len(), super::raw::emptied(at)));
-        if let Some((len, at)) = &at
-            && (at.len() != size
-                || at.iter().any(|r| r.end > *len)
-                || recv
-                    .as_ref()
-                    .is_some_and(|b| b.len() != at[root as usize].len()))
-        {
-            return None;
-        }
+        let buf = send.map(|(b, at)| (b.len(), at));
+        let own = recv.as_ref().map(|b| b.len());
+        let at = super::raw::rooted_v(size, root, self.rank, buf, own)?;
         if !self.is_hierarchical() {
             return None;
         }
-        let send = send.zip(at.as_ref()).map(|((b, _), (_, at))| (b, &at[..]));
+        let send = send.zip(at.as_deref()).map(|((b, _), at)| (b, at));
         let r = self.sched_scatter_v(StaticScope, root, send, recv, same);
         Some(RawRequest(r))
     }

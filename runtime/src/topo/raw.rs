@@ -143,19 +143,11 @@ impl Topo {
         recv: Option<(&mut [u8], &[std::ops::Range<usize>])>,
     ) -> bool {
         let size = self.world.size() as usize;
-        let is_root = root == self.rank;
-        if is_root != recv.is_some() || (send.is_none() && !is_root) || root < 0 {
+        let buf = recv.as_ref().map(|(b, at)| (b.len(), *at));
+        let Some(at) = rooted_v(size, root, self.rank, buf, send.map(<[u8]>::len)) else {
             return false;
-        }
-        let at = recv.as_ref().map(|(b, at)| (b.len(), emptied(at)));
-        if let Some((len, at)) = &at
-            && (at.len() != size
-                || at.iter().any(|r| r.end > *len)
-                || send.is_some_and(|b| b.len() != at[root as usize].len()))
-        {
-            return false;
-        }
-        let recv = recv.zip(at.as_ref()).map(|((b, _), (_, at))| (b, &at[..]));
+        };
+        let recv = recv.zip(at.as_deref()).map(|((b, _), at)| (b, at));
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
             return false;
@@ -193,21 +185,12 @@ impl Topo {
         recv: Option<&mut [u8]>,
     ) -> bool {
         let size = self.world.size() as usize;
-        let is_root = root == self.rank;
-        if is_root != send.is_some() || (recv.is_none() && !is_root) || root < 0 {
+        let buf = send.map(|(b, at)| (b.len(), at));
+        let own = recv.as_ref().map(|b| b.len());
+        let Some(at) = rooted_v(size, root, self.rank, buf, own) else {
             return false;
-        }
-        let at = send.map(|(b, at)| (b.len(), emptied(at)));
-        if let Some((len, at)) = &at
-            && (at.len() != size
-                || at.iter().any(|r| r.end > *len)
-                || recv
-                    .as_ref()
-                    .is_some_and(|b| b.len() != at[root as usize].len()))
-        {
-            return false;
-        }
-        let send = send.zip(at.as_ref()).map(|((b, _), (_, at))| (b, &at[..]));
+        };
+        let send = send.zip(at.as_deref()).map(|((b, _), at)| (b, at));
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
             return false;
@@ -573,10 +556,36 @@ pub(super) fn scan_fits(
 
 /// `at` with every empty range made `0..0` (an empty block of a v-form may name any
 /// place, also outside its buffer).
-pub(super) fn emptied(at: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
+fn emptied(at: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
     at.iter()
         .map(|r| if r.is_empty() { 0..0 } else { r.clone() })
         .collect()
+}
+
+/// A Gatherv's or Scatterv's arguments checked: the root (and only the root) has its
+/// buffer of `buf.0` bytes with one range per rank (`buf.1`), each inside it, and its own
+/// block (`own`; `None` in place) has the length of its range; every other rank has its
+/// own block. `Some` of the root's ranges (each empty one made `0..0`; `None` at the other
+/// ranks), or `None` for arguments that do not hold.
+pub(super) fn rooted_v(
+    size: usize,
+    root: i32,
+    me: i32,
+    buf: Option<(usize, &[std::ops::Range<usize>])>,
+    own: Option<usize>,
+) -> Option<Option<Ranges>> {
+    let is_root = root == me;
+    if root < 0 || is_root != buf.is_some() || (own.is_none() && !is_root) {
+        return None;
+    }
+    let Some((len, at)) = buf else {
+        return Some(None);
+    };
+    let at = emptied(at);
+    let fits = at.len() == size
+        && at.iter().all(|r| r.end <= len)
+        && own.is_none_or(|n| n == at[root as usize].len());
+    fits.then_some(Some(at))
 }
 
 /// A v-form's byte ranges, one per rank.
