@@ -876,6 +876,54 @@ static void igatherv_types(void) {
     free(all);
 }
 
+/* Two MPI_Iallgathervs in flight at once on `comm`: rank r contributes (r * 3 + 1) % 4 *
+ * k ints (none for some), received in rank order from the start, and in reversed rank
+ * order with a gap of one int after each block (left alone), on odd ranks into a derived
+ * type freed before completion; completed with `how`. Not in place (as Ialltoall's, see
+ * there). */
+static void iallgatherv_ints(MPI_Comm comm, int k, int how) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int *rc = malloc(n * sizeof(int)), *pd = malloc(n * sizeof(int)), *gd = malloc(n * sizeof(int));
+    long packed = 0, gaps = 0;
+    for (int r = 0; r < n; r++) rc[r] = (r * 3 + 1) % 4 * k, pd[r] = (int)packed, packed += rc[r];
+    for (int r = n - 1; r >= 0; r--) gd[r] = (int)gaps, gaps += rc[r] + 1;
+    int *send = malloc((rc[me] + 1) * sizeof(int)), *a = malloc((packed + 1) * sizeof(int));
+    int *b = malloc((2 * gaps + 1) * sizeof(int));
+    for (int i = 0; i < rc[me]; i++) send[i] = a2a(me, 3, i);
+    for (long i = 0; i <= packed; i++) a[i] = -1;
+    for (long i = 0; i <= 2 * gaps; i++) b[i] = -1;
+    MPI_Datatype one;
+    /* On odd ranks the second receive is into a derived type (contiguous(1), which the
+     * library unpacks into; a resized type with gaps hangs MPICH 4.0.2's own Iallgatherv). */
+    MPI_Type_contiguous(1, MPI_INT, &one);
+    MPI_Type_commit(&one);
+    int odd = me % 2, stride = 1;
+    MPI_Request r[2];
+    MPI_Iallgatherv(send, rc[me], MPI_INT, a, rc, pd, MPI_INT, comm, &r[0]);
+    MPI_Iallgatherv(send, rc[me], MPI_INT, b, rc, gd, odd ? one : MPI_INT, comm, &r[1]);
+    MPI_Type_free(&one);
+    int ok = complete(&r[1], how) && complete(&r[0], how);
+    for (int q = 0; q < n; q++) {
+        for (int i = 0; i < rc[q]; i++) {
+            ok &= a[pd[q] + i] == a2a(q, 3, i) && b[stride * (gd[q] + i)] == a2a(q, 3, i);
+            hash(a[pd[q] + i]);
+        }
+        ok &= b[stride * (gd[q] + rc[q])] == -1;
+    }
+    char what[128];
+    snprintf(what, sizeof what, "MPI_Iallgatherv k=%d, packed and reversed with gaps%s (%s)", k,
+             odd ? " into a derived type" : "", how_names[how]);
+    result(ok, what);
+    free(rc);
+    free(pd);
+    free(gd);
+    free(send);
+    free(a);
+    free(b);
+}
+
 /* MPI_Iallgather into a contiguous and a strided vector type, freed before completion. */
 static void iallgather_types(void) {
     MPI_Datatype four, vec;
@@ -982,6 +1030,9 @@ int main(int argc, char **argv) {
         igather_iscatter_ints(rev, 7, C_TEST);
         igather_iscatter_ints(MPI_COMM_WORLD, (4L << 20) / (long)sizeof(int) / size, C_WAITALL);
         igatherv_types();
+        for (int k = 1; k < 4; k++) iallgatherv_ints(k % 2 ? dup : MPI_COMM_WORLD, k * k * 5, k % C_N);
+        iallgatherv_ints(rev, 3, C_TEST);
+        iallgatherv_ints(MPI_COMM_WORLD, (int)((4L << 20) / (long)sizeof(int) / size / 2), C_WAITALL);
     }
     iscans(MPI_COMM_WORLD, "world", 0, C_WAIT);
     iscans(dup, "dup", 1, C_WAITALL);

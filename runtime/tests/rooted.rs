@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use topo_hierarchy::settings::RootedVAlg;
 use topo_hierarchy::{RankPlan, Settings};
-use topo_runtime::nonblocking::{Engine, igather, iscatter};
+use topo_runtime::nonblocking::{Engine, iallgatherv, igather, iscatter};
 use topo_runtime::subtrees::Subtrees;
 use topo_runtime::transport::sim::INTER_NODE;
 use topo_runtime::{gather, gatherv, scatter, scatterv};
@@ -211,6 +211,7 @@ fn check_allgatherv(
         }
         let send = (!in_place).then_some(&mine[..]);
         let mut scratch = Vec::new();
+        let mut irecv = recv.clone();
         topo_runtime::allgatherv::allgatherv(
             view,
             fabric,
@@ -222,6 +223,16 @@ fn check_allgatherv(
             &mut scratch,
         )
         .unwrap();
+        // The nonblocking form, on the same blocks: the same result.
+        let steps = iallgatherv::build(me, s.nodes == 1, &at, !in_place);
+        let mut engine = Engine::default();
+        let sched = schedule("MPI_Iallgatherv", steps, send, Some(&mut irecv[..]), 0, 0);
+        engine.start(0, sched, fabric).unwrap();
+        finish(&mut engine, fabric);
+        assert_eq!(
+            irecv, recv,
+            "rank {me}: Iallgatherv differs from Allgatherv"
+        );
         ints(&recv)
     });
     let mut want = vec![-5i64; total / 8 + 1];

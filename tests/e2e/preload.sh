@@ -216,7 +216,7 @@ check_c() {
 # its calls on a reversed split and with zero counts handed to MPI).
 check_nb() {
   local name=$1; shift
-  check_prog "$name" "$NBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv MPI_Igather MPI_Iscatter MPI_Igatherv MPI_Iscatterv" \
+  check_prog "$name" "$NBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv MPI_Igather MPI_Iscatter MPI_Igatherv MPI_Iscatterv MPI_Iallgatherv" \
     "communicator without a topo-run context|zero count" "$@"
 }
 
@@ -374,7 +374,7 @@ check_mpich_progs() {
   fi
   PROG_OPTS=$c_opts check_prog "MPICH C, $name" "$MCPROG" "$C_CALLS" \
     "communicator without a topo-run context|derived datatype|MINLOC/MAXLOC pair datatype" "$@" "$MPICH_GENERIC"
-  check_prog "MPICH C nonblocking, $name" "$MNBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv MPI_Igather MPI_Iscatter MPI_Igatherv MPI_Iscatterv" \
+  check_prog "MPICH C nonblocking, $name" "$MNBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv MPI_Igather MPI_Iscatter MPI_Igatherv MPI_Iscatterv MPI_Iallgatherv" \
     "communicator without a topo-run context|zero count" "$@" "$MPICH_GENERIC"
   check_fortran "MPICH Fortran, $name" "$MFPROG" "$@" "$MPICH_GENERIC"
 }

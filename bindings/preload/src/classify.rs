@@ -198,11 +198,12 @@ pub enum Call {
     Iscatter,
     Igatherv,
     Iscatterv,
+    Iallgatherv,
 }
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 29] = [
+    pub const ALL: [Call; 30] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -232,6 +233,7 @@ impl Call {
         Call::Iscatter,
         Call::Igatherv,
         Call::Iscatterv,
+        Call::Iallgatherv,
     ];
 
     /// The MPI name of the call.
@@ -266,6 +268,7 @@ impl Call {
             Call::Iscatter => "MPI_Iscatter",
             Call::Igatherv => "MPI_Igatherv",
             Call::Iscatterv => "MPI_Iscatterv",
+            Call::Iallgatherv => "MPI_Iallgatherv",
         }
     }
 

@@ -1149,6 +1149,56 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     )
 }
 
+/// `MPI_Iallgatherv`.
+///
+/// # Safety
+/// As `MPI_Iallgatherv`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn MPI_Iallgatherv(
+    send: *const c_void,
+    send_count: c_int,
+    send_type: MPI_Datatype,
+    recv: *mut c_void,
+    recv_counts: *const c_int,
+    displs: *const c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    collective::entry(
+        comm,
+        // SAFETY: the application's arguments of this call.
+        || unsafe {
+            allgatherv::iallgatherv(
+                send,
+                send_count,
+                send_type,
+                recv,
+                recv_counts,
+                displs,
+                recv_type,
+                comm,
+                request,
+            )
+        },
+        // SAFETY: passed on unchanged.
+        || unsafe {
+            ffi::PMPI_Iallgatherv(
+                send,
+                send_count,
+                send_type,
+                recv,
+                recv_counts,
+                displs,
+                recv_type,
+                comm,
+                request,
+            )
+        },
+    )
+}
+
 /// `MPI_Ialltoallv`.
 ///
 /// # Safety

@@ -729,6 +729,27 @@ fortran! {
 }
 
 fortran! {
+    /// `MPI_IALLGATHERV(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNTS, DISPLS, RECVTYPE,
+    /// COMM, REQUEST, IERROR)`.
+    mpi_iallgatherv_, mpi_iallgatherv_f08_ => "iallgatherv",
+    (send: Buf, scount: I, stype: I, recv: BufMut, rcounts: I, displs: I, rtype: I, c: I,
+     req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                allgatherv::iallgatherv(
+                    buffer(send), int(scount), stype, buffer(recv).cast_mut(), rcounts, displs,
+                    rtype, cc, r,
+                )
+            }
+        })))
+    }
+}
+
+fortran! {
     /// `MPI_IALLTOALL(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM,
     /// REQUEST, IERROR)`.
     mpi_ialltoall_, mpi_ialltoall_f08_ => "ialltoall",

@@ -489,6 +489,13 @@ impl Checker<'_> {
         self.topo
             .all_gather_varcount_into(mine, &mut got[..], &counts, &displs);
         self.record(&tag("allgatherv"), got == want);
+        let mut igot = vec![T::from_i64(-1); at as usize + 1];
+        let topo = &mut self.topo;
+        mpi::request::scope(|scope| {
+            topo.immediate_all_gather_varcount_into(scope, mine, &mut igot[..], &counts, &displs)
+                .wait();
+        });
+        self.record(&tag("iallgatherv"), igot == want);
     }
 
     /// Gather and Scatter of `n` elements per rank (fewer when all blocks would pass 16

@@ -202,6 +202,28 @@ impl Native {
         }
     }
 
+    /// `MPI_Iallgatherv` of `send` into `recv` at the displacements of `counts` (the
+    /// counts and displacements, in elements, which the request keeps until it completes).
+    pub(crate) fn all_gather_v<T: Equivalence + Copy + 'static>(
+        send: &'static [T],
+        recv: &'static mut [T],
+        counts: [Vec<c_int>; 2],
+    ) -> Self {
+        let dt = T::equivalent_datatype().as_raw();
+        let counts = Box::new(counts);
+        let c = [counts[0].as_ptr(), counts[1].as_ptr()];
+        let (sp, n, rp) = (send.as_ptr(), count(send.len()), recv.as_mut_ptr());
+        Native {
+            post: Box::new(move |comm, req| {
+                // SAFETY: as for `gather_v`.
+                unsafe {
+                    ffi::MPI_Iallgatherv(sp.cast(), n, dt, rp.cast(), c[0], c[1], dt, comm, req)
+                };
+            }),
+            copy: Some(Box::new(counts) as Box<dyn Owned>),
+        }
+    }
+
     /// `MPI_Igatherv` of `send` to `root`: at the root `recv` holds the blocks at the
     /// displacements of `counts` (the counts and the displacements, in elements, which the
     /// request keeps until it completes); elsewhere both are `None`.

@@ -14,6 +14,7 @@
 //! rank as they do when blocking: the blocking call runs the same schedule.
 
 pub mod iallgather;
+pub mod iallgatherv;
 pub mod iallreduce;
 pub mod ialltoall;
 pub mod ibarrier;

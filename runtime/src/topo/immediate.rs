@@ -444,6 +444,47 @@ impl Topo {
         })
     }
 
+    /// Starts an Allgatherv: every rank's `send` lands in `recv[displs[r]..][..counts[r]]`
+    /// on every rank (counts and displacements in elements; rsmpi:
+    /// `CommunicatorCollectives::immediate_all_gather_varcount_into`). Every rank sends its
+    /// block straight to every other rank.
+    pub fn immediate_all_gather_varcount_into<'a, T, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[mpi::Count],
+        displs: &[mpi::Count],
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        S: Scope<'a>,
+    {
+        let size = self.world.size() as usize;
+        assert!(
+            counts.len() == size && displs.len() == size,
+            "immediate_all_gather_varcount_into: one count and one displacement per rank"
+        );
+        if plain::is_plain::<T>()
+            && self.is_hierarchical()
+            && let Some(at) = super::blocking::byte_ranges::<T>(counts, displs)
+            && let Some(at) = super::raw::all_gather_v_ranges(
+                size,
+                self.rank as usize,
+                Some(std::mem::size_of_val(send)),
+                std::mem::size_of_val(recv),
+                &at,
+            )
+        {
+            let send = Some(plain::bytes(send));
+            return self.sched_all_gather_v(scope, send, plain::bytes_mut(recv), &at);
+        }
+        let counts = [counts.to_vec(), displs.to_vec()];
+        self.start_native(scope, None, |r| {
+            Native::all_gather_v(r.lend(send), r.lend_mut(recv), counts)
+        })
+    }
+
     /// Starts a Gather at this rank, the root: rank r's `send` lands at
     /// `recv[r * send.len()..]` (rsmpi: `Root::immediate_gather_into_root`). The direct
     /// form: every rank's block straight to the root.
@@ -824,6 +865,34 @@ impl Topo {
             send,
             recv,
             &recv_at,
+        )))
+    }
+
+    /// Starts an Allgatherv: rank r's block lands at `recv[at[r]]` on every rank; `send` is
+    /// this rank's block, or `None` in place (at `recv[at[rank]]`). `None` (nothing done)
+    /// where the collectives go to MPI, for ranges that pass `recv`'s end or overlap, or a
+    /// `send` of another length than this rank's range.
+    pub fn raw_immediate_all_gather_v(
+        &mut self,
+        send: Option<&'static [u8]>,
+        recv: &'static mut [u8],
+        at: &[std::ops::Range<usize>],
+    ) -> Option<RawRequest> {
+        let at = super::raw::all_gather_v_ranges(
+            self.world.size() as usize,
+            self.rank as usize,
+            send.map(<[u8]>::len),
+            recv.len(),
+            at,
+        )?;
+        if !self.is_hierarchical() {
+            return None;
+        }
+        Some(RawRequest(self.sched_all_gather_v(
+            StaticScope,
+            send,
+            recv,
+            &at,
         )))
     }
 

@@ -562,6 +562,27 @@ fn emptied(at: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
         .collect()
 }
 
+/// An Allgatherv's ranges checked for its nonblocking form: one per rank, each inside the
+/// receive buffer of `recv_len` bytes, none overlapping another (the schedule receives into
+/// all of them at once), this rank's of its `send`'s length; each empty one made `0..0`.
+pub(super) fn all_gather_v_ranges(
+    size: usize,
+    me: usize,
+    send: Option<usize>,
+    recv_len: usize,
+    at: &[std::ops::Range<usize>],
+) -> Option<Ranges> {
+    let at = emptied(at);
+    let mut sorted: Vec<&std::ops::Range<usize>> = at.iter().filter(|r| !r.is_empty()).collect();
+    sorted.sort_by_key(|r| r.start);
+    let apart = sorted.windows(2).all(|w| w[0].end <= w[1].start);
+    let fits = at.len() == size
+        && apart
+        && at.iter().all(|r| r.end <= recv_len)
+        && send.is_none_or(|n| n == at[me].len());
+    fits.then_some(at)
+}
+
 /// A Gatherv's or Scatterv's arguments checked: the root (and only the root) has its
 /// buffer of `buf.0` bytes with one range per rank (`buf.1`), each inside it, and its own
 /// block (`own`; `None` in place) has the length of its range; every other rank has its

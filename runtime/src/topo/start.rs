@@ -11,8 +11,8 @@ use crate::combine::Combine;
 use crate::context::{self, HierarchicalPath};
 use crate::ffi::native::Native;
 use crate::nonblocking::{
-    Builder, Schedule, Shape, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, iscan,
-    iscatter,
+    Builder, Schedule, Shape, iallgatherv, iallreduce, ialltoall, ibarrier, ibcast, igather,
+    ireduce, iscan, iscatter,
 };
 use crate::plain::{self, MpiCombine};
 use crate::request::{KeepAlive, Request};
@@ -356,6 +356,32 @@ impl Topo {
         let shape = same.map(|n| shape(name, None, root, n, has_recv));
         self.start(scope, args, None, shape, |_| {
             (iscatter::build(rank, root as u32, at, has_recv, len), 0, 0)
+        })
+    }
+
+    /// An Allgatherv's schedule (see [`Topo::raw_immediate_all_gather_v`]); its steps
+    /// depend on the call's blocks, so they are not kept for later calls.
+    pub(super) fn sched_all_gather_v<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [u8]>,
+        recv: &'a mut [u8],
+        at: &[std::ops::Range<usize>],
+    ) -> Request<'a, S> {
+        let rank = self.world.rank() as u32;
+        let has_send = send.is_some();
+        let args = Args {
+            name: "MPI_Iallgatherv",
+            send,
+            recv: Some(recv),
+            op: None,
+        };
+        self.start(scope, args, None, None, |h| {
+            (
+                iallgatherv::build(rank, h.settings.nodes == 1, at, has_send),
+                0,
+                0,
+            )
         })
     }
 
