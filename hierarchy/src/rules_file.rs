@@ -312,6 +312,14 @@ mod tests {
     }
 
     #[test]
+    fn a_file_chooses_how_gatherv_and_scatterv_go() {
+        let f = RulesFile::parse("topo-run-rules 1\nrooted-v leaders\n").unwrap();
+        assert_eq!(f.pairs(), [("rooted-v".to_string(), "leaders".to_string())]);
+        let s = Settings::from_pairs(&f.pairs()).unwrap();
+        assert_eq!(s.rooted_v_alg(), crate::settings::RootedVAlg::Leaders);
+    }
+
+    #[test]
     fn a_file_chooses_the_barrier_once() {
         let f = RulesFile::parse("topo-run-rules 1\nbarrier root-first\n").unwrap();
         assert_eq!(

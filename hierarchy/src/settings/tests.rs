@@ -435,7 +435,4 @@ fn gatherv_and_scatterv_go_through_the_leaders_with_more_than_two_ranks_per_node
     assert!(s.is_err(), "nodes is not a setting");
     let e = Settings::from_pairs(&[("rooted-v", "linear")]).unwrap_err();
     assert!(e.to_string().contains("use leaders or direct"), "{e}");
-    let f = crate::rules_file::RulesFile::parse("topo-run-rules 1\nrooted-v leaders\n").unwrap();
-    let s = Settings::from_pairs(&f.pairs()).unwrap();
-    assert_eq!(s.rooted_v_alg(), RootedVAlg::Leaders);
 }
