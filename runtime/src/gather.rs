@@ -42,9 +42,9 @@ pub fn gather(
     gather_blocks(view, fabric, sub, s, root, send, recv, Blocks::Same(len))
 }
 
-/// [`gather`] of blocks laid out as `blocks` (of any lengths, which every rank knows): rank
-/// r's block lands at `recv[blocks.at(r)]`. Blocks of different lengths always go through
-/// the leaders.
+/// [`gather`] of blocks laid out as `blocks` (of any lengths, which every rank knows of the
+/// ranks under it, the root of all): rank r's block lands at `recv[blocks.at(r)]`. Blocks
+/// of different lengths always go through the leaders.
 #[allow(clippy::too_many_arguments)]
 pub fn gather_blocks(
     view: &View,
@@ -53,26 +53,9 @@ pub fn gather_blocks(
     s: &Settings,
     root: u32,
     send: Option<&[u8]>,
-    recv: Option<&mut [u8]>,
-    blocks: Blocks,
-) -> Result<()> {
-    gather_kept(view, fabric, sub, s, root, send, recv, blocks).map(drop)
-}
-
-/// [`gather_blocks`], which returns the buffer a rank other than the root gathered blocks
-/// of others in (laid out as `blocks`; the blocks of the ranks under it filled in, the
-/// rest zero), if it did: what a leader learns of the ranks under it.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn gather_kept(
-    view: &View,
-    fabric: &mut dyn Fabric,
-    sub: &Subtrees,
-    s: &Settings,
-    root: u32,
-    send: Option<&[u8]>,
     mut recv: Option<&mut [u8]>,
     blocks: Blocks,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<()> {
     let size = view.size as usize;
     let me = view.rank;
     let at = |r: u32| blocks.at(r);
@@ -81,7 +64,7 @@ pub(crate) fn gather_kept(
         r[at(me)].copy_from_slice(b);
     }
     if total == 0 || size == 1 {
-        return Ok(None);
+        return Ok(());
     }
     if let Blocks::Same(len) = blocks
         && direct(s.nodes, len)
@@ -99,8 +82,7 @@ pub(crate) fn gather_kept(
                     link.poll_send(t, &[root], block)
                 })
             }
-        }
-        .map(|()| None);
+        };
     }
     let n = view.levels.len();
     let until = below_top(view);
@@ -122,17 +104,17 @@ pub(crate) fn gather_kept(
         for p in block.chunks(piece_for(view, entry)) {
             t.send(&[to], p)?;
         }
-        return Ok(None);
+        return Ok(());
     }
-    let mut own: Option<Vec<u8>> = None;
+    let mut own: Vec<u8>;
     let buf: &mut [u8] = match recv {
         Some(r) => r,
         None => {
-            let own = own.insert(vec![0u8; total]);
+            own = vec![0u8; total];
             if let Some(b) = send {
                 own[at(me)].copy_from_slice(b);
             }
-            own
+            &mut own
         }
     };
     // Up to the level where this rank hands its blocks on.
@@ -180,5 +162,5 @@ pub(crate) fn gather_kept(
     } else if me != root && (holds_top || entry == n) {
         fabric.peer(root).send(&[root], buf)?;
     }
-    Ok(own)
+    Ok(())
 }

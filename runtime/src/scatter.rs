@@ -38,16 +38,14 @@ pub fn scatter(
     recv: Option<&mut [u8]>,
     len: usize,
 ) -> Result<()> {
-    scatter_kept(view, fabric, sub, s, root, send, recv, Blocks::Same(len)).map(drop)
+    scatter_blocks(view, fabric, sub, s, root, send, recv, Blocks::Same(len))
 }
 
 /// [`scatter`] of blocks laid out as `blocks` (of lengths that every rank knows of the
-/// ranks under it, the root of all): rank r receives `send[blocks.at(r)]`. Returns the
-/// buffer a rank other than the root held the blocks under it in (laid out as `blocks`,
-/// the others zero), if it did: what a leader learns of the ranks under it. Blocks of
+/// ranks under it, the root of all): rank r receives `send[blocks.at(r)]`. Blocks of
 /// different lengths always go through the leaders.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn scatter_kept(
+pub(crate) fn scatter_blocks(
     view: &View,
     fabric: &mut dyn Fabric,
     sub: &Subtrees,
@@ -56,19 +54,19 @@ pub(crate) fn scatter_kept(
     send: Option<&[u8]>,
     recv: Option<&mut [u8]>,
     blocks: Blocks,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<()> {
     let size = view.size as usize;
     let me = view.rank;
     let at = |r: u32| blocks.at(r);
     let total = at(view.size - 1).end;
     if total == 0 {
-        return Ok(None);
+        return Ok(());
     }
     if size == 1 {
         if let (Some(s), Some(r)) = (send, recv) {
             r.copy_from_slice(&s[at(me)]);
         }
-        return Ok(None);
+        return Ok(());
     }
     if let Blocks::Same(len) = blocks
         && direct(s.nodes, len)
@@ -77,8 +75,7 @@ pub(crate) fn scatter_kept(
             let recv = recv.expect("a rank other than the root passes its buffer");
             return with_root(fabric, s.spin, root, |link, t| {
                 link.poll_recv(t, root, recv, None)
-            })
-            .map(|()| None);
+            });
         }
         let send = send.expect("the root passes its blocks");
         if let Some(r) = recv {
@@ -86,8 +83,7 @@ pub(crate) fn scatter_kept(
         }
         return root_exchange(view, fabric, s.spin, |link, r, t| {
             link.poll_send(t, &[r], &send[at(r)])
-        })
-        .map(|()| None);
+        });
     }
     let n = view.levels.len();
     let until = below_top(view);
@@ -109,7 +105,7 @@ pub(crate) fn scatter_kept(
         for p in recv.chunks_mut(piece_for(view, entry)) {
             t.recv(from, p)?;
         }
-        return Ok(None);
+        return Ok(());
     }
     // The blocks this rank passes on: the root's, or (received) a buffer of its own.
     let mut own: Vec<u8> = Vec::new();
@@ -124,7 +120,7 @@ pub(crate) fn scatter_kept(
     if held.is_none() && !own.is_empty() {
         held = Some(&own);
     }
-    let mut got: Vec<u8> = Vec::new();
+    let mut got: Vec<u8>;
     if held.is_none() {
         // Everything under this rank, from its leader (or the top group's holder).
         got = vec![0u8; total];
@@ -164,6 +160,5 @@ pub(crate) fn scatter_kept(
     if let Some(r) = recv {
         r.copy_from_slice(&all[at(me)]);
     }
-    let kept = if !got.is_empty() { got } else { own };
-    Ok((!kept.is_empty()).then_some(kept))
+    Ok(())
 }

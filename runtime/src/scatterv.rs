@@ -24,7 +24,7 @@ use topo_hierarchy::settings::RootedVAlg;
 use crate::alltoall::exchange;
 use crate::error::Result;
 use crate::gatherv::{ends_of, laid_out, lengths_up};
-use crate::scatter::scatter_kept;
+use crate::scatter::scatter_blocks;
 use crate::subtrees::{Blocks, Subtrees};
 use crate::transport::Fabric;
 use crate::view::View;
@@ -64,7 +64,7 @@ pub fn scatterv(
                     let lens = lengths_up(view, fabric, sub, root, block.len(), None, CALL)?;
                     let ends = ends_of(&lens);
                     let blocks = Blocks::Ends(&ends);
-                    scatter_kept(view, fabric, sub, s, root, None, Some(block), blocks).map(drop)
+                    scatter_blocks(view, fabric, sub, s, root, None, Some(block), blocks)
                 }
             }
         }
@@ -105,7 +105,7 @@ pub fn scatterv(
                 scratch
             };
             // (The root's own block is in `recv` already, or stays in place.)
-            scatter_kept(view, fabric, sub, s, root, Some(work), None, blocks).map(drop)
+            scatter_blocks(view, fabric, sub, s, root, Some(work), None, blocks)
         }
     }
 }
