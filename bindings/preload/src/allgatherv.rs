@@ -12,26 +12,12 @@
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS};
+use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::blocks::unpacked_size;
 use crate::classify::{Call, HandOff, overlaps_range};
 use crate::packed::Finish;
 use crate::state::{self, Active, TypeCache};
-use crate::varied::{Side, Unpacked, bytes_at, bytes_at_mut, pack_blocks};
-
-/// What an Allgatherv keeps until it completes: the library's copy of this rank's block,
-/// and received blocks still to be unpacked.
-struct Held {
-    _own: Option<Vec<u8>>,
-    unpacked: Option<Unpacked>,
-}
-
-impl Finish for Held {
-    fn finish(self: Box<Self>) -> c_int {
-        self.unpacked
-            .map_or(SUCCESS, |u| Finish::finish(Box::new(u)))
-    }
-}
+use crate::varied::{HeldV, Side, Unpacked, bytes_at, bytes_at_mut, pack_blocks};
 
 /// An Allgatherv's buffers on topo-run's path: this rank's block (`None` in place), where
 /// the blocks land and each one's range there, and what the call keeps.
@@ -39,7 +25,7 @@ struct Prepared<'b> {
     send: Option<&'b [u8]>,
     recv: &'b mut [u8],
     at: Vec<std::ops::Range<usize>>,
-    finish: Held,
+    finish: HeldV,
 }
 
 /// The arguments of an `MPI_Allgatherv` or `MPI_Iallgatherv`, if topo-run can take the
@@ -143,7 +129,7 @@ unsafe fn prepare<'b>(
         send: mine,
         recv: recv_bytes,
         at,
-        finish: Held {
+        finish: HeldV {
             _own: own,
             unpacked,
         },

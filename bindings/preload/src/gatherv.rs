@@ -15,12 +15,12 @@ use std::ffi::c_void;
 use std::ops::Range;
 use std::os::raw::c_int;
 
-use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS};
+use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::blocks::{extent, unpacked_size};
 use crate::classify::{Call, HandOff, overlaps_range};
 use crate::packed::Finish;
 use crate::state::{self, Active, TypeCache};
-use crate::varied::{Side, Unpacked, bytes_at, bytes_at_mut, laid_out, pack_blocks};
+use crate::varied::{HeldV, Side, Unpacked, bytes_at, bytes_at_mut, laid_out, pack_blocks};
 
 /// MPI_IN_PLACE only where the standard allows it (the caller's business), MPI_BOTTOM only
 /// with a derived type; a buffer that carries nothing may be any address (null too).
@@ -95,20 +95,6 @@ fn own_landing(
     Ok((Some(unpacked), n))
 }
 
-/// What a Gatherv or Scatterv keeps until it completes: the library's copy of a rank's
-/// own block or of the root's packed blocks, and received blocks still to be unpacked.
-struct Held {
-    _own: Option<Vec<u8>>,
-    unpacked: Option<Unpacked>,
-}
-
-impl Finish for Held {
-    fn finish(self: Box<Self>) -> c_int {
-        self.unpacked
-            .map_or(SUCCESS, |u| Finish::finish(Box::new(u)))
-    }
-}
-
 /// A Gatherv's or Scatterv's buffers on topo-run's path: what this rank sends (a rank's
 /// block for Gatherv, the root's blocks for Scatterv) and where it receives (the root's
 /// blocks, a rank's block), the root's ranges of the blocks (`None` elsewhere), and what
@@ -117,7 +103,7 @@ struct Prepared<'b> {
     send: Option<&'b [u8]>,
     recv: Option<&'b mut [u8]>,
     at: Option<Vec<Range<usize>>>,
-    finish: Held,
+    finish: HeldV,
 }
 
 /// The arguments of an `MPI_Gatherv` or `MPI_Igatherv`, if topo-run can take the call.
@@ -157,7 +143,7 @@ unsafe fn prepare_gatherv<'b>(
             send: Some(mine),
             recv: None,
             at: None,
-            finish: Held {
+            finish: HeldV {
                 _own: own,
                 unpacked: None,
             },
@@ -223,7 +209,7 @@ unsafe fn prepare_gatherv<'b>(
         send: mine,
         recv: Some(recv_bytes),
         at: Some(at),
-        finish: Held {
+        finish: HeldV {
             _own: own,
             unpacked,
         },
@@ -271,7 +257,7 @@ unsafe fn prepare_scatterv<'b>(
             send: None,
             recv: Some(mine),
             at: None,
-            finish: Held {
+            finish: HeldV {
                 _own: None,
                 unpacked,
             },
@@ -315,7 +301,7 @@ unsafe fn prepare_scatterv<'b>(
         send: Some(all),
         recv: mine,
         at: Some(at),
-        finish: Held {
+        finish: HeldV {
             _own: packed,
             unpacked,
         },

@@ -234,6 +234,22 @@ impl crate::packed::Finish for Unpacked {
     }
 }
 
+/// What a v-form collective (Allgatherv, Gatherv, Scatterv) keeps until it completes: the
+/// library's copy of a rank's own block or of the root's packed blocks, and received
+/// blocks still to be unpacked.
+pub(crate) struct HeldV {
+    /// Read by the collective through slices until it completes; dropped after.
+    pub(crate) _own: Option<Vec<u8>>,
+    pub(crate) unpacked: Option<Unpacked>,
+}
+
+impl crate::packed::Finish for HeldV {
+    fn finish(self: Box<Self>) -> c_int {
+        self.unpacked
+            .map_or(SUCCESS, |u| crate::packed::Finish::finish(Box::new(u)))
+    }
+}
+
 /// Packs the blocks of `side` one after another; returns them and their ranges.
 ///
 /// # Safety
