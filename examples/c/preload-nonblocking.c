@@ -1,7 +1,8 @@
 /* preload-nonblocking: an unmodified MPI program that exercises the nonblocking
  * collectives topo-run's PMPI library intercepts (MPI_Ibcast, MPI_Ireduce,
  * MPI_Iallreduce, MPI_Ibarrier, MPI_Iallgather, MPI_Iscan, MPI_Iexscan, MPI_Ialltoall,
- * MPI_Ialltoallv) and the completion calls applications use
+ * MPI_Ialltoallv, MPI_Igather(v), MPI_Iscatter(v), MPI_Iallgatherv,
+ * MPI_Ireduce_scatter_block, MPI_Ireduce_scatter) and the completion calls applications use
  * on their requests, and checks every result against a reference computed locally.
  *
  * Covered: int, long long, unsigned char, float and double with the predefined
@@ -27,7 +28,10 @@
  * all, two in flight with an Iallreduce, on world, a duplicate and a reversed split;
  * MPI_Ialltoallv with blocks that differ by pair (none for some), two in flight, on world
  * and a duplicate, and into a strided vector type freed before completion (none in place:
- * Open MPI's own fails now and then, see ialltoall_ints); 2000 back-to-back calls, and 16 in flight at once; an Ibcast completed by PMPI_Wait and
+ * Open MPI's own fails now and then, see ialltoall_ints); MPI_Igather, MPI_Iscatter,
+ * MPI_Igatherv and MPI_Iallgatherv; MPI_Ireduce_scatter_block and MPI_Ireduce_scatter in
+ * flight together, and in place, on world, a duplicate and a reversed split; 2000
+ * back-to-back calls, and 16 in flight at once; an Ibcast completed by PMPI_Wait and
  * PMPI_Test, which do not pass through the library.
  *
  * Last lines: "digest: HEX" (rank 0; the same with and without topo-run) and
@@ -924,6 +928,67 @@ static void iallgatherv_ints(MPI_Comm comm, int k, int how) {
     free(b);
 }
 
+/* MPI_Ireduce_scatter_block (blocks of k long longs, MPI_SUM) and MPI_Ireduce_scatter
+ * (blocks that differ by rank, none for some, MPI_MAX on ints) in flight together, and an
+ * in-place MPI_Ireduce_scatter_block of doubles after them, on `comm`, completed with
+ * `how`; one spare element past each block, which must stay as it was. */
+static void ireduce_scatters(MPI_Comm comm, int k, int how) {
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    int *rc = malloc(n * sizeof(int)), all = 0, at = 0;
+    for (int r = 0; r < n; r++) rc[r] = (r * 5 + 2) % 4 * k, all += rc[r];
+    for (int r = 0; r < me; r++) at += rc[r];
+    long nb = (long)k * n;
+    llong *bs = malloc((nb + 1) * sizeof(llong)), *bd = malloc((k + 1) * sizeof(llong));
+    int *vs = malloc((all + 1) * sizeof(int)), *vd = malloc((rc[me] + 1) * sizeof(int));
+    double *ip = malloc((nb + 1) * sizeof(double));
+    for (long i = 0; i < nb; i++) bs[i] = val(me, i) * (i + 1), ip[i] = (double)val(me, i);
+    for (int i = 0; i < all; i++) vs[i] = a2a(me, 5, i);
+    for (int i = 0; i <= k; i++) bd[i] = -1;
+    for (int i = 0; i <= rc[me]; i++) vd[i] = -1;
+    ip[nb] = -1;
+    MPI_Request r[2];
+    MPI_Ireduce_scatter_block(bs, bd, k, MPI_LONG_LONG, MPI_SUM, comm, &r[0]);
+    MPI_Ireduce_scatter(vs, vd, rc, MPI_INT, MPI_MAX, comm, &r[1]);
+    int ok = complete(&r[1], how) && complete(&r[0], how);
+    for (int i = 0; i < k; i++) {
+        long g = (long)me * k + i;
+        llong want = 0;
+        for (int q = 0; q < n; q++) want += val(q, g) * (g + 1);
+        ok &= bd[i] == want;
+        hash(bd[i]);
+    }
+    ok &= bd[k] == -1;
+    for (int i = 0; i < rc[me]; i++) {
+        int want = a2a(0, 5, at + i);
+        for (int q = 1; q < n; q++) want = a2a(q, 5, at + i) > want ? a2a(q, 5, at + i) : want;
+        ok &= vd[i] == want;
+        hash(vd[i]);
+    }
+    ok &= vd[rc[me]] == -1;
+    MPI_Ireduce_scatter_block(MPI_IN_PLACE, ip, k, MPI_DOUBLE, MPI_SUM, comm, &r[0]);
+    ok &= complete(&r[0], how);
+    for (int i = 0; i < k; i++) {
+        long g = (long)me * k + i;
+        double want = 0;
+        for (int q = 0; q < n; q++) want += (double)val(q, g);
+        ok &= ip[i] == want;
+        hash((long long)ip[i]);
+    }
+    ok &= ip[nb] == -1;
+    char what[128];
+    snprintf(what, sizeof what, "MPI_Ireduce_scatter_block and MPI_Ireduce_scatter k=%d (%s)", k,
+             how_names[how]);
+    result(ok, what);
+    free(rc);
+    free(bs);
+    free(bd);
+    free(vs);
+    free(vd);
+    free(ip);
+}
+
 /* MPI_Iallgather into a contiguous and a strided vector type, freed before completion. */
 static void iallgather_types(void) {
     MPI_Datatype four, vec;
@@ -1033,6 +1098,9 @@ int main(int argc, char **argv) {
         for (int k = 1; k < 4; k++) iallgatherv_ints(k % 2 ? dup : MPI_COMM_WORLD, k * k * 5, k % C_N);
         iallgatherv_ints(rev, 3, C_TEST);
         iallgatherv_ints(MPI_COMM_WORLD, (int)((4L << 20) / (long)sizeof(int) / size / 2), C_WAITALL);
+        for (int k = 1; k < 5; k++) ireduce_scatters(k % 2 ? dup : MPI_COMM_WORLD, k * k * 3 - 2, k % C_N);
+        ireduce_scatters(rev, 5, C_TEST);
+        ireduce_scatters(MPI_COMM_WORLD, (int)((2L << 20) / (long)sizeof(llong) / size), C_WAITALL);
     }
     iscans(MPI_COMM_WORLD, "world", 0, C_WAIT);
     iscans(dup, "dup", 1, C_WAITALL);

@@ -11,8 +11,9 @@
 ! (INTEGER sum, DOUBLE PRECISION max in place), MPI_REDUCE to every root (in place at the
 ! root on the second pass), MPI_BCAST from every root, MPI_ALLGATHER, MPI_BARRIER, then
 ! MPI_IALLREDUCE, MPI_IBCAST, MPI_IREDUCE, MPI_IALLGATHER and MPI_IBARRIER in flight
-! together, completed by MPI_WAITALL, and an MPI_IALLREDUCE completed by MPI_TEST. Every
-! result is checked against a reference computed locally.
+! together with an MPI_IGATHERV, completed by MPI_WAITALL, then MPI_ISCATTERV,
+! MPI_IREDUCE_SCATTER_BLOCK and MPI_IREDUCE_SCATTER, and an MPI_IALLREDUCE completed by
+! MPI_TEST. Every result is checked against a reference computed locally.
 !
 ! Last lines: "digest: N" (rank 0's results; the same with and without topo-run) and
 ! "N passed, M failed" (rank 0, over all ranks). Exit status 1 on any failure.
@@ -147,6 +148,7 @@ contains
     double precision, allocatable :: d(:), dwant(:)
     integer, allocatable :: nb_sum(:), nb_bcast(:), nb_red(:), nb_all(:), t_sum(:)
     integer, allocatable :: nb_gat(:), nb_back(:), counts(:), displs(:)
+    integer, allocatable :: rs_in(:), rs_out(:), rs_want(:)
     REQUEST_T :: reqs(6), req
     GROUP_T :: g
     logical :: ok, flag
@@ -263,6 +265,27 @@ contains
         call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
         call check(ierr == MPI_SUCCESS .and. all(nb_back == mine), 'MPI_ISCATTERV', name)
         deallocate (nb_gat, nb_back, counts, displs)
+        ! Ireduce_scatter_block and Ireduce_scatter of every rank's n blocks (one spare
+        ! element past the result, which must stay as it was).
+        allocate (rs_in(count * n), rs_out(count + 1), rs_want(count), counts(n))
+        rs_in = [(val(rank, i), i = 1, count * n)]
+        rs_want = 0
+        do j = 1, n
+          rs_want = rs_want + [(val(world_of(j), r * count + i), i = 1, count)]
+        end do
+        rs_out = -1
+        call MPI_IREDUCE_SCATTER_BLOCK(rs_in, rs_out, count, MPI_INTEGER, MPI_SUM, comm, req, ierr)
+        call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+        call check(ierr == MPI_SUCCESS .and. all(rs_out(1:count) == rs_want) .and. rs_out(count + 1) == -1, &
+                   'MPI_IREDUCE_SCATTER_BLOCK', name)
+        call fold(rs_out, count)
+        counts = count
+        rs_out = -1
+        call MPI_IREDUCE_SCATTER(rs_in, rs_out, counts, MPI_INTEGER, MPI_SUM, comm, req, ierr)
+        call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+        call check(ierr == MPI_SUCCESS .and. all(rs_out(1:count) == rs_want) .and. rs_out(count + 1) == -1, &
+                   'MPI_IREDUCE_SCATTER', name)
+        deallocate (rs_in, rs_out, rs_want, counts)
         call fold(nb_sum, count)
         call fold(nb_all, count * n)
 

@@ -216,7 +216,7 @@ check_c() {
 # its calls on a reversed split and with zero counts handed to MPI).
 check_nb() {
   local name=$1; shift
-  check_prog "$name" "$NBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv MPI_Igather MPI_Iscatter MPI_Igatherv MPI_Iscatterv MPI_Iallgatherv" \
+  check_prog "$name" "$NBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv MPI_Igather MPI_Iscatter MPI_Igatherv MPI_Iscatterv MPI_Iallgatherv MPI_Ireduce_scatter_block MPI_Ireduce_scatter" \
     "communicator without a topo-run context|zero count" "$@"
 }
 
@@ -306,7 +306,7 @@ check_fcomms() {
   local name=$1 progs=$2 b; shift 2
   local -n p=$progs
   for b in mpifh mpi f08; do
-    check_prog "$name through $b" "${p[$b]}" "$ALL_CALLS MPI_Igatherv MPI_Iscatterv" "" "$@"
+    check_prog "$name through $b" "${p[$b]}" "$ALL_CALLS MPI_Igatherv MPI_Iscatterv MPI_Ireduce_scatter_block MPI_Ireduce_scatter" "" "$@"
   done
 }
 check_fcomms "Fortran communicators of every kind, 1 node x 2 ranks," FCOMMS "${ONE[@]}"
@@ -374,7 +374,7 @@ check_mpich_progs() {
   fi
   PROG_OPTS=$c_opts check_prog "MPICH C, $name" "$MCPROG" "$C_CALLS" \
     "communicator without a topo-run context|derived datatype|MINLOC/MAXLOC pair datatype" "$@" "$MPICH_GENERIC"
-  check_prog "MPICH C nonblocking, $name" "$MNBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv MPI_Igather MPI_Iscatter MPI_Igatherv MPI_Iscatterv MPI_Iallgatherv" \
+  check_prog "MPICH C nonblocking, $name" "$MNBPROG" "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Iscan MPI_Iexscan MPI_Ialltoall MPI_Ialltoallv MPI_Igather MPI_Iscatter MPI_Igatherv MPI_Iscatterv MPI_Iallgatherv MPI_Ireduce_scatter_block MPI_Ireduce_scatter" \
     "communicator without a topo-run context|zero count" "$@" "$MPICH_GENERIC"
   check_fortran "MPICH Fortran, $name" "$MFPROG" "$@" "$MPICH_GENERIC"
 }

@@ -407,13 +407,32 @@ pub(crate) unsafe fn reduce_scatter_block(
     comm: MPI_Comm,
 ) -> bool {
     state::run_reduction(Call::ReduceScatterBlock, comm, op, |a, types| {
-        let (block, combine) = reduction_of(types, count, dt, op)?;
-        let total = block.checked_mul(a.size as usize).ok_or(HandOff::Large)?;
-        // SAFETY: per the contract: `count` elements per rank.
-        let (send, recv) = unsafe { scatter_reduced(send, recv, total, block) }?;
+        // SAFETY: per the contract.
+        let (send, recv, combine) = unsafe { block_args(a, types, send, recv, count, dt, op) }?;
         path_taken(a.topo.raw_reduce_scatter_block(send, recv, &combine))
     })
     .is_some()
+}
+
+/// The arguments of a Reduce_scatter_block, if topo-run can take the call.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Reduce_scatter_block` call, the buffers valid for
+/// `'b`.
+unsafe fn block_args<'b>(
+    a: &Active,
+    types: &mut TypeCache<'_>,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+) -> Result<AllreduceArgs<'b>, HandOff> {
+    let (block, combine) = reduction_of(types, count, dt, op)?;
+    let total = block.checked_mul(a.size as usize).ok_or(HandOff::Large)?;
+    // SAFETY: per the contract: `count` elements per rank.
+    let (send, recv) = unsafe { scatter_reduced(send, recv, total, block) }?;
+    Ok((send, recv, combine))
 }
 
 /// `MPI_Reduce_scatter`.
@@ -430,25 +449,46 @@ pub(crate) unsafe fn reduce_scatter(
     comm: MPI_Comm,
 ) -> bool {
     state::run_reduction(Call::ReduceScatter, comm, op, |a, types| {
-        if counts.is_null() {
-            return Err(HandOff::Arguments);
-        }
         // SAFETY: per the contract.
-        let counts = unsafe { std::slice::from_raw_parts(counts, a.size as usize) };
-        if counts.iter().any(|&c| c < 0) {
-            return Err(HandOff::Arguments);
-        }
-        let all: i64 = counts.iter().map(|&c| i64::from(c)).sum();
-        let all = c_int::try_from(all).map_err(|_| HandOff::Large)?;
-        let (total, combine) = reduction_of(types, all, dt, op)?;
-        let elem = total / all as usize;
-        let lens: Vec<usize> = counts.iter().map(|&c| c as usize * elem).collect();
-        let mine = lens[a.rank as usize];
-        // SAFETY: per the contract.
-        let (send, recv) = unsafe { scatter_reduced(send, recv, total, mine) }?;
+        let (send, recv, lens, combine) =
+            unsafe { counts_args(a, types, send, recv, counts, dt, op) }?;
         path_taken(a.topo.raw_reduce_scatter(send, recv, &lens, &combine))
     })
     .is_some()
+}
+
+/// The arguments of a Reduce_scatter, with the blocks' bytes, if topo-run can take the
+/// call.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Reduce_scatter` call, the buffers valid for `'b`.
+#[allow(clippy::type_complexity)]
+unsafe fn counts_args<'b>(
+    a: &Active,
+    types: &mut TypeCache<'_>,
+    send: *const c_void,
+    recv: *mut c_void,
+    counts: *const c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+) -> Result<(Option<&'b [u8]>, &'b mut [u8], Vec<usize>, MpiCombine), HandOff> {
+    if counts.is_null() {
+        return Err(HandOff::Arguments);
+    }
+    // SAFETY: per the contract.
+    let counts = unsafe { std::slice::from_raw_parts(counts, a.size as usize) };
+    if counts.iter().any(|&c| c < 0) {
+        return Err(HandOff::Arguments);
+    }
+    let all: i64 = counts.iter().map(|&c| i64::from(c)).sum();
+    let all = c_int::try_from(all).map_err(|_| HandOff::Large)?;
+    let (total, combine) = reduction_of(types, all, dt, op)?;
+    let elem = total / all as usize;
+    let lens: Vec<usize> = counts.iter().map(|&c| c as usize * elem).collect();
+    let mine = lens[a.rank as usize];
+    // SAFETY: per the contract.
+    let (send, recv) = unsafe { scatter_reduced(send, recv, total, mine) }?;
+    Ok((send, recv, lens, combine))
 }
 
 /// `MPI_Barrier`.
@@ -566,6 +606,58 @@ pub(crate) unsafe fn iallreduce(
     };
     // SAFETY: `request` is the caller's.
     unsafe { nonblocking(Call::Iallreduce, comm, request, start) }
+}
+
+/// `MPI_Ireduce_scatter_block`.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Ireduce_scatter_block` call; MPI lets the
+/// collective use the buffers until the request completes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ireduce_scatter_block(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> bool {
+    let start = |a: &mut Active, types: &mut TypeCache<'_>| {
+        // SAFETY: per the contract; the buffers are the collective's until completion.
+        request_taken(unsafe {
+            let (send, recv, op) = block_args(a, types, send, recv, count, dt, op)?;
+            a.topo.raw_immediate_reduce_scatter_block(send, recv, op)
+        })
+    };
+    // SAFETY: `request` is the caller's.
+    unsafe { nonblocking(Call::IreduceScatterBlock, comm, request, start) }
+}
+
+/// `MPI_Ireduce_scatter`.
+///
+/// # Safety
+/// The arguments are those of an `MPI_Ireduce_scatter` call; MPI lets the collective use
+/// the buffers until the request completes (the counts are read at the start).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ireduce_scatter(
+    send: *const c_void,
+    recv: *mut c_void,
+    counts: *const c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> bool {
+    let start = |a: &mut Active, types: &mut TypeCache<'_>| {
+        // SAFETY: per the contract; the buffers are the collective's until completion.
+        request_taken(unsafe {
+            let (send, recv, lens, op) = counts_args(a, types, send, recv, counts, dt, op)?;
+            a.topo.raw_immediate_reduce_scatter(send, recv, &lens, op)
+        })
+    };
+    // SAFETY: `request` is the caller's.
+    unsafe { nonblocking(Call::IreduceScatter, comm, request, start) }
 }
 
 /// `MPI_Iscan` (`exclusive` false) or `MPI_Iexscan` (true).

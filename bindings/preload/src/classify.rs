@@ -199,11 +199,13 @@ pub enum Call {
     Igatherv,
     Iscatterv,
     Iallgatherv,
+    IreduceScatterBlock,
+    IreduceScatter,
 }
 
 impl Call {
     /// All of them, in the order of [`Call::index`].
-    pub const ALL: [Call; 30] = [
+    pub const ALL: [Call; 32] = [
         Call::Bcast,
         Call::Reduce,
         Call::Allreduce,
@@ -234,6 +236,8 @@ impl Call {
         Call::Igatherv,
         Call::Iscatterv,
         Call::Iallgatherv,
+        Call::IreduceScatterBlock,
+        Call::IreduceScatter,
     ];
 
     /// The MPI name of the call.
@@ -269,6 +273,8 @@ impl Call {
             Call::Igatherv => "MPI_Igatherv",
             Call::Iscatterv => "MPI_Iscatterv",
             Call::Iallgatherv => "MPI_Iallgatherv",
+            Call::IreduceScatterBlock => "MPI_Ireduce_scatter_block",
+            Call::IreduceScatter => "MPI_Ireduce_scatter",
         }
     }
 

@@ -804,6 +804,54 @@ pub unsafe extern "C" fn MPI_Ireduce(
     )
 }
 
+/// `MPI_Ireduce_scatter_block`.
+///
+/// # Safety
+/// As `MPI_Ireduce_scatter_block`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    collective::reduction(
+        comm,
+        op,
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::ireduce_scatter_block(send, recv, count, dt, op, comm, request) },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Ireduce_scatter_block(send, recv, count, dt, op, comm, request) },
+    )
+}
+
+/// `MPI_Ireduce_scatter`.
+///
+/// # Safety
+/// As `MPI_Ireduce_scatter`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPI_Ireduce_scatter(
+    send: *const c_void,
+    recv: *mut c_void,
+    counts: *const c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    collective::reduction(
+        comm,
+        op,
+        // SAFETY: the application's arguments of this call.
+        || unsafe { calls::ireduce_scatter(send, recv, counts, dt, op, comm, request) },
+        // SAFETY: passed on unchanged.
+        || unsafe { ffi::PMPI_Ireduce_scatter(send, recv, counts, dt, op, comm, request) },
+    )
+}
+
 /// `MPI_Iallreduce`.
 ///
 /// # Safety

@@ -626,6 +626,40 @@ fortran! {
 }
 
 fortran! {
+    /// `MPI_IREDUCE_SCATTER_BLOCK(SENDBUF, RECVBUF, RECVCOUNT, DATATYPE, OP, COMM, REQUEST,
+    /// IERROR)`.
+    mpi_ireduce_scatter_block_, mpi_ireduce_scatter_block_f08_ => "ireduce_scatter_block",
+    (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                calls::ireduce_scatter_block(buffer(send), buffer(recv).cast_mut(), int(count), dt, op, cc, r)
+            }
+        })))
+    }
+}
+
+fortran! {
+    /// `MPI_IREDUCE_SCATTER(SENDBUF, RECVBUF, RECVCOUNTS, DATATYPE, OP, COMM, REQUEST,
+    /// IERROR)`: the counts as `MPI_REDUCE_SCATTER`'s.
+    mpi_ireduce_scatter_, mpi_ireduce_scatter_f08_ => "ireduce_scatter",
+    (send: Buf, recv: BufMut, counts: I, dt: I, op: I, c: I, req: E, ierr: E)
+    first {
+        let cc = comm(c);
+        done(ierr, buffers_entry(cc, || started(req, |r| {
+            let (dt, op) = (abi::type_f2c(int(dt)), abi::op_f2c(int(op)));
+            // SAFETY: as in `mpi_ibcast_`.
+            unsafe {
+                calls::ireduce_scatter(buffer(send), buffer(recv).cast_mut(), counts, dt, op, cc, r)
+            }
+        })))
+    }
+}
+
+fortran! {
     /// `MPI_IALLGATHER(SENDBUF, SENDCOUNT, SENDTYPE, RECVBUF, RECVCOUNT, RECVTYPE, COMM,
     /// REQUEST, IERROR)`.
     mpi_iallgather_, mpi_iallgather_f08_ => "iallgather",

@@ -165,6 +165,27 @@ impl Checker<'_> {
             &tag("reduce_scatter_block in-place"),
             inplace[..n] == want[..n] && inplace[n..n * size] == send[n..n * size],
         );
+        // Its nonblocking form, out of place and in place, both in flight at once.
+        let mut igot = vec![send[0]; n + 1];
+        let mut iinplace = send.clone();
+        let topo = &mut self.topo;
+        mpi::request::scope(|scope| {
+            let a = topo.immediate_reduce_scatter_block_into(
+                scope,
+                &send[..n * size],
+                &mut igot[..n],
+                op,
+            );
+            let b =
+                topo.immediate_reduce_scatter_block_in_place(scope, &mut iinplace[..n * size], op);
+            a.wait();
+            b.wait();
+        });
+        self.record(&tag("ireduce_scatter_block"), igot[..n] == want[..n]);
+        self.record(
+            &tag("ireduce_scatter_block in-place"),
+            iinplace[..n] == want[..n] && iinplace[n..n * size] == send[n..n * size],
+        );
         // Reduce to each root, out of place and in place.
         for &root in roots {
             let send: Vec<T> = self.values(n, 2 + i64::from(root), name);

@@ -1,8 +1,9 @@
 //! The nonblocking collectives handed to MPI (`MPI_Ibcast`, `MPI_Ireduce`,
-//! `MPI_Iallreduce`, `MPI_Iallgather`, `MPI_Ibarrier`) where topo-run's path does not take
-//! a call of the typed API: a [`Native`] describes the call on buffers lent for good
-//! (`'static`: a request registered with a scope lends them, `crate::request`), and
-//! [`Native::start`] posts it, returning the [`NativeRequest`] a context tests.
+//! `MPI_Iallreduce`, `MPI_Iallgather`, `MPI_Ibarrier` and the others) where topo-run's
+//! path does not take a call of the typed API: a [`Native`] describes the call on buffers
+//! lent for good (`'static`: a request registered with a scope lends them,
+//! `crate::request`), and [`Native::start`] posts it, returning the [`NativeRequest`] a
+//! context tests.
 
 use std::os::raw::c_int;
 
@@ -103,6 +104,24 @@ impl Native {
         Native::new(copy, move |comm, req| {
             // SAFETY: as for `reduce`.
             unsafe { ffi::MPI_Iallreduce(sp.cast(), rp.cast(), n, dt, op, comm, req) };
+        })
+    }
+
+    /// `MPI_Ireduce_scatter_block` with `op`, blocks of `block` elements; `send` is `None`
+    /// in place (the contribution is `recv`, whose first block gets the result).
+    pub(crate) fn reduce_scatter_block<T: Equivalence + Copy + 'static>(
+        send: Option<&'static [T]>,
+        recv: &'static mut [T],
+        block: usize,
+        op: ffi::MPI_Op,
+    ) -> Self {
+        let (n, dt) = (count(block), T::equivalent_datatype().as_raw());
+        let copy = in_place_copy(send, Some(&*recv));
+        let sp = send_ptr(send, copy.as_deref());
+        let rp = recv.as_mut_ptr();
+        Native::new(copy, move |comm, req| {
+            // SAFETY: as for `reduce`.
+            unsafe { ffi::MPI_Ireduce_scatter_block(sp.cast(), rp.cast(), n, dt, op, comm, req) };
         })
     }
 

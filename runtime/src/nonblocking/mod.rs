@@ -21,6 +21,7 @@ pub mod ibarrier;
 pub mod ibcast;
 pub mod igather;
 pub mod ireduce;
+pub mod ireduce_scatter;
 pub mod iscan;
 pub mod iscatter;
 // Unsafe: a schedule addresses its regions of the lent buffers as raw parts.

@@ -281,6 +281,78 @@ impl Topo {
         })
     }
 
+    /// Starts reducing every rank's `send` (`size * recv.len()` elements), block r of the
+    /// result landing at rank r in `recv` (rsmpi:
+    /// `CommunicatorCollectives::immediate_reduce_scatter_block_into`).
+    pub fn immediate_reduce_scatter_block_into<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        assert_eq!(
+            send.len(),
+            recv.len() * self.world.size() as usize,
+            "immediate_reduce_scatter_block_into: the send buffer must hold size x recv.len() elements"
+        );
+        self.ireduce_scatter_block(scope, Some(send), recv, op)
+    }
+
+    /// Like [`Topo::immediate_reduce_scatter_block_into`], with this rank's contribution in
+    /// `buf` (`size` blocks); its block of the result lands in the first.
+    pub fn immediate_reduce_scatter_block_in_place<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        buf: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        assert!(
+            buf.len().is_multiple_of(self.world.size() as usize),
+            "immediate_reduce_scatter_block_in_place: the buffer must hold size blocks"
+        );
+        self.ireduce_scatter_block(scope, None, buf, op)
+    }
+
+    fn ireduce_scatter_block<'a, T, O, S>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [T]>,
+        recv: &'a mut [T],
+        op: O,
+    ) -> Request<'a, S>
+    where
+        T: Equivalence + Copy + 'static,
+        O: Operation + 'a,
+        S: Scope<'a>,
+    {
+        let size = self.world.size() as usize;
+        let block = send.map_or(recv.len() / size, |_| recv.len());
+        if self.ours::<T, O>(&op) {
+            let combine = Box::new(MpiCombine::new::<T, O>(&op));
+            let bytes = std::mem::size_of::<T>() * block;
+            let at = bytes * self.rank as usize;
+            let (send, recv) = (send.map(plain::bytes), plain::bytes_mut(recv));
+            let (total, mine) = (bytes * size, at..at + bytes);
+            let keep = Some(Box::new(op) as Box<dyn crate::request::KeepAlive + 'a>);
+            return self.sched_reduce_scatter(scope, send, recv, total, mine, combine, keep, true);
+        }
+        let raw_op = op.as_raw();
+        self.start_native(scope, Some(Box::new(op)), |r| {
+            Native::reduce_scatter_block(send.map(|s| r.lend(s)), r.lend_mut(recv), block, raw_op)
+        })
+    }
+
     /// Starts gathering every rank's `send` into `recv` on every rank, rank r's at
     /// `recv[r * send.len()..]` (rsmpi: `CommunicatorCollectives::immediate_all_gather_into`).
     /// Runs the remapped recursive doubling as a schedule where the blocking call would
@@ -954,6 +1026,49 @@ impl Topo {
             return None;
         }
         let r = self.sched_all_reduce(StaticScope, send, recv, Box::new(op), None);
+        Some(RawRequest(r))
+    }
+
+    /// Starts a Reduce_scatter_block with `op` (see [`Topo::raw_reduce_scatter_block`] for
+    /// the buffers). `None` (nothing done) where the collectives go to MPI, or for buffers
+    /// of the wrong length.
+    pub fn raw_immediate_reduce_scatter_block(
+        &mut self,
+        send: Option<&'static [u8]>,
+        recv: &'static mut [u8],
+        op: MpiCombine,
+    ) -> Option<RawRequest> {
+        let size = self.world.size() as usize;
+        let block = super::raw::block_of(size, send.map(<[u8]>::len), recv.len())?;
+        if !self.is_hierarchical() {
+            return None;
+        }
+        let (total, mine) = (block * size, block * self.rank as usize);
+        let op = Box::new(op);
+        let mine = mine..mine + block;
+        let r = self.sched_reduce_scatter(StaticScope, send, recv, total, mine, op, None, true);
+        Some(RawRequest(r))
+    }
+
+    /// Starts a Reduce_scatter with `op`, block r being `lens[r]` bytes (see
+    /// [`Topo::raw_reduce_scatter`] for the buffers). `None` (nothing done) where the
+    /// collectives go to MPI, or for buffers of the wrong length.
+    pub fn raw_immediate_reduce_scatter(
+        &mut self,
+        send: Option<&'static [u8]>,
+        recv: &'static mut [u8],
+        lens: &[usize],
+        op: MpiCombine,
+    ) -> Option<RawRequest> {
+        let size = self.world.size() as usize;
+        let send_len = send.map(<[u8]>::len);
+        let (total, mine) =
+            super::raw::reduce_scatter_fits(size, self.rank, lens, send_len, recv.len())?;
+        if !self.is_hierarchical() {
+            return None;
+        }
+        let op = Box::new(op);
+        let r = self.sched_reduce_scatter(StaticScope, send, recv, total, mine, op, None, false);
         Some(RawRequest(r))
     }
 

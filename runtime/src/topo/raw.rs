@@ -363,11 +363,12 @@ impl Topo {
         recv: &mut [u8],
         op: &MpiCombine,
     ) -> bool {
-        let size = self.world.size() as usize;
-        let block = match send {
-            Some(s) if s.len() == recv.len() * size => recv.len(),
-            None if recv.len().is_multiple_of(size) => recv.len() / size,
-            _ => return false,
+        let Some(block) = block_of(
+            self.world.size() as usize,
+            send.map(<[u8]>::len),
+            recv.len(),
+        ) else {
+            return false;
         };
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
@@ -400,19 +401,13 @@ impl Topo {
         lens: &[usize],
         op: &MpiCombine,
     ) -> bool {
-        let rank = self.rank as usize;
-        let total: usize = lens.iter().sum();
-        if lens.len() != self.world.size() as usize {
+        let size = self.world.size() as usize;
+        let send_len = send.map(<[u8]>::len);
+        let Some((total, mine)) = reduce_scatter_fits(size, self.rank, lens, send_len, recv.len())
+        else {
             return false;
-        }
-        let (at, mine) = (lens[..rank].iter().sum::<usize>(), lens[rank]);
-        let fits = match send {
-            Some(s) => s.len() == total && recv.len() >= mine,
-            None => recv.len() == total,
         };
-        if !fits {
-            return false;
-        }
+        let (at, mine) = (mine.start, mine.len());
         // The whole result in scratch kept by the context, this rank's block out of it (in
         // place, the rest of `recv` keeps the contribution, as Open MPI's does).
         let mut full = {
@@ -540,6 +535,41 @@ impl Topo {
 
 /// Whether the buffers of a Scan (`exclusive` false) or Exscan at `rank` fit: one length
 /// on both sides, a receive buffer at every rank but Exscan's rank 0 (and there in place).
+/// A Reduce_scatter_block's block: `recv_len` with a send buffer of `size` blocks, or in
+/// place a `size`th of `recv_len`; `None` for buffers of other lengths.
+pub(super) fn block_of(size: usize, send_len: Option<usize>, recv_len: usize) -> Option<usize> {
+    match send_len {
+        Some(s) if s == recv_len * size => Some(recv_len),
+        None if recv_len.is_multiple_of(size) => Some(recv_len / size),
+        _ => None,
+    }
+}
+
+/// A Reduce_scatter's whole contribution in bytes and this `rank`'s block of the result
+/// in it, for blocks of `lens` bytes (one per rank), if the buffers fit: a send buffer of
+/// the whole and a receive buffer of at least the block, or in place a receive buffer of
+/// the whole.
+pub(super) fn reduce_scatter_fits(
+    size: usize,
+    rank: i32,
+    lens: &[usize],
+    send_len: Option<usize>,
+    recv_len: usize,
+) -> Option<(usize, std::ops::Range<usize>)> {
+    if lens.len() != size {
+        return None;
+    }
+    let rank = rank as usize;
+    let total: usize = lens.iter().sum();
+    let at = lens[..rank].iter().sum::<usize>();
+    let mine = at..at + lens[rank];
+    let fits = match send_len {
+        Some(s) => s == total && recv_len >= mine.len(),
+        None => recv_len == total,
+    };
+    fits.then_some((total, mine))
+}
+
 pub(super) fn scan_fits(
     send: Option<&[u8]>,
     recv: Option<&[u8]>,

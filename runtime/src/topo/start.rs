@@ -12,11 +12,21 @@ use crate::context::{self, HierarchicalPath};
 use crate::ffi::native::Native;
 use crate::nonblocking::{
     Builder, Schedule, Shape, iallgatherv, iallreduce, ialltoall, ibarrier, ibcast, igather,
-    ireduce, iscan, iscatter,
+    ireduce, ireduce_scatter, iscan, iscatter,
 };
 use crate::plain::{self, MpiCombine};
 use crate::request::{KeepAlive, Request};
 use crate::topo::Topo;
+
+/// The steps of an Allreduce of `len` bytes of `elem`-byte elements into [`Buf::Recv`]
+/// (`send`: the contribution is in the send buffer): the flat form where the settings
+/// choose one, else the hierarchical one; and the bytes of scratch they use.
+///
+/// [`Buf::Recv`]: crate::nonblocking::Buf::Recv
+fn all_reduce_steps(h: &HierarchicalPath, elem: usize, send: bool, len: usize) -> (Builder, usize) {
+    h.flat_allreduce(elem, send, len)
+        .unwrap_or_else(|| iallreduce::build(h.allreduce_view(len), &h.settings, send, len, elem))
+}
 
 /// The shape of a call (see [`Shape`]).
 pub(super) fn shape(
@@ -189,12 +199,48 @@ impl Topo {
             ..shape(args.name, None, 0, len, has_send)
         };
         self.start(scope, args, keep, Some(shape), |h| {
-            if let Some((b, tmp)) = h.flat_allreduce(elem, has_send, len) {
-                return (b, 0, tmp);
-            }
-            let (b, tmp) =
-                iallreduce::build(h.allreduce_view(len), &h.settings, has_send, len, elem);
+            let (b, tmp) = all_reduce_steps(h, elem, has_send, len);
             (b, 0, tmp)
+        })
+    }
+
+    /// Ireduce_scatter_block (`block`) or Ireduce_scatter: the Allreduce's schedule of the
+    /// `total` bytes of the contribution (`send`, or in place `recv`'s first `total`), of
+    /// which this rank keeps `mine` in the first bytes of `recv`
+    /// ([`ireduce_scatter::build`]). The steps of a Reduce_scatter_block serve later calls
+    /// of its shape; a Reduce_scatter's depend on its counts.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn sched_reduce_scatter<'a, S: Scope<'a>>(
+        &mut self,
+        scope: S,
+        send: Option<&'a [u8]>,
+        recv: &'a mut [u8],
+        total: usize,
+        mine: std::ops::Range<usize>,
+        op: Box<dyn Combine>,
+        keep: Option<Box<dyn KeepAlive + 'a>>,
+        block: bool,
+    ) -> Request<'a, S> {
+        let has_send = send.is_some();
+        let elem = op.elem_size();
+        let name = if block {
+            "MPI_Ireduce_scatter_block"
+        } else {
+            "MPI_Ireduce_scatter"
+        };
+        let args = Args {
+            name,
+            send,
+            recv: Some(recv),
+            op: Some(op),
+        };
+        let shape = block.then(|| Shape {
+            elem,
+            ..shape(name, None, 0, total, has_send)
+        });
+        self.start(scope, args, keep, shape, |h| {
+            let (b, tmp) = all_reduce_steps(h, elem, has_send, total);
+            (ireduce_scatter::build(b, has_send, total, mine), total, tmp)
         })
     }
 

@@ -191,6 +191,46 @@ impl Builder {
         self.round([(link, action)]);
     }
 
+    /// Appends the rounds of `other`, after this one's.
+    pub fn append(&mut self, other: Builder) {
+        self.rounds.extend(other.rounds);
+    }
+
+    /// The same steps with every region of `from` moved to `to` (the same offsets): a
+    /// collective's steps run on another buffer, as a schedule that composes collectives
+    /// needs (an Allreduce into the accumulator for a Reduce_scatter).
+    ///
+    /// # Panics
+    /// If a step already uses `to`: the two would share it.
+    pub fn moved(mut self, from: Buf, to: Buf) -> Builder {
+        let mv = |r: &mut Region| {
+            assert!(
+                r.buf != to || r.len == 0,
+                "steps moved onto a buffer they use"
+            );
+            if r.buf == from {
+                r.buf = to;
+            }
+        };
+        for step in self.rounds.iter_mut().flatten() {
+            match &mut step.action {
+                Action::Send { src: r, .. }
+                | Action::Recv { dst: r, .. }
+                | Action::RecvReduce { acc: r, .. } => mv(r),
+                Action::Copy { src, dst } => {
+                    mv(src);
+                    mv(dst);
+                }
+                Action::Combine { acc, src } => {
+                    mv(acc);
+                    mv(src);
+                }
+                Action::Signal { .. } => {}
+            }
+        }
+        self
+    }
+
     /// The rounds built so far, each its steps, for tools that read a schedule without
     /// running it (`topo-run simulate`).
     pub fn rounds(&self) -> impl Iterator<Item = impl Iterator<Item = (Link, &Action)>> {
