@@ -116,6 +116,49 @@ impl Subtrees {
         })
     }
 
+    /// What every rank of a job learns ([`Subtrees::learn`]), worked out from all their
+    /// views at once (`views[r]` is rank r's), without any message: for tools that hold
+    /// every rank's view, as `topo-run simulate` does to record the blocking collectives
+    /// that use it.
+    pub fn of_job(views: &[View]) -> Vec<Subtrees> {
+        let mut out: Vec<Option<Subtrees>> = vec![None; views.len()];
+        for r in 0..views.len() {
+            climb(views, r, &mut out);
+        }
+        // The top group's members know each other's ranks.
+        for (r, v) in views.iter().enumerate() {
+            let until = below_top(v);
+            let entry = out[r].as_ref().map_or(until, |t| t.entry);
+            if entry == until && until < v.levels.len() {
+                let per = v.levels[until]
+                    .members
+                    .iter()
+                    .map(|&m| {
+                        out[m as usize]
+                            .as_ref()
+                            .map_or(Vec::new(), |t| t.mine.clone())
+                    })
+                    .collect();
+                if let Some(t) = &mut out[r] {
+                    t.levels[until] = Some(per);
+                }
+            }
+        }
+        // Down: the member of the top group each rank is under, from its leader's.
+        let mut top: Vec<Option<u32>> = vec![None; views.len()];
+        for r in 0..views.len() {
+            top_of(views, r, &out, &mut top);
+        }
+        out.into_iter()
+            .zip(top)
+            .map(|(t, top)| {
+                let mut t = t.expect("every rank climbed");
+                t.top = top.expect("every rank's top found");
+                t
+            })
+            .collect()
+    }
+
     /// The position in the top group (`view.levels[i]`, `i` the top group's level) of the
     /// member that `rank` is under, where this rank is in the top group.
     pub fn over(&self, i: usize, rank: u32) -> Option<usize> {
@@ -159,6 +202,56 @@ impl Subtrees {
     pub fn entry(&self) -> usize {
         self.entry
     }
+}
+
+/// [`Subtrees::of_job`]'s way up for rank `r`: the ranks under it and under the members
+/// of the groups it leads below the top (the top group's part and `top` are filled in
+/// after), worked out first for the members it receives from.
+fn climb(views: &[View], r: usize, out: &mut [Option<Subtrees>]) {
+    if out[r].is_some() {
+        return;
+    }
+    let v = &views[r];
+    let until = below_top(v);
+    let entry = v.levels[..until]
+        .iter()
+        .position(|l| l.me != 0)
+        .unwrap_or(until);
+    let mut levels: Vec<Option<Vec<Vec<u32>>>> = vec![None; v.levels.len()];
+    let mut held = vec![v.rank];
+    for (i, l) in v.levels[..entry].iter().enumerate() {
+        let mut per = vec![sorted(&held)];
+        for &m in &l.members[1..] {
+            climb(views, m as usize, out);
+            let theirs = out[m as usize].as_ref().map_or(&[][..], |t| &t.mine[..]);
+            held.extend_from_slice(theirs);
+            per.push(theirs.to_vec());
+        }
+        levels[i] = Some(per);
+    }
+    out[r] = Some(Subtrees {
+        levels,
+        mine: sorted(&held),
+        entry,
+        top: v.rank,
+    });
+}
+
+/// [`Subtrees::of_job`]'s way down for rank `r`: the member of the top group it is under
+/// (its leader's, where it hands its ranks on below the top; itself otherwise).
+fn top_of(views: &[View], r: usize, out: &[Option<Subtrees>], top: &mut [Option<u32>]) -> u32 {
+    if let Some(t) = top[r] {
+        return t;
+    }
+    let v = &views[r];
+    let entry = out[r].as_ref().map_or(0, |t| t.entry);
+    let t = if entry < below_top(v) {
+        top_of(views, v.levels[entry].members[0] as usize, out, top)
+    } else {
+        v.rank
+    };
+    top[r] = Some(t);
+    t
 }
 
 fn sorted(ranks: &[u32]) -> Vec<u32> {

@@ -103,6 +103,51 @@ proptest! {
     }
 }
 
+/// What every rank learns of the ranks under each member (`Subtrees::learn`, over the
+/// transport) equals what `Subtrees::of_job` works out from all the views at once.
+fn check_of_job(plans: &[RankPlan]) -> Result<(), TestCaseError> {
+    let learned = std::sync::Mutex::new(vec![None; plans.len()]);
+    run(plans, |view, fabric| {
+        let sub = Subtrees::learn(view, fabric).unwrap();
+        learned.lock().unwrap()[view.rank as usize] = Some(sub);
+        Vec::new()
+    });
+    let views: Vec<_> = (0..plans.len() as u32)
+        .map(|r| crate::sim::view(plans, r))
+        .collect();
+    let worked_out = Subtrees::of_job(&views);
+    for (r, (l, w)) in learned
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .zip(worked_out)
+        .enumerate()
+    {
+        prop_assert_eq!(l.as_ref(), Some(&w), "rank {} of {}", r, plans.len());
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn subtrees_worked_out_for_the_job_are_those_learned(
+        nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
+        cyclic: bool,
+    ) {
+        let rpn = rpn.min(sockets * 8);
+        check_of_job(&plans(nodes, rpn, sockets, LEVELS[levels], cyclic))?;
+    }
+
+    #[test]
+    fn subtrees_worked_out_for_any_placement_are_those_learned(
+        node_of in prop::collection::vec(0u32..6, 1..65),
+    ) {
+        check_of_job(&plans_placed(&node_of))?;
+    }
+}
+
 /// The messages between nodes of a Gather to `root` and of a Scatter from it, `len`-byte
 /// blocks, after the context learned its subtrees (their traffic left out).
 fn inter_node_messages(plans: &[RankPlan], root: u32, len: usize) -> (u64, u64) {

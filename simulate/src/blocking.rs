@@ -23,27 +23,67 @@ use crate::program::{Program, Step};
 
 /// A transport and fabric that records instead of moving bytes: every level and every
 /// peer ([`Fabric::peer`]) is reached through it.
+///
+/// A blocking call is a round of its own. Polled transfers ([`Transport::poll_send`],
+/// [`Transport::poll_recv`]) are the code's transfers in flight at once (a Gather's root
+/// receiving from every rank, an Alltoall's exchange): the first poll of each records it
+/// and says it has not completed, the next says it has. The transfers first polled
+/// before the code comes back to poll one a second time make one round.
 #[derive(Debug, Default, Clone)]
 pub struct Tape {
     program: Rc<RefCell<Program>>,
+    polled: Rc<RefCell<Polled>>,
+}
+
+/// The round of polled transfers being recorded.
+#[derive(Debug, Default)]
+struct Polled {
+    steps: Vec<Step>,
+    /// A transfer of the round was polled again: the code waits for the round, so the
+    /// next first poll starts another.
+    waited: bool,
 }
 
 impl Tape {
     /// The reduction that records its combines on this tape, for elements of `elem` bytes.
     pub fn combine(&self, elem: usize) -> TapeCombine {
         TapeCombine {
-            program: Rc::clone(&self.program),
+            tape: self.clone(),
             elem,
         }
     }
 
     /// The program recorded so far (the tape is left empty).
     pub fn take(&self) -> Program {
+        self.close_polled();
         std::mem::take(&mut self.program.borrow_mut())
     }
 
     fn round(&self, steps: Vec<Step>) {
+        self.close_polled();
         self.program.borrow_mut().round(steps);
+    }
+
+    /// Records the round of polled transfers, if any.
+    fn close_polled(&self) {
+        let steps = std::mem::take(&mut self.polled.borrow_mut().steps);
+        if !steps.is_empty() {
+            self.program.borrow_mut().round(steps);
+        }
+    }
+
+    /// A poll of transfer `x`, which is `step`: recorded at its first poll (false: not
+    /// complete), complete at the next.
+    fn poll(&self, x: &mut Transfer, step: Step) -> bool {
+        if x.mark_started() {
+            self.polled.borrow_mut().waited = true;
+            return true;
+        }
+        if std::mem::take(&mut self.polled.borrow_mut().waited) {
+            self.close_polled();
+        }
+        self.polled.borrow_mut().steps.push(step);
+        false
     }
 }
 
@@ -116,20 +156,18 @@ impl Transport for Tape {
         Ok(())
     }
 
-    // The blocking forms do not poll; should one start to, each poll is its transfer.
-    fn poll_send(&mut self, _x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
-        Transport::send(self, to, data).map(|()| true)
+    fn poll_send(&mut self, x: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+        Ok(self.poll(x, send(to, data.len())))
     }
 
     fn poll_recv(
         &mut self,
-        _x: &mut Transfer,
+        x: &mut Transfer,
         from: u32,
         buf: &mut [u8],
         op: Option<&dyn Combine>,
     ) -> Result<bool> {
-        self.round(vec![recv(from, buf.len(), op.is_some())]);
-        Ok(true)
+        Ok(self.poll(x, recv(from, buf.len(), op.is_some())))
     }
 }
 
@@ -146,7 +184,7 @@ impl Fabric for Tape {
 /// A reduction that records each combine the algorithm makes as a local step of its tape.
 #[derive(Debug)]
 pub struct TapeCombine {
-    program: Rc<RefCell<Program>>,
+    tape: Tape,
     elem: usize,
 }
 
@@ -156,7 +194,7 @@ impl Combine for TapeCombine {
     }
 
     fn combine(&self, acc: &mut [u8], _incoming: &[u8]) {
-        self.program.borrow_mut().round(vec![Step::Local {
+        self.tape.round(vec![Step::Local {
             bytes: acc.len() as u64,
             combine: true,
         }]);

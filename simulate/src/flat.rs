@@ -225,3 +225,208 @@ pub fn allgather_ring(r: u32, n: u32, m: u64) -> Program {
     }
     p
 }
+
+/// The blocks a binomial tree rooted at 0 holds under rank `r`: its own and those of the
+/// ranks it receives from (`r + 1 .. r + low`, cut at `n`).
+fn binomial_subtree(r: u32, n: u32) -> u32 {
+    let low = if r == 0 {
+        n.next_power_of_two()
+    } else {
+        1 << r.trailing_zeros()
+    };
+    low.min(n - r)
+}
+
+/// Binomial gather of `m` bytes per rank to rank 0: a rank receives the blocks of its
+/// children's subtrees, nearest first, then sends all it holds to its parent in one
+/// message (MPICH's, and Open MPI's for small blocks).
+pub fn gather_binomial(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    let low = if r == 0 {
+        n.next_power_of_two()
+    } else {
+        1 << r.trailing_zeros()
+    };
+    let mut mask = 1;
+    while mask < low {
+        if r + mask < n {
+            let blocks = binomial_subtree(r + mask, n);
+            p.round(vec![recv(r + mask, m * u64::from(blocks), false)]);
+        }
+        mask <<= 1;
+    }
+    if r != 0 {
+        p.round(vec![send(r - low, m * u64::from(binomial_subtree(r, n)))]);
+    }
+    p
+}
+
+/// Linear gather of `m` bytes per rank to rank 0: every rank sends its block straight to
+/// the root, which receives them all at once (Open MPI's `basic_linear`).
+pub fn gather_linear(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    if r == 0 {
+        p.round((1..n).map(|q| recv(q, m, false)).collect());
+    } else {
+        p.round(vec![send(0, m)]);
+    }
+    p
+}
+
+/// Binomial scatter of `m` bytes per rank from rank 0: a rank receives the blocks of its
+/// subtree from its parent, then sends each child its child's subtree, farthest first.
+pub fn scatter_binomial(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    let low = if r == 0 {
+        n.next_power_of_two()
+    } else {
+        1 << r.trailing_zeros()
+    };
+    if r != 0 {
+        p.round(vec![recv(
+            r - low,
+            m * u64::from(binomial_subtree(r, n)),
+            false,
+        )]);
+    }
+    let mut mask = low >> 1;
+    while mask > 0 {
+        if r + mask < n {
+            let blocks = binomial_subtree(r + mask, n);
+            p.round(vec![send(r + mask, m * u64::from(blocks))]);
+        }
+        mask >>= 1;
+    }
+    p
+}
+
+/// Linear scatter of `m` bytes per rank from rank 0: the root sends every rank its block,
+/// all at once.
+pub fn scatter_linear(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    if r == 0 {
+        p.round((1..n).map(|q| send(q, m)).collect());
+    } else {
+        p.round(vec![recv(0, m, false)]);
+    }
+    p
+}
+
+/// Pairwise alltoall of `m`-byte blocks: `n - 1` steps, at step `k` a block to the rank `k`
+/// on and one from the rank `k` back (the form MPI libraries use for large blocks).
+pub fn alltoall_pairwise(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    for k in 1..n {
+        p.round(vec![send((r + k) % n, m), recv((r + n - k) % n, m, false)]);
+    }
+    p
+}
+
+/// Linear alltoall of `m`-byte blocks: every block sent and received at once (Open MPI's
+/// `basic_linear`, MPICH's for medium blocks).
+pub fn alltoall_linear(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    let mut steps: Vec<Step> = (1..n).map(|k| send((r + k) % n, m)).collect();
+    steps.extend((1..n).map(|k| recv((r + n - k) % n, m, false)));
+    p.round(steps);
+    p
+}
+
+/// Bruck's alltoall of `m`-byte blocks (MPI libraries' for small blocks): a local
+/// rotation, then at the step of distance `d = 2^k` the blocks whose index has bit `k` set
+/// (about half of them) to the rank `d` on and from the rank `d` back, then a local
+/// rotation back.
+pub fn alltoall_bruck(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    let all = m * u64::from(n);
+    p.round(vec![Step::Local {
+        bytes: all,
+        combine: false,
+    }]);
+    let mut d = 1;
+    while d < n {
+        // The indices in 0..n with bit `d` set: `d` in every full period of `2d`, and
+        // those of the last one past its first `d`.
+        let blocks = u64::from((n / (2 * d)) * d + (n % (2 * d)).saturating_sub(d));
+        p.round(vec![
+            send((r + d) % n, m * blocks),
+            recv((r + n - d) % n, m * blocks, false),
+        ]);
+        d *= 2;
+    }
+    p.round(vec![Step::Local {
+        bytes: all,
+        combine: false,
+    }]);
+    p
+}
+
+/// Reduce_scatter of `m` bytes per rank's block by recursive halving (MPI libraries' for
+/// commutative operations): exchanges of half, a quarter, ... of the `n * m` bytes, each
+/// combined; a job size that is not a power of two folds first and hands the folded ranks
+/// their blocks at the end.
+pub fn reduce_scatter_halving(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    let total = m * u64::from(n);
+    if let Some(i) = fold_in(&mut p, r, n, total) {
+        let q = pof2(n);
+        let (mut mask, mut part) = (q >> 1, total);
+        while mask > 0 {
+            let peer = folded_rank(i ^ mask, n);
+            part /= 2;
+            p.round(vec![send(peer, part), recv(peer, part, true)]);
+            mask >>= 1;
+        }
+    }
+    let rem = n - pof2(n);
+    if r < 2 * rem {
+        p.round(vec![if r.is_multiple_of(2) {
+            recv(r + 1, m, false)
+        } else {
+            send(r - 1, m)
+        }]);
+    }
+    p
+}
+
+/// Ring reduce_scatter of `m` bytes per rank's block: `n - 1` steps of one block around the
+/// ring, each combined.
+pub fn reduce_scatter_ring(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    for _ in 1..n {
+        p.round(vec![send((r + 1) % n, m), recv((r + n - 1) % n, m, true)]);
+    }
+    p
+}
+
+/// Recursive-doubling scan of `m` bytes (MPICH's): at the step of distance `d`, the
+/// partial result to the rank `d` on and, combined, the one from the rank `d` back.
+pub fn scan_rd(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    let mut d = 1;
+    while d < n {
+        let mut steps = Vec::new();
+        if r + d < n {
+            steps.push(send(r + d, m));
+        }
+        if r >= d {
+            steps.push(recv(r - d, m, true));
+        }
+        p.round(steps);
+        d *= 2;
+    }
+    p
+}
+
+/// Linear scan of `m` bytes (Open MPI's `basic`): each rank combines the prefix from the
+/// rank before it and passes its own on.
+pub fn scan_linear(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    if r > 0 {
+        p.round(vec![recv(r - 1, m, true)]);
+    }
+    if r + 1 < n {
+        p.round(vec![send(r + 1, m)]);
+    }
+    p
+}

@@ -19,13 +19,20 @@ use std::str::FromStr;
 use topo_hierarchy::remap;
 use topo_hierarchy::remap::halving::HalvingOrder;
 use topo_hierarchy::remap::partition::Placement;
+use topo_hierarchy::settings::format_bytes;
 use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg};
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
 use topo_runtime::nonblocking::iallgather::Order;
-use topo_runtime::nonblocking::{iallreduce, ibarrier, ibcast, ireduce};
+use topo_runtime::nonblocking::{
+    Builder, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, ireduce_scatter, iscan,
+    iscatter,
+};
 use topo_runtime::reduce::Scratch;
+use topo_runtime::subtrees::Subtrees;
 use topo_runtime::view::View;
-use topo_runtime::{allreduce, barrier, bcast, reduce};
+use topo_runtime::{
+    allreduce, alltoall, barrier, bcast, gather, reduce, reduce_scatter, scan, scatter,
+};
 
 use crate::engine::{Outcome, SimError};
 use crate::model::CostModel;
@@ -46,16 +53,32 @@ pub enum Op {
     Barrier,
     /// Allgather (the size is each rank's block).
     Allgather,
+    /// Gather to rank 0 (the size is each rank's block).
+    Gather,
+    /// Scatter from rank 0 (the size is each rank's block).
+    Scatter,
+    /// Alltoall (the size is the block for one rank).
+    Alltoall,
+    /// Reduce_scatter_block (the size is each rank's block of the result).
+    #[serde(rename = "reduce_scatter")]
+    ReduceScatter,
+    /// Scan.
+    Scan,
 }
 
 impl Op {
     /// Every op.
-    pub const ALL: [Op; 5] = [
+    pub const ALL: [Op; 10] = [
         Op::Bcast,
         Op::Reduce,
         Op::Allreduce,
         Op::Barrier,
         Op::Allgather,
+        Op::Gather,
+        Op::Scatter,
+        Op::Alltoall,
+        Op::ReduceScatter,
+        Op::Scan,
     ];
 }
 
@@ -67,6 +90,11 @@ impl fmt::Display for Op {
             Op::Allreduce => "allreduce",
             Op::Barrier => "barrier",
             Op::Allgather => "allgather",
+            Op::Gather => "gather",
+            Op::Scatter => "scatter",
+            Op::Alltoall => "alltoall",
+            Op::ReduceScatter => "reduce_scatter",
+            Op::Scan => "scan",
         })
     }
 }
@@ -79,7 +107,8 @@ impl FromStr for Op {
             .find(|o| o.to_string() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown collective {s:?}; use bcast, reduce, allreduce, barrier or allgather"
+                    "unknown collective {s:?}; use bcast, reduce, allreduce, barrier, \
+                     allgather, gather, scatter, alltoall, reduce_scatter or scan"
                 )
             })
     }
@@ -88,6 +117,11 @@ impl FromStr for Op {
 /// The flat algorithms simulate a ring only up to this many ranks: it takes `n - 1`
 /// rounds on every rank, `n^2` steps in all.
 pub const RING_UP_TO: u32 = 4096;
+
+/// topo-run's blocking forms are recorded on buffers of their real sizes (the code slices
+/// them, and its leaders keep the blocks under them): up to this many bytes of a call's
+/// whole data (every rank's blocks).
+pub const BLOCKING_BYTES_UP_TO: u64 = 256 << 20;
 
 /// Every rank has its part of an exchange: the positions are a permutation of the ranks.
 const PERMUTATION: &str = "the exchange's positions are a permutation of the ranks";
@@ -195,6 +229,48 @@ impl Cluster {
         let n = self.size();
         let len = bytes as usize;
         let s = &self.settings;
+        // The root's blocks, in rank order.
+        let at: Vec<std::ops::Range<usize>> = match op {
+            Op::Gather | Op::Scatter => (0..n as usize).map(|q| q * len..(q + 1) * len).collect(),
+            _ => Vec::new(),
+        };
+        match op {
+            Op::Gather => {
+                return Ok(Programs::build(n, |r| {
+                    let at = (r == 0).then_some(&at[..]);
+                    Program::from_builder(&igather::build(r, 0, at, true, len))
+                }));
+            }
+            Op::Scatter => {
+                return Ok(Programs::build(n, |r| {
+                    let at = (r == 0).then_some(&at[..]);
+                    Program::from_builder(&iscatter::build(r, 0, at, true, len))
+                }));
+            }
+            Op::Alltoall => {
+                pairs_fit(n)?;
+                let one_node = self.job.nodes().len() == 1;
+                return Ok(Programs::build(n, |r| {
+                    Program::from_builder(&ialltoall::build(r, n as usize, one_node, len, true).0)
+                }));
+            }
+            Op::ReduceScatter => {
+                let total = len * n as usize;
+                let all = self.all_reduce_steps(total)?;
+                return Ok(Programs::build(n, |r| {
+                    let mine = r as usize * len..(r as usize + 1) * len;
+                    Program::from_builder(&ireduce_scatter::build(all(r), true, total, mine))
+                }));
+            }
+            Op::Scan => {
+                let hierarchical = self.scan_in_order();
+                return Ok(Programs::build(n, |r| {
+                    let view = self.view(r);
+                    Program::from_builder(&iscan::build(&view, hierarchical, true, len, false).0)
+                }));
+            }
+            _ => {}
+        }
         if op == Op::Allgather {
             let total = len * n as usize;
             let alg = s.allgather_for(total, n as usize);
@@ -216,46 +292,83 @@ impl Cluster {
                 Program::from_builder(&ibarrier::build_flat(&rounds))
             }));
         }
-        // The flat Allreduce forms cut the message into whole elements: doubles where the
-        // size allows.
-        let elem = if len.is_multiple_of(8) { 8 } else { 1 };
-        match (op, s.allreduce_for(len)) {
-            (Op::Allreduce, AllreduceAlg::Ring) => {
-                ring_fits(n)?;
-                let ring = remap::Positions::new(remap::ring_positions(&self.placement));
-                return Ok(Programs::build(n, |r| {
-                    let peers = ring.ring_peers(r).expect(PERMUTATION);
-                    Program::from_builder(&iallreduce::build_ring(&peers, elem, true, len))
-                }));
-            }
-            (Op::Allreduce, alg) if alg.uses_halving_order() => {
-                let order = HalvingOrder::new(&self.placement);
-                return Ok(Programs::build(n, |r| {
-                    let peers = order.peers(r).expect(PERMUTATION);
-                    Program::from_builder(&if let AllreduceAlg::Rabenseifner(piece) = alg {
-                        iallreduce::build_rabenseifner(&peers, elem, true, len, piece as usize)
-                    } else {
-                        iallreduce::build_recursive_doubling(&peers, true, len).0
-                    })
-                }));
-            }
-            _ => {}
+        if op == Op::Allreduce {
+            let all = self.all_reduce_steps(len)?;
+            return Ok(Programs::build(n, |r| Program::from_builder(&all(r))));
         }
+        let elem = elem_of(len);
         Ok(Programs::build(n, |r| {
             let view = self.view(r);
-            // Allreduce and Barrier run on the views the runtime gives them.
-            let network = view.over_network(&self.network);
             let b = match op {
                 Op::Bcast => ibcast::build(&view, s, 0, len),
                 Op::Reduce => ireduce::build(&view, s, 0, true, len, elem).0,
-                Op::Allreduce => {
-                    let view = allreduce::view_for(&view, &network, s, len);
-                    iallreduce::build(view, s, true, len, elem).0
-                }
-                Op::Barrier | Op::Allgather => ibarrier::build(&network, s),
+                // (The others have returned above.)
+                _ => ibarrier::build(&view.over_network(&self.network), s),
             };
             Program::from_builder(&b)
         }))
+    }
+
+    /// Rank r's steps of an Allreduce of `len` bytes into its receive buffer, as the
+    /// runtime chooses them (`all_reduce_steps` in the runtime's `start.rs`): a flat form
+    /// where the settings choose one, else the hierarchical one on the view the runtime
+    /// gives it; or why it is not simulated.
+    fn all_reduce_steps(&self, len: usize) -> Result<impl Fn(u32) -> Builder + '_, String> {
+        let s = &self.settings;
+        // The flat forms cut the message into whole elements: doubles where the size allows.
+        let elem = elem_of(len);
+        enum Form {
+            Ring(remap::Positions),
+            Halving(HalvingOrder, AllreduceAlg),
+            Hierarchical,
+        }
+        let form = match s.allreduce_for(len) {
+            AllreduceAlg::Ring => {
+                ring_fits(self.size())?;
+                Form::Ring(remap::Positions::new(remap::ring_positions(
+                    &self.placement,
+                )))
+            }
+            alg if alg.uses_halving_order() => {
+                Form::Halving(HalvingOrder::new(&self.placement), alg)
+            }
+            _ => Form::Hierarchical,
+        };
+        Ok(move |r: u32| match &form {
+            Form::Ring(ring) => {
+                let peers = ring.ring_peers(r).expect(PERMUTATION);
+                iallreduce::build_ring(&peers, elem, true, len)
+            }
+            Form::Halving(order, alg) => {
+                let peers = order.peers(r).expect(PERMUTATION);
+                if let AllreduceAlg::Rabenseifner(piece) = alg {
+                    iallreduce::build_rabenseifner(&peers, elem, true, len, *piece as usize)
+                } else {
+                    iallreduce::build_recursive_doubling(&peers, true, len).0
+                }
+            }
+            Form::Hierarchical => {
+                let view = self.view(r);
+                let network = view.over_network(&self.network);
+                let view = allreduce::view_for(&view, &network, s, len);
+                iallreduce::build(view, s, true, len, elem).0
+            }
+        })
+    }
+
+    /// Every rank's view, and what each learns of the ranks under each member
+    /// (`Subtrees`, worked out for the whole job at once).
+    fn views_and_subtrees(&self) -> (Vec<View>, Vec<Subtrees>) {
+        let views: Vec<View> = (0..self.size()).map(|r| self.view(r)).collect();
+        let sub = Subtrees::of_job(&views);
+        (views, sub)
+    }
+
+    /// Whether the Scan's hierarchical form serves this job, as a context agrees at its
+    /// first Scan: the ranks under every member of every group are consecutive.
+    fn scan_in_order(&self) -> bool {
+        let (_, sub) = self.views_and_subtrees();
+        sub.iter().all(Subtrees::consecutive)
     }
 
     /// topo-run's blocking form of `op` of `bytes` on every rank, chosen as the runtime's
@@ -285,21 +398,56 @@ impl Cluster {
                 }
                 _ => true,
             },
-            Op::Bcast | Op::Reduce => false,
+            Op::Alltoall if self.size() > RING_UP_TO => {
+                return Err(format!(
+                    "an Alltoall over more than {RING_UP_TO} ranks is not simulated"
+                ));
+            }
+            _ => false,
         };
         if flat {
             return Ok(Blocking::Schedule);
         }
+        if matches!(
+            op,
+            Op::Gather | Op::Scatter | Op::Alltoall | Op::ReduceScatter
+        ) {
+            let whole = bytes.saturating_mul(u64::from(n));
+            let whole = if op == Op::Alltoall {
+                whole.saturating_mul(u64::from(n))
+            } else {
+                whole
+            };
+            if whole > BLOCKING_BYTES_UP_TO {
+                return Err(format!(
+                    "the blocking form is recorded on buffers of the call's real sizes, up to {} in all: this call has {}",
+                    format_bytes(BLOCKING_BYTES_UP_TO),
+                    format_bytes(whole)
+                ));
+            }
+            return self.record_rooted(op, len);
+        }
         // Buffers of the real sizes (the code slices them), reused by every rank.
         let (send, mut recv) = (vec![0u8; len], vec![0u8; len]);
         let mut scratch = Scratch::default();
-        let elem = if len.is_multiple_of(8) { 8 } else { 1 };
+        let elem = elem_of(len);
+        let hierarchical = op == Op::Scan && self.scan_in_order();
         let mut failed = None;
         let programs = Programs::build(n, |r| {
             let view = self.view(r);
             let mut tape = blocking::Tape::default();
             let combine = tape.combine(elem);
             let done = match op {
+                Op::Scan => scan::scan(
+                    &view,
+                    &mut tape,
+                    hierarchical,
+                    Some(&send),
+                    Some(&mut recv),
+                    false,
+                    &combine,
+                    &mut scratch,
+                ),
                 Op::Bcast => bcast::bcast(&view, &mut tape, s, 0, &mut recv),
                 Op::Reduce => reduce::reduce(
                     &view,
@@ -324,9 +472,70 @@ impl Cluster {
                         &mut scratch,
                     )
                 }
-                // (The Allgather has returned above.)
-                Op::Barrier | Op::Allgather => {
-                    barrier::barrier(&view.over_network(&self.network), &mut tape, s)
+                // (The others have returned above.)
+                _ => barrier::barrier(&view.over_network(&self.network), &mut tape, s),
+            };
+            if let Err(e) = done {
+                failed.get_or_insert_with(|| format!("rank {r}'s blocking {op} failed: {e}"));
+            }
+            tape.take()
+        });
+        match failed {
+            Some(why) => Err(why),
+            None => Ok(Blocking::Recorded(programs)),
+        }
+    }
+
+    /// The blocking Gather, Scatter, Alltoall or Reduce_scatter_block of `len` bytes per
+    /// block recorded on every rank: the code that learned its `Subtrees` over the
+    /// network runs on what [`Subtrees::of_job`] works out.
+    fn record_rooted(&self, op: Op, len: usize) -> Result<Blocking, String> {
+        let n = self.size() as usize;
+        let s = &self.settings;
+        let (views, subs) = self.views_and_subtrees();
+        let (mut send, mut recv) = (Vec::new(), Vec::new());
+        let mut scratch = Scratch::default();
+        let mut full = Vec::new();
+        let mut failed = None;
+        let elem = elem_of(len);
+        let programs = Programs::build(n as u32, |r| {
+            let (view, sub) = (&views[r as usize], &subs[r as usize]);
+            let mut tape = blocking::Tape::default();
+            let combine = tape.combine(elem);
+            let root = r == 0;
+            let done = match op {
+                Op::Gather => {
+                    send.resize(len, 0);
+                    recv.resize(if root { n * len } else { 0 }, 0);
+                    let out = root.then_some(&mut recv[..]);
+                    gather::gather(view, &mut tape, sub, s, 0, Some(&send), out, len)
+                }
+                Op::Scatter => {
+                    send.resize(if root { n * len } else { 0 }, 0);
+                    recv.resize(len, 0);
+                    let from = root.then_some(&send[..]);
+                    scatter::scatter(view, &mut tape, sub, s, 0, from, Some(&mut recv), len)
+                }
+                Op::Alltoall => {
+                    send.resize(n * len, 0);
+                    recv.resize(n * len, 0);
+                    alltoall::alltoall(view, &mut tape, sub, s, Some(&send), &mut recv, len)
+                }
+                _ => {
+                    send.resize(n * len, 0);
+                    recv.resize(len, 0);
+                    reduce_scatter::reduce_scatter_block(
+                        view,
+                        &mut tape,
+                        sub,
+                        s,
+                        Some(&send),
+                        &mut recv,
+                        len,
+                        &combine,
+                        &mut scratch,
+                        &mut full,
+                    )
                 }
             };
             if let Err(e) = done {
@@ -344,6 +553,21 @@ impl Cluster {
     pub fn run(&self, programs: &Programs, model: &CostModel) -> Result<Outcome, SimError> {
         engine::run(programs, &self.places, model)
     }
+}
+
+/// The element a reduction's message is cut into: doubles where the size allows.
+fn elem_of(len: usize) -> usize {
+    if len.is_multiple_of(8) { 8 } else { 1 }
+}
+
+/// Whether an exchange between every pair of `n` ranks is simulated (`n^2` steps).
+fn pairs_fit(n: u32) -> Result<(), String> {
+    if n > RING_UP_TO {
+        return Err(format!(
+            "an exchange between every pair of more than {RING_UP_TO} ranks is not simulated"
+        ));
+    }
+    Ok(())
 }
 
 /// Whether topo-run's ring over `n` ranks, which the settings choose, is simulated.
@@ -374,7 +598,34 @@ pub fn baselines(op: Op) -> Vec<Baseline> {
             ("recursive doubling (bruck)", flat::allgather_rd),
             ("ring", flat::allgather_ring),
         ],
+        Op::Gather => vec![
+            ("binomial", flat::gather_binomial),
+            ("linear", flat::gather_linear),
+        ],
+        Op::Scatter => vec![
+            ("binomial", flat::scatter_binomial),
+            ("linear", flat::scatter_linear),
+        ],
+        Op::Alltoall => vec![
+            ("bruck", flat::alltoall_bruck),
+            ("pairwise", flat::alltoall_pairwise),
+            ("linear", flat::alltoall_linear),
+        ],
+        Op::ReduceScatter => vec![
+            ("recursive halving", flat::reduce_scatter_halving),
+            ("ring", flat::reduce_scatter_ring),
+        ],
+        Op::Scan => vec![
+            ("recursive doubling", flat::scan_rd),
+            ("linear", flat::scan_linear),
+        ],
     }
+}
+
+/// Whether flat algorithm `name` of `op` makes `n^2` steps in all on `n` ranks (then it is
+/// simulated up to [`RING_UP_TO`] ranks).
+fn quadratic(op: Op, name: &str) -> bool {
+    name == "ring" || (op == Op::Alltoall && name != "bruck")
 }
 
 /// One algorithm's prediction for one op and size.
@@ -431,11 +682,16 @@ pub fn predict(
     push(TOPO_RUN, nonblocking);
     push(TOPO_RUN_BLOCKING, blocking);
     for (name, build) in baselines(op) {
-        if name == "ring" && n > RING_UP_TO {
+        if quadratic(op, name) && n > RING_UP_TO {
+            let what = if name == "ring" {
+                "a ring"
+            } else {
+                "an exchange between every pair"
+            };
             push(
                 name,
                 Predicted::Skipped(format!(
-                    "a ring over more than {RING_UP_TO} ranks is not simulated"
+                    "{what} of more than {RING_UP_TO} ranks is not simulated"
                 )),
             );
             continue;

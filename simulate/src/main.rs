@@ -36,6 +36,7 @@ mod code {
     after_help = "Examples:\n  \
         topo-run simulate --job job.yaml --network-map topology.conf\n  \
         topo-run simulate --job job.yaml --model site.model --ops allreduce --sizes 8,1M\n  \
+        topo-run simulate --job job.yaml --ops all --sizes 8,64K   # every collective\n  \
         topo-run simulate --print-model > site.model   # the defaults, to edit\n\n\
         Exit codes: 0 success, 1 internal failure, 2 bad command line, 3 an input file \
         cannot be read, 4 invalid job, 5 invalid network map, 6 a node missing from the map, \
@@ -60,7 +61,8 @@ struct Args {
     /// built-in defaults.
     #[arg(long, value_name = "FILE")]
     rules: Option<PathBuf>,
-    /// Collectives, comma-separated: bcast, reduce, allreduce, barrier, allgather.
+    /// Collectives, comma-separated: bcast, reduce, allreduce, barrier, allgather, gather,
+    /// scatter, alltoall, reduce_scatter (Reduce_scatter_block), scan; or `all`.
     #[arg(
         long,
         default_value = "bcast,reduce,allreduce,barrier,allgather",
@@ -140,12 +142,15 @@ fn run(args: &Args) -> Result<(), Fail> {
     if let Some(out) = &args.calibrate {
         return calibrate(out, args.network_map.as_deref());
     }
-    let ops = args
-        .ops
-        .iter()
-        .map(|o| o.parse::<Op>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Fail(code::USAGE, format!("--ops: {e}")))?;
+    let ops = if args.ops.iter().any(|o| o == "all") {
+        Op::ALL.to_vec()
+    } else {
+        args.ops
+            .iter()
+            .map(|o| o.parse::<Op>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Fail(code::USAGE, format!("--ops: {e}")))?
+    };
     let sizes = args
         .sizes
         .iter()
@@ -320,12 +325,21 @@ fn plot(path: &Path, ranks: u32, all: &[Prediction]) -> Result<(), Box<dyn std::
         .x_desc("message size, bytes")
         .y_desc("normalised time")
         .draw()?;
-    let colours = [RED, BLUE, GREEN, MAGENTA];
-    for (i, op) in [Op::Bcast, Op::Reduce, Op::Allreduce, Op::Allgather]
-        .iter()
-        .enumerate()
-    {
-        let c = colours[i];
+    let colours = [
+        RED,
+        BLUE,
+        GREEN,
+        MAGENTA,
+        CYAN,
+        BLACK,
+        RGBColor(230, 140, 0),
+        RGBColor(120, 60, 160),
+        RGBColor(110, 110, 110),
+    ];
+    let with_sizes = Op::ALL.into_iter().filter(|&op| op != Op::Barrier);
+    for (i, op) in with_sizes.enumerate() {
+        let op = &op;
+        let c = colours[i % colours.len()];
         let pts: Vec<(f64, f64)> = points
             .iter()
             .filter(|p| p.0 == *op)
@@ -360,7 +374,7 @@ fn render(ranks: u32, nodes: usize, model: Option<&Path>, all: &[Prediction]) ->
         )
     );
     out.push_str(&format!(
-        "{:<10} {:>8}  {:<27} {:>12}  {:>12}\n",
+        "{:<14} {:>8}  {:<27} {:>12}  {:>12}\n",
         "op", "bytes", "algorithm", "time (us)", "/ topo-run"
     ));
     let time = |p: &Prediction| match &p.result {
@@ -378,7 +392,7 @@ fn render(ranks: u32, nodes: usize, model: Option<&Path>, all: &[Prediction]) ->
             (None, _) => ("-".into(), "-".into()),
         };
         out.push_str(&format!(
-            "{:<10} {:>8}  {:<27} {:>12}  {:>12}\n",
+            "{:<14} {:>8}  {:<27} {:>12}  {:>12}\n",
             p.op.to_string(),
             format_bytes(p.bytes),
             p.algorithm,
@@ -404,7 +418,7 @@ fn render(ranks: u32, nodes: usize, model: Option<&Path>, all: &[Prediction]) ->
         out.push_str(&format!("  not simulated: {s}\n"));
     }
     out.push_str(&format!(
-        "\nTraffic per link class (messages / bytes):\n{:<10} {:>8}  {:<27} {}\n",
+        "\nTraffic per link class (messages / bytes):\n{:<14} {:>8}  {:<27} {}\n",
         "op", "bytes", "algorithm", "classes"
     ));
     for p in all {
@@ -420,7 +434,7 @@ fn render(ranks: u32, nodes: usize, model: Option<&Path>, all: &[Prediction]) ->
             })
             .collect();
         out.push_str(&format!(
-            "{:<10} {:>8}  {:<27} {}\n",
+            "{:<14} {:>8}  {:<27} {}\n",
             p.op.to_string(),
             format_bytes(p.bytes),
             p.algorithm,

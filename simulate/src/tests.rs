@@ -364,7 +364,10 @@ proptest! {
                 network_bytes(topo), network_bytes(base)
             );
         }
-        for op in [Op::Barrier, Op::Allgather] {
+        for op in [
+            Op::Barrier, Op::Allgather, Op::Gather, Op::Scatter, Op::Alltoall,
+            Op::ReduceScatter, Op::Scan,
+        ] {
             predict(&cluster, &model, op, bytes).unwrap();
         }
     }
@@ -381,10 +384,12 @@ proptest! {
         allgather in prop::sample::select(vec!["hier", "hier:ring", "rd", "ring"]),
         barrier in prop::sample::select(vec!["dissemination", "root-first", "flat"]),
         chunk in prop::sample::select(vec!["16K", "64K", "1M"]),
+        alltoall in prop::sample::select(vec!["aggregated", "pairwise"]),
     ) {
         let settings = Settings::from_pairs(&[
             ("bcast", bcast), ("reduce", reduce), ("allreduce", allreduce),
             ("allgather", allgather), ("barrier", barrier), ("chunk", chunk),
+            ("alltoall", alltoall),
         ]).unwrap();
         let cluster = Cluster::new(job(nodes, rpn, cyclic), None, settings).unwrap();
         let model = CostModel::default();
@@ -401,5 +406,84 @@ proptest! {
             };
             prop_assert!(o.time_us > 0.0 || nodes * rpn == 1, "{op} of {bytes}: {o:?}");
         }
+    }
+}
+
+/// Messages between nodes of a prediction.
+fn network_messages(p: &crate::Prediction) -> u64 {
+    match &p.result {
+        Predicted::Outcome(o) => o
+            .traffic
+            .iter()
+            .filter(|(c, _)| c.is_network())
+            .map(|(_, t)| t.messages)
+            .sum(),
+        Predicted::Skipped(why) => panic!("{} skipped: {why}", p.algorithm),
+    }
+}
+
+/// On 8 nodes x 8 ranks, block and cyclic, topo-run's blocking Gather and Scatter of small
+/// blocks cross the network once per node but the root's, its aggregated Alltoall once per
+/// pair of nodes, where the flat forms send a message per rank (per pair of ranks).
+#[test]
+fn the_recorded_rooted_collectives_aggregate_between_nodes() {
+    let model = CostModel::default();
+    for cyclic in [false, true] {
+        let cluster = Cluster::new(job(8, 8, cyclic), None, Settings::default()).unwrap();
+        for (op, most, flat, flat_messages) in [
+            (Op::Gather, 7, "linear", 56),
+            (Op::Scatter, 7, "linear", 56),
+            (Op::Alltoall, 56, "linear", 3584),
+        ] {
+            let preds = predict(&cluster, &model, op, 8).unwrap();
+            let find = |name: &str| preds.iter().find(|p| p.algorithm == name).unwrap();
+            let topo = network_messages(find(TOPO_RUN_BLOCKING));
+            assert!(
+                topo <= most,
+                "{op}, cyclic {cyclic}: {topo} messages between nodes, at most {most} expected"
+            );
+            assert_eq!(network_messages(find(flat)), flat_messages, "{op} {flat}");
+        }
+    }
+}
+
+/// The flat baselines of the collectives added with Gather and Scatter run to the end on
+/// every job size, powers of two or not.
+#[test]
+fn the_flat_rooted_and_scan_baselines_run_to_the_end() {
+    let model = uniform(1.0, 1000.0, 1e9);
+    for n in 1..40u32 {
+        let places = Places::new(&job(n, 1, false), None);
+        for (op, f) in [
+            (
+                "gather binomial",
+                flat::gather_binomial as fn(u32, u32, u64) -> Program,
+            ),
+            ("gather linear", flat::gather_linear),
+            ("scatter binomial", flat::scatter_binomial),
+            ("scatter linear", flat::scatter_linear),
+            ("alltoall bruck", flat::alltoall_bruck),
+            ("alltoall pairwise", flat::alltoall_pairwise),
+            ("alltoall linear", flat::alltoall_linear),
+            ("reduce_scatter halving", flat::reduce_scatter_halving),
+            ("reduce_scatter ring", flat::reduce_scatter_ring),
+            ("scan rd", flat::scan_rd),
+            ("scan linear", flat::scan_linear),
+        ] {
+            let programs = Programs::build(n, |r| f(r, n, 64));
+            let out = engine::run(&programs, &places, &model);
+            assert!(out.is_ok(), "{op} on {n} ranks: {out:?}");
+        }
+        // A binomial gather's root receives every block once.
+        let root: u64 = flat::gather_binomial(0, n, 64)
+            .rounds
+            .iter()
+            .flatten()
+            .map(|s| match s {
+                Step::Recv { bytes, .. } => *bytes,
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(root, 64 * u64::from(n - 1), "binomial gather on {n} ranks");
     }
 }

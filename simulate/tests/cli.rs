@@ -48,9 +48,9 @@ fn the_paper_job_gets_both_tables() {
         "{s}"
     );
     for line in [
-        "bcast             8  topo-run",
-        "bcast             8  binomial",
-        "allreduce        1M  rabenseifner",
+        "bcast                 8  topo-run",
+        "bcast                 8  binomial",
+        "allreduce            1M  rabenseifner",
         "Traffic per link class",
     ] {
         assert!(s.contains(line), "no {line:?} in\n{s}");
@@ -147,9 +147,9 @@ fn bad_inputs_get_their_exit_codes() {
             "not in",
         ),
         (
-            vec!["--job", job, "--ops", "gather"],
+            vec!["--job", job, "--ops", "gatherv"],
             2,
-            "unknown collective \"gather\"",
+            "unknown collective \"gatherv\"",
         ),
         (vec!["--job", job, "--sizes", "lots"], 2, "--sizes"),
         (vec![], 2, "--job"),

@@ -202,6 +202,15 @@ pub struct Transfer {
     pub(crate) complete: bool,
 }
 
+impl Transfer {
+    /// Marks the transfer started and says whether it already was: for a transport
+    /// outside this crate that only tracks that much of a transfer (`topo-run simulate`'s
+    /// recording one, which completes a transfer at its second poll).
+    pub fn mark_started(&mut self) -> bool {
+        std::mem::replace(&mut self.started, true)
+    }
+}
+
 /// Gives each level, and each peer a step names ([`Fabric::peer`]), the transport that reaches it.
 pub trait Fabric {
     /// The transport for `levels[i]`.
