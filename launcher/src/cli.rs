@@ -294,11 +294,12 @@ pub struct TuneArgs {
     pub output: PathBuf,
 
     /// Collectives to tune, comma-separated: bcast, reduce, allreduce, allgather (an
-    /// allgather's sizes are the whole gathered result).
+    /// allgather's sizes are the whole gathered result), alltoall (its sizes are the whole
+    /// of one rank's blocks; its rules take one block).
     #[arg(
         long,
         value_name = "LIST",
-        default_value = "bcast,reduce,allreduce,allgather"
+        default_value = "bcast,reduce,allreduce,allgather,alltoall"
     )]
     pub ops: String,
 

@@ -16,9 +16,10 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
             .map_err(|e| UsageError(format!("{name}: {e}")))?;
     }
     for op in args.ops.split(',') {
-        if op.parse::<topo_hierarchy::settings::Collective>().is_err() {
+        if op != "alltoall" && op.parse::<topo_hierarchy::settings::Collective>().is_err() {
             return Err(UsageError(format!(
-                "--ops: unknown collective {op:?}; use bcast, reduce, allreduce, allgather"
+                "--ops: unknown collective {op:?}; use bcast, reduce, allreduce, allgather, \
+                 alltoall"
             ))
             .into());
         }

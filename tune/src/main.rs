@@ -8,7 +8,8 @@
 //! 1. the queue geometry and thresholds (`single-copy`, `fragment`, `slots`), one value for
 //!    all sizes each, kept only if it pays overall and hurts nowhere;
 //! 2. per level, bottom-up, the broadcast and reduce algorithm for each message size;
-//! 3. the allreduce variant and the allgather algorithm for each message size;
+//! 3. the allreduce variant, the allgather algorithm and the alltoall form (aggregated or
+//!    pairwise) for each message size;
 //! 4. where some rank has two or more levels, each collective's pipeline chunk for each
 //!    message size (after its algorithms, which the chunk serves).
 //!
@@ -54,10 +55,11 @@ struct Args {
     #[arg(long, short, default_value = "topo-run.rules")]
     output: PathBuf,
     /// Collectives to tune, comma-separated: bcast, reduce, allreduce, allgather (its sizes
-    /// are the whole gathered result).
+    /// are the whole gathered result), alltoall (its sizes are the whole of one rank's
+    /// blocks).
     #[arg(
         long,
-        default_value = "bcast,reduce,allreduce,allgather",
+        default_value = "bcast,reduce,allreduce,allgather,alltoall",
         value_delimiter = ','
     )]
     ops: Vec<String>,
@@ -78,11 +80,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let ops: Vec<Op> = args
         .ops
         .iter()
-        .map(|s| {
-            s.parse::<Op>().ok().with_context(|| {
-                format!("--ops: unknown collective {s:?}; use bcast, reduce, allreduce, allgather")
-            })
-        })
+        .map(|s| s.parse::<Op>().map_err(|e| anyhow::anyhow!("--ops: {e}")))
         .collect::<anyhow::Result<_>>()?;
     let sizes = space::sizes(args.min, args.max);
     if sizes.is_empty() {
@@ -133,7 +131,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         .sum();
     for &op in &ops {
         let per_level = match op {
-            Op::Allreduce | Op::Allgather => space::algorithms(op, 2, "rb").len(),
+            _ if op.job_wide() => space::algorithms(op, 2, "rb").len(),
             _ => job
                 .levels
                 .iter()
@@ -141,7 +139,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
                 .sum(),
         };
         units += per_level * sizes.len() + 2 * sizes.len();
-        if job.pipelined {
+        if job.pipelined && op.chunked().is_some() {
             units += space::chunks("").len() * count(space::CHUNK_FROM, usize::MAX);
         }
     }
@@ -162,14 +160,14 @@ fn run(args: &Args) -> anyhow::Result<()> {
         tune_knob(&mut run, &mut state, knob, &ops, &sizes)?;
     }
     for &op in &ops {
-        if matches!(op, Op::Allreduce | Op::Allgather) {
+        if op.job_wide() {
             tune_algorithm(&mut run, &mut state, op, None, &sizes)?;
         } else {
             for &level in &job.levels {
                 tune_algorithm(&mut run, &mut state, op, Some(level), &sizes)?;
             }
         }
-        if job.pipelined {
+        if job.pipelined && op.chunked().is_some() {
             tune_chunk(&mut run, &mut state, op, &sizes)?;
         }
     }

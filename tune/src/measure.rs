@@ -79,6 +79,10 @@ fn call(topo: &mut Topo, op: Op, rank: i32, size: usize, a: &mut [f32], b: &mut 
             let k = a.len() / size;
             topo.all_gather_into(&a[..k], &mut b[..k * size]);
         }
+        Op::Alltoall => {
+            let all = a.len() / size * size;
+            topo.all_to_all_into(&a[..all], &mut b[..all]);
+        }
     }
 }
 
@@ -113,7 +117,7 @@ pub fn compare(
     let size = world.size() as usize;
     // An allgather's `bytes` are the gathered result: at least one element per rank.
     let n = match op {
-        Op::Allgather => (bytes / 4).max(size),
+        Op::Allgather | Op::Alltoall => (bytes / 4).max(size),
         _ => (bytes / 4).max(1),
     };
     // The buffers, at each offset of OFFSETS from a page boundary in turn.

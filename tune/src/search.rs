@@ -177,7 +177,11 @@ pub(crate) fn tune_algorithm(
         ));
         picks.push(algs[pick].clone());
     }
-    let rules = space::rules(&scope, sizes, &picks);
+    let rule_sizes: Vec<usize> = sizes
+        .iter()
+        .map(|&b| op.rule_bytes(b, state.ranks))
+        .collect();
+    let rules = space::rules(&scope, &rule_sizes, &picks);
     state.tuned.entry(op.key()).or_default().extend(rules);
     if level.is_some() {
         state.tuned_levels.push((op.key(), scope));

@@ -2,12 +2,75 @@
 //! phase, the choice between measured candidates and the rules a choice becomes. Pure
 //! code, without MPI, so that it is tested on its own.
 
-use topo_hierarchy::settings::format_bytes;
+use std::str::FromStr;
 
-/// A collective the tuner measures: the settings' own (`key` is its name on the command
-/// line, in the settings and in rules files; `ALL` the order the tuner measures them in).
-/// An Allgather's sizes are the whole gathered result, as its rules take them.
-pub use topo_hierarchy::settings::Collective as Op;
+use topo_hierarchy::settings::{Collective, format_bytes};
+
+/// A collective the tuner measures (`key` is its name on the command line, in the
+/// settings and in rules files; `ALL` the order the tuner measures them in). An
+/// Allgather's sizes are the whole gathered result, as its rules take them; an Alltoall's
+/// are the whole of one rank's blocks, and its rules take one block ([`Op::rule_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Bcast,
+    Reduce,
+    Allreduce,
+    Allgather,
+    Alltoall,
+}
+
+impl Op {
+    /// Every collective the tuner knows, in the order it measures them.
+    pub const ALL: [Op; 5] = [
+        Op::Bcast,
+        Op::Reduce,
+        Op::Allreduce,
+        Op::Allgather,
+        Op::Alltoall,
+    ];
+
+    /// Its name on the command line, in the settings and in rules files.
+    pub fn key(self) -> &'static str {
+        match self.chunked() {
+            Some(c) => c.key(),
+            None => "alltoall",
+        }
+    }
+
+    /// The collective as pipeline-chunk rules name it, if it pipelines.
+    pub fn chunked(self) -> Option<Collective> {
+        match self {
+            Op::Bcast => Some(Collective::Bcast),
+            Op::Reduce => Some(Collective::Reduce),
+            Op::Allreduce => Some(Collective::Allreduce),
+            Op::Allgather => Some(Collective::Allgather),
+            Op::Alltoall => None,
+        }
+    }
+
+    /// Whether its rules are one list for the whole job (`*`, by size), not per level.
+    pub fn job_wide(self) -> bool {
+        matches!(self, Op::Allreduce | Op::Allgather | Op::Alltoall)
+    }
+
+    /// The bytes its rules take for a measured size of `bytes` in a job of `ranks`: an
+    /// Alltoall's one block, the others' the size itself.
+    pub fn rule_bytes(self, bytes: usize, ranks: usize) -> usize {
+        match self {
+            Op::Alltoall => (bytes / ranks.max(1)).max(1),
+            _ => bytes,
+        }
+    }
+}
+
+impl FromStr for Op {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Op::ALL.into_iter().find(|o| o.key() == s).ok_or_else(|| {
+            format!("unknown collective {s:?}; use bcast, reduce, allreduce, allgather, alltoall")
+        })
+    }
+}
 
 /// Message sizes from `min` to `max` bytes: powers of 4 (4, 16, 64, ... 1M, 4M) and
 /// `max` itself. `min` is at least 4 (one `f32`).
@@ -60,6 +123,7 @@ pub fn algorithms(op: Op, members: u32, current: &str) -> Vec<String> {
         Op::Allgather => ["rd", "ring", "hier:rd", "hier:ring"]
             .map(String::from)
             .to_vec(),
+        Op::Alltoall => ["aggregated", "pairwise"].map(String::from).to_vec(),
     };
     if !out.iter().any(|a| a == current) {
         out.push(current.to_string());
@@ -355,6 +419,34 @@ mod tests {
                 assert_eq!(got, picks[i], "seed {seed}, {b} bytes");
             }
         }
+    }
+
+    #[test]
+    fn alltoall_rules_take_one_block_of_the_measured_size() {
+        // Sizes are one rank's blocks in all (4 ranks); its rules bound one block.
+        let s = sizes(64, 64 << 10);
+        let picks: Vec<String> = s
+            .iter()
+            .map(|&b| if b < 4096 { "aggregated" } else { "pairwise" }.to_string())
+            .collect();
+        let blocks: Vec<usize> = s.iter().map(|&b| Op::Alltoall.rule_bytes(b, 4)).collect();
+        let text: Vec<String> = rules("*", &blocks, &picks)
+            .iter()
+            .map(|(sel, alg)| format!("{sel}={alg}"))
+            .collect();
+        let settings = Settings::from_pairs(&[("alltoall", text.join(","))]).unwrap();
+        for (i, &b) in blocks.iter().enumerate() {
+            assert_eq!(
+                settings.alltoall_for(b).to_string(),
+                picks[i],
+                "{b}-byte blocks"
+            );
+        }
+        for a in algorithms(Op::Alltoall, 2, "pairwise") {
+            Settings::from_pairs(&[("alltoall", a.as_str())]).unwrap();
+        }
+        assert_eq!("alltoall".parse::<Op>(), Ok(Op::Alltoall));
+        assert!(Op::Alltoall.chunked().is_none() && Op::Alltoall.job_wide());
     }
 
     #[test]

@@ -60,7 +60,7 @@ impl State {
         let Some((_, text)) = self.base.iter().find(|(k, _)| k == op.key()) else {
             return Vec::new();
         };
-        if matches!(op, Op::Allreduce | Op::Allgather) && self.tuned.contains_key(op.key()) {
+        if op.job_wide() && self.tuned.contains_key(op.key()) {
             return Vec::new(); // the tuned rules end with one for every size
         }
         text.split(',')
@@ -137,11 +137,14 @@ impl State {
         out
     }
 
-    /// The pipeline chunk the settings give `op` for `bytes` now.
+    /// The pipeline chunk the settings give `op` (one that pipelines) for `bytes` now.
     pub(crate) fn current_chunk(&self, op: Op, bytes: usize) -> String {
         let s =
             Settings::from_pairs(&self.pairs(None, None, None)).expect("tuned settings are valid");
-        format_bytes(s.chunk_for(op, bytes).into())
+        let c = op
+            .chunked()
+            .expect("only the collectives that pipeline have a chunk");
+        format_bytes(s.chunk_for(c, bytes).into())
     }
 
     /// What the settings pick for `op` at `level` (groups of `members`) for `bytes` now.
@@ -162,6 +165,7 @@ impl State {
             Op::Reduce => s.reduce_for(level, intra, members, bytes).to_string(),
             Op::Allreduce => s.allreduce_for(bytes).to_string(),
             Op::Allgather => s.allgather_for(bytes, self.ranks).to_string(),
+            Op::Alltoall => s.alltoall_for(op.rule_bytes(bytes, self.ranks)).to_string(),
         };
         space::canonical(alg)
     }
@@ -267,7 +271,8 @@ mod tests {
         // A candidate goes first.
         let p = s.pairs(None, None, Some(("allreduce".into(), "16K".into())));
         let t = Settings::from_pairs(&p).unwrap();
-        assert_eq!(t.chunk_for(Op::Allreduce, 1 << 20), 16 << 10);
+        let allreduce = topo_hierarchy::settings::Collective::Allreduce;
+        assert_eq!(t.chunk_for(allreduce, 1 << 20), 16 << 10);
         // The file holds every chunk rule, in order, and loads back to the same choices.
         let f = s.file().unwrap();
         let back = Settings::from_pairs(&f.pairs()).unwrap();
