@@ -1,6 +1,6 @@
 //! Scan and Exscan (one algorithm: Exscan is Scan's offset without the rank's own
 //! contribution), hierarchical where every group's ranks are consecutive in the
-//! communicator, a chain in rank order otherwise.
+//! communicator, recursive doubling in rank order otherwise.
 //!
 //! Rank r's result is the reduction of the contributions of ranks `0..=r` (Scan) or
 //! `0..r` (Exscan); only commutative, associative operations come here. Where the ranks
@@ -23,11 +23,13 @@
 //! (Open MPI's `basic`).
 //!
 //! Where some group's ranks are not consecutive (cyclic placement), the prefixes do not
-//! split along the groups; the ranks then pass the prefix along the chain of ranks as
-//! MPI's linear Scan does ([`chain`]). Which form runs is agreed once per context
-//! ([`in_order`]).
+//! split along the groups; the ranks then run recursive doubling over all ranks in rank
+//! order, as MPICH's Scan does ([`doubling`]: `ceil(log2 size)` rounds, where a chain of
+//! ranks, Open MPI's linear Scan, takes `size - 1`). Which form runs is agreed once per
+//! context ([`in_order`]).
 
 use crate::allreduce;
+use crate::alltoall;
 use crate::combine::{Combine, FnCombine};
 use crate::error::Result;
 use crate::reduce::Scratch;
@@ -66,11 +68,13 @@ pub fn in_order(
 /// contribution, or `None` in place (the contribution is in `recv`). `recv` gets the
 /// result; it is `None` only where nothing is written to it: Exscan's rank 0, whose
 /// receive buffer MPI leaves undefined (and this leaves untouched). `hierarchical` is
-/// [`in_order`]'s answer, the same on every rank.
+/// [`in_order`]'s answer, the same on every rank; `spin` the settings' (how long a wait
+/// spins before it yields).
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     view: &View,
     fabric: &mut dyn Fabric,
+    spin: u32,
     hierarchical: bool,
     send: Option<&[u8]>,
     recv: Option<&mut [u8]>,
@@ -87,7 +91,7 @@ pub fn scan(
         if hierarchical {
             up_down(view, fabric, x, off, tot, tmp, op)
         } else {
-            chain(view, fabric, x, off, tmp, op)
+            doubling(view, fabric, spin, x, off, tot, tmp, op)
         }
     };
     match (send, recv) {
@@ -221,30 +225,60 @@ fn up_down(
     Ok(())
 }
 
-/// The chain (any placement): rank r receives the Scan of ranks `0..r` from rank r - 1
-/// (its offset, into `off`) and passes the Scan of `0..=r` to rank r + 1, as MPI's
-/// linear Scan does. `tmp` is scratch of `x`'s length.
-fn chain(
+/// Recursive doubling over every rank in rank order (any placement; MPICH's Scan): in the
+/// round of distance `d`, each rank sends the total of the ranks it has heard of (itself
+/// and the `2d - 1` before it, or fewer) to the rank `d` on, and adds the one from the
+/// rank `d` back to its offset and its total; `ceil(log2 size)` rounds. The operation
+/// commutes, so the order of the additions does not matter. `tot` and `tmp` are scratch
+/// of `x`'s length; the transfers of a round are in flight at once, each over the link
+/// that reaches its peer.
+#[allow(clippy::too_many_arguments)]
+fn doubling(
     view: &View,
     fabric: &mut dyn Fabric,
+    spin: u32,
     x: &[u8],
-    off: Option<&mut [u8]>,
+    mut off: Option<&mut [u8]>,
+    tot: &mut [u8],
     tmp: &mut [u8],
     op: &dyn Combine,
 ) -> Result<()> {
-    let me = view.rank;
-    let next = (me + 1 < view.size).then_some(me + 1);
-    let Some(out) = off else {
-        if let Some(to) = next {
-            fabric.peer(to).send(&[to], x)?;
+    let (n, me) = (view.size, view.rank);
+    // Whether `tot` holds more than `x` (until then `x` goes out as it is), and whether
+    // the offset holds something yet (the first message lands in it).
+    let (mut added, mut have) = (false, false);
+    let mut d = 1;
+    while d < n {
+        let to = (me + d < n).then_some(me + d);
+        let from = me.checked_sub(d);
+        let data: &[u8] = if added { tot } else { x };
+        let sends: Vec<(u32, &[u8])> = to.map(|t| (t, data)).into_iter().collect();
+        match from {
+            None => alltoall::exchange(fabric, spin, None, &sends, &mut [])?,
+            Some(from) => {
+                let out = off
+                    .as_deref_mut()
+                    .expect("a rank after rank 0 has an offset");
+                let dst: &mut [u8] = if have { &mut *tmp } else { &mut *out };
+                alltoall::exchange(fabric, spin, None, &sends, &mut [(from, dst)])?;
+                let incoming: &[u8] = if have {
+                    op.combine(out, tmp);
+                    tmp
+                } else {
+                    have = true;
+                    out
+                };
+                // `tot` is sent no more after the last round.
+                if 2 * d < n {
+                    if !added {
+                        tot.copy_from_slice(x);
+                        added = true;
+                    }
+                    op.combine(tot, incoming);
+                }
+            }
         }
-        return Ok(());
-    };
-    fabric.peer(me - 1).recv(me - 1, out)?;
-    if let Some(to) = next {
-        tmp.copy_from_slice(out);
-        op.combine(tmp, x);
-        fabric.peer(to).send(&[to], tmp)?;
+        d *= 2;
     }
     Ok(())
 }

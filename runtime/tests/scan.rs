@@ -44,6 +44,7 @@ fn scans(plans: &[RankPlan], len: usize, in_place: bool) -> (Vec<Vec<i64>>, Vec<
             scan::scan(
                 view,
                 fabric,
+                0,
                 ordered,
                 send,
                 Some(&mut recv),
@@ -114,7 +115,7 @@ proptest! {
 }
 
 #[test]
-fn block_placement_takes_the_hierarchical_form_and_cyclic_the_chain() {
+fn block_placement_takes_the_hierarchical_form_and_cyclic_recursive_doubling() {
     for (dist, want) in [("block", true), ("cyclic", false)] {
         let plans = plans_without_map(4, 3, dist);
         assert_eq!(check(&plans, 5, false).unwrap(), want, "{dist}");

@@ -441,6 +441,7 @@ impl Cluster {
                 Op::Scan => scan::scan(
                     &view,
                     &mut tape,
+                    s.spin,
                     hierarchical,
                     Some(&send),
                     Some(&mut recv),

@@ -1,16 +1,16 @@
 //! Iscan and Iexscan: the steps of [`crate::scan`] as a schedule, in either form (the
-//! hierarchy's up and down passes, or the chain of ranks).
+//! hierarchy's up and down passes, or recursive doubling over the ranks).
 //!
 //! Buffers: the contribution is in [`Buf::Send`], or in place in [`Buf::Recv`], from
 //! which it is first copied to [`Buf::Tmp`]'s second half (the offset lands in `Recv`).
-//! [`Buf::Acc`] is the running total of the ranks under this one (the chain's message on
-//! to the next rank), and [`Buf::Tmp`]'s first half takes what comes in.
+//! [`Buf::Acc`] is the running total of the ranks under this one (or, doubling, of the
+//! ranks this one has heard of), and [`Buf::Tmp`]'s first half takes what comes in.
 
 use super::{Action, Buf, Builder, Link, Region};
 use crate::view::View;
 
 /// The steps of this rank's part in a Scan (`exclusive` false) or Exscan of `len` bytes,
-/// hierarchical or along the chain ([`crate::scan::in_order`]'s answer). `send`: the
+/// hierarchical or by recursive doubling ([`crate::scan::in_order`]'s answer). `send`: the
 /// contribution is in [`Buf::Send`] (else in place, in [`Buf::Recv`]). Returns the builder
 /// and how many bytes of [`Buf::Acc`] and [`Buf::Tmp`] it uses.
 pub fn build(
@@ -41,7 +41,7 @@ pub fn build(
     if hierarchical {
         up_down(&mut b, view, x, len);
     } else {
-        chain(&mut b, view, x);
+        doubling(&mut b, view, x);
     }
     match (rank0, exclusive) {
         // Rank 0's Exscan has no result: its buffer stays as it was.
@@ -155,44 +155,46 @@ fn up_down(b: &mut Builder, view: &View, x: Region, len: usize) {
     }
 }
 
-/// [`crate::scan`]'s chain: rank r receives its offset from rank r - 1 into
-/// [`Buf::Recv`] and passes the Scan of ranks `0..=r` on to rank r + 1 (from
-/// [`Buf::Acc`]).
-fn chain(b: &mut Builder, view: &View, x: Region) {
-    let me = view.rank;
+/// [`crate::scan`]'s recursive doubling over every rank in rank order: in the round of
+/// distance `d`, the total of the ranks this one has heard of ([`Buf::Acc`]) goes to the
+/// rank `d` on, and the one from the rank `d` back lands in the offset ([`Buf::Recv`]) the
+/// first time and in [`Buf::Tmp`]'s first half after, to be added to the offset and to the
+/// total.
+fn doubling(b: &mut Builder, view: &View, x: Region) {
+    let (n, me) = (view.size, view.rank);
     let out = Region::whole(Buf::Recv, x.len);
-    let next_msg = Region::whole(Buf::Acc, x.len);
-    let next = (me + 1 < view.size).then_some(me + 1);
-    if me == 0 {
-        if let Some(to) = next {
-            let to = vec![to];
-            b.step(Link::Peer(1), Action::Send { to, src: x });
-        }
-        return;
+    let tot = Region::whole(Buf::Acc, x.len);
+    let tmp = Region::whole(Buf::Tmp, x.len);
+    if n > 1 {
+        b.step(Link::Local, Action::Copy { src: x, dst: tot });
     }
-    b.step(
-        Link::Peer(me - 1),
-        Action::Recv {
-            from: me - 1,
-            dst: out,
-        },
-    );
-    if let Some(to) = next {
-        b.step(
-            Link::Local,
-            Action::Copy {
-                src: out,
-                dst: next_msg,
-            },
-        );
-        b.step(
-            Link::Local,
-            Action::Combine {
-                acc: next_msg,
-                src: x,
-            },
-        );
-        let src = next_msg;
-        b.step(Link::Peer(to), Action::Send { to: vec![to], src });
+    let mut have = false;
+    let mut d = 1;
+    while d < n {
+        let send = (me + d < n).then(|| {
+            let to = me + d;
+            (
+                Link::Peer(to),
+                Action::Send {
+                    to: vec![to],
+                    src: tot,
+                },
+            )
+        });
+        let from = me.checked_sub(d);
+        let dst = if have { tmp } else { out };
+        let recv = from.map(|from| (Link::Peer(from), Action::Recv { from, dst }));
+        b.round(send.into_iter().chain(recv));
+        if from.is_some() {
+            if have {
+                b.step(Link::Local, Action::Combine { acc: out, src: tmp });
+            }
+            // `tot` is sent no more after the last round.
+            if 2 * d < n {
+                b.step(Link::Local, Action::Combine { acc: tot, src: dst });
+            }
+            have = true;
+        }
+        d *= 2;
     }
 }

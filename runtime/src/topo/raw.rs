@@ -334,10 +334,11 @@ impl Topo {
         };
         let r = h.on_lane(|h| {
             let hierarchical = h.scan_is_hierarchical()?;
-            let (view, links) = (&h.view, &mut h.links);
+            let (view, links, spin) = (&h.view, &mut h.links, h.settings.spin);
             scan::scan(
                 view,
                 links,
+                spin,
                 hierarchical,
                 send,
                 recv,

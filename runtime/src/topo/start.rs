@@ -247,8 +247,8 @@ impl Topo {
     /// Iscan (`exclusive` false) or Iexscan: `send` is `None` in place; `recv` is `None`
     /// at Iexscan's rank 0 only. The hierarchical form where the context has agreed on it
     /// (at a blocking Scan or Exscan before: a start does not wait for the other ranks),
-    /// else the chain; every rank of the context has seen the same calls, so all choose
-    /// alike.
+    /// else recursive doubling; every rank of the context has seen the same calls, so all
+    /// choose alike.
     pub(super) fn sched_scan<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
@@ -275,8 +275,8 @@ impl Topo {
             op: Some(op),
         };
         let elem = args.op.as_ref().map_or(1, |op| op.elem_size());
-        // The form in the shape's root (a scan has none), so that steps built for the
-        // chain are not reused once the hierarchical form is agreed.
+        // The form in the shape's root (a scan has none), so that steps built for
+        // recursive doubling are not reused once the hierarchical form is agreed.
         let shape = Shape {
             elem,
             ..shape(args.name, None, i32::from(hierarchical), len, has_send)
