@@ -17,7 +17,7 @@
 //!
 //! The first line that is not blank or a comment (`#` to the end of the line) is the
 //! header `topo-run-rules 1`. Every other line is either an algorithm rule, `bcast`,
-//! `reduce`, `allreduce`, `allgather` or `alltoall` followed by a selector
+//! `reduce`, `allreduce`, `allgather`, `alltoall` or `reduce-scatter` followed by a selector
 //! (`[SCOPE][>MEMBERS][<BYTES]`, or `*`) and an algorithm, in the order they are tried; or a pipeline-chunk rule, `chunk` followed by
 //! an optional selector (`[COLLECTIVE][<BYTES]`, or `*`) and a size, in the order they are
 //! tried; or a setting, `slots`, `fragment`, `spin`, `single-copy`, `barrier` or `rooted-v` followed
@@ -35,12 +35,13 @@ pub const RULES_HEADER: &str = "topo-run-rules 1";
 
 /// The keys of rules, which may repeat: algorithm rules, and pipeline-chunk rules
 /// (`chunk [SELECTOR] BYTES`, whose selector is `[COLLECTIVE][<BYTES]` or `*`).
-const RULE_KEYS: [&str; 6] = [
+const RULE_KEYS: [&str; 7] = [
     "bcast",
     "reduce",
     "allreduce",
     "allgather",
     "alltoall",
+    "reduce-scatter",
     "chunk",
 ];
 /// The keys of settings, at most once each.
@@ -317,6 +318,18 @@ mod tests {
         assert_eq!(f.pairs(), [("rooted-v".to_string(), "leaders".to_string())]);
         let s = Settings::from_pairs(&f.pairs()).unwrap();
         assert_eq!(s.rooted_v_alg(), crate::settings::RootedVAlg::Leaders);
+    }
+
+    #[test]
+    fn a_file_chooses_the_reduce_scatter_form_by_block() {
+        let f = RulesFile::parse(
+            "topo-run-rules 1\nreduce-scatter <1K root\nreduce-scatter * leaders\n",
+        )
+        .unwrap();
+        let s = Settings::from_pairs(&f.pairs()).unwrap();
+        use crate::settings::ReduceScatterAlg;
+        assert_eq!(s.reduce_scatter_for(8), ReduceScatterAlg::Root);
+        assert_eq!(s.reduce_scatter_for(1 << 20), ReduceScatterAlg::Leaders);
     }
 
     #[test]

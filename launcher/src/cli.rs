@@ -455,6 +455,17 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLTOALL")]
     pub alltoall: Option<String>,
 
+    /// MPI_Reduce_scatter_block rules by the size of one block: `root` (the hierarchical
+    /// Reduce to rank 0, then the hierarchical Scatter from it; the default on one node,
+    /// and below 512 bytes on several), `leaders` (the whole contribution reduced to the
+    /// top group's members, a ring reduce-scatter among them of the blocks under each,
+    /// then a Scatter down from each; the default from 512 bytes on several nodes of at
+    /// most 2 ranks) or `allreduce` (the Allreduce of the whole contribution, of which
+    /// each rank keeps its block; the default from 512 bytes on several nodes of more
+    /// ranks), e.g. `<4K=root,*=allreduce`.
+    #[arg(long, value_name = "RULES", env = "TOPO_RUN_REDUCE_SCATTER")]
+    pub reduce_scatter: Option<String>,
+
     /// How MPI_Gatherv and MPI_Scatterv go: `leaders` (first each rank's length, then the
     /// blocks, through the node leaders as Gather and Scatter: one message per node between
     /// nodes; the default on more than one node with more than 2 ranks per node) or
@@ -529,6 +540,7 @@ impl RuntimeArgs {
             ("allreduce", self.allreduce.as_ref()),
             ("allgather", self.allgather.as_ref()),
             ("alltoall", self.alltoall.as_ref()),
+            ("reduce-scatter", self.reduce_scatter.as_ref()),
             ("rooted-v", self.rooted_v.as_ref()),
         ]
         .into_iter()

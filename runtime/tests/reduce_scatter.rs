@@ -17,8 +17,10 @@ proptest! {
     #[test]
     fn reduce_scatter_block_matches_the_reference(
         nodes in 1u32..5, rpn in 1u32..9, levels in 0usize..5, cyclic: bool,
-        block in prop::sample::select(vec![1usize, 3, 130]), in_place: bool,
+        block in prop::sample::select(vec![1usize, 3, 130, 600]), in_place: bool,
+        alg in prop::sample::select(vec!["root", "leaders", "allreduce"]),
     ) {
+        let s = Settings::from_pairs(&[("reduce-scatter", alg)]).unwrap();
         let plans = plans(nodes, rpn, 2, LEVELS[levels], cyclic);
         let size = plans.len();
         let (out, _) = run(&plans, |view, fabric| {
@@ -28,7 +30,7 @@ proptest! {
             let send = (!in_place).then_some(&mine[..]);
             let (mut scratch, mut full) = (Scratch::default(), Vec::new());
             topo_runtime::reduce_scatter::reduce_scatter_block(
-                view, fabric, &sub, &Settings::default(), send, &mut recv, 8 * block,
+                view, fabric, &sub, &s, send, &mut recv, 8 * block,
                 &sum_i64(), &mut scratch, &mut full,
             )
             .unwrap();

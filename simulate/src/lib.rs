@@ -20,7 +20,7 @@ use topo_hierarchy::remap;
 use topo_hierarchy::remap::halving::HalvingOrder;
 use topo_hierarchy::remap::partition::Placement;
 use topo_hierarchy::settings::format_bytes;
-use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg};
+use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg, ReduceScatterAlg};
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
 use topo_runtime::nonblocking::iallgather::Order;
 use topo_runtime::nonblocking::{
@@ -398,6 +398,8 @@ impl Cluster {
                 }
                 _ => true,
             },
+            // The Allreduce's form runs as the schedule does (`Topo::raw_reduce_scatter`).
+            Op::ReduceScatter => s.reduce_scatter_for(len) == ReduceScatterAlg::Allreduce,
             Op::Alltoall if self.size() > RING_UP_TO => {
                 return Err(format!(
                     "an Alltoall over more than {RING_UP_TO} ranks is not simulated"

@@ -312,6 +312,44 @@ impl fmt::Display for AlltoallAlg {
     }
 }
 
+/// The Reduce_scatter_block forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceScatterAlg {
+    /// The hierarchical Reduce of every rank's blocks to rank 0, then the hierarchical
+    /// Scatter of the result's blocks from rank 0.
+    Root,
+    /// The whole contribution reduced to the members of the job's top group, a ring
+    /// reduce-scatter among them of the blocks under each, then a Scatter down from each.
+    Leaders,
+    /// The Allreduce of the whole contribution (its algorithms and rules), of which each
+    /// rank keeps its block: the reduction's work spread over every rank.
+    Allreduce,
+}
+
+impl FromStr for ReduceScatterAlg {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "root" => Ok(ReduceScatterAlg::Root),
+            "leaders" => Ok(ReduceScatterAlg::Leaders),
+            "allreduce" => Ok(ReduceScatterAlg::Allreduce),
+            _ => Err(format!(
+                "unknown reduce_scatter algorithm {s:?}; use root, leaders or allreduce"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for ReduceScatterAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReduceScatterAlg::Root => "root",
+            ReduceScatterAlg::Leaders => "leaders",
+            ReduceScatterAlg::Allreduce => "allreduce",
+        })
+    }
+}
+
 /// How Gatherv and Scatterv move their blocks, whose lengths only the root knows in full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RootedVAlg {

@@ -91,6 +91,17 @@ pub const KEYS: &[(&str, &str, &str)] = &[
          32K, else pairwise; pairwise on one node)",
     ),
     (
+        "reduce-scatter",
+        "TOPO_RUN_REDUCE_SCATTER",
+        "MPI_Reduce_scatter_block rules, by the size of one block, e.g. <512=root,*=allreduce \
+         (root = the hierarchical Reduce to rank 0, then the hierarchical Scatter from it; \
+         leaders = the whole contribution reduced to the top group's members, a ring \
+         reduce-scatter among them of the blocks under each, then a Scatter down from each; \
+         allreduce = the Allreduce of the whole contribution, of which each rank keeps its \
+         block; default on several nodes: root below 512 bytes, from there leaders with at \
+         most 2 ranks per node and allreduce with more; root on one node)",
+    ),
+    (
         "rooted-v",
         "TOPO_RUN_ROOTED_V",
         "how MPI_Gatherv and MPI_Scatterv go: leaders (first each rank's length, then the \

@@ -31,7 +31,7 @@ use crate::level::LevelName;
 
 pub use algorithms::{
     AllgatherAlg, AllreduceAlg, AlltoallAlg, BarrierAlg, BcastAlg, RABENSEIFNER_PIECE, ReduceAlg,
-    RootedVAlg, TopAlg,
+    ReduceScatterAlg, RootedVAlg, TopAlg,
 };
 pub use keys::KEYS;
 pub use rules::{ChunkRule, Collective, Rule, Scope, format_bytes, parse_bytes};
@@ -80,6 +80,8 @@ pub struct Settings {
     pub allgather: Vec<Rule<AllgatherAlg>>,
     /// User alltoall rules (their scope is ignored; sizes are one block).
     pub alltoall: Vec<Rule<AlltoallAlg>>,
+    /// User Reduce_scatter_block rules (their scope is ignored; sizes are one block).
+    pub reduce_scatter: Vec<Rule<ReduceScatterAlg>>,
     /// The Gatherv and Scatterv form the user asked for; `None`: the built-in choice by
     /// the job's shape ([`Settings::rooted_v_alg`]).
     pub rooted_v: Option<RootedVAlg>,
@@ -105,6 +107,7 @@ impl Default for Settings {
             allreduce: Vec::new(),
             allgather: Vec::new(),
             alltoall: Vec::new(),
+            reduce_scatter: Vec::new(),
             rooted_v: None,
             nodes: 1,
             ranks: 1,
@@ -220,6 +223,7 @@ impl Settings {
                 "allreduce" => s.allreduce = parse_rules(value, false).map_err(bad)?,
                 "allgather" => s.allgather = parse_rules(value, false).map_err(bad)?,
                 "alltoall" => s.alltoall = parse_rules(value, false).map_err(bad)?,
+                "reduce-scatter" => s.reduce_scatter = parse_rules(value, false).map_err(bad)?,
                 "rooted-v" => s.rooted_v = Some(value.parse().map_err(bad)?),
                 _ => {
                     return Err(bad(format!(
@@ -333,6 +337,36 @@ impl Settings {
         };
         pick(
             &self.alltoall,
+            &defaults,
+            LevelName::World,
+            false,
+            None,
+            bytes,
+        )
+    }
+
+    /// The Reduce_scatter_block form for blocks of `bytes` (each rank's block of the
+    /// result): on several nodes through rank 0 below [`REDUCE_SCATTER_ROOT_BELOW`], above
+    /// it through the leaders with at most [`REDUCE_SCATTER_LEADERS_PER_NODE`] ranks per
+    /// node and the Allreduce's with more; on one node through rank 0.
+    pub fn reduce_scatter_for(&self, bytes: usize) -> ReduceScatterAlg {
+        let defaults = if self.nodes > 1 {
+            let large = if self.ranks.div_ceil(self.nodes) <= REDUCE_SCATTER_LEADERS_PER_NODE {
+                ReduceScatterAlg::Leaders
+            } else {
+                ReduceScatterAlg::Allreduce
+            };
+            below_then(REDUCE_SCATTER_ROOT_BELOW, ReduceScatterAlg::Root, large)
+        } else {
+            [Rule {
+                scope: Scope::Any,
+                more_than: None,
+                below: None,
+                algorithm: ReduceScatterAlg::Root,
+            }; 2]
+        };
+        pick(
+            &self.reduce_scatter,
             &defaults,
             LevelName::World,
             false,

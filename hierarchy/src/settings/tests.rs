@@ -419,6 +419,36 @@ fn alltoall_rules_by_the_block_size() {
 }
 
 #[test]
+fn the_reduce_scatter_form_follows_the_block_and_the_ranks_per_node() {
+    use crate::settings::ReduceScatterAlg;
+    let job = |nodes, ranks| Settings {
+        nodes,
+        ranks,
+        ..Settings::default()
+    };
+    assert_eq!(
+        job(1, 64).reduce_scatter_for(1 << 20),
+        ReduceScatterAlg::Root
+    );
+    assert_eq!(job(2, 4).reduce_scatter_for(8), ReduceScatterAlg::Root);
+    assert_eq!(job(2, 4).reduce_scatter_for(511), ReduceScatterAlg::Root);
+    assert_eq!(job(2, 4).reduce_scatter_for(512), ReduceScatterAlg::Leaders);
+    assert_eq!(
+        job(2, 6).reduce_scatter_for(512),
+        ReduceScatterAlg::Allreduce
+    );
+    assert_eq!(
+        job(16, 512).reduce_scatter_for(1 << 20),
+        ReduceScatterAlg::Allreduce
+    );
+    let s = Settings::from_pairs(&[("reduce-scatter", "<4K=leaders,*=root")]).unwrap();
+    assert_eq!(s.reduce_scatter_for(4095), ReduceScatterAlg::Leaders);
+    assert_eq!(s.reduce_scatter_for(4096), ReduceScatterAlg::Root);
+    let e = Settings::from_pairs(&[("reduce-scatter", "ring")]).unwrap_err();
+    assert!(e.to_string().contains("root, leaders or allreduce"), "{e}");
+}
+
+#[test]
 fn gatherv_and_scatterv_go_through_the_leaders_with_more_than_two_ranks_per_node() {
     let job = |nodes, ranks| Settings {
         nodes,

@@ -364,13 +364,23 @@ impl Topo {
         recv: &mut [u8],
         op: &MpiCombine,
     ) -> bool {
-        let Some(block) = block_of(
-            self.world.size() as usize,
-            send.map(<[u8]>::len),
-            recv.len(),
-        ) else {
+        let size = self.world.size() as usize;
+        let Some(block) = block_of(size, send.map(<[u8]>::len), recv.len()) else {
             return false;
         };
+        // The Allreduce's form runs as Reduce_scatter does, with the Allreduce's flat forms.
+        let as_allreduce = context::lock(&self.core).hier.as_ref().is_some_and(|h| {
+            h.settings.reduce_scatter_for(block)
+                == topo_hierarchy::settings::ReduceScatterAlg::Allreduce
+        });
+        if as_allreduce {
+            let recv = if send.is_some() {
+                &mut recv[..block]
+            } else {
+                recv
+            };
+            return self.raw_reduce_scatter(send, recv, &vec![block; size], op);
+        }
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
             return false;
