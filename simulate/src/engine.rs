@@ -4,7 +4,9 @@
 //! - Every rank starts its first round after the model's `call` overhead.
 //! - A send starts with its round; one that leaves the node first waits for the node's
 //!   network interface, which carries one message at a time (at the model's `nic`
-//!   bandwidth, and for at least the time per message its message rate gives). It arrives `alpha + bytes / bandwidth` after it starts, by the class of
+//!   bandwidth, and for at least the time per message its message rate gives); the
+//!   receiving node's interface takes it in the same way (with `duplex=half` both ends
+//!   share one queue, with full duplex each node has one queue each way). It arrives `alpha + bytes / bandwidth` after it starts, by the class of
 //!   the link between the two ranks, and the sender is busy for `bytes / bandwidth`.
 //! - A receive completes when its message has arrived (and, if combined, `bytes / reduce`
 //!   later). Messages between two ranks are matched in the order they were sent, as MPI
@@ -156,6 +158,7 @@ pub fn run(programs: &Programs, places: &Places, model: &CostModel) -> Result<Ou
         model,
         ranks: (0..n).map(|_| Rank::default()).collect(),
         nic_free: vec![0.0; places.nodes()],
+        nic_in_free: vec![0.0; places.nodes()],
         heap: (0..n as u32)
             .map(|r| Reverse((Time(model.call_us), r)))
             .collect(),
@@ -195,6 +198,9 @@ struct Sim<'a> {
     ranks: Vec<Rank>,
     /// When each node's network interface is free again.
     nic_free: Vec<f64>,
+    /// When each node's interface is free to take in the next message (full duplex: its
+    /// receiving side, apart from the sending one).
+    nic_in_free: Vec<f64>,
     /// Ranks to start their next round, by time.
     heap: BinaryHeap<Reverse<(Time, u32)>>,
     /// Per link class, in the order of [`LinkClass::ALL`].
@@ -262,6 +268,7 @@ impl Sim<'_> {
         let class = self.places.class(r, d);
         let link = *self.model.link(class);
         let mut start = t;
+        let mut in_hold = None;
         if class.is_network() {
             // The sender's interface, and with half duplex the receiver's too, carry the
             // message one after another with the others they carry.
@@ -274,15 +281,23 @@ impl Sim<'_> {
             if half {
                 start = start.max(self.nic_free[to]);
             }
-            let until =
-                start + (bytes as f64 / self.model.nic_bytes_per_us).max(self.model.nic_message_us);
+            let hold = (bytes as f64 / self.model.nic_bytes_per_us).max(self.model.nic_message_us);
+            let until = start + hold;
             self.nic_free[from] = until;
             if half {
                 self.nic_free[to] = until;
             }
+            in_hold = Some((to, hold));
         }
         let busy = start + link.transfer_us(bytes);
-        let arrival = busy + link.alpha_us;
+        let mut arrival = busy + link.alpha_us;
+        // Full duplex, the receiving interface takes in one message at a time too, each
+        // for the time it holds the sender's: messages from many nodes into one (a flat
+        // Gather's root) queue there. (A message alone arrives as the link says.)
+        if let (Some((to, hold)), false) = (in_hold, self.model.nic_half_duplex) {
+            arrival = arrival.max(self.nic_in_free[to] + hold);
+            self.nic_in_free[to] = arrival;
+        }
         let e = &mut self.traffic[class as usize];
         e.messages += 1;
         e.bytes += bytes;

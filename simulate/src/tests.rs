@@ -120,6 +120,38 @@ fn sends_that_leave_a_node_queue_at_its_interface() {
 }
 
 #[test]
+fn messages_into_one_node_queue_at_its_interface() {
+    // Ranks 1-3, on three other nodes, each send m bytes to rank 0 at once: each leaves
+    // its own interface at once and would arrive at m / bandwidth + alpha = 2 us, but rank
+    // 0's interface takes them in one after another, m / nic = 2 us each: the last is in
+    // at 6 us. With half duplex the senders queue at rank 0's interface instead: the same.
+    let places = Places::new(&job(4, 1, false), None);
+    let mut model = uniform(1.0, 1000.0, 1e9);
+    model.nic_bytes_per_us = 500.0;
+    let mut programs = vec![Program::default(); 4];
+    programs[0].round(
+        (1..4)
+            .map(|from| Step::Recv {
+                from,
+                bytes: 1000,
+                combine: false,
+            })
+            .collect(),
+    );
+    for p in programs.iter_mut().skip(1) {
+        p.round(vec![Step::Send {
+            to: vec![0],
+            bytes: 1000,
+        }]);
+    }
+    let full = engine::run(&pack(&programs), &places, &model).unwrap();
+    assert!(close(full.time_us, 6.0), "{}", full.time_us);
+    model.nic_half_duplex = true;
+    let half = engine::run(&pack(&programs), &places, &model).unwrap();
+    assert!(close(half.time_us, 6.0), "{}", half.time_us);
+}
+
+#[test]
 fn a_half_duplex_interface_carries_an_exchange_one_way_at_a_time() {
     // Two ranks on two nodes exchange m bytes at once. Full duplex: both arrive at
     // m / nic... here m / bandwidth + alpha = 1 + 1 = 2 us. Half duplex: the second
