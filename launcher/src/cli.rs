@@ -294,12 +294,13 @@ pub struct TuneArgs {
     pub output: PathBuf,
 
     /// Collectives to tune, comma-separated: bcast, reduce, allreduce, allgather (an
-    /// allgather's sizes are the whole gathered result), alltoall (its sizes are the whole
-    /// of one rank's blocks; its rules take one block).
+    /// allgather's sizes are the whole gathered result), alltoall and reduce-scatter
+    /// (Reduce_scatter_block; their sizes are the whole of one rank's blocks, their rules
+    /// take one block).
     #[arg(
         long,
         value_name = "LIST",
-        default_value = "bcast,reduce,allreduce,allgather,alltoall"
+        default_value = "bcast,reduce,allreduce,allgather,alltoall,reduce-scatter"
     )]
     pub ops: String,
 

@@ -16,10 +16,12 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
             .map_err(|e| UsageError(format!("{name}: {e}")))?;
     }
     for op in args.ops.split(',') {
-        if op != "alltoall" && op.parse::<topo_hierarchy::settings::Collective>().is_err() {
+        let known = ["alltoall", "reduce-scatter"].contains(&op)
+            || op.parse::<topo_hierarchy::settings::Collective>().is_ok();
+        if !known {
             return Err(UsageError(format!(
                 "--ops: unknown collective {op:?}; use bcast, reduce, allreduce, allgather, \
-                 alltoall"
+                 alltoall, reduce-scatter"
             ))
             .into());
         }

@@ -176,8 +176,8 @@ else bad "the shipped rules file" "exit $RC" "$(tail -2 "$WORK/out")" "$(head -4
 t0=$SECONDS
 run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores \
   "$TOPO_RUN" tune --budget 8 --max 64K -o "$WORK/tuned.rules"
-rows=$(grep -cE '^(bcast|reduce|allreduce|allgather|alltoall) +[0-9]+K? ' "$WORK/out")
-if [[ $RC -eq 0 && $rows -eq 40 ]] && grep -q '^topo-run-rules 1$' "$WORK/tuned.rules" \
+rows=$(grep -cE '^(bcast|reduce|allreduce|allgather|alltoall|reduce-scatter) +[0-9]+K? ' "$WORK/out")
+if [[ $RC -eq 0 && $rows -eq 48 ]] && grep -q '^topo-run-rules 1$' "$WORK/tuned.rules" \
    && grep -q 'topo-run tune: .*wrote' "$WORK/err" && (( $(shm_leftovers) == 0 )); then
   ok "topo-run tune --budget 8: $rows sizes compared, $(grep -cvE '^(#|topo-run-rules)' "$WORK/tuned.rules") rules written ($((SECONDS - t0)) s)"
 else bad "topo-run tune" "exit $RC, $rows rows" "$(tail -3 "$WORK/out")" "$(grep -v '%]' "$WORK/err" | head -4)"; fi

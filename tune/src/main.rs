@@ -8,8 +8,9 @@
 //! 1. the queue geometry and thresholds (`single-copy`, `fragment`, `slots`), one value for
 //!    all sizes each, kept only if it pays overall and hurts nowhere;
 //! 2. per level, bottom-up, the broadcast and reduce algorithm for each message size;
-//! 3. the allreduce variant, the allgather algorithm and the alltoall form (aggregated or
-//!    pairwise) for each message size;
+//! 3. the allreduce variant, the allgather algorithm, the alltoall form (aggregated or
+//!    pairwise) and the Reduce_scatter_block form (root, leaders or allreduce) for each
+//!    message size;
 //! 4. where some rank has two or more levels, each collective's pipeline chunk for each
 //!    message size (after its algorithms, which the chunk serves).
 //!
@@ -55,11 +56,11 @@ struct Args {
     #[arg(long, short, default_value = "topo-run.rules")]
     output: PathBuf,
     /// Collectives to tune, comma-separated: bcast, reduce, allreduce, allgather (its sizes
-    /// are the whole gathered result), alltoall (its sizes are the whole of one rank's
-    /// blocks).
+    /// are the whole gathered result), alltoall and reduce-scatter (Reduce_scatter_block;
+    /// their sizes are the whole of one rank's blocks).
     #[arg(
         long,
-        default_value = "bcast,reduce,allreduce,allgather,alltoall",
+        default_value = "bcast,reduce,allreduce,allgather,alltoall,reduce-scatter",
         value_delimiter = ','
     )]
     ops: Vec<String>,

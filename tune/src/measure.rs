@@ -83,6 +83,10 @@ fn call(topo: &mut Topo, op: Op, rank: i32, size: usize, a: &mut [f32], b: &mut 
             let all = a.len() / size * size;
             topo.all_to_all_into(&a[..all], &mut b[..all]);
         }
+        Op::ReduceScatter => {
+            let k = a.len() / size;
+            topo.reduce_scatter_block_into(&a[..k * size], &mut b[..k], sum);
+        }
     }
 }
 
@@ -117,7 +121,7 @@ pub fn compare(
     let size = world.size() as usize;
     // An allgather's `bytes` are the gathered result: at least one element per rank.
     let n = match op {
-        Op::Allgather | Op::Alltoall => (bytes / 4).max(size),
+        Op::Allgather | Op::Alltoall | Op::ReduceScatter => (bytes / 4).max(size),
         _ => (bytes / 4).max(1),
     };
     // The buffers, at each offset of OFFSETS from a page boundary in turn.

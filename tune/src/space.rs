@@ -9,7 +9,8 @@ use topo_hierarchy::settings::{Collective, format_bytes};
 /// A collective the tuner measures (`key` is its name on the command line, in the
 /// settings and in rules files; `ALL` the order the tuner measures them in). An
 /// Allgather's sizes are the whole gathered result, as its rules take them; an Alltoall's
-/// are the whole of one rank's blocks, and its rules take one block ([`Op::rule_bytes`]).
+/// and a Reduce_scatter_block's are the whole of one rank's blocks, and their rules take
+/// one block ([`Op::rule_bytes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     Bcast,
@@ -17,23 +18,26 @@ pub enum Op {
     Allreduce,
     Allgather,
     Alltoall,
+    ReduceScatter,
 }
 
 impl Op {
     /// Every collective the tuner knows, in the order it measures them.
-    pub const ALL: [Op; 5] = [
+    pub const ALL: [Op; 6] = [
         Op::Bcast,
         Op::Reduce,
         Op::Allreduce,
         Op::Allgather,
         Op::Alltoall,
+        Op::ReduceScatter,
     ];
 
     /// Its name on the command line, in the settings and in rules files.
     pub fn key(self) -> &'static str {
-        match self.chunked() {
-            Some(c) => c.key(),
-            None => "alltoall",
+        match self {
+            Op::Alltoall => "alltoall",
+            Op::ReduceScatter => "reduce-scatter",
+            _ => self.chunked().expect("the others pipeline").key(),
         }
     }
 
@@ -44,20 +48,23 @@ impl Op {
             Op::Reduce => Some(Collective::Reduce),
             Op::Allreduce => Some(Collective::Allreduce),
             Op::Allgather => Some(Collective::Allgather),
-            Op::Alltoall => None,
+            Op::Alltoall | Op::ReduceScatter => None,
         }
     }
 
     /// Whether its rules are one list for the whole job (`*`, by size), not per level.
     pub fn job_wide(self) -> bool {
-        matches!(self, Op::Allreduce | Op::Allgather | Op::Alltoall)
+        matches!(
+            self,
+            Op::Allreduce | Op::Allgather | Op::Alltoall | Op::ReduceScatter
+        )
     }
 
     /// The bytes its rules take for a measured size of `bytes` in a job of `ranks`: an
-    /// Alltoall's one block, the others' the size itself.
+    /// Alltoall's and a Reduce_scatter_block's one block, the others' the size itself.
     pub fn rule_bytes(self, bytes: usize, ranks: usize) -> usize {
         match self {
-            Op::Alltoall => (bytes / ranks.max(1)).max(1),
+            Op::Alltoall | Op::ReduceScatter => (bytes / ranks.max(1)).max(1),
             _ => bytes,
         }
     }
@@ -67,7 +74,10 @@ impl FromStr for Op {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         Op::ALL.into_iter().find(|o| o.key() == s).ok_or_else(|| {
-            format!("unknown collective {s:?}; use bcast, reduce, allreduce, allgather, alltoall")
+            format!(
+                "unknown collective {s:?}; use bcast, reduce, allreduce, allgather, alltoall, \
+                 reduce-scatter"
+            )
         })
     }
 }
@@ -124,6 +134,7 @@ pub fn algorithms(op: Op, members: u32, current: &str) -> Vec<String> {
             .map(String::from)
             .to_vec(),
         Op::Alltoall => ["aggregated", "pairwise"].map(String::from).to_vec(),
+        Op::ReduceScatter => ["root", "leaders", "allreduce"].map(String::from).to_vec(),
     };
     if !out.iter().any(|a| a == current) {
         out.push(current.to_string());
@@ -422,7 +433,7 @@ mod tests {
     }
 
     #[test]
-    fn alltoall_rules_take_one_block_of_the_measured_size() {
+    fn alltoall_and_reduce_scatter_rules_take_one_block_of_the_measured_size() {
         // Sizes are one rank's blocks in all (4 ranks); its rules bound one block.
         let s = sizes(64, 64 << 10);
         let picks: Vec<String> = s
@@ -447,6 +458,13 @@ mod tests {
         }
         assert_eq!("alltoall".parse::<Op>(), Ok(Op::Alltoall));
         assert!(Op::Alltoall.chunked().is_none() && Op::Alltoall.job_wide());
+        // The same for Reduce_scatter_block's forms.
+        for a in algorithms(Op::ReduceScatter, 2, "root") {
+            let s = Settings::from_pairs(&[("reduce-scatter", a.as_str())]).unwrap();
+            assert_eq!(s.reduce_scatter_for(64).to_string(), a);
+        }
+        assert_eq!("reduce-scatter".parse::<Op>(), Ok(Op::ReduceScatter));
+        assert_eq!(Op::ReduceScatter.rule_bytes(4096, 4), 1024);
     }
 
     #[test]

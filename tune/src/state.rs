@@ -166,6 +166,9 @@ impl State {
             Op::Allreduce => s.allreduce_for(bytes).to_string(),
             Op::Allgather => s.allgather_for(bytes, self.ranks).to_string(),
             Op::Alltoall => s.alltoall_for(op.rule_bytes(bytes, self.ranks)).to_string(),
+            Op::ReduceScatter => s
+                .reduce_scatter_for(op.rule_bytes(bytes, self.ranks))
+                .to_string(),
         };
         space::canonical(alg)
     }
