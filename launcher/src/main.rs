@@ -17,6 +17,7 @@ mod helper;
 mod input;
 mod launch;
 mod leftover_shm;
+mod mistyped;
 mod plan_cmd;
 mod planned;
 // Unsafe: the PMIx client library's C API (the launcher's one FFI module).
@@ -43,7 +44,11 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Some(Command::Generate(args)) => generate_cmd::run(args),
         Some(Command::Doctor(args)) => doctor::run(args),
         Some(Command::Simulate(args)) => simulate_cmd::run(&args.args),
-        None => launch::run(&cli.launch),
+        None => {
+            let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            mistyped::check(&cli.launch.program, &args)?;
+            launch::run(&cli.launch)
+        }
     }
 }
 

@@ -493,6 +493,20 @@ fn a_rules_file_goes_into_the_plan_and_digest_after_the_options() {
 }
 
 #[test]
+fn a_mistyped_option_is_reported_as_one() {
+    // Without `--`, an option topo-run does not know would be taken for the program.
+    let o = topo_run(&["--levl", "node", "./app"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("unknown option `--levl`"), "{err}");
+    assert!(err.contains("did you mean `--levels`?"), "{err}");
+    // After `--` the program may look like an option: it is launched (and fails here
+    // only for want of a launcher).
+    let o = topo_run(&["--", "-weird"]);
+    assert!(!stderr(&o).contains("unknown option"), "{}", stderr(&o));
+}
+
+#[test]
 fn tune_checks_its_options_before_launching() {
     for (args, needle) in [
         (
