@@ -20,16 +20,23 @@ fn recv(from: u32, bytes: u64, combine: bool) -> Step {
     }
 }
 
+/// Rank `r`'s lowest set bit in a binomial tree over `n` ranks rooted at 0 (the root's: the
+/// power of two at or above `n`): it hears from the rank `low` below it and speaks to the
+/// ranks `r + 1 .. r + low`.
+fn binomial_low(r: u32, n: u32) -> u32 {
+    if r == 0 {
+        n.next_power_of_two()
+    } else {
+        1 << r.trailing_zeros()
+    }
+}
+
 /// Binomial broadcast of `m` bytes from rank 0: a rank receives from the rank that
 /// differs in its lowest set bit, then sends to the ranks above it, farthest first, all at
 /// once.
 pub fn bcast_binomial(r: u32, n: u32, m: u64) -> Program {
     let mut p = Program::default();
-    let low = if r == 0 {
-        n.next_power_of_two()
-    } else {
-        1 << r.trailing_zeros()
-    };
+    let low = binomial_low(r, n);
     if r != 0 {
         p.round(vec![recv(r - low, m, false)]);
     }
@@ -54,11 +61,7 @@ pub fn bcast_binomial(r: u32, n: u32, m: u64) -> Program {
 /// first, then sends to its parent.
 pub fn reduce_binomial(r: u32, n: u32, m: u64) -> Program {
     let mut p = Program::default();
-    let low = if r == 0 {
-        n.next_power_of_two()
-    } else {
-        1 << r.trailing_zeros()
-    };
+    let low = binomial_low(r, n);
     let mut mask = 1;
     while mask < low {
         if r + mask < n {
@@ -229,11 +232,7 @@ pub fn allgather_ring(r: u32, n: u32, m: u64) -> Program {
 /// The blocks a binomial tree rooted at 0 holds under rank `r`: its own and those of the
 /// ranks it receives from (`r + 1 .. r + low`, cut at `n`).
 fn binomial_subtree(r: u32, n: u32) -> u32 {
-    let low = if r == 0 {
-        n.next_power_of_two()
-    } else {
-        1 << r.trailing_zeros()
-    };
+    let low = binomial_low(r, n);
     low.min(n - r)
 }
 
@@ -242,11 +241,7 @@ fn binomial_subtree(r: u32, n: u32) -> u32 {
 /// message (MPICH's, and Open MPI's for small blocks).
 pub fn gather_binomial(r: u32, n: u32, m: u64) -> Program {
     let mut p = Program::default();
-    let low = if r == 0 {
-        n.next_power_of_two()
-    } else {
-        1 << r.trailing_zeros()
-    };
+    let low = binomial_low(r, n);
     let mut mask = 1;
     while mask < low {
         if r + mask < n {
@@ -277,11 +272,7 @@ pub fn gather_linear(r: u32, n: u32, m: u64) -> Program {
 /// subtree from its parent, then sends each child its child's subtree, farthest first.
 pub fn scatter_binomial(r: u32, n: u32, m: u64) -> Program {
     let mut p = Program::default();
-    let low = if r == 0 {
-        n.next_power_of_two()
-    } else {
-        1 << r.trailing_zeros()
-    };
+    let low = binomial_low(r, n);
     if r != 0 {
         p.round(vec![recv(
             r - low,
@@ -378,14 +369,8 @@ pub fn reduce_scatter_halving(r: u32, n: u32, m: u64) -> Program {
             mask >>= 1;
         }
     }
-    let rem = n - pof2(n);
-    if r < 2 * rem {
-        p.round(vec![if r.is_multiple_of(2) {
-            recv(r + 1, m, false)
-        } else {
-            send(r - 1, m)
-        }]);
-    }
+    // The ranks that sat out get their blocks.
+    fold_out(&mut p, r, n, m);
     p
 }
 
