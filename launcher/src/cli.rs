@@ -458,12 +458,12 @@ pub struct RuntimeArgs {
 
     /// MPI_Reduce_scatter_block rules by the size of one block: `root` (the hierarchical
     /// Reduce to rank 0, then the hierarchical Scatter from it; the default on one node,
-    /// and below 512 bytes on several), `leaders` (the whole contribution reduced to the
-    /// top group's members, a ring reduce-scatter among them of the blocks under each,
-    /// then a Scatter down from each; the default from 512 bytes on several nodes of at
-    /// most 2 ranks) or `allreduce` (the Allreduce of the whole contribution, of which
-    /// each rank keeps its block; the default from 512 bytes on several nodes of more
-    /// ranks), e.g. `<4K=root,*=allreduce`.
+    /// and below 512 bytes on several nodes of at most 2 ranks), `leaders` (the whole
+    /// contribution reduced to the top group's members, a ring reduce-scatter among them
+    /// of the blocks under each, then a Scatter down from each; the default from 512 bytes
+    /// on several nodes of at most 2 ranks) or `allreduce` (the Allreduce of the whole
+    /// contribution, of which each rank keeps its block; the default on several nodes of
+    /// more ranks), e.g. `<4K=root,*=allreduce`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_REDUCE_SCATTER")]
     pub reduce_scatter: Option<String>,
 

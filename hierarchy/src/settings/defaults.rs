@@ -235,17 +235,21 @@ pub(super) const ALLGATHER_RING_BLOCK: usize = 4 << 10;
 /// MPI's eager limit over TCP (docs/runtime.md, "Alltoall").
 pub(super) const ALLTOALL_AGGREGATE_PAIR: u64 = 32 << 10;
 
-/// Reduce_scatter_block on several nodes goes through rank 0 (Reduce, then Scatter) for
-/// blocks below this many bytes (docs/runtime.md, "Reduce_scatter_block").
+/// Reduce_scatter_block on several nodes of at most [`REDUCE_SCATTER_LEADERS_PER_NODE`]
+/// ranks goes through rank 0 (Reduce, then Scatter) for blocks below this many bytes
+/// (measured on 2 emulated nodes x 2: 0.57-0.68 x the best of Open MPI's components from
+/// 256 B to 512 B, docs/runtime.md, "Reduce_scatter_block").
 pub(super) const REDUCE_SCATTER_ROOT_BELOW: u64 = 512;
 
-/// From [`REDUCE_SCATTER_ROOT_BELOW`] on, Reduce_scatter_block on several nodes goes
-/// through the leaders in jobs of this many ranks per node or fewer (measured on 2
-/// emulated nodes x 2: at most 1.05 x the best of Open MPI's components from 256 B to 1
-/// MiB, where the Allreduce's form took 1.3-1.4 x from 16 to 256 KiB), and as the
-/// Allreduce of the whole contribution with more (which `topo-run simulate` predicts 2-6
-/// x faster than both others from 2 nodes x 32 to 16 x 32: the leaders' form makes each
-/// node's leader combine the whole message for every rank of its node).
+/// Reduce_scatter_block on several nodes goes through the leaders from
+/// [`REDUCE_SCATTER_ROOT_BELOW`] on in jobs of this many ranks per node or fewer
+/// (measured on 2 emulated nodes x 2: at most 1.05 x the best of Open MPI's components
+/// from 256 B to 1 MiB, where the Allreduce's form took 1.3-1.4 x from 16 to 256 KiB),
+/// and as the Allreduce of the whole contribution at every size with more ranks per node
+/// (which `topo-run simulate` predicts 2-6 x faster than both others from 512 B to 1 MiB
+/// blocks on 2 nodes x 32 to 16 x 32, and 2.9 x faster than the root form for 8 B blocks
+/// on 128 x 32: the leaders' form makes each node's leader combine the whole message for
+/// every rank of its node, the root form funnels it through rank 0).
 pub(super) const REDUCE_SCATTER_LEADERS_PER_NODE: u32 = 2;
 
 /// Gatherv and Scatterv go straight between the root and each rank in jobs of this many

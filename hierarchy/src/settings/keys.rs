@@ -98,8 +98,8 @@ pub const KEYS: &[(&str, &str, &str)] = &[
          leaders = the whole contribution reduced to the top group's members, a ring \
          reduce-scatter among them of the blocks under each, then a Scatter down from each; \
          allreduce = the Allreduce of the whole contribution, of which each rank keeps its \
-         block; default on several nodes: root below 512 bytes, from there leaders with at \
-         most 2 ranks per node and allreduce with more; root on one node)",
+         block; default on several nodes of at most 2 ranks: root below 512 bytes, leaders \
+         from there; on several nodes of more ranks: allreduce; on one node: root)",
     ),
     (
         "rooted-v",

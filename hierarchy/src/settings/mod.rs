@@ -346,17 +346,24 @@ impl Settings {
     }
 
     /// The Reduce_scatter_block form for blocks of `bytes` (each rank's block of the
-    /// result): on several nodes through rank 0 below [`REDUCE_SCATTER_ROOT_BELOW`], above
-    /// it through the leaders with at most [`REDUCE_SCATTER_LEADERS_PER_NODE`] ranks per
-    /// node and the Allreduce's with more; on one node through rank 0.
+    /// result): on several nodes of at most [`REDUCE_SCATTER_LEADERS_PER_NODE`] ranks
+    /// through rank 0 below [`REDUCE_SCATTER_ROOT_BELOW`] and through the leaders above;
+    /// on several nodes of more ranks the Allreduce's; on one node through rank 0.
     pub fn reduce_scatter_for(&self, bytes: usize) -> ReduceScatterAlg {
-        let defaults = if self.nodes > 1 {
-            let large = if self.ranks.div_ceil(self.nodes) <= REDUCE_SCATTER_LEADERS_PER_NODE {
-                ReduceScatterAlg::Leaders
-            } else {
-                ReduceScatterAlg::Allreduce
-            };
-            below_then(REDUCE_SCATTER_ROOT_BELOW, ReduceScatterAlg::Root, large)
+        let few = self.ranks.div_ceil(self.nodes.max(1)) <= REDUCE_SCATTER_LEADERS_PER_NODE;
+        let defaults = if self.nodes > 1 && few {
+            below_then(
+                REDUCE_SCATTER_ROOT_BELOW,
+                ReduceScatterAlg::Root,
+                ReduceScatterAlg::Leaders,
+            )
+        } else if self.nodes > 1 {
+            [Rule {
+                scope: Scope::Any,
+                more_than: None,
+                below: None,
+                algorithm: ReduceScatterAlg::Allreduce,
+            }; 2]
         } else {
             [Rule {
                 scope: Scope::Any,

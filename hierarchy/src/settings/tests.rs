@@ -441,6 +441,7 @@ fn the_reduce_scatter_form_follows_the_block_and_the_ranks_per_node() {
         job(16, 512).reduce_scatter_for(1 << 20),
         ReduceScatterAlg::Allreduce
     );
+    assert_eq!(job(2, 6).reduce_scatter_for(8), ReduceScatterAlg::Allreduce);
     let s = Settings::from_pairs(&[("reduce-scatter", "<4K=leaders,*=root")]).unwrap();
     assert_eq!(s.reduce_scatter_for(4095), ReduceScatterAlg::Leaders);
     assert_eq!(s.reduce_scatter_for(4096), ReduceScatterAlg::Root);
