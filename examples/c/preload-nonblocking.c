@@ -1091,6 +1091,16 @@ int main(int argc, char **argv) {
         for (int k = 1; k < 4; k++) ialltoallv_ints(k % 2 ? dup : MPI_COMM_WORLD, k * k * 3, k % C_N);
         ialltoallv_ints(MPI_COMM_WORLD, 1031, C_WAITALL);
         ialltoallv_types();
+        {
+            /* A blocking Gather on the duplicate first: topo-run then knows which ranks lie
+             * under each leader there, and its Igather and Iscatter go through the leaders
+             * (on world, not yet: directly). */
+            int one = rank, *every = malloc(size * sizeof(int)), ok = 1;
+            MPI_Gather(&one, 1, MPI_INT, every, 1, MPI_INT, 0, dup);
+            for (int q = 0; rank == 0 && q < size; q++) ok &= every[q] == q;
+            result(ok, "MPI_Gather on the duplicate before its Igathers");
+            free(every);
+        }
         for (int k = 0; k < 5; k++) igather_iscatter_ints(k % 2 ? dup : MPI_COMM_WORLD, ag[k] + 1, k % C_N);
         igather_iscatter_ints(rev, 7, C_TEST);
         igather_iscatter_ints(MPI_COMM_WORLD, (4L << 20) / (long)sizeof(int) / size, C_WAITALL);

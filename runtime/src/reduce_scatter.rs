@@ -1,6 +1,5 @@
-//! Reduce_scatter_block, in two forms (only commutative operations come here):
-//!
-//! The settings choose by the size of one block ([`Settings::reduce_scatter_for`]):
+//! Reduce_scatter_block, in three forms (only commutative operations come here), which
+//! the settings choose by the size of one block ([`Settings::reduce_scatter_for`]):
 //!
 //! - **root**: the hierarchical Reduce to rank 0, then the hierarchical Scatter of the
 //!   result's blocks from rank 0 (MPI's reduce-then-scatter, each half along the

@@ -459,7 +459,7 @@ pub const DIRECT_BLOCK: usize = 512 << 10;
 /// Whether a Gather or Scatter of `len`-byte blocks in a job on `nodes` nodes
 /// (`Settings::nodes`, the same on every rank) goes straight between the root and each
 /// rank ([`DIRECT_BLOCK`]): the same answer on every rank.
-pub(crate) fn direct(nodes: u32, len: usize) -> bool {
+pub fn direct(nodes: u32, len: usize) -> bool {
     len >= DIRECT_BLOCK && nodes > 1
 }
 

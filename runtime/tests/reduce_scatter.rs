@@ -9,7 +9,7 @@ use topo_runtime::reduce::Scratch;
 use topo_runtime::subtrees::Subtrees;
 
 use crate::nonblocking::{finish, schedule};
-use crate::sim::{LEVELS, bytes, data, ints, network_of, plans, run, settings, sum};
+use crate::sim::{LEVELS, bytes, data, ints, network_of, plans, plans_placed, run, settings, sum};
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
@@ -50,6 +50,36 @@ proptest! {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Every form on any placement of 1-64 ranks on up to 6 nodes (groups of uneven
+    /// sizes, ranks of a node anywhere in rank order).
+    #[test]
+    fn reduce_scatter_block_matches_the_reference_for_any_placement(
+        node_of in prop::collection::vec(0u32..6, 1..65),
+        alg in prop::sample::select(vec!["root", "leaders", "allreduce"]), in_place: bool,
+    ) {
+        let plans = plans_placed(&node_of);
+        let size = plans.len();
+        let block = 5;
+        let s = Settings::from_pairs(&[("reduce-scatter", alg)]).unwrap();
+        let (out, _) = run(&plans, |view, fabric| {
+            let sub = Subtrees::learn(view, fabric).unwrap();
+            let mine = bytes(&data(view.rank, block * size));
+            let mut recv = if in_place { mine.clone() } else { vec![0u8; 8 * block] };
+            let send = (!in_place).then_some(&mine[..]);
+            let (mut scratch, mut full) = (Scratch::default(), Vec::new());
+            topo_runtime::reduce_scatter::reduce_scatter_block(
+                view, fabric, &sub, &s, send, &mut recv, 8 * block,
+                &sum_i64(), &mut scratch, &mut full,
+            )
+            .unwrap();
+            ints(&recv[..8 * block])
+        });
+        let all = sum(size as u32, block * size);
+        for (r, got) in out.iter().enumerate() {
+            prop_assert_eq!(&got[..], &all[r * block..(r + 1) * block], "rank {} of {}", r, size);
+        }
+    }
 
     /// Ireduce_scatter(_block): the Allreduce's schedule into the accumulator and this
     /// rank's block copied out, blocks of random lengths (some empty), in place and not,

@@ -28,7 +28,7 @@ use topo_runtime::nonblocking::{
     iscatter,
 };
 use topo_runtime::reduce::Scratch;
-use topo_runtime::subtrees::Subtrees;
+use topo_runtime::subtrees::{self, Subtrees};
 use topo_runtime::view::View;
 use topo_runtime::{
     allreduce, alltoall, barrier, bcast, gather, reduce, reduce_scatter, scan, scatter,
@@ -235,6 +235,19 @@ impl Cluster {
             _ => Vec::new(),
         };
         match op {
+            // A context that has learned its subtrees (at a blocking collective before)
+            // runs the leaders' forms as schedules where the blocking ones would.
+            Op::Gather | Op::Scatter if !subtrees::direct(s.nodes, len) => {
+                let (views, subs) = self.views_and_subtrees();
+                return Ok(Programs::build(n, |r| {
+                    let (v, sub) = (&views[r as usize], &subs[r as usize]);
+                    Program::from_builder(&if op == Op::Gather {
+                        igather::build_leaders(v, sub, 0, true, len).0
+                    } else {
+                        iscatter::build_leaders(v, sub, 0, true, len).0
+                    })
+                }));
+            }
             Op::Gather => {
                 return Ok(Programs::build(n, |r| {
                     let at = (r == 0).then_some(&at[..]);

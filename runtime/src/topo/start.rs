@@ -358,15 +358,24 @@ impl Topo {
         } else {
             "MPI_Igatherv"
         };
+        // A Gather goes through the leaders where the blocking one would and the context
+        // knows its subtrees already (a start does not wait to learn them).
+        let leaders = same.is_some_and(|n| self.leaders_know(n));
         let args = Args {
             name,
             send,
             recv,
             op: None,
         };
-        let shape = same.map(|n| shape(name, None, root, n, has_send));
-        self.start(scope, args, None, shape, |_| {
-            (igather::build(rank, root as u32, at, has_send, len), 0, 0)
+        let shape = same.map(|n| Shape {
+            elem: usize::from(leaders),
+            ..shape(name, None, root, n, has_send)
+        });
+        self.start(scope, args, None, shape, |h| match (same, &h.subtrees) {
+            (Some(n), Some(sub)) if leaders => {
+                igather::build_leaders(&h.view, sub, root as u32, has_send, n)
+            }
+            _ => (igather::build(rank, root as u32, at, has_send, len), 0, 0),
         })
     }
 
@@ -393,15 +402,23 @@ impl Topo {
         } else {
             "MPI_Iscatterv"
         };
+        // As for Igather.
+        let leaders = same.is_some_and(|n| self.leaders_know(n));
         let args = Args {
             name,
             send,
             recv,
             op: None,
         };
-        let shape = same.map(|n| shape(name, None, root, n, has_recv));
-        self.start(scope, args, None, shape, |_| {
-            (iscatter::build(rank, root as u32, at, has_recv, len), 0, 0)
+        let shape = same.map(|n| Shape {
+            elem: usize::from(leaders),
+            ..shape(name, None, root, n, has_recv)
+        });
+        self.start(scope, args, None, shape, |h| match (same, &h.subtrees) {
+            (Some(n), Some(sub)) if leaders => {
+                iscatter::build_leaders(&h.view, sub, root as u32, has_recv, n)
+            }
+            _ => (iscatter::build(rank, root as u32, at, has_recv, len), 0, 0),
         })
     }
 
@@ -471,6 +488,16 @@ impl Topo {
                 0,
                 0,
             )
+        })
+    }
+
+    /// Whether a Gather or Scatter of `len`-byte blocks goes through the leaders as a
+    /// schedule: where the blocking one would ([`crate::subtrees::direct`] says no) and the
+    /// context has learned its subtrees (at a blocking Gather, Scatter, Alltoall or Scan
+    /// before; every rank has seen the same calls, so all choose alike).
+    fn leaders_know(&self, len: usize) -> bool {
+        context::lock(&self.core).hier.as_ref().is_some_and(|h| {
+            h.subtrees.is_some() && !crate::subtrees::direct(h.settings.nodes, len)
         })
     }
 

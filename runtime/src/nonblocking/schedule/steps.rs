@@ -257,7 +257,8 @@ pub struct Shape {
     /// Whether the caller passed a send buffer (not in place).
     pub has_send: bool,
     /// The element's bytes where the steps cut the message into blocks of whole elements
-    /// (an Allreduce's; 0 elsewhere).
+    /// (an Allreduce's); for a Gather or Scatter 1 when it goes through the leaders; 0
+    /// elsewhere.
     pub elem: usize,
 }
 
