@@ -18,6 +18,18 @@
 //! - `twolines`: the smallest root-first barrier, a count per side in a line of its own:
 //!   what `rootfirst` cannot go below.
 //!
+//! The `stream-*` layers send in one direction only (side 0 writes, side 1 reads, as a
+//! broadcast called back to back from a fixed root, IMB's loop), so the writer may run
+//! ahead and the time per call is the pipe's throughput, not its latency:
+//!
+//! - `stream-minimal`: the minimal queue one way (the reader clears each slot's word);
+//! - `stream-counter`: the same slots, but the reader never writes them: it counts what it
+//!   took in a line of its own, which the writer reads only when its last look says the
+//!   queue is full;
+//! - `stream-ring`: a ring of 16-byte records (a sequence word and 8 bytes), four to a
+//!   line, the reader's count published once per line;
+//! - `stream-shm`, `stream-bcast`: topo-run's transport and broadcast from a fixed root.
+//!
 //! Each line prints the median of the rounds, in nanoseconds per call. The machine's
 //! speed changes between stretches of time (docs/runtime.md), so the layers run in turn
 //! within every round.
@@ -61,7 +73,7 @@ struct Args {
     one_thread: Option<String>,
 }
 
-const LAYERS: [&str; 8] = [
+const LAYERS: [&str; 13] = [
     "pingpong",
     "minimal",
     "shm",
@@ -70,7 +82,16 @@ const LAYERS: [&str; 8] = [
     "barrier",
     "rootfirst",
     "twolines",
+    "stream-minimal",
+    "stream-counter",
+    "stream-ring",
+    "stream-shm",
+    "stream-bcast",
 ];
+/// Lines of the `stream-ring` layer's ring.
+const RING_LINES: usize = 64;
+/// Records of 16 bytes per line in `stream-ring`.
+const PER_LINE: usize = 4;
 const SLOTS: usize = 8;
 /// The largest message `--one-thread` takes: one fragment, far below the single-copy
 /// threshold, so that no send waits for its reader.
@@ -89,6 +110,11 @@ struct Minimal {
     ball: Line,
     /// One count per side, for the smallest root-first barrier.
     counts: [Line; 2],
+    /// `stream-counter`'s slots and `stream-ring`'s ring (side 0 writes them).
+    slots: [Line; SLOTS],
+    ring: [Line; RING_LINES],
+    /// What the reader of `stream-counter` and `stream-ring` has taken (it alone writes it).
+    taken: Line,
 }
 
 impl Minimal {
@@ -101,6 +127,9 @@ impl Minimal {
             queues: std::array::from_fn(|_| std::array::from_fn(|_| line())),
             ball: line(),
             counts: std::array::from_fn(|_| line()),
+            slots: std::array::from_fn(|_| line()),
+            ring: std::array::from_fn(|_| line()),
+            taken: line(),
         }
     }
 
@@ -126,6 +155,97 @@ impl Minimal {
                 sink ^= l.data[0].load(Ordering::Relaxed);
                 l.word.store(0, Ordering::Release);
                 at = (at + 1) % SLOTS;
+            }
+        }
+        sink
+    }
+
+    /// `stream-minimal`: side 0 writes `calls` messages into its slots, side 1 takes them
+    /// and clears each slot's word.
+    fn stream_minimal(&self, me: usize, calls: usize) -> u64 {
+        let q = &self.queues[0];
+        let mut sink = 0;
+        for i in 0..calls {
+            let l = &q[i % SLOTS];
+            if me == 0 {
+                while l.word.load(Ordering::Acquire) != 0 {
+                    std::hint::spin_loop();
+                }
+                l.data[0].store(i as u64, Ordering::Relaxed);
+                l.word.store(i as u64 + 1, Ordering::Release);
+            } else {
+                while l.word.load(Ordering::Acquire) != i as u64 + 1 {
+                    std::hint::spin_loop();
+                }
+                sink ^= l.data[0].load(Ordering::Relaxed);
+                l.word.store(0, Ordering::Release);
+            }
+        }
+        sink
+    }
+
+    /// `stream-counter`: as `stream_minimal`, but the words stay (each holds its message's
+    /// number in round `round`), and the reader counts what it took in `taken`, which the
+    /// writer reads only when the count it last saw says the slots are full.
+    fn stream_counter(&self, me: usize, calls: usize, round: usize) -> u64 {
+        let base = (round * calls) as u64;
+        let (mut seen, mut sink) = (base, 0);
+        for i in 0..calls {
+            let n = base + i as u64 + 1;
+            let l = &self.slots[i % SLOTS];
+            if me == 0 {
+                while seen + (SLOTS as u64) < n {
+                    seen = self.taken.word.load(Ordering::Acquire);
+                    if seen + (SLOTS as u64) < n {
+                        std::hint::spin_loop();
+                    }
+                }
+                l.data[0].store(i as u64, Ordering::Relaxed);
+                l.word.store(n, Ordering::Release);
+            } else {
+                while l.word.load(Ordering::Acquire) != n {
+                    std::hint::spin_loop();
+                }
+                sink ^= l.data[0].load(Ordering::Relaxed);
+                self.taken.word.store(n, Ordering::Release);
+            }
+        }
+        sink
+    }
+
+    /// `stream-ring`: records of a word and 8 bytes, [`PER_LINE`] to a line, in a ring of
+    /// [`RING_LINES`] lines; the reader publishes its count once per line.
+    fn stream_ring(&self, me: usize, calls: usize, round: usize) -> u64 {
+        let cap = (RING_LINES * PER_LINE) as u64;
+        let base = (round * calls) as u64;
+        let (mut seen, mut sink) = (base, 0);
+        for i in 0..calls {
+            let n = base + i as u64 + 1;
+            let at = ((n - 1) % cap) as usize;
+            let l = &self.ring[at / PER_LINE];
+            let (word, data) = if at.is_multiple_of(PER_LINE) {
+                (&l.word, &l.data[0])
+            } else {
+                let k = at % PER_LINE;
+                (&l.data[2 * k - 1], &l.data[2 * k])
+            };
+            if me == 0 {
+                while seen + cap < n {
+                    seen = self.taken.word.load(Ordering::Acquire);
+                    if seen + cap < n {
+                        std::hint::spin_loop();
+                    }
+                }
+                data.store(i as u64, Ordering::Relaxed);
+                word.store(n, Ordering::Release);
+            } else {
+                while word.load(Ordering::Acquire) != n {
+                    std::hint::spin_loop();
+                }
+                sink ^= data.load(Ordering::Relaxed);
+                if at % PER_LINE == PER_LINE - 1 || i + 1 == calls {
+                    self.taken.word.store(n, Ordering::Release);
+                }
             }
         }
         sink
@@ -200,6 +320,30 @@ fn side(
                 "twolines" => minimal.two_lines(me, args.calls, round),
                 "minimal" => {
                     std::hint::black_box(minimal.run(me, args.calls));
+                }
+                "stream-minimal" => {
+                    std::hint::black_box(minimal.stream_minimal(me, args.calls));
+                }
+                "stream-counter" => {
+                    std::hint::black_box(minimal.stream_counter(me, args.calls, round));
+                }
+                "stream-ring" => {
+                    std::hint::black_box(minimal.stream_ring(me, args.calls, round));
+                }
+                "stream-shm" => {
+                    let t = links.shm.as_mut().context("queues")?;
+                    for _ in 0..args.calls {
+                        if me == 0 {
+                            t.send(&[1], &buf)?;
+                        } else {
+                            t.recv(0, &mut buf)?;
+                        }
+                    }
+                }
+                "stream-bcast" => {
+                    for _ in 0..args.calls {
+                        topo_runtime::bcast::bcast(&view, &mut links, &settings, 0, &mut buf)?;
+                    }
                 }
                 "shm" => {
                     let t = links.shm.as_mut().context("queues")?;
@@ -409,7 +553,7 @@ fn main() -> Result<()> {
             .map(|(t, p)| t / p)
             .collect();
         println!(
-            "{layer:>9} {:8.1}  ({:.2} x pingpong, median of the rounds' ratios)",
+            "{layer:>14} {:8.1}  ({:.2} x pingpong, median of the rounds' ratios)",
             median(&slower[k]),
             median(&ratios)
         );
