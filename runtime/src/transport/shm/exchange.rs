@@ -28,7 +28,8 @@ impl ShmTransport {
         buf: &mut [u8],
         consume: &mut impl FnMut(Frag<'_>, &mut [u8]) -> nix::Result<()>,
     ) -> Result<()> {
-        if self.one_entry(data.len()) && self.one_entry(buf.len()) {
+        let (ring_out, ring_in) = (Self::ringed(data.len()), Self::ringed(buf.len()));
+        if !ring_out && !ring_in && self.one_entry(data.len()) && self.one_entry(buf.len()) {
             // One entry each way: ours goes first (it waits for nothing but a free slot,
             // which the partner frees without us), then the partner's is taken.
             let j = self.local(to)?;
@@ -45,25 +46,37 @@ impl ShmTransport {
             }
         }
         self.set_readers(&[to])?;
-        let w = self.local(from)?;
-        let single_copy = self.exchange_single_copy(data.len(), self.readers[0]);
-        let ns = self.units(data.len(), single_copy);
+        let (j, w) = (self.readers[0], self.local(from)?);
+        let single_copy = !ring_out && self.exchange_single_copy(data.len(), j);
+        // A message through the ring is one record.
+        let ns = if ring_out {
+            1
+        } else {
+            self.units(data.len(), single_copy)
+        };
         let (mut si, mut got, mut finished) = (0, 0, false);
         // An empty message still takes one entry.
         let mut recv_done = false;
         let mut backoff = Backoff::new(self.spin);
         while si < ns || !recv_done || !finished {
             let mut progress = false;
-            if si < ns
-                && self.try_send(
-                    &data[self.unit_range(si, data.len(), single_copy)],
-                    single_copy,
-                )?
-            {
+            let sent = si < ns
+                && if ring_out {
+                    self.try_ring_send(j, data)
+                } else {
+                    self.try_send(
+                        &data[self.unit_range(si, data.len(), single_copy)],
+                        single_copy,
+                    )?
+                };
+            if sent {
                 si += 1;
                 progress = true;
             }
-            if !recv_done && let Some(n) = self.try_take(w, &mut buf[got..], consume)? {
+            if !recv_done && ring_in {
+                recv_done = self.try_ring_take(w, buf, consume)?;
+                progress |= recv_done;
+            } else if !recv_done && let Some(n) = self.try_take(w, &mut buf[got..], consume)? {
                 got += n;
                 recv_done = got == buf.len();
                 progress = true;
@@ -76,6 +89,7 @@ impl ShmTransport {
                 backoff = Backoff::new(self.spin);
             } else if backoff.pause() {
                 self.check_alive(w)?;
+                self.check_alive(j)?;
                 self.check_readers(self.waiting_slot())?;
             }
         }

@@ -5,6 +5,8 @@
 //! header   magic, sizes, each local rank's PID and mapping address, then one probe
 //!          line and one signal line per local rank (page-aligned)
 //! queue 0  control words c[slot][reader], one cache line each  (page-aligned)
+//!          rings r[reader], `RING_LINES` lines each            (page-aligned)
+//!          heads h[reader] (its writer's), tails t[writer] (its reader's), a line each
 //!          data slots q[slot], `fragment` bytes each           (page-aligned)
 //! queue 1  ...
 //! ```
@@ -19,13 +21,33 @@
 //! after the word ([`INLINE`] set in `len`): the reader then gets the word and the data
 //! in one cache-line transfer instead of two (the floor for small messages).
 //!
+//! A message of at most [`RING_MAX`] bytes goes through the ring from its writer to its
+//! reader instead of a slot: a record of a header word (`lap << 32 | len`, `lap` counting
+//! from 1 the times the writer went round that ring) and the bytes, in 8-byte words, never
+//! across a line (a record that would cross one starts the next line; both sides know
+//! every length, so they skip alike). The reader writes nothing into the ring: it counts
+//! the words it has taken in its tail word, which the writer reads only when its last look
+//! says the ring is full, and a stale record never matches (its lap is an earlier one). So
+//! small messages sent back to back cost their lines one transfer, several to a line,
+//! where a slot's word costs its line twice (the writer's check of the word the reader
+//! cleared). Head and tail words stay in the segment, so that whoever uses the queue next
+//! (a kept context taken up, a lane claimed again) goes on where the last one left off.
+//!
 //! A barrier's rounds use no queue: local rank `r`'s signal line holds, per round, how
 //! many times `r` has passed that round; a peer waits until the count reaches its own. The
 //! writer never waits for a slot and the reader clears nothing, so a round costs the one
 //! transfer of the writer's line.
 
-/// Identifies a topo-run segment, version 6 of this layout.
-pub const MAGIC: u64 = 0x746f_706f_7275_6e36;
+/// Identifies a topo-run segment, version 7 of this layout.
+pub const MAGIC: u64 = 0x746f_706f_7275_6e37;
+/// Lines of each ring (writer to reader).
+pub const RING_LINES: usize = 16;
+/// 8-byte words of each ring.
+pub const RING_WORDS: usize = RING_LINES * WORDS_PER_LINE;
+/// 8-byte words per cache line.
+pub const WORDS_PER_LINE: usize = CONTROL_STRIDE / 8;
+/// The largest message that goes through a ring: a record of one line.
+pub const RING_MAX: usize = CONTROL_STRIDE - 8;
 /// The `len` bit of a control word that marks a single-copy descriptor.
 pub const SINGLE_COPY: u64 = 1 << 31;
 /// The `len` bit of a control word whose fragment follows the word in its own line.
@@ -54,6 +76,11 @@ fn page_round(n: usize) -> usize {
     n.div_ceil(PAGE) * PAGE
 }
 
+/// Bytes of `n` words, in whole cache lines.
+fn words_len(n: usize) -> usize {
+    (8 * n).next_multiple_of(CONTROL_STRIDE)
+}
+
 /// The geometry of a segment for `ranks` local ranks. The sizes of its parts are worked
 /// out once, in [`Layout::new`]: every queue operation computes offsets from them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +94,7 @@ pub struct Layout {
     probe_at: usize,
     header_len: usize,
     control_len: usize,
+    ring_len: usize,
     queue_len: usize,
     total: usize,
 }
@@ -95,7 +123,8 @@ impl Layout {
         // Probe lines, then signal lines: one of each per local rank.
         let header_len = page_round(probe_at + 2 * CONTROL_STRIDE * ranks);
         let control_len = page_round(slots * ranks * CONTROL_STRIDE);
-        let queue_len = control_len + page_round(slots * fragment);
+        let ring_len = page_round(ranks * RING_LINES * CONTROL_STRIDE + 2 * words_len(ranks));
+        let queue_len = control_len + ring_len + page_round(slots * fragment);
         Layout {
             ranks,
             slots,
@@ -103,6 +132,7 @@ impl Layout {
             probe_at,
             header_len,
             control_len,
+            ring_len,
             queue_len,
             total: header_len + ranks * queue_len,
         }
@@ -167,7 +197,27 @@ impl Layout {
     /// Offset of the data of slot `k` of queue `r`.
     pub fn data(&self, r: usize, k: usize) -> usize {
         debug_assert!(r < self.ranks && k < self.slots);
-        self.queue_start(r) + self.control_len + k * self.fragment
+        self.queue_start(r) + self.control_len + self.ring_len + k * self.fragment
+    }
+
+    /// Offset of the ring from writer `r` to reader `j` ([`RING_WORDS`] words).
+    pub fn ring(&self, r: usize, j: usize) -> usize {
+        debug_assert!(r < self.ranks && j < self.ranks);
+        self.queue_start(r) + self.control_len + j * RING_LINES * CONTROL_STRIDE
+    }
+
+    /// Offset of writer `r`'s head word for reader `j` (`u64`: the words it has put into
+    /// their ring; only `r` writes it).
+    pub fn head(&self, r: usize, j: usize) -> usize {
+        debug_assert!(r < self.ranks && j < self.ranks);
+        self.queue_start(r) + self.control_len + self.ranks * RING_LINES * CONTROL_STRIDE + 8 * j
+    }
+
+    /// Offset of reader `j`'s tail word for writer `w` (`u64`: the words it has taken from
+    /// their ring; only `j` writes it, in lines of its own queue).
+    pub fn tail(&self, j: usize, w: usize) -> usize {
+        debug_assert!(j < self.ranks && w < self.ranks);
+        self.head(j, 0) + words_len(self.ranks) + 8 * w
     }
 
     /// Total bytes of the segment.
@@ -193,13 +243,21 @@ mod tests {
         for r in 0..l.ranks {
             let q = l.queue(r);
             assert_eq!(q.start % PAGE, 0);
-            assert!(l.control(r, 7, 35) + CONTROL_STRIDE <= l.data(r, 0));
+            assert!(l.control(r, 7, 35) + CONTROL_STRIDE <= l.ring(r, 0));
+            assert_eq!(l.ring(r, 0) % PAGE, 0);
+            assert!(l.ring(r, 35) + RING_LINES * CONTROL_STRIDE <= l.head(r, 0));
+            assert_eq!(l.head(r, 0) % CONTROL_STRIDE, 0);
+            assert!(l.head(r, 35) + 8 <= l.tail(r, 0));
+            assert_eq!(l.tail(r, 0) % CONTROL_STRIDE, 0);
+            assert!(l.tail(r, 35) + 8 <= l.data(r, 0));
             assert_eq!(l.data(r, 0) % PAGE, 0);
             assert!(l.data(r, 7) + l.fragment <= q.end);
         }
         assert_eq!(l.queue(35).end, l.total());
-        // coll/sharm's estimate p*s*(f + 4K) is the same order: 2.4 MB here.
-        assert!(l.total() < 36 * 8 * (8192 + 4096) + 4096);
+        // coll/sharm's estimate p*s*(f + 4K) is the same order: 2.4 MB here, and the rings
+        // 1 KiB per pair of ranks (1.3 MB) and a page per queue.
+        let rings = 36 * 36 * RING_LINES * CONTROL_STRIDE + 36 * PAGE;
+        assert!(l.total() < 36 * 8 * (8192 + 4096) + rings + 4096);
     }
 
     #[test]
@@ -215,8 +273,8 @@ mod tests {
                     };
                     let bound = settings.segment_bound(ranks as u64) as usize;
                     assert!(l.total() <= bound, "{ranks} {slots} {fragment}");
-                    // and not wildly above it: at most two pages per rank and header more.
-                    assert!(bound <= l.total() + (2 * ranks + 3) * PAGE + 144 * ranks + 64);
+                    // and not wildly above it: at most three pages per rank and header more.
+                    assert!(bound <= l.total() + (3 * ranks + 3) * PAGE + 144 * ranks + 64);
                 }
             }
         }

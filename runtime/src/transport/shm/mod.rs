@@ -27,6 +27,9 @@ mod probe;
 // Unsafe: the queue protocol reads and writes the shared segment's lines.
 #[allow(unsafe_code)]
 mod queue;
+// Unsafe: the rings' records are read and written in the shared segment.
+#[allow(unsafe_code)]
+mod ring;
 // Unsafe: the node's segment, mapped and laid out.
 #[allow(unsafe_code)]
 pub mod segment;
@@ -118,6 +121,12 @@ pub struct ShmTransport {
     /// Whether the last fragment from each writer was where the hint said: only then does
     /// a small receive poll the hinted slot alone first ([`ShmTransport::take_one`]).
     hint_held: Vec<bool>,
+    /// Words put into the ring to each local reader so far (its head).
+    ring_head: Vec<u64>,
+    /// Each local reader's tail (words it has taken from our ring) as last read.
+    ring_seen: Vec<u64>,
+    /// Words taken from each local writer's ring so far (our tail).
+    ring_pos: Vec<u64>,
     /// Reused list of local reader indices.
     readers: Vec<usize>,
     /// Whether each local rank shares this rank's lowest group inside the node (its
@@ -163,7 +172,7 @@ impl ShmTransport {
 
     fn new_in(seg: Arc<Segment>, me: usize, peers: Vec<u32>, node: String, spin: u32) -> Self {
         let p = peers.len();
-        ShmTransport {
+        let mut t = ShmTransport {
             seg,
             pids: None,
             me,
@@ -177,12 +186,17 @@ impl ShmTransport {
             recv_seq: vec![0; p],
             recv_hint: vec![0; p],
             hint_held: vec![true; p],
+            ring_head: vec![0; p],
+            ring_seen: vec![0; p],
+            ring_pos: vec![0; p],
             readers: Vec::with_capacity(p),
             near: vec![true; p],
             checked_ns: None,
             signals: [0; layout::SIGNAL_ROUNDS],
             signal_from: [None; layout::SIGNAL_ROUNDS],
-        }
+        };
+        t.load_rings();
+        t
     }
 
     /// This rank's end of a lane's queues (`lanes.rs`): as [`ShmTransport::new`], with the
@@ -205,7 +219,8 @@ impl ShmTransport {
 
     /// Moves this end to `seg`, a lane every local rank of this transport has just claimed
     /// together, with every count back at zero: the lane's control words and signal lines
-    /// are all zero when it is claimed, and this rank's queue state must match them.
+    /// are all zero when it is claimed, and this rank's queue state must match them. The
+    /// rings go on from the head and tail words the lane's last users left.
     pub fn rebind(&mut self, seg: Arc<Segment>) {
         debug_assert!(self.pending.is_none(), "a descriptor still being read");
         debug_assert!(seg.layout().ranks >= self.peers.len(), "a lane too small");
@@ -218,6 +233,7 @@ impl ShmTransport {
         self.hint_held.fill(true);
         self.signals = [0; layout::SIGNAL_ROUNDS];
         self.signal_from = [None; layout::SIGNAL_ROUNDS];
+        self.load_rings();
     }
 
     /// Whether this rank has counted a barrier round since it was bound to its segment
@@ -288,6 +304,13 @@ impl ShmTransport {
 
 impl Transport for ShmTransport {
     fn send(&mut self, to: &[u32], data: &[u8]) -> Result<()> {
+        if Self::ringed(data.len()) {
+            for &r in to {
+                let j = self.local(r)?;
+                self.ring_put(j, data)?;
+            }
+            return Ok(());
+        }
         if let [r] = *to
             && self.one_entry(data.len())
         {
@@ -308,6 +331,9 @@ impl Transport for ShmTransport {
     /// and combines straight from `data`.
     fn send_to_combine(&mut self, to: u32, data: &[u8]) -> Result<()> {
         let j = self.local(to)?;
+        if Self::ringed(data.len()) {
+            return self.ring_put(j, data);
+        }
         let single_copy = !self.near[j] && self.single_copy_far(data.len());
         if !single_copy && self.one_entry(data.len()) {
             return self.send_one(j, data);
@@ -356,7 +382,7 @@ impl Transport for ShmTransport {
         assert_eq!(acc.len(), own.len(), "recv_reduce_onto: lengths differ");
         let w = self.local(from)?;
         // The sender's choice in `send_to_combine` (both sides agree on who is near).
-        if self.near[w] || !self.single_copy_far(acc.len()) {
+        if Self::ringed(acc.len()) || self.near[w] || !self.single_copy_far(acc.len()) {
             acc.copy_from_slice(own);
             return self.recv_reduce(from, acc, tmp, op);
         }
@@ -386,7 +412,8 @@ impl Transport for ShmTransport {
         assert_eq!(acc.len(), own.len(), "sendrecv_onto: lengths differ");
         // The partner sends as this rank does (`exchange`): through the queues, `acc`
         // holds `own` before the first fragment comes.
-        let ready = !self.exchange_single_copy(acc.len(), self.local(from)?);
+        let ready =
+            Self::ringed(acc.len()) || !self.exchange_single_copy(acc.len(), self.local(from)?);
         if ready {
             acc.copy_from_slice(own);
         }
@@ -399,6 +426,17 @@ impl Transport for ShmTransport {
     }
 
     fn poll_send(&mut self, transfer: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+        if Self::ringed(data.len()) {
+            // `done` counts the readers whose ring has the record.
+            while let Some(&r) = to.get(transfer.done) {
+                let j = self.local(r)?;
+                if !self.try_ring_send(j, data) {
+                    return Ok(false);
+                }
+                transfer.done += 1;
+            }
+            return Ok(true);
+        }
         self.set_readers(to)?;
         if self.single_copy_to_readers(data.len()) {
             if transfer.slot.is_none() {
@@ -432,6 +470,25 @@ impl Transport for ShmTransport {
         op: Option<&dyn Combine>,
     ) -> Result<bool> {
         let w = self.local(from)?;
+        if Self::ringed(buf.len()) {
+            if transfer.started {
+                return Ok(true);
+            }
+            let took = match op {
+                None => self.try_ring_take(w, buf, &mut copy_out)?,
+                Some(op) => {
+                    let tmp = &mut transfer.tmp;
+                    self.try_ring_take(w, buf, &mut |frag: Frag<'_>, acc: &mut [u8]| {
+                        combine_in(op, frag, acc, tmp)
+                    })?
+                }
+            };
+            if took {
+                transfer.started = true;
+                transfer.done = buf.len();
+            }
+            return Ok(took);
+        }
         // An empty message still takes one entry.
         while !transfer.started || transfer.done < buf.len() {
             let rest = &mut buf[transfer.done..];

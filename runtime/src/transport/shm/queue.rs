@@ -77,6 +77,9 @@ impl ShmTransport {
         mut consume: impl FnMut(Frag<'_>, &mut [u8]) -> nix::Result<()>,
     ) -> Result<()> {
         let w = self.local(from)?;
+        if Self::ringed(buf.len()) {
+            return self.ring_take(w, buf, &mut consume);
+        }
         let mut off = 0;
         loop {
             let mut backoff = Backoff::new(self.spin);
@@ -87,6 +90,9 @@ impl ShmTransport {
                 if backoff.pause() {
                     self.check_alive(w)?;
                     self.check_not_in_barrier(w)?;
+                    if off == 0 {
+                        self.check_ring_form(w, buf.len())?;
+                    }
                 }
             };
             off += n;
@@ -281,7 +287,7 @@ impl ShmTransport {
         buf: &mut [u8],
         consume: impl FnOnce(&[u8], &mut [u8]),
     ) -> Result<bool> {
-        if !self.one_entry(buf.len()) {
+        if Self::ringed(buf.len()) || !self.one_entry(buf.len()) {
             return Ok(false);
         }
         let w = self.local(from)?;
@@ -334,6 +340,32 @@ impl ShmTransport {
             std::hint::spin_loop();
         }
         false
+    }
+
+    /// The length of the entry that writer `w` has put into a slot as the next message
+    /// this rank will take from it (a descriptor's: the whole message's), if it has.
+    pub(super) fn slot_message_from(&self, w: usize) -> Option<usize> {
+        let l = self.seg.layout();
+        let want = next_seq(self.recv_seq[w]);
+        (0..l.slots).find_map(|k| {
+            // SYNC: Acquire pairs with the writer's Release store of the control word, so
+            // that what `w` stored before it (its barrier signals) is seen after it.
+            let word = self
+                .seg
+                .atomic_u64(l.control(w, k, self.me))
+                .load(Ordering::Acquire);
+            ((word >> 32) as u32 == want).then(|| {
+                if word & layout::SINGLE_COPY != 0 {
+                    let mut d = [0u8; 8];
+                    // SAFETY: the word addressed the slot's descriptor to us; the writer
+                    // leaves it alone until we clear the word.
+                    unsafe { self.seg.read(l.data(w, k) + 8, &mut d) };
+                    u64::from_ne_bytes(d) as usize
+                } else {
+                    (word & layout::LEN_MASK) as usize
+                }
+            })
+        })
     }
 
     /// Checks the liveness of local readers that still hold a word in slot `k`.

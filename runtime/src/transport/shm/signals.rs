@@ -54,17 +54,7 @@ impl ShmTransport {
 
     /// Whether writer `w` has put the next message this rank will take from it.
     pub(super) fn has_message_from(&self, w: usize) -> bool {
-        let l = self.seg.layout();
-        let want = next_seq(self.recv_seq[w]);
-        (0..l.slots).any(|k| {
-            // SYNC: Acquire pairs with the writer's Release store of the control word, so
-            // that what `w` stored before it (its barrier signals) is seen after it.
-            let word = self
-                .seg
-                .atomic_u64(l.control(w, k, self.me))
-                .load(Ordering::Acquire);
-            (word >> 32) as u32 == want
-        })
+        self.slot_message_from(w).is_some() || self.ring_record_from(w).is_some()
     }
 
     /// Fails if writer `w`, whose message this rank has waited for a while, has passed a
