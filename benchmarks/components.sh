@@ -20,7 +20,8 @@
 # run both sides on world in reversed order: dup, node, parity, half and reversed are the
 # communicators coll-bench can make). Without --ops it
 # runs every collective coll-bench has: barrier, bcast, reduce, allreduce and allgather
-# (coll/sm has no allgather of its own; Open MPI then takes tuned's).
+# (coll/sm has no allgather of its own; Open MPI then takes tuned's). TR and BENCH name
+# another build's topo-run and coll-bench, to compare two builds run after run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
@@ -30,8 +31,8 @@ case " $* " in
   *) set -- --ops barrier,bcast,reduce,allreduce,allgather "$@" ;;
 esac
 cargo build --release --locked -p topo-run -p topo-examples >/dev/null 2>&1
-TR=$PWD/target/release/topo-run
-BENCH=$PWD/target/release/coll-bench
+TR=${TR:-$PWD/target/release/topo-run}
+BENCH=${BENCH:-$PWD/target/release/coll-bench}
 NODES=${NODES:-1}
 JOB=(-N1 -n2)
 TOPO_OPTS=()

@@ -10,7 +10,7 @@ use topo_runtime::transport::sim::INTER_NODE;
 use topo_runtime::{gather, gatherv, scatter, scatterv};
 
 use crate::nonblocking::{finish, schedule};
-use crate::sim::{LEVELS, bytes, data, ints, plans, plans_placed, plans_without_map, run};
+use crate::sim::{LEVELS, bytes, data, ints, node_of, plans, plans_placed, plans_without_map, run};
 
 /// The settings a context of `plans` works with: the defaults, with the job's number of
 /// nodes (which a context learns at its setup).
@@ -250,6 +250,10 @@ fn large_blocks_go_straight_between_the_root_and_each_rank() {
     check(&one, 2, len, false).unwrap();
 }
 
+/// The value a rank appends to its result when the ring's or recursive doubling's
+/// differed (`check_allgatherv`).
+const RING_DIFFERS: i64 = i64::MIN;
+
 /// Every rank's Allgatherv of blocks of `(r * 3 + seed) % 4 * unit` numbers (none for
 /// some ranks), laid out one after another from the start (`packed`) or in reversed rank
 /// order with a gap after each block, in place or not; against the reference.
@@ -275,6 +279,11 @@ fn check_allgatherv(
         off += 8 * len(r) + if packed { 0 } else { 8 };
     }
     let total = off;
+    // The ring's order, node-major, and recursive doubling's (for a size that is a power
+    // of two), as a context on several nodes works them out.
+    let place = topo_hierarchy::remap::partition::Placement::nodes(&node_of(plans));
+    let ring = topo_hierarchy::remap::ring_positions(&place);
+    let doubling = topo_hierarchy::remap::chosen(&place).map(topo_hierarchy::remap::Positions::new);
     let (out, _) = run(plans, |view, fabric| {
         let sub = Subtrees::learn(view, fabric).unwrap();
         let me = view.rank;
@@ -286,6 +295,8 @@ fn check_allgatherv(
         let send = (!in_place).then_some(&mine[..]);
         let mut scratch = Vec::new();
         let mut irecv = recv.clone();
+        let mut rrecv = recv.clone();
+        let mut drecv = recv.clone();
         topo_runtime::allgatherv::allgatherv(
             view,
             fabric,
@@ -307,7 +318,31 @@ fn check_allgatherv(
             irecv, recv,
             "rank {me}: Iallgatherv differs from Allgatherv"
         );
-        ints(&recv)
+        // The ring (blocking or not, on several nodes from `iallgatherv::FLAT_FROM`): the
+        // same result.
+        let peers = topo_hierarchy::remap::ring_peers(&ring, me).unwrap();
+        let steps = iallgatherv::build_ring(me, &peers, &at, !in_place);
+        let mut engine = Engine::default();
+        let sched = schedule("MPI_Iallgatherv", steps, send, Some(&mut rrecv[..]), 0, 0);
+        engine.start(0, sched, fabric).unwrap();
+        finish(&mut engine, fabric);
+        let mut same = rrecv == recv;
+        if let Some(pos) = &doubling {
+            let peers = pos.rd_peers(me).unwrap();
+            let steps = iallgatherv::build_rd(me, &peers, &at, !in_place);
+            let mut engine = Engine::default();
+            let sched = schedule("MPI_Iallgatherv", steps, send, Some(&mut drecv[..]), 0, 0);
+            engine.start(0, sched, fabric).unwrap();
+            finish(&mut engine, fabric);
+            same &= drecv == recv;
+        }
+        // Checked outside (a rank that panicked here would leave the others waiting): a
+        // trailing `RING_DIFFERS` says the ring's or recursive doubling's result differed.
+        let mut got = ints(&recv);
+        if !same {
+            got.push(RING_DIFFERS);
+        }
+        got
     });
     let mut want = vec![-5i64; total / 8 + 1];
     for r in 0..size {
@@ -315,6 +350,12 @@ fn check_allgatherv(
         want[a.start / 8..a.end / 8].copy_from_slice(&data(r, len(r)));
     }
     for (r, got) in out.iter().enumerate() {
+        prop_assert!(
+            got.last() != Some(&RING_DIFFERS),
+            "rank {} of {}: the ring or recursive doubling differs from Allgatherv",
+            r,
+            size
+        );
         prop_assert_eq!(got, &want, "rank {} of {}", r, size);
     }
     Ok(())

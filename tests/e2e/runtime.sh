@@ -203,11 +203,13 @@ if [[ $RC -eq 0 && $got == "$expect" ]] && grep -q 'shuffled order (--seed 7)' "
    && (( $(shm_leftovers) == 0 )); then
   ok "coll-bench --seed 7 --offset 16: $(grep -o 'a cache line takes [0-9]* ns' "$WORK/err"); 16 cases shuffled, rows sorted"
 else bad "coll-bench" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
-# queue-floor, briefly: every layer of a small broadcast, then the barriers, between two
-# pinned threads, and its segment is gone afterwards.
+# queue-floor, briefly: every layer of a small broadcast, then the barriers, then the
+# one-way layers, between two pinned threads, and its segment is gone afterwards.
 timeout 60 "$BIN/queue-floor" --calls 2000 --rounds 1 >"$WORK/out" 2>"$WORK/err"; RC=$?
 got=$(awk 'NR > 1 {print $1}' "$WORK/out" | tr '\n' ' ')
-if [[ $RC -eq 0 && $got == "pingpong minimal shm bcast reduce barrier rootfirst twolines " ]] && (( $(shm_leftovers) == 0 )); then
+layers="pingpong minimal shm bcast reduce barrier rootfirst twolines"
+layers+=" stream-minimal stream-counter stream-ring stream-shm stream-bcast "
+if [[ $RC -eq 0 && $got == "$layers" ]] && (( $(shm_leftovers) == 0 )); then
   ok "queue-floor: $(awk 'NR > 1 {printf "%s %s ns; ", $1, $2}' "$WORK/out")"
 else bad "queue-floor" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 # queue-floor --one-thread: both sides of each layer in one thread (what valgrind counts),

@@ -113,8 +113,9 @@ struct Minimal {
     /// `stream-counter`'s slots and `stream-ring`'s ring (side 0 writes them).
     slots: [Line; SLOTS],
     ring: [Line; RING_LINES],
-    /// What the reader of `stream-counter` and `stream-ring` has taken (it alone writes it).
-    taken: Line,
+    /// What the reader of `stream-counter` and of `stream-ring` has taken (it alone
+    /// writes them; a line per layer, so that neither sees the other's count).
+    taken: [Line; 2],
 }
 
 impl Minimal {
@@ -129,7 +130,7 @@ impl Minimal {
             counts: std::array::from_fn(|_| line()),
             slots: std::array::from_fn(|_| line()),
             ring: std::array::from_fn(|_| line()),
-            taken: line(),
+            taken: std::array::from_fn(|_| line()),
         }
     }
 
@@ -195,7 +196,7 @@ impl Minimal {
             let l = &self.slots[i % SLOTS];
             if me == 0 {
                 while seen + (SLOTS as u64) < n {
-                    seen = self.taken.word.load(Ordering::Acquire);
+                    seen = self.taken[0].word.load(Ordering::Acquire);
                     if seen + (SLOTS as u64) < n {
                         std::hint::spin_loop();
                     }
@@ -207,7 +208,7 @@ impl Minimal {
                     std::hint::spin_loop();
                 }
                 sink ^= l.data[0].load(Ordering::Relaxed);
-                self.taken.word.store(n, Ordering::Release);
+                self.taken[0].word.store(n, Ordering::Release);
             }
         }
         sink
@@ -231,7 +232,7 @@ impl Minimal {
             };
             if me == 0 {
                 while seen + cap < n {
-                    seen = self.taken.word.load(Ordering::Acquire);
+                    seen = self.taken[1].word.load(Ordering::Acquire);
                     if seen + cap < n {
                         std::hint::spin_loop();
                     }
@@ -244,7 +245,7 @@ impl Minimal {
                 }
                 sink ^= data.load(Ordering::Relaxed);
                 if at % PER_LINE == PER_LINE - 1 || i + 1 == calls {
-                    self.taken.word.store(n, Ordering::Release);
+                    self.taken[1].word.store(n, Ordering::Release);
                 }
             }
         }

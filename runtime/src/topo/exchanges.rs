@@ -51,7 +51,10 @@ impl Topo {
         settings.ranks = world.size() as u32;
         let mut algs = settings.flat_allgather_algs(world.size() as usize);
         let allreduce = settings.flat_allreduce_algs();
-        if allreduce.contains(&AllreduceAlg::Ring) && !algs.contains(&AllgatherAlg::Ring) {
+        // The Allreduce's ring, and on several nodes the Allgatherv's
+        // (`iallgatherv::flat_for`), take the Allgather ring's order.
+        let ring = allreduce.contains(&AllreduceAlg::Ring) || settings.nodes > 1;
+        if ring && !algs.contains(&AllgatherAlg::Ring) {
             algs.push(AllgatherAlg::Ring);
         }
         let flat_barrier = settings.barrier_alg() == BarrierAlg::Flat;

@@ -261,6 +261,12 @@ impl Topo {
         }
         // An empty block may name any place.
         let at = &emptied(at);
+        if self.all_gather_v_flat(at) {
+            // Recursive doubling's and the ring's transfers go to different ranks, maybe
+            // over different links: they run as their schedule, waited for.
+            mpi::request::scope(|scope| self.sched_all_gather_v(scope, send, recv, at).wait());
+            return true;
+        }
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
             return false;

@@ -439,12 +439,19 @@ impl Topo {
             recv: Some(recv),
             op: None,
         };
+        let total = at.iter().map(std::ops::Range::len).sum();
         self.start(scope, args, None, None, |h| {
-            (
-                iallgatherv::build(rank, h.settings.nodes == 1, at, has_send),
-                0,
-                0,
-            )
+            let flat = iallgatherv::flat_for(h.settings.nodes, at.len(), total);
+            let doubling = h.exchanges.get(AllgatherAlg::RecursiveDoubling);
+            let b = match (doubling, h.exchanges.ring()) {
+                (
+                    Some(crate::nonblocking::iallgather::Exchange::RecursiveDoubling(peers, _)),
+                    _,
+                ) if flat => iallgatherv::build_rd(rank, peers, at, has_send),
+                (_, Some(peers)) if flat => iallgatherv::build_ring(rank, peers, at, has_send),
+                _ => iallgatherv::build(rank, h.settings.nodes == 1, at, has_send),
+            };
+            (b, 0, 0)
         })
     }
 
@@ -495,6 +502,15 @@ impl Topo {
     /// schedule: where the blocking one would ([`crate::subtrees::direct`] says no) and the
     /// context has learned its subtrees (at a blocking Gather, Scatter, Alltoall or Scan
     /// before; every rank has seen the same calls, so all choose alike).
+    /// Whether an Allgatherv with blocks at `at` runs a flat exchange, recursive doubling
+    /// or the ring ([`iallgatherv::flat_for`]), whose order the context worked out at setup.
+    pub(super) fn all_gather_v_flat(&self, at: &[std::ops::Range<usize>]) -> bool {
+        let total = at.iter().map(std::ops::Range::len).sum();
+        context::lock(&self.core).hier.as_ref().is_some_and(|h| {
+            h.exchanges.ring().is_some() && iallgatherv::flat_for(h.settings.nodes, at.len(), total)
+        })
+    }
+
     fn leaders_know(&self, len: usize) -> bool {
         context::lock(&self.core).hier.as_ref().is_some_and(|h| {
             h.subtrees.is_some() && !crate::subtrees::direct(h.settings.nodes, len)
