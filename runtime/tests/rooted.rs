@@ -267,18 +267,25 @@ fn check_allgatherv(
     let size = plans.len() as u32;
     let s = settings_for(plans);
     let len = |r: u32| ((r * 3 + seed) % 4) as usize * unit;
-    let mut at = vec![0..0; size as usize];
-    let mut off = 0;
-    let order: Vec<u32> = if packed {
-        (0..size).collect()
-    } else {
-        (0..size).rev().collect()
+    // Each rank chooses where the blocks land in its own buffer (MPI's displacements):
+    // unless `packed`, in reversed rank order with a gap after each block, on every rank
+    // for an even seed and on the odd ranks only for an odd one (the others packed).
+    let layout = |q: u32| {
+        let reversed = !packed && (seed.is_multiple_of(2) || q % 2 == 1);
+        let mut at = vec![0..0; size as usize];
+        let mut off = 0;
+        let order: Vec<u32> = if reversed {
+            (0..size).rev().collect()
+        } else {
+            (0..size).collect()
+        };
+        for &r in &order {
+            at[r as usize] = off..off + 8 * len(r);
+            off += 8 * len(r) + if reversed { 8 } else { 0 };
+        }
+        (at, off)
     };
-    for &r in &order {
-        at[r as usize] = off..off + 8 * len(r);
-        off += 8 * len(r) + if packed { 0 } else { 8 };
-    }
-    let total = off;
+    let layouts: Vec<(Vec<std::ops::Range<usize>>, usize)> = (0..size).map(layout).collect();
     // The ring's order, node-major, and recursive doubling's (for a size that is a power
     // of two), as a context on several nodes works them out.
     let place = topo_hierarchy::remap::partition::Placement::nodes(&node_of(plans));
@@ -287,6 +294,8 @@ fn check_allgatherv(
     let (out, _) = run(plans, |view, fabric| {
         let sub = Subtrees::learn(view, fabric).unwrap();
         let me = view.rank;
+        let (at, total) = &layouts[me as usize];
+        let (at, total) = (&at[..], *total);
         let mine = bytes(&data(me, len(me)));
         let mut recv = bytes(&vec![-5; total / 8 + 1]);
         if in_place {
@@ -304,12 +313,12 @@ fn check_allgatherv(
             &s,
             send,
             &mut recv,
-            &at,
+            at,
             &mut scratch,
         )
         .unwrap();
         // The nonblocking form, on the same blocks: the same result.
-        let steps = iallgatherv::build(me, s.nodes == 1, &at, !in_place);
+        let steps = iallgatherv::build(me, s.nodes == 1, at, !in_place);
         let mut engine = Engine::default();
         let sched = schedule("MPI_Iallgatherv", steps, send, Some(&mut irecv[..]), 0, 0);
         engine.start(0, sched, fabric).unwrap();
@@ -321,7 +330,7 @@ fn check_allgatherv(
         // The ring (blocking or not, on several nodes from `iallgatherv::FLAT_FROM`): the
         // same result.
         let peers = topo_hierarchy::remap::ring_peers(&ring, me).unwrap();
-        let steps = iallgatherv::build_ring(me, &peers, &at, !in_place);
+        let steps = iallgatherv::build_ring(me, &peers, at, !in_place);
         let mut engine = Engine::default();
         let sched = schedule("MPI_Iallgatherv", steps, send, Some(&mut rrecv[..]), 0, 0);
         engine.start(0, sched, fabric).unwrap();
@@ -329,9 +338,9 @@ fn check_allgatherv(
         let mut same = rrecv == recv;
         if let Some(pos) = &doubling {
             let peers = pos.rd_peers(me).unwrap();
-            let steps = iallgatherv::build_rd(me, &peers, &at, !in_place);
+            let (steps, tmp) = iallgatherv::build_rd(me, &peers, at, !in_place);
             let mut engine = Engine::default();
-            let sched = schedule("MPI_Iallgatherv", steps, send, Some(&mut drecv[..]), 0, 0);
+            let sched = schedule("MPI_Iallgatherv", steps, send, Some(&mut drecv[..]), 0, tmp);
             engine.start(0, sched, fabric).unwrap();
             finish(&mut engine, fabric);
             same &= drecv == recv;
@@ -344,12 +353,12 @@ fn check_allgatherv(
         }
         got
     });
-    let mut want = vec![-5i64; total / 8 + 1];
-    for r in 0..size {
-        let a = &at[r as usize];
-        want[a.start / 8..a.end / 8].copy_from_slice(&data(r, len(r)));
-    }
     for (r, got) in out.iter().enumerate() {
+        let (at, total) = &layouts[r];
+        let mut want = vec![-5i64; total / 8 + 1];
+        for (q, a) in at.iter().enumerate() {
+            want[a.start / 8..a.end / 8].copy_from_slice(&data(q as u32, len(q as u32)));
+        }
         prop_assert!(
             got.last() != Some(&RING_DIFFERS),
             "rank {} of {}: the ring or recursive doubling differs from Allgatherv",

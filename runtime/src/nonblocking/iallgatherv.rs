@@ -45,51 +45,67 @@ pub fn flat_for(nodes: u32, size: usize, total: usize) -> bool {
 }
 
 /// Remapped recursive doubling (`topo_hierarchy::remap::RdPeers`, as
-/// [`super::iallgather::build_rd`]) with each rank's own block: round 0 puts this rank's
-/// block at its place (a copy, unless in place), sends it to the rank at position `rank`
-/// and receives the block of rank `position` from the rank it names; then, for each `k`, it
-/// swaps the blocks of the `2^k` ranks each partner holds (those from `position & !(2^k -
-/// 1)` on, in rank order: one message per run of blocks that follow one another in the
-/// buffer, a round per message, none for empty blocks). `at[r]` is rank r's place
-/// in [`Buf::Recv`]; `send`: this rank's block is [`Buf::Send`].
-pub fn build_rd(rank: u32, peers: &RdPeers, at: &[Range<usize>], send: bool) -> Builder {
+/// [`super::iallgather::build_rd`]) with each rank's own block, over the blocks laid out
+/// one after another in rank order: round 0 puts this rank's block at its place, sends it
+/// to the rank at position `rank` and receives the block of rank `position` from the rank
+/// it names; round `k + 1` swaps the blocks of the `2^k` ranks each partner holds (those
+/// from `position & !(2^k - 1)` on), one message each way, none where they are all empty.
+/// The messages depend only on the blocks' lengths, which every rank knows alike; where
+/// the blocks lie in the receive buffer (`at[r]` of [`Buf::Recv`], which each rank chooses
+/// for itself, as MPI's displacements) does not change them: a rank whose `at` lays the
+/// blocks out one after another from 0 works in [`Buf::Recv`], any other in [`Buf::Tmp`],
+/// from which a last round copies each block to its place. `send`: this rank's block is
+/// [`Buf::Send`]. Returns the builder and the bytes of [`Buf::Tmp`] it uses.
+pub fn build_rd(rank: u32, peers: &RdPeers, at: &[Range<usize>], send: bool) -> (Builder, usize) {
     let mut b = Builder::default();
-    let region = |r: usize| Region {
-        buf: Buf::Recv,
-        off: at[r].start,
-        len: at[r].len(),
+    let size = at.len();
+    // Where each rank's block starts in rank order, and the end.
+    let mut start = Vec::with_capacity(size + 1);
+    let mut total = 0;
+    for r in at {
+        start.push(total);
+        total += r.len();
+    }
+    start.push(total);
+    let packed = at
+        .iter()
+        .zip(&start)
+        .all(|(r, &s)| r.is_empty() || r.start == s);
+    let work = if packed { Buf::Recv } else { Buf::Tmp };
+    // The blocks of ranks `from..to` in the work buffer.
+    let span = |from: usize, to: usize| Region {
+        buf: work,
+        off: start[from],
+        len: start[to] - start[from],
     };
     let me = rank as usize;
     let own = if send {
         Region::whole(Buf::Send, at[me].len())
     } else {
-        region(me)
+        Region {
+            buf: Buf::Recv,
+            off: at[me].start,
+            len: at[me].len(),
+        }
     };
     let p = peers.position as usize;
     let mut first = Vec::new();
-    if send && own.len > 0 {
-        let dst = region(me);
+    if own.len > 0 && own != span(me, me + 1) {
+        let dst = span(me, me + 1);
         first.push((Link::Local, Action::Copy { src: own, dst }));
     }
     if p != me {
         let (to, from) = (peers.send_own_to, peers.start_from);
         if own.len > 0 {
-            first.push((
-                Link::Peer(to),
-                Action::Send {
-                    to: vec![to],
-                    src: own,
-                },
-            ));
+            let send = Action::Send {
+                to: vec![to],
+                src: own,
+            };
+            first.push((Link::Peer(to), send));
         }
-        if !at[p].is_empty() {
-            first.push((
-                Link::Peer(from),
-                Action::Recv {
-                    from,
-                    dst: region(p),
-                },
-            ));
+        let dst = span(p, p + 1);
+        if dst.len > 0 {
+            first.push((Link::Peer(from), Action::Recv { from, dst }));
         }
     }
     b.round(first);
@@ -98,44 +114,29 @@ pub fn build_rd(rank: u32, peers: &RdPeers, at: &[Range<usize>], send: bool) -> 
         let mine = p & !(width - 1);
         let theirs = mine ^ width;
         let link = Link::Peer(partner);
-        // One message per run of blocks that lie one after another (all of them, in the
-        // usual layout), and one run each way per round: a round's receives from one
-        // shared-memory writer would take its messages in the order they are polled, not
-        // in the order they were sent.
-        let (sends, recvs) = (
-            runs(at, mine..mine + width),
-            runs(at, theirs..theirs + width),
-        );
-        for j in 0..sends.len().max(recvs.len()) {
-            let send = sends.get(j).map(|&src| {
-                let to = vec![partner];
-                (link, Action::Send { to, src })
-            });
-            let recv = recvs.get(j).map(|&dst| {
-                let from = partner;
-                (link, Action::Recv { from, dst })
-            });
-            b.round(send.into_iter().chain(recv));
-        }
+        let (src, dst) = (span(mine, mine + width), span(theirs, theirs + width));
+        let send = (src.len > 0).then(|| {
+            let to = vec![partner];
+            (link, Action::Send { to, src })
+        });
+        let recv = (dst.len > 0).then(|| {
+            let from = partner;
+            (link, Action::Recv { from, dst })
+        });
+        b.round(send.into_iter().chain(recv));
     }
-    b
-}
-
-/// The blocks at `at` of ranks `ranks`, in rank order, as regions of [`Buf::Recv`]: one
-/// per run of blocks that follow one another in the buffer; none for an empty block.
-fn runs(at: &[Range<usize>], ranks: Range<usize>) -> Vec<Region> {
-    let mut out: Vec<Region> = Vec::new();
-    for r in ranks.filter(|&r| !at[r].is_empty()) {
-        match out.last_mut() {
-            Some(last) if last.off + last.len == at[r].start => last.len += at[r].len(),
-            _ => out.push(Region {
+    if !packed {
+        b.round((0..size).filter(|&r| !at[r].is_empty()).map(|r| {
+            let dst = Region {
                 buf: Buf::Recv,
                 off: at[r].start,
                 len: at[r].len(),
-            }),
-        }
+            };
+            let src = span(r, r + 1);
+            (Link::Local, Action::Copy { src, dst })
+        }));
     }
-    out
+    (b, if packed { 0 } else { total })
 }
 
 /// The ring (`topo_hierarchy::remap::RingPeers`) with each rank's own block: round `s`
@@ -251,33 +252,58 @@ pub fn build(me: u32, one_node: bool, at: &[Range<usize>], send: bool) -> Builde
 mod tests {
     use super::*;
 
-    // Blocks that do not follow one another (reversed order, a gap after each) go one
-    // message per round each way: two receives from one shared-memory writer in a round
-    // could take each other's messages.
+    // Where the blocks lie in the receive buffer is each rank's own choice (MPI's
+    // displacements): recursive doubling sends the same messages either way, one each way
+    // per round; a rank whose blocks are not laid out one after another from 0 works in
+    // scratch and copies each block to its place last.
     #[test]
-    fn recursive_doubling_receives_once_per_round_from_each_rank() {
-        let at: Vec<Range<usize>> = (0..4).map(|r| (3 - r) * 16..(3 - r) * 16 + 8).collect();
+    fn recursive_doubling_sends_the_same_messages_whatever_the_layout() {
+        let lens = [8usize, 0, 24, 16];
+        let mut packed = vec![0..0; 4];
+        let mut off = 0;
+        for r in 0..4 {
+            packed[r] = off..off + lens[r];
+            off += lens[r];
+        }
+        // Reversed, with a gap after each block.
+        let mut reversed = vec![0..0; 4];
+        let mut off = 0;
+        for r in (0..4).rev() {
+            reversed[r] = off..off + lens[r];
+            off += lens[r] + 8;
+        }
         let peers = RdPeers {
             position: 1,
             send_own_to: 1,
             start_from: 1,
             partners: vec![0, 3],
         };
-        let b = build_rd(1, &peers, &at, true);
-        let mut swapped = 0;
-        for round in b.rounds() {
-            let mut from = Vec::new();
-            for (_, action) in round {
-                if let Action::Recv { from: f, dst } = action {
-                    assert!(!from.contains(f), "two receives from rank {f} in one round");
-                    from.push(*f);
-                    assert_eq!(dst.len, 8);
-                    swapped += 1;
+        let messages = |at: &[Range<usize>]| {
+            let (b, tmp) = build_rd(1, &peers, at, true);
+            let mut m = Vec::new();
+            for round in b.rounds() {
+                let mut from = Vec::new();
+                for (_, action) in round {
+                    match action {
+                        Action::Send { to, src } => m.push(("send", to[0], src.len)),
+                        Action::Recv { from: f, dst } => {
+                            assert!(!from.contains(f), "two receives from {f} in one round");
+                            from.push(*f);
+                            m.push(("recv", *f, dst.len));
+                        }
+                        _ => {}
+                    }
                 }
             }
-        }
-        // Rank 1's own block's place from rank 1 itself is not received; rank 0's in the
-        // first step, ranks 2 and 3's in the second, one message each.
-        assert_eq!(swapped, 3);
+            (m, tmp)
+        };
+        let (a, tmp_a) = messages(&packed);
+        let (b, tmp_b) = messages(&reversed);
+        assert_eq!(a, b);
+        assert_eq!((tmp_a, tmp_b), (0, 48));
+        // Rank 1's own block is empty: not sent in the first step, where rank 0's comes;
+        // then ranks 0 and 1's blocks go to rank 3 and ranks 2 and 3's come from it, one
+        // message each way.
+        assert_eq!(a, vec![("recv", 0, 8), ("send", 3, 8), ("recv", 3, 40)]);
     }
 }

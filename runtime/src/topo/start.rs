@@ -443,15 +443,18 @@ impl Topo {
         self.start(scope, args, None, None, |h| {
             let flat = iallgatherv::flat_for(h.settings.nodes, at.len(), total);
             let doubling = h.exchanges.get(AllgatherAlg::RecursiveDoubling);
-            let b = match (doubling, h.exchanges.ring()) {
+            let (b, tmp) = match (doubling, h.exchanges.ring()) {
                 (
                     Some(crate::nonblocking::iallgather::Exchange::RecursiveDoubling(peers, _)),
                     _,
                 ) if flat => iallgatherv::build_rd(rank, peers, at, has_send),
-                (_, Some(peers)) if flat => iallgatherv::build_ring(rank, peers, at, has_send),
-                _ => iallgatherv::build(rank, h.settings.nodes == 1, at, has_send),
+                (_, Some(peers)) if flat => (iallgatherv::build_ring(rank, peers, at, has_send), 0),
+                _ => (
+                    iallgatherv::build(rank, h.settings.nodes == 1, at, has_send),
+                    0,
+                ),
             };
-            (b, 0, 0)
+            (b, 0, tmp)
         })
     }
 
