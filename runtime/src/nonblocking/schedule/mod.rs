@@ -10,9 +10,12 @@
 //! rank that is still unposted (MPI matches in posting order). Sends wait for their round:
 //! a send also says that this rank has got that far.
 //!
-//! Builders keep one rule: within a round, no step writes a region that another step of
+//! Builders keep two rules. Within a round, no step writes a region that another step of
 //! the round reads or writes, except receive-and-combine steps into the same accumulator
-//! (each combine happens inside one poll call, so they never overlap in time).
+//! (each combine happens inside one poll call, so they never overlap in time). And within
+//! a round, at most one receive from each rank: the shared-memory queues hand a writer's
+//! messages to whichever receive polls first, not in the order they were sent (MPI's
+//! matching would keep the order; the queues do not).
 //!
 //! The schedule refers to the caller's buffers by address. [`Schedule::lent`] takes them
 //! lent for good, as a request lends them (`Request::lend`, sound by the request's
