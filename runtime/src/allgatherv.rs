@@ -8,6 +8,10 @@
 //! sends its own out once. The blocks lie one after another in rank order; where the
 //! receive buffer holds them so from its start (the usual displacements) the collective
 //! works in it, otherwise in scratch, from which each block is copied to its place.
+//!
+//! On several nodes, from `nonblocking::iallgatherv::FLAT_FROM` bytes per rank on average,
+//! `Topo` runs the flat exchanges instead (remapped recursive doubling or the ring, as
+//! their schedules): the three steps here run one after another, each whole.
 
 use std::ops::Range;
 
