@@ -64,17 +64,8 @@ pub fn allgatherv(
         let sends = vec![mine; at.len()];
         return crate::alltoall::in_rounds(view, fabric, &sends, &mut parts);
     }
-    let mut ends = Vec::with_capacity(at.len());
-    let mut total = 0;
-    for r in at {
-        total += r.len();
-        ends.push(total);
-    }
-    // (An empty block may sit anywhere.)
-    let packed = at
-        .iter()
-        .zip(&ends)
-        .all(|(r, &end)| r.is_empty() || r.end == end);
+    let (starts, packed) = rank_order(at);
+    let (ends, total) = (&starts[1..], starts[at.len()]);
     let own: Vec<u8>;
     let mine: Option<&[u8]> = match send {
         Some(b) => Some(b),
@@ -91,7 +82,7 @@ pub fn allgatherv(
         scratch.resize(total, 0);
         &mut scratch[..]
     };
-    let blocks = Blocks::Ends(&ends);
+    let blocks = Blocks::Ends(ends);
     if let Some(b) = mine {
         work[blocks.at(me as u32)].copy_from_slice(b);
     }
@@ -107,6 +98,25 @@ pub fn allgatherv(
         }
     }
     Ok(())
+}
+
+/// The blocks at `at` laid out one after another in rank order: where each starts, with
+/// the end of the last one appended (`at.len() + 1` offsets), and whether `at` lays them
+/// out so from 0 already (an empty block may sit anywhere). The layout depends only on
+/// the blocks' lengths, which every rank knows alike; `at` is each rank's own choice.
+pub fn rank_order(at: &[Range<usize>]) -> (Vec<usize>, bool) {
+    let mut starts = Vec::with_capacity(at.len() + 1);
+    let mut total = 0;
+    for r in at {
+        starts.push(total);
+        total += r.len();
+    }
+    starts.push(total);
+    let packed = at
+        .iter()
+        .zip(&starts)
+        .all(|(r, &start)| r.is_empty() || r.start == start);
+    (starts, packed)
 }
 
 /// The way up and across: every rank's block (in `work`, laid out as `blocks`) climbs to

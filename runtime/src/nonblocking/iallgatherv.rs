@@ -60,17 +60,8 @@ pub fn build_rd(rank: u32, peers: &RdPeers, at: &[Range<usize>], send: bool) -> 
     let mut b = Builder::default();
     let size = at.len();
     // Where each rank's block starts in rank order, and the end.
-    let mut start = Vec::with_capacity(size + 1);
-    let mut total = 0;
-    for r in at {
-        start.push(total);
-        total += r.len();
-    }
-    start.push(total);
-    let packed = at
-        .iter()
-        .zip(&start)
-        .all(|(r, &s)| r.is_empty() || r.start == s);
+    let (start, packed) = crate::allgatherv::rank_order(at);
+    let total = start[size];
     let work = if packed { Buf::Recv } else { Buf::Tmp };
     // The blocks of ranks `from..to` in the work buffer.
     let span = |from: usize, to: usize| Region {
