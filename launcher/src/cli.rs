@@ -49,6 +49,10 @@ Examples:
   # each node leader prints at MPI_Finalize which calls took topo-run's path
   srun --mpi=pmix topo-run -- env TOPO_RUN_STATS=1 ./app     (or export TOPO_RUN_STATS=1)
 
+  # Where does the program spend its collective time? The same program both ways:
+  srun --mpi=pmix topo-run -v --profile topo.json -- ./app
+  srun --mpi=pmix topo-run -v --profile native.json --native -- ./app
+
 Environment:
   TOPO_RUN_LEVELS, TOPO_RUN_NETWORK_MAP, TOPO_RUN_ALLOW_UNBOUND, TOPO_RUN_SHOW,
   TOPO_RUN_PRELOAD (auto, 1, 0) and TOPO_RUN_VERBOSE stand in for the options.
@@ -349,6 +353,18 @@ pub struct LaunchArgs {
     /// (TOPO_RUN_PRELOAD=0).
     #[arg(long, overrides_with = "preload")]
     pub no_preload: bool,
+
+    /// Profile the program's collective calls through the PMPI library: per call and
+    /// communicator kind the calls, their sizes, their time and how many took topo-run's
+    /// path. Rank 0 writes FILE (JSON, docs/profile.md) at MPI_Finalize; with -v it also
+    /// prints a table.
+    #[arg(long, value_name = "FILE", env = "TOPO_RUN_PROFILE")]
+    pub profile: Option<PathBuf>,
+
+    /// Load the PMPI library but leave every collective to MPI's own (TOPO_RUN_NATIVE=1):
+    /// with --profile, a profile of MPI's collectives to compare with topo-run's.
+    #[arg(long, env = "TOPO_RUN_NATIVE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub native: bool,
 
     // Last among the options: its runtime settings have their own help heading.
     #[command(flatten)]

@@ -235,13 +235,31 @@ pub fn run(args: &LaunchArgs) -> Result<()> {
             if warn && placement.rank == 0 {
                 eprintln!("topo-run: warning: not preloading the PMPI library: {why}");
             }
+            if args.profile.is_some() && placement.rank == 0 {
+                eprintln!(
+                    "topo-run: warning: no profile: the PMPI library that records it is not \
+                     preloaded ({why}); --preload loads it"
+                );
+            }
             v.say(format!("not preloading the PMPI library: {why}"));
             None
         }
     };
 
     // 6. Export and exec.
-    exec(&args.program, &encoded, ld_preload)
+    let mut extra: Vec<(&str, OsString)> = Vec::new();
+    if let Some(path) = &args.profile {
+        // The program may change its directory before MPI_Finalize.
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        extra.push((topo_profile::PROFILE_ENV, path.into_os_string()));
+        if args.job.verbose {
+            extra.push(("TOPO_RUN_VERBOSE", "1".into()));
+        }
+    }
+    if args.native {
+        extra.push((topo_profile::NATIVE_ENV, "1".into()));
+    }
+    exec(&args.program, &encoded, ld_preload, &extra)
 }
 
 /// The locality of each of the node's `n_local` ranks (ascending rank order), `None` for
@@ -541,7 +559,12 @@ fn build_job(
 }
 
 /// Replaces this process with the program, with the plan in its environment.
-fn exec(program: &[OsString], plan: &str, ld_preload: Option<OsString>) -> Result<()> {
+fn exec(
+    program: &[OsString],
+    plan: &str,
+    ld_preload: Option<OsString>,
+    extra: &[(&str, OsString)],
+) -> Result<()> {
     let (prog, args) = program
         .split_first()
         .expect("the command line requires a program");
@@ -554,6 +577,7 @@ fn exec(program: &[OsString], plan: &str, ld_preload: Option<OsString>) -> Resul
     if let Some(p) = ld_preload {
         cmd.env("LD_PRELOAD", p);
     }
+    cmd.envs(extra.iter().map(|(k, v)| (k, v)));
     let err = cmd.exec();
     let name = prog.to_string_lossy().into_owned();
     if err.raw_os_error() == Some(nix::errno::Errno::E2BIG as i32) {

@@ -47,6 +47,8 @@ pub fn run(args: &[OsString]) -> anyhow::Result<()> {
             show: None,
             preload: false,
             no_preload: true,
+            profile: None,
+            native: false,
             program,
         };
         return crate::launch::run(&launch);

@@ -50,6 +50,8 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
         show: None,
         preload: false,
         no_preload: true,
+        profile: None,
+        native: false,
         program,
     };
     crate::launch::run(&launch)

@@ -12,6 +12,7 @@ pub mod flat;
 pub mod model;
 pub mod place;
 pub mod program;
+pub mod replay;
 
 use std::fmt;
 use std::str::FromStr;

@@ -37,6 +37,7 @@ mod code {
         topo-run simulate --job job.yaml --network-map topology.conf\n  \
         topo-run simulate --job job.yaml --model site.model --ops allreduce --sizes 8,1M\n  \
         topo-run simulate --job job.yaml --ops all --sizes 8,64K   # every collective\n  \
+        topo-run simulate --job big.yaml --network-map topology.conf --profile app.json\n  \
         topo-run simulate --print-model > site.model   # the defaults, to edit\n\n\
         Exit codes: 0 success, 1 internal failure, 2 bad command line, 3 an input file \
         cannot be read, 4 invalid job, 5 invalid network map, 6 a node missing from the map, \
@@ -73,6 +74,11 @@ struct Args {
     /// block.
     #[arg(long, default_value = "8,4K,64K,1M", value_delimiter = ',')]
     sizes: Vec<String>,
+    /// Replay an application's collectives from a profile (`topo-run --profile FILE`)
+    /// instead of --ops and --sizes: its predicted collective time with topo-run and with
+    /// the flat algorithms, per collective and in total.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["ops", "sizes", "svg"])]
+    profile: Option<PathBuf>,
     /// Output: `text` (tables) or `json`.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     format: String,
@@ -198,6 +204,9 @@ fn run(args: &Args) -> Result<(), Fail> {
         let path = args.network_map.as_deref().unwrap_or(job_path);
         hierarchy_error(e, "job and map", path)
     })?;
+    if let Some(path) = &args.profile {
+        return replay(args, path, &cluster, nodes, &model);
+    }
     let mut all = Vec::new();
     for &op in &ops {
         let op_sizes: &[u64] = if op == Op::Barrier { &[0] } else { &sizes };
@@ -232,6 +241,121 @@ fn run(args: &Args) -> Result<(), Fail> {
             render(cluster.size(), nodes, args.model.as_deref(), &all)
         );
     }
+    Ok(())
+}
+
+/// What the model is, and how far it was checked against measurements.
+fn model_words(model: Option<&Path>) -> String {
+    format!(
+        "model: {}; checked against measurements on 1 node x 2 and 2 emulated nodes x 1 \
+         only (docs/simulate.md, \"Validation on the dev cluster\"): predictions at scale are \
+         the model's, not measured",
+        model.map_or(
+            "the defaults (a typical cluster; --print-model)".into(),
+            |p| p.display().to_string()
+        )
+    )
+}
+
+/// `--profile FILE`: the profile's collectives replayed on the cluster.
+fn replay(
+    args: &Args,
+    path: &Path,
+    cluster: &Cluster,
+    nodes: usize,
+    model: &CostModel,
+) -> Result<(), Fail> {
+    let profile =
+        topo_profile::read(path).map_err(|e| Fail(code::INPUT_UNREADABLE, e.to_string()))?;
+    let r = topo_simulate::replay::replay(cluster, model, &profile)
+        .map_err(|e| Fail(code::INTERNAL, format!("replaying {}: {e}", path.display())))?;
+    let recorded = format!(
+        "{} ranks on {} nodes, {}, {}",
+        profile.ranks,
+        profile.nodes,
+        if profile.native {
+            "MPI's own collectives (--native)"
+        } else {
+            "topo-run's collectives"
+        },
+        profile.mpi
+    );
+    if args.format == "json" {
+        let doc = serde_json::json!({
+            "profile": path.display().to_string(),
+            "recorded": recorded,
+            "ranks": cluster.size(),
+            "nodes": nodes,
+            "model": model,
+            "replay": r,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("serialisable")
+        );
+        return Ok(());
+    }
+    let mut out = format!(
+        "topo-run simulate: the collectives of {} (recorded on {recorded}) replayed on {} \
+         ranks on {nodes} nodes\n{}\n",
+        path.display(),
+        cluster.size(),
+        model_words(args.model.as_deref())
+    );
+    for c in &r.caveats {
+        out.push_str(&format!("  {c}\n"));
+    }
+    out.push_str(&format!(
+        "\n{:<26} {:<9} {:>8}  {:>14} {:>14}  {:<20} {:>7}  {:>14}\n",
+        "call",
+        "comm",
+        "calls",
+        "topo-run (us)",
+        "flat (us)",
+        "flat algorithm",
+        "ratio",
+        "recorded (us)"
+    ));
+    let ratio = |t: f64, f: f64| {
+        if f > 0.0 {
+            format!("{:.2}", t / f)
+        } else {
+            "-".into()
+        }
+    };
+    for row in &r.rows {
+        out.push_str(&format!(
+            "{:<26} {:<9} {:>8}  {:>14.1} {:>14.1}  {:<20} {:>7}  {:>14.1}\n",
+            row.call,
+            row.comm,
+            row.calls,
+            row.topo_run_us,
+            row.flat_us,
+            row.flat_algorithm,
+            ratio(row.topo_run_us, row.flat_us),
+            row.measured_us
+        ));
+    }
+    out.push_str(&format!(
+        "{:<26} {:<9} {:>8}  {:>14.1} {:>14.1}  {:<20} {:>7}  {:>14.1}\n",
+        "total",
+        "",
+        r.rows.iter().map(|x| x.calls).sum::<u64>(),
+        r.topo_run_us,
+        r.flat_us,
+        "",
+        ratio(r.topo_run_us, r.flat_us),
+        r.measured_us
+    ));
+    for s in &r.skipped {
+        out.push_str(&format!("  not replayed: {s}\n"));
+    }
+    out.push_str(
+        "\nratio: topo-run's predicted time over the flat algorithms' (below 1: topo-run \
+         faster); recorded: the profile's own time (the slowest rank's), on the cluster it \
+         ran on\n",
+    );
+    print!("{out}");
     Ok(())
 }
 
@@ -367,11 +491,8 @@ fn plot(path: &Path, ranks: u32, all: &[Prediction]) -> Result<(), Box<dyn std::
 /// The two tables: times, then traffic per link class.
 fn render(ranks: u32, nodes: usize, model: Option<&Path>, all: &[Prediction]) -> String {
     let mut out = format!(
-        "topo-run simulate: {ranks} ranks on {nodes} nodes; model: {}\n\n",
-        model.map_or(
-            "the defaults (a typical cluster; --print-model)".into(),
-            |p| p.display().to_string()
-        )
+        "topo-run simulate: {ranks} ranks on {nodes} nodes; {}\n\n",
+        model_words(model)
     );
     out.push_str(&format!(
         "{:<14} {:>8}  {:<27} {:>12}  {:>12}\n",

@@ -519,3 +519,108 @@ fn the_flat_rooted_and_scan_baselines_run_to_the_end() {
         assert_eq!(root, 64 * u64::from(n - 1), "binomial gather on {n} ranks");
     }
 }
+
+/// A profile's collectives replay as their simulated ops, counted as often as the busiest
+/// rank made them, with topo-run's and the fastest flat algorithm's times those of
+/// `predict` for the class's smallest size.
+#[test]
+fn a_profile_replays_its_calls_at_their_sizes_and_counts() {
+    use topo_profile::{Collective, Profile, SizeClass, Spread};
+    let spread = |s: f64| Spread { max: s, mean: s };
+    let class = |min: u64, calls_max: u64| SizeClass {
+        min_bytes: min,
+        max_bytes: Some(if min == 0 { 0 } else { 2 * min - 1 }),
+        calls: calls_max * 4,
+        calls_max,
+        seconds: spread(1e-6),
+    };
+    let entry = |call: &str, comm: &str, classes: Vec<SizeClass>| Collective {
+        call: call.into(),
+        comm: comm.into(),
+        ranks: 4,
+        calls: classes.iter().map(|c| c.calls).sum(),
+        calls_max: classes.iter().map(|c| c.calls_max).sum(),
+        topo_run: 0,
+        mpi: Default::default(),
+        seconds: spread(2e-6),
+        bytes: classes,
+    };
+    let profile = Profile {
+        format: topo_profile::FORMAT.into(),
+        native: false,
+        ranks: 4,
+        nodes: 2,
+        mpi: "Test MPI".into(),
+        wall_seconds: spread(1.0),
+        collective_seconds: spread(1e-3),
+        collectives: vec![
+            entry(
+                "MPI_Allreduce",
+                "world",
+                vec![class(8, 100), class(4096, 3)],
+            ),
+            entry("MPI_Iallgatherv", "split", vec![class(64, 5)]),
+            entry("MPI_Barrier", "world", vec![class(0, 7)]),
+            entry("MPI_Comm_spawn", "world", vec![class(0, 1)]),
+        ],
+    };
+    let cluster = Cluster::new(job(4, 4, false), None, Settings::default()).unwrap();
+    let model = CostModel::default();
+    let r = crate::replay::replay(&cluster, &model, &profile).unwrap();
+    assert_eq!(r.rows.len(), 3);
+    assert_eq!(r.skipped.len(), 1, "{:?}", r.skipped);
+    let expect = |op: Op, bytes: u64, blocking: bool| {
+        let preds = predict(&cluster, &model, op, bytes).unwrap();
+        let t = |p: &crate::Prediction| match &p.result {
+            Predicted::Outcome(o) => Some(o.time_us),
+            Predicted::Skipped(_) => None,
+        };
+        let topo = preds
+            .iter()
+            .find(|p| blocking && p.algorithm == TOPO_RUN_BLOCKING && t(p).is_some())
+            .or_else(|| preds.iter().find(|p| p.algorithm == TOPO_RUN))
+            .and_then(t)
+            .unwrap();
+        let flat = preds
+            .iter()
+            .filter(|p| !crate::is_topo_run(p.algorithm))
+            .filter_map(t)
+            .min_by(f64::total_cmp)
+            .unwrap();
+        (topo, flat)
+    };
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    let (t8, f8) = expect(Op::Allreduce, 8, true);
+    let (t4k, f4k) = expect(Op::Allreduce, 4096, true);
+    let ar = &r.rows[0];
+    assert_eq!((ar.op, ar.exact, ar.calls), (Op::Allreduce, true, 103));
+    assert!(close(ar.topo_run_us, 100.0 * t8 + 3.0 * t4k), "{ar:?}");
+    assert!(close(ar.flat_us, 100.0 * f8 + 3.0 * f4k), "{ar:?}");
+    let ag = &r.rows[1];
+    let (t64, f64_) = expect(Op::Allgather, 64, false);
+    assert_eq!((ag.op, ag.exact, ag.calls), (Op::Allgather, false, 5));
+    assert!(
+        close(ag.topo_run_us, 5.0 * t64) && close(ag.flat_us, 5.0 * f64_),
+        "{ag:?}"
+    );
+    assert_eq!(r.rows[2].op, Op::Barrier);
+    assert!(close(
+        r.topo_run_us,
+        r.rows.iter().map(|x| x.topo_run_us).sum()
+    ));
+    assert!(
+        r.caveats
+            .iter()
+            .any(|c| c.contains("5 calls were on smaller communicators"))
+    );
+    assert!(r.caveats.iter().any(|c| c.contains("MPI_Iallgatherv")));
+    for (call, op) in [
+        ("MPI_Ibarrier", Op::Barrier),
+        ("MPI_Ireduce_scatter_block", Op::ReduceScatter),
+        ("MPI_Iscan", Op::Scan),
+        ("MPI_Exscan", Op::Scan),
+        ("MPI_Ialltoallv", Op::Alltoall),
+    ] {
+        assert_eq!(crate::replay::op_of(call).map(|o| o.0), Some(op), "{call}");
+    }
+}

@@ -51,6 +51,10 @@ THREADSPROG="$WORK/preload-threads"
 if ! mpicc -O2 -Wall -Wno-unused-function -pthread -o "$THREADSPROG" "$ROOT/examples/c/preload-threads.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-threads.c"
 fi
+PROFPROG="$WORK/profile-known"
+if ! mpicc -O2 -Wall -o "$PROFPROG" "$ROOT/examples/c/profile-known.c" 2>"$WORK/cc.log"; then
+  cat "$WORK/cc.log"; give_up "mpicc examples/c/profile-known.c"
+fi
 CASES="$WORK/preload-cases"
 if ! mpicc -O2 -Wall -o "$CASES" "$ROOT/examples/c/preload-cases.c" 2>"$WORK/cc.log"; then
   cat "$WORK/cc.log"; give_up "mpicc examples/c/preload-cases.c"
@@ -246,6 +250,29 @@ check_fortran() {
     bad "$name: Fortran calls did not reach the library" "$(grep stats "$WORK/topo.err" | head -8)"
   else
     ok "$name: $(tail -1 "$WORK/topo.out") natively and under topo-run, on topo-run's path"
+  fi
+}
+
+# check_profile NAME topo|native SRUN_ARGS...: examples/c/profile-known.c under
+# `topo-run -v --profile` (with --native for MPI's own collectives) passes, rank 0 prints
+# the table, and the file holds exactly the program's calls (tests/e2e/profile_check.py)
+# for the job's RANKS and NODES (set by the caller).
+check_profile() {
+  local name=$1 mode=$2; shift 2
+  local extra=() out
+  [[ $mode == native ]] && extra=(--native)
+  rm -f "$WORK/profile.json"
+  run "$WORK/topo.out" "$WORK/topo.err" srun "$@" "$TOPO_RUN" -v --profile "$WORK/profile.json" \
+    "${extra[@]}" -- "$PROFPROG"
+  if [[ $RC -ne 0 ]] || ! passed_line "$WORK/topo.out"; then
+    bad "$name" "exit $RC: $(tail -1 "$WORK/topo.out")" "$(grep -v '^ok' "$WORK/topo.err" | head -6)"
+  elif ! grep -q "topo-run: profile: $RANKS ranks on $NODES nodes" "$WORK/topo.err" \
+      || ! grep -q "topo-run: profile written to $WORK/profile.json" "$WORK/topo.err"; then
+    bad "$name: no table on stderr with -v" "$(grep 'topo-run: ' "$WORK/topo.err" | tail -4)"
+  elif ! out=$(python3 "$ROOT/tests/e2e/profile_check.py" "$WORK/profile.json" "$RANKS" "$NODES" "$mode"); then
+    bad "$name: the file" "$out"
+  else
+    ok "$name: $out"
   fi
 }
 
@@ -727,6 +754,17 @@ check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \
   --quick local-start free-in-flight bottom attr-copy nb-stress -- "${TWO[@]}"
 check_nb_first "preload-cases nb-first, 2 nodes x 2" "${TWO[@]}"
+RANKS=4 NODES=2 check_profile "the collective profile of a known program, 2 nodes x 2 ranks" topo "${TWO[@]}"
+RANKS=4 NODES=2 check_profile "the collective profile with MPI's own collectives (--native), 2 nodes x 2 ranks" native "${TWO[@]}"
+# A profile that cannot be written: a warning that names the file, the program's own exit.
+run "$WORK/topo.out" "$WORK/topo.err" srun "${TWO[@]}" "$TOPO_RUN" --profile /nonexistent/dir/p.json -- "$PROFPROG"
+if [[ $RC -ne 0 ]] || ! passed_line "$WORK/topo.out"; then
+  bad "a profile that cannot be written: the program failed" "exit $RC" "$(head -4 "$WORK/topo.err")"
+elif ! grep -q "topo-run: warning: cannot write the profile to /nonexistent/dir/p.json" "$WORK/topo.err"; then
+  bad "a profile that cannot be written: no warning" "$(head -4 "$WORK/topo.err")"
+else
+  ok "a profile that cannot be written: $(grep -o 'cannot write the profile.*' "$WORK/topo.err" | head -1 | cut -c1-90)..., exit 0"
+fi
 check_mpich "MPICH C program through the MPICH-built PMPI library, 2 nodes x 2 (srun --mpi=pmi2)" 4 \
   -N2 -n4 --exclusive --mpi=pmi2 --cpu-bind=cores
 # MPICH busy-polls without yielding: 4 ranks on 2 cores pay scheduler slices in every call

@@ -321,11 +321,14 @@ pub enum HandOff {
     /// contexts with a segment alive on a member and no lanes (`TOPO_RUN_LANES=0`), or MPI
     /// out of communicators for the context's own (MPICH allows 2,048 per process).
     NoRoom,
+    /// MPI's own collectives were asked for (`topo-run --native`, `TOPO_RUN_NATIVE=1`):
+    /// the library is loaded (to profile them) but leaves every call to MPI.
+    Native,
 }
 
 impl HandOff {
     /// All of them, in the order of [`HandOff::index`].
-    pub const ALL: [HandOff; 13] = [
+    pub const ALL: [HandOff; 14] = [
         HandOff::Inactive,
         HandOff::Communicator,
         HandOff::DerivedDatatype,
@@ -339,6 +342,7 @@ impl HandOff {
         HandOff::Intercommunicator,
         HandOff::OneRank,
         HandOff::NoRoom,
+        HandOff::Native,
     ];
 
     /// Words for the statistics.
@@ -357,6 +361,7 @@ impl HandOff {
             HandOff::Intercommunicator => "intercommunicator",
             HandOff::OneRank => "communicator of one rank",
             HandOff::NoRoom => "no room for another context",
+            HandOff::Native => "MPI's own asked for (--native)",
         }
     }
 

@@ -10,9 +10,10 @@ use std::os::raw::{c_char, c_int};
 use mpi::ffi;
 
 use crate::abi::{self, MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Status, SUCCESS};
+use crate::classify::Call;
 use crate::{
     allgather, allgatherv, alltoall, alltoallv, calls, collective, completion, gather, gatherv,
-    scatter, state,
+    profile, scatter, state,
 };
 
 /// Drops the cached answer for the communicator `*comm` before MPI frees it (MPI reuses
@@ -23,6 +24,111 @@ pub(crate) fn forget(comm: *const MPI_Comm) {
         let c = unsafe { *comm };
         abi::own(Some(c), || state::forget_comm(c));
     }
+}
+
+/// The profile's bytes of a call (`count` elements of `dt`), or where `buf` is
+/// `MPI_IN_PLACE` those of the other side (`other_count` of `other_type`).
+fn block(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    other_count: c_int,
+    other_type: MPI_Datatype,
+) -> u64 {
+    if buf == abi::in_place() {
+        abi::bytes_of(other_count, other_type)
+    } else {
+        abi::bytes_of(count, dt)
+    }
+}
+
+/// The ranks a count array of `comm` has an entry for (the remote group's, for an
+/// intercommunicator's Alltoallv), and this rank's entry.
+pub(crate) fn peers_and_rank(comm: MPI_Comm) -> (usize, usize) {
+    let (mut inter, mut n, mut rank) = (0, 0, 0);
+    // SAFETY: `comm` is the application's communicator; writes ints. An invalid one
+    // leaves them 0 (the call itself then fails in MPI).
+    unsafe {
+        ffi::PMPI_Comm_test_inter(comm, &mut inter);
+        if inter != 0 {
+            ffi::PMPI_Comm_remote_size(comm, &mut n);
+        } else {
+            ffi::PMPI_Comm_size(comm, &mut n);
+        }
+        ffi::PMPI_Comm_rank(comm, &mut rank);
+    }
+    (n.max(0) as usize, rank.max(0) as usize)
+}
+
+/// The profile's bytes of a call whose block at this rank is this rank's entry of
+/// `counts` of `dt` (a Reduce_scatter's).
+///
+/// # Safety
+/// `counts` is null or holds an entry per rank of `comm`.
+unsafe fn own_block(counts: *const c_int, comm: MPI_Comm, dt: MPI_Datatype) -> u64 {
+    if counts.is_null() {
+        return 0;
+    }
+    let (n, rank) = peers_and_rank(comm);
+    if rank >= n {
+        return 0;
+    }
+    // SAFETY: per the contract, `rank` < the ranks of `comm`.
+    abi::bytes_of(unsafe { *counts.add(rank) }, dt)
+}
+
+/// The profile's bytes of a v-form call: `count` elements of `dt`, or where `buf` is
+/// `MPI_IN_PLACE` this rank's entry of `counts` of `counts_type` (a Gatherv's,
+/// Allgatherv's or Scatterv's).
+///
+/// # Safety
+/// Where `buf` is `MPI_IN_PLACE`, `counts` is null or holds an entry per rank of `comm`.
+unsafe fn block_v(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    counts: *const c_int,
+    counts_type: MPI_Datatype,
+    comm: MPI_Comm,
+) -> u64 {
+    if buf == abi::in_place() {
+        // SAFETY: per the contract.
+        unsafe { own_block(counts, comm, counts_type) }
+    } else {
+        abi::bytes_of(count, dt)
+    }
+}
+
+/// The profile's bytes of an Alltoallv: the mean of its send counts of `send_type` (the
+/// receive ones where it is in place).
+///
+/// # Safety
+/// `send_counts` (or `recv_counts`, in place) is null or holds an entry per peer of `comm`.
+unsafe fn mean_block_v(
+    send: *const c_void,
+    send_counts: *const c_int,
+    send_type: MPI_Datatype,
+    recv_counts: *const c_int,
+    recv_type: MPI_Datatype,
+    comm: MPI_Comm,
+) -> u64 {
+    let (counts, dt) = if send == abi::in_place() {
+        (recv_counts, recv_type)
+    } else {
+        (send_counts, send_type)
+    };
+    let (n, _) = peers_and_rank(comm);
+    if counts.is_null() || n == 0 {
+        return 0;
+    }
+    // SAFETY: per the contract, `n` entries.
+    mean_bytes(unsafe { std::slice::from_raw_parts(counts, n) }, dt)
+}
+
+/// The mean of `counts` elements of `dt`, in bytes.
+pub(crate) fn mean_bytes(counts: &[c_int], dt: MPI_Datatype) -> u64 {
+    let elements: u64 = counts.iter().map(|&c| c.max(0) as u64).sum();
+    elements * abi::bytes_of(1, dt) / counts.len().max(1) as u64
 }
 
 /// topo-run's part of `MPI_Finalize` (C and Fortran): teardown and statistics.
@@ -108,6 +214,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    let _profile = profile::span(Call::Bcast, comm, || abi::bytes_of(count, dt));
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -136,6 +243,7 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    let _profile = profile::span(Call::Reduce, comm, || abi::bytes_of(count, dt));
     collective::reduction(
         comm,
         op,
@@ -164,6 +272,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    let _profile = profile::span(Call::Allreduce, comm, || abi::bytes_of(count, dt));
     collective::reduction(
         comm,
         op,
@@ -192,6 +301,7 @@ pub unsafe extern "C" fn MPI_Scan(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    let _profile = profile::span(Call::Scan, comm, || abi::bytes_of(count, dt));
     // SAFETY: the application's arguments of this call.
     unsafe { scan(send, recv, count, dt, op, comm, false) }
 }
@@ -209,6 +319,7 @@ pub unsafe extern "C" fn MPI_Exscan(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    let _profile = profile::span(Call::Exscan, comm, || abi::bytes_of(count, dt));
     // SAFETY: the application's arguments of this call.
     unsafe { scan(send, recv, count, dt, op, comm, true) }
 }
@@ -226,6 +337,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    let _profile = profile::span(Call::ReduceScatterBlock, comm, || abi::bytes_of(count, dt));
     collective::reduction(
         comm,
         op,
@@ -254,6 +366,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    let _profile = profile::span(Call::ReduceScatter, comm, || unsafe {
+        own_block(counts, comm, dt)
+    });
     collective::reduction(
         comm,
         op,
@@ -319,6 +435,9 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    let _profile = profile::span(Call::Gather, comm, || {
+        block(send, send_count, send_type, recv_count, recv_type)
+    });
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -361,6 +480,9 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    let _profile = profile::span(Call::Scatter, comm, || {
+        block(recv, recv_count, recv_type, send_count, send_type)
+    });
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -402,6 +524,9 @@ pub unsafe extern "C" fn MPI_Allgather(
     recv_type: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    let _profile = profile::span(Call::Allgather, comm, || {
+        block(send, send_count, send_type, recv_count, recv_type)
+    });
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -443,6 +568,9 @@ pub unsafe extern "C" fn MPI_Alltoall(
     recv_type: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    let _profile = profile::span(Call::Alltoall, comm, || {
+        block(send, send_count, send_type, recv_count, recv_type)
+    });
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -486,6 +614,10 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     recv_type: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    let _profile = profile::span(Call::Alltoallv, comm, || unsafe {
+        mean_block_v(send, send_counts, send_type, recv_counts, recv_type, comm)
+    });
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -554,6 +686,10 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    let _profile = profile::span(Call::Gatherv, comm, || unsafe {
+        block_v(send, send_count, send_type, recv_counts, recv_type, comm)
+    });
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -622,6 +758,10 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    let _profile = profile::span(Call::Scatterv, comm, || unsafe {
+        block_v(recv, recv_count, recv_type, send_counts, send_type, comm)
+    });
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -689,6 +829,10 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     recv_type: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    let _profile = profile::span(Call::Allgatherv, comm, || unsafe {
+        block_v(send, send_count, send_type, recv_counts, recv_type, comm)
+    });
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -743,6 +887,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
 /// As `MPI_Barrier`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
+    let _profile = profile::span(Call::Barrier, comm, || 0);
     collective::entry(
         comm,
         || calls::barrier(comm),
@@ -769,6 +914,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let _profile = profile::span(Call::Ibcast, comm, || abi::bytes_of(count, dt));
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -794,6 +940,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let _profile = profile::span(Call::Ireduce, comm, || abi::bytes_of(count, dt));
     collective::reduction(
         comm,
         op,
@@ -818,6 +965,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let _profile = profile::span(Call::IreduceScatterBlock, comm, || abi::bytes_of(count, dt));
     collective::reduction(
         comm,
         op,
@@ -842,6 +990,10 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    let _profile = profile::span(Call::IreduceScatter, comm, || unsafe {
+        own_block(counts, comm, dt)
+    });
     collective::reduction(
         comm,
         op,
@@ -866,6 +1018,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let _profile = profile::span(Call::Iallreduce, comm, || abi::bytes_of(count, dt));
     collective::reduction(
         comm,
         op,
@@ -890,6 +1043,7 @@ pub unsafe extern "C" fn MPI_Iscan(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let _profile = profile::span(Call::Iscan, comm, || abi::bytes_of(count, dt));
     // SAFETY: the application's arguments of this call.
     unsafe { iscan(send, recv, count, dt, op, comm, request, false) }
 }
@@ -908,6 +1062,7 @@ pub unsafe extern "C" fn MPI_Iexscan(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let _profile = profile::span(Call::Iexscan, comm, || abi::bytes_of(count, dt));
     // SAFETY: the application's arguments of this call.
     unsafe { iscan(send, recv, count, dt, op, comm, request, true) }
 }
@@ -948,6 +1103,7 @@ unsafe fn iscan(
 /// As `MPI_Ibarrier`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let _profile = profile::span(Call::Ibarrier, comm, || 0);
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -973,6 +1129,9 @@ pub unsafe extern "C" fn MPI_Iallgather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let _profile = profile::span(Call::Iallgather, comm, || {
+        block(send, send_count, send_type, recv_count, recv_type)
+    });
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1006,6 +1165,9 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let _profile = profile::span(Call::Ialltoall, comm, || {
+        block(send, send_count, send_type, recv_count, recv_type)
+    });
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1040,6 +1202,9 @@ pub unsafe extern "C" fn MPI_Igather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let _profile = profile::span(Call::Igather, comm, || {
+        block(send, send_count, send_type, recv_count, recv_type)
+    });
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1074,6 +1239,9 @@ pub unsafe extern "C" fn MPI_Iscatter(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    let _profile = profile::span(Call::Iscatter, comm, || {
+        block(recv, recv_count, recv_type, send_count, send_type)
+    });
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1109,6 +1277,10 @@ pub unsafe extern "C" fn MPI_Igatherv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    let _profile = profile::span(Call::Igatherv, comm, || unsafe {
+        block_v(send, send_count, send_type, recv_counts, recv_type, comm)
+    });
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1162,6 +1334,10 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    let _profile = profile::span(Call::Iscatterv, comm, || unsafe {
+        block_v(recv, recv_count, recv_type, send_counts, send_type, comm)
+    });
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1214,6 +1390,10 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    let _profile = profile::span(Call::Iallgatherv, comm, || unsafe {
+        block_v(send, send_count, send_type, recv_counts, recv_type, comm)
+    });
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1265,6 +1445,10 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
+    // SAFETY: the application's arguments of this call.
+    let _profile = profile::span(Call::Ialltoallv, comm, || unsafe {
+        mean_block_v(send, send_counts, send_type, recv_counts, recv_type, comm)
+    });
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.

@@ -16,6 +16,7 @@ use std::os::raw::c_int;
 use std::sync::OnceLock;
 
 use crate::abi::{self, MPI_Comm, MPI_Request, SUCCESS};
+use crate::classify::Call;
 use crate::{
     allgather, allgatherv, alltoall, alltoallv, calls, collective, gather, gatherv, scatter,
 };
@@ -128,10 +129,28 @@ macro_rules! next {
 /// nothing of its own where [`mpifh_calls_c`].
 /// The body says what the library does around MPI's entry:
 /// - `first { .. }` runs before it and is `true` when the call is done (MPI's entry is
-///   then not called);
+///   then not called); `profile(Call, comm, bytes) first { .. }` also profiles the call
+///   (`crate::profile::span`) from start to end, MPI's entry included;
 /// - `before { .. }` runs before it (MPI's entry is always called);
 /// - `after { .. }` runs after it.
 macro_rules! fortran {
+    (
+        $(#[$doc:meta])*
+        $f77:ident, $f08:ident => $call:literal,
+        ($($a:ident: $t:ty),* $(,)?)
+        profile($pc:ident, $comm:ident, $bytes:expr)
+        first $body:block
+    ) => {
+        fortran!(
+            @profiled $(#[$doc])* $f77, mpifh_calls_c(), [concat!("pmpi_", $call, "_\0")],
+            ($($a: $t),*) ($pc, $comm, $bytes) $body
+        );
+        fortran!(
+            @profiled $(#[$doc])* $f08, false,
+            [concat!("pmpi_", $call, "_f08_\0"), concat!("pmpir_", $call, "_f08_\0")],
+            ($($a: $t),*) ($pc, $comm, $bytes) $body
+        );
+    };
     (
         $(#[$doc:meta])*
         $f77:ident, $f08:ident => $call:literal,
@@ -147,6 +166,29 @@ macro_rules! fortran {
             [concat!("pmpi_", $call, "_f08_\0"), concat!("pmpir_", $call, "_f08_\0")],
             ($($a: $t),*) $when $body
         );
+    };
+    (
+        @profiled $(#[$doc:meta])* $f:ident, $via_c:expr, [$($n:expr),+], ($($a:ident: $t:ty),*)
+        ($pc:ident, $comm:ident, $bytes:expr) $body:block
+    ) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As the Fortran call: every argument by reference.
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $f($($a: $t),*) {
+            // Where the C entry serves the call, its span is the call's.
+            let _profile = if $via_c {
+                None
+            } else {
+                crate::profile::span(Call::$pc, comm($comm), || $bytes)
+            };
+            if !$via_c && $body {
+                return;
+            }
+            next!([$($n),+], fn($($t),*), $($a),*)
+        }
     };
     (@one $(#[$doc:meta])* $f:ident, $via_c:expr, [$($n:expr),+], ($($a:ident: $t:ty),*) first $body:block) => {
         $(#[$doc])*
@@ -228,10 +270,63 @@ type BufMut = *mut c_void;
 type I = *const Fint;
 type E = *mut Fint;
 
+/// The profile's bytes of `count` elements of `dt` (Fortran handles).
+fn fbytes(count: I, dt: I) -> u64 {
+    abi::bytes_of(int(count), abi::type_f2c(int(dt)))
+}
+
+/// The profile's bytes of `count` of `dt`, or where `buf` is `MPI_IN_PLACE` those of the
+/// other side (`other_count` of `other_type`).
+fn fblock(buf: Buf, count: I, dt: I, other_count: I, other_type: I) -> u64 {
+    if sentinels_known() && buffer(buf) == abi::in_place() {
+        fbytes(other_count, other_type)
+    } else {
+        fbytes(count, dt)
+    }
+}
+
+/// This rank's entry of the count array `counts` of `dt`, in bytes (`c`'s ranks).
+fn fown_block(counts: I, c: I, dt: I) -> u64 {
+    let cc = comm(c);
+    let (n, rank) = crate::exports::peers_and_rank(cc);
+    if counts.is_null() || rank >= n {
+        return 0;
+    }
+    // SAFETY: a count array holds an entry per rank of the communicator.
+    abi::bytes_of(unsafe { *counts.add(rank) }, abi::type_f2c(int(dt)))
+}
+
+/// A v-form call's block: `count` of `dt`, or in place this rank's entry of `counts` of
+/// `counts_type`.
+fn fblock_v(buf: Buf, count: I, dt: I, counts: I, counts_type: I, c: I) -> u64 {
+    if sentinels_known() && buffer(buf) == abi::in_place() {
+        fown_block(counts, c, counts_type)
+    } else {
+        fbytes(count, dt)
+    }
+}
+
+/// An Alltoallv's block: the mean of its send counts (receive counts in place).
+fn fmean_block_v(send: Buf, scounts: I, stype: I, rcounts: I, rtype: I, c: I) -> u64 {
+    let (counts, dt) = if sentinels_known() && buffer(send) == abi::in_place() {
+        (rcounts, rtype)
+    } else {
+        (scounts, stype)
+    };
+    let (n, _) = crate::exports::peers_and_rank(comm(c));
+    if counts.is_null() || n == 0 {
+        return 0;
+    }
+    // SAFETY: a count array holds an entry per peer of the communicator.
+    let counts = unsafe { std::slice::from_raw_parts(counts, n) };
+    crate::exports::mean_bytes(counts, abi::type_f2c(int(dt)))
+}
+
 fortran! {
     /// `MPI_BCAST(BUFFER, COUNT, DATATYPE, ROOT, COMM, IERROR)`.
     mpi_bcast_, mpi_bcast_f08_ => "bcast",
     (buf: BufMut, count: I, dt: I, root: I, c: I, ierr: E)
+    profile(Bcast, c, fbytes(count, dt))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -247,6 +342,7 @@ fortran! {
     /// `MPI_REDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, ROOT, COMM, IERROR)`.
     mpi_reduce_, mpi_reduce_f08_ => "reduce",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, root: I, c: I, ierr: E)
+    profile(Reduce, c, fbytes(count, dt))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -264,6 +360,7 @@ fortran! {
     /// `MPI_ALLREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)`.
     mpi_allreduce_, mpi_allreduce_f08_ => "allreduce",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, ierr: E)
+    profile(Allreduce, c, fbytes(count, dt))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -305,6 +402,7 @@ fortran! {
     /// `MPI_SCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)`.
     mpi_scan_, mpi_scan_f08_ => "scan",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, ierr: E)
+    profile(Scan, c, fbytes(count, dt))
     first { scan(send, recv, count, dt, op, c, ierr, false) }
 }
 
@@ -312,6 +410,7 @@ fortran! {
     /// `MPI_EXSCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, IERROR)`.
     mpi_exscan_, mpi_exscan_f08_ => "exscan",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, ierr: E)
+    profile(Exscan, c, fbytes(count, dt))
     first { scan(send, recv, count, dt, op, c, ierr, true) }
 }
 
@@ -319,6 +418,7 @@ fortran! {
     /// `MPI_REDUCE_SCATTER_BLOCK(SENDBUF, RECVBUF, RECVCOUNT, DATATYPE, OP, COMM, IERROR)`.
     mpi_reduce_scatter_block_, mpi_reduce_scatter_block_f08_ => "reduce_scatter_block",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, ierr: E)
+    profile(ReduceScatterBlock, c, fbytes(count, dt))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -337,6 +437,7 @@ fortran! {
     /// counts are an array of default integers, as C's `int`s.
     mpi_reduce_scatter_, mpi_reduce_scatter_f08_ => "reduce_scatter",
     (send: Buf, recv: BufMut, counts: I, dt: I, op: I, c: I, ierr: E)
+    profile(ReduceScatter, c, fown_block(counts, c, dt))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -392,6 +493,7 @@ fortran! {
     /// `MPI_ISCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, REQUEST, IERROR)`.
     mpi_iscan_, mpi_iscan_f08_ => "iscan",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, req: E, ierr: E)
+    profile(Iscan, c, fbytes(count, dt))
     first { iscan(send, recv, count, dt, op, c, req, ierr, false) }
 }
 
@@ -399,6 +501,7 @@ fortran! {
     /// `MPI_IEXSCAN(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, REQUEST, IERROR)`.
     mpi_iexscan_, mpi_iexscan_f08_ => "iexscan",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, req: E, ierr: E)
+    profile(Iexscan, c, fbytes(count, dt))
     first { iscan(send, recv, count, dt, op, c, req, ierr, true) }
 }
 
@@ -407,6 +510,7 @@ fortran! {
     /// IERROR)`.
     mpi_allgather_, mpi_allgather_f08_ => "allgather",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, c: I, ierr: E)
+    profile(Allgather, c, fblock(send, scount, stype, rcount, rtype))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -426,6 +530,7 @@ fortran! {
     /// IERROR)`.
     mpi_alltoall_, mpi_alltoall_f08_ => "alltoall",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, c: I, ierr: E)
+    profile(Alltoall, c, fblock(send, scount, stype, rcount, rtype))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -447,6 +552,7 @@ fortran! {
     mpi_allgatherv_, mpi_allgatherv_f08_ => "allgatherv",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcounts: I, displs: I, rtype: I, c: I,
      ierr: E)
+    profile(Allgatherv, c, fblock_v(send, scount, stype, rcounts, rtype, c))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -469,6 +575,7 @@ fortran! {
     mpi_alltoallv_, mpi_alltoallv_f08_ => "alltoallv",
     (send: Buf, scounts: I, sdispls: I, stype: I, recv: BufMut, rcounts: I, rdispls: I, rtype: I,
      c: I, ierr: E)
+    profile(Alltoallv, c, fmean_block_v(send, scounts, stype, rcounts, rtype, c))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -489,6 +596,7 @@ fortran! {
     /// IERROR)`.
     mpi_gather_, mpi_gather_f08_ => "gather",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I, c: I, ierr: E)
+    profile(Gather, c, fblock(send, scount, stype, rcount, rtype))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -511,6 +619,7 @@ fortran! {
     mpi_gatherv_, mpi_gatherv_f08_ => "gatherv",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcounts: I, displs: I, rtype: I, root: I,
      c: I, ierr: E)
+    profile(Gatherv, c, fblock_v(send, scount, stype, rcounts, rtype, c))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -532,6 +641,7 @@ fortran! {
     mpi_scatterv_, mpi_scatterv_f08_ => "scatterv",
     (send: Buf, scounts: I, displs: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I,
      c: I, ierr: E)
+    profile(Scatterv, c, fblock_v(recv, rcount, rtype, scounts, stype, c))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -552,6 +662,7 @@ fortran! {
     /// IERROR)`.
     mpi_scatter_, mpi_scatter_f08_ => "scatter",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I, c: I, ierr: E)
+    profile(Scatter, c, fblock(recv, rcount, rtype, scount, stype))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || {
@@ -571,6 +682,7 @@ fortran! {
     /// `MPI_BARRIER(COMM, IERROR)`.
     mpi_barrier_, mpi_barrier_f08_ => "barrier",
     (c: I, ierr: E)
+    profile(Barrier, c, 0)
     first {
         let cc = comm(c);
         done(ierr, collective::entry_rc(cc, || calls::barrier(cc).then_some(SUCCESS), || -1))
@@ -581,6 +693,7 @@ fortran! {
     /// `MPI_IBCAST(BUFFER, COUNT, DATATYPE, ROOT, COMM, REQUEST, IERROR)`.
     mpi_ibcast_, mpi_ibcast_f08_ => "ibcast",
     (buf: BufMut, count: I, dt: I, root: I, c: I, req: E, ierr: E)
+    profile(Ibcast, c, fbytes(count, dt))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -597,6 +710,7 @@ fortran! {
     /// `MPI_IREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, ROOT, COMM, REQUEST, IERROR)`.
     mpi_ireduce_, mpi_ireduce_f08_ => "ireduce",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, root: I, c: I, req: E, ierr: E)
+    profile(Ireduce, c, fbytes(count, dt))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -613,6 +727,7 @@ fortran! {
     /// `MPI_IALLREDUCE(SENDBUF, RECVBUF, COUNT, DATATYPE, OP, COMM, REQUEST, IERROR)`.
     mpi_iallreduce_, mpi_iallreduce_f08_ => "iallreduce",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, req: E, ierr: E)
+    profile(Iallreduce, c, fbytes(count, dt))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -630,6 +745,7 @@ fortran! {
     /// IERROR)`.
     mpi_ireduce_scatter_block_, mpi_ireduce_scatter_block_f08_ => "ireduce_scatter_block",
     (send: Buf, recv: BufMut, count: I, dt: I, op: I, c: I, req: E, ierr: E)
+    profile(IreduceScatterBlock, c, fbytes(count, dt))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -647,6 +763,7 @@ fortran! {
     /// IERROR)`: the counts as `MPI_REDUCE_SCATTER`'s.
     mpi_ireduce_scatter_, mpi_ireduce_scatter_f08_ => "ireduce_scatter",
     (send: Buf, recv: BufMut, counts: I, dt: I, op: I, c: I, req: E, ierr: E)
+    profile(IreduceScatter, c, fown_block(counts, c, dt))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -664,6 +781,7 @@ fortran! {
     /// REQUEST, IERROR)`.
     mpi_iallgather_, mpi_iallgather_f08_ => "iallgather",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, c: I, req: E, ierr: E)
+    profile(Iallgather, c, fblock(send, scount, stype, rcount, rtype))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -684,6 +802,7 @@ fortran! {
     mpi_igather_, mpi_igather_f08_ => "igather",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I, c: I, req: E,
      ierr: E)
+    profile(Igather, c, fblock(send, scount, stype, rcount, rtype))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -705,6 +824,7 @@ fortran! {
     mpi_iscatter_, mpi_iscatter_f08_ => "iscatter",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I, c: I, req: E,
      ierr: E)
+    profile(Iscatter, c, fblock(recv, rcount, rtype, scount, stype))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -726,6 +846,7 @@ fortran! {
     mpi_igatherv_, mpi_igatherv_f08_ => "igatherv",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcounts: I, displs: I, rtype: I, root: I,
      c: I, req: E, ierr: E)
+    profile(Igatherv, c, fblock_v(send, scount, stype, rcounts, rtype, c))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -747,6 +868,7 @@ fortran! {
     mpi_iscatterv_, mpi_iscatterv_f08_ => "iscatterv",
     (send: Buf, scounts: I, displs: I, stype: I, recv: BufMut, rcount: I, rtype: I, root: I,
      c: I, req: E, ierr: E)
+    profile(Iscatterv, c, fblock_v(recv, rcount, rtype, scounts, stype, c))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -768,6 +890,7 @@ fortran! {
     mpi_iallgatherv_, mpi_iallgatherv_f08_ => "iallgatherv",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcounts: I, displs: I, rtype: I, c: I,
      req: E, ierr: E)
+    profile(Iallgatherv, c, fblock_v(send, scount, stype, rcounts, rtype, c))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -788,6 +911,7 @@ fortran! {
     /// REQUEST, IERROR)`.
     mpi_ialltoall_, mpi_ialltoall_f08_ => "ialltoall",
     (send: Buf, scount: I, stype: I, recv: BufMut, rcount: I, rtype: I, c: I, req: E, ierr: E)
+    profile(Ialltoall, c, fblock(send, scount, stype, rcount, rtype))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -808,6 +932,7 @@ fortran! {
     mpi_ialltoallv_, mpi_ialltoallv_f08_ => "ialltoallv",
     (send: Buf, scounts: I, sdispls: I, stype: I, recv: BufMut, rcounts: I, rdispls: I, rtype: I,
      c: I, req: E, ierr: E)
+    profile(Ialltoallv, c, fmean_block_v(send, scounts, stype, rcounts, rtype, c))
     first {
         let cc = comm(c);
         done(ierr, buffers_entry(cc, || started(req, |r| {
@@ -827,6 +952,7 @@ fortran! {
     /// `MPI_IBARRIER(COMM, REQUEST, IERROR)`.
     mpi_ibarrier_, mpi_ibarrier_f08_ => "ibarrier",
     (c: I, req: E, ierr: E)
+    profile(Ibarrier, c, 0)
     first {
         let cc = comm(c);
         done(ierr, collective::entry_rc(cc, || started(req, |r| {

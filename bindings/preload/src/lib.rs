@@ -78,6 +78,7 @@ mod gatherv;
 // Unsafe: the application's buffer packed and unpacked (`PMPI_Pack`, `PMPI_Unpack`).
 #[allow(unsafe_code)]
 mod packed;
+mod profile;
 // Unsafe: a Scatter's C buffers, valid as the standard says for its counts and datatypes,
 // seen as slices.
 #[allow(unsafe_code)]

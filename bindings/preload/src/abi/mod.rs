@@ -521,3 +521,92 @@ impl Drop for KeptType {
         }
     }
 }
+
+/// How [`reduce_u64_to_0`] combines the ranks' values.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Combine {
+    Sum,
+    Max,
+}
+
+/// `PMPI_Reduce` of every rank's `mine` (the same length on all) to rank 0 of `comm`:
+/// the result there, `None` on the other ranks or if MPI reports an error.
+pub(crate) fn reduce_u64_to_0(comm: MPI_Comm, mine: &[u64], how: Combine) -> Option<Vec<u64>> {
+    let mut out = vec![0u64; mine.len()];
+    let n = c_int::try_from(mine.len()).ok()?;
+    let mut rank: c_int = 0;
+    // SAFETY: `mine` and `out` hold `n` 64-bit integers each and are distinct; `comm` is
+    // a live intracommunicator.
+    let rc = unsafe {
+        ffi::PMPI_Comm_rank(comm, &mut rank);
+        let op = match how {
+            Combine::Sum => ffi::RSMPI_SUM,
+            Combine::Max => ffi::RSMPI_MAX,
+        };
+        ffi::PMPI_Reduce(
+            mine.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            n,
+            ffi::RSMPI_UINT64_T,
+            op,
+            0,
+            comm,
+        )
+    };
+    (rc == SUCCESS && rank == 0).then_some(out)
+}
+
+/// Whether this rank is the first of its node in `MPI_COMM_WORLD` (collective over world:
+/// `PMPI_Comm_split_type` with `MPI_COMM_TYPE_SHARED`).
+pub(crate) fn first_on_node() -> bool {
+    // SAFETY: reading a constant handle.
+    let mut node = unsafe { ffi::RSMPI_COMM_NULL };
+    // SAFETY: world is live; `node` receives a new communicator, freed below.
+    let rc = unsafe {
+        ffi::PMPI_Comm_split_type(
+            world(),
+            ffi::MPI_COMM_TYPE_SHARED as c_int,
+            0,
+            ffi::RSMPI_INFO_NULL,
+            &mut node,
+        )
+    };
+    if rc != SUCCESS {
+        return world_rank_size().0 == 0;
+    }
+    let mut rank: c_int = 0;
+    // SAFETY: `node` is the communicator just made.
+    unsafe { ffi::PMPI_Comm_rank(node, &mut rank) };
+    free_comm(node);
+    rank == 0
+}
+
+/// The first line of `MPI_Get_library_version`.
+pub(crate) fn library_version() -> String {
+    let mut buf = vec![0 as std::os::raw::c_char; ffi::MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
+    let mut len: c_int = 0;
+    // SAFETY: `buf` holds MPI_MAX_LIBRARY_VERSION_STRING characters and a NUL.
+    let rc = unsafe { ffi::PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
+    if rc != SUCCESS {
+        return String::new();
+    }
+    let bytes: Vec<u8> = buf[..len.clamp(0, buf.len() as c_int - 1) as usize]
+        .iter()
+        .map(|&c| c as u8)
+        .collect();
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines().next().unwrap_or("").trim().to_string()
+}
+
+/// The bytes of `count` elements of `dt` (0 for a negative count or an unusable handle),
+/// for the profile.
+pub(crate) fn bytes_of(count: c_int, dt: MPI_Datatype) -> u64 {
+    // SAFETY: compares the handle with constants; nothing is dereferenced.
+    if count <= 0 || unsafe { topo_preload_type_unusable(dt) } != 0 {
+        return 0;
+    }
+    let mut size: c_int = 0;
+    // SAFETY: a handle that is not MPI_DATATYPE_NULL; writes one int.
+    unsafe { ffi::PMPI_Type_size(dt, &mut size) };
+    count as u64 * size.max(0) as u64
+}

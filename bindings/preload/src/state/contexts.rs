@@ -8,6 +8,9 @@ use topo_runtime::ffi::ranks_in;
 
 /// Tears the contexts down and prints the statistics if asked; later calls go to MPI.
 pub(crate) fn finalize() {
+    // Collective over world, with MPI fully usable: before anything is torn down.
+    let native = lock().0.state.as_ref().is_some_and(|st| st.native);
+    crate::profile::finish(native);
     let mut g = lock();
     g.0.finalized = true;
     handed::changed();

@@ -220,6 +220,8 @@ struct State {
     nonblocking_first: bool,
     /// Whether topo-run's path is on for this run (world has a hierarchical context).
     on: bool,
+    /// Whether MPI's own collectives were asked for (`TOPO_RUN_NATIVE`): the path is off.
+    native: bool,
     /// The number of the next context this process creates (world's is 0).
     next_instance: u32,
     /// Nonblocking collectives whose generalized requests are not complete yet.
@@ -275,6 +277,7 @@ impl State {
             next_id: 1,
             nonblocking_first: false,
             on: false,
+            native: false,
             next_instance: 1,
             pending: Vec::new(),
             retired: Vec::new(),
@@ -297,8 +300,12 @@ impl State {
         hook_finalize();
         // This library's own callback advances the contexts and completes their requests.
         topo_runtime::mpi_hook::manual();
+        let profiling = crate::profile::start();
+        st.native = native();
         let world = SimpleCommunicator::world();
         match Topo::from_env(&world) {
+            // MPI's own collectives asked for: the path stays off.
+            _ if st.native => {}
             Ok(topo) => {
                 st.node = topo.node().to_string();
                 if let Some((local, _)) = topo.local() {
@@ -342,10 +349,11 @@ impl State {
             }
             Err(e) => setup_failed(rank, &e),
         }
-        // The statistics count every call of the ranks that print them.
+        // The statistics count every call of the ranks that print them, and the profile
+        // every call of every rank.
         st.prints_stats =
             st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref());
-        handed::set_remembering(!st.prints_stats);
+        handed::set_remembering(!st.prints_stats && !profiling);
         st
     }
 
@@ -475,6 +483,11 @@ impl State {
         }
         IN_FLIGHT.store(!self.pending.is_empty(), Ordering::Relaxed);
     }
+}
+
+/// Whether `TOPO_RUN_NATIVE` asks for MPI's own collectives (`1`, `yes`, `true`, `on`).
+fn native() -> bool {
+    stats::wanted(std::env::var(topo_profile::NATIVE_ENV).ok().as_deref())
 }
 
 fn key(comm: MPI_Comm) -> usize {
@@ -607,7 +620,11 @@ impl State {
         }
         if !self.on {
             handed::remember(comm);
-            return Err(HandOff::Inactive);
+            return Err(if self.native {
+                HandOff::Native
+            } else {
+                HandOff::Inactive
+            });
         }
         let others = self.busy_others(comm);
         match self.contexts.get(&key(comm)) {
@@ -645,6 +662,7 @@ impl State {
             Ok(_) => self.stats.ours(call),
             Err(why) => self.stats.handed(call, *why),
         }
+        crate::profile::note_outcome(kind, r.as_ref().err().copied());
         self.stats.on(kind, r.is_ok());
         r.ok()
     }

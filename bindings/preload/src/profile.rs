@@ -1,0 +1,315 @@
+//! The collective profile (`topo-run --profile FILE`, `TOPO_RUN_PROFILE=FILE`): every
+//! collective call of the program is counted, per call and communicator kind, with the
+//! way it went (topo-run's path, or MPI and why), its size class and its time; at
+//! `MPI_Finalize` the ranks combine their counts and rank 0 writes the JSON file
+//! (`topo_profile`, docs/profile.md).
+//!
+//! Each exported collective opens a [`Span`] first ([`span`]): without a profile that is
+//! one relaxed load of a flag. With one, the span computes the call's bytes and, for the
+//! calls it times, reads the clock on both sides; the state tells it the communicator's
+//! kind and the call's way when it counts the call (`note_outcome`), and the span adds
+//! it all to the process's counters when it closes. Timing every call would cost the
+//! smallest ones more than the 2 % allowed (a clock read is about 20 ns here), so a
+//! thread times the first [`ALWAYS_TIMED`] calls of each call and size class, then every
+//! call of a class whose calls take [`LONG_NANOS`] or more, and one in [`SAMPLE_EVERY`] of
+//! the others; the profile extrapolates from those (`topo_profile::summarize`).
+//!
+//! Below `MPI_THREAD_MULTIPLE` one thread at a time is in an MPI call, so the counters
+//! are updated with plain loads and stores; at `MPI_THREAD_MULTIPLE` with atomic adds.
+
+use std::cell::{Cell, RefCell};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use topo_profile::{CLASSES, RawIndex, Shape};
+
+use crate::abi::{self, MPI_Comm};
+use crate::classify::{Call, HandOff};
+use crate::stats::CommKind;
+
+const CALLS: usize = Call::ALL.len();
+const KINDS: usize = CommKind::ALL.len();
+const REASONS: usize = HandOff::ALL.len();
+const LEN: usize = topo_profile::raw_len(CALLS, KINDS, REASONS);
+
+/// A thread times the first this many calls of each call and size class.
+pub const ALWAYS_TIMED: u32 = 32;
+/// Then every call of a class whose timed calls took this long on average ...
+pub const LONG_NANOS: u64 = 2_000;
+/// ... and one in this many of the others.
+pub const SAMPLE_EVERY: u32 = 64;
+
+/// Whether this process profiles its collectives.
+static ON: AtomicBool = AtomicBool::new(false);
+/// Whether threads may be in MPI calls at once (`MPI_THREAD_MULTIPLE`).
+static MULTIPLE: AtomicBool = AtomicBool::new(false);
+/// Whether the profile was combined and written (once, at the first finalize).
+static WRITTEN: AtomicBool = AtomicBool::new(false);
+/// This process's counters, laid out as `topo_profile::RawIndex` says.
+static RAW: [AtomicU64; LEN] = [const { AtomicU64::new(0) }; LEN];
+/// When profiling began (`MPI_Init`, or the setup that stood in for it).
+static START: OnceLock<Instant> = OnceLock::new();
+/// Where the profile goes, and whether rank 0 prints its table too.
+static TARGET: OnceLock<(String, bool)> = OnceLock::new();
+
+/// One thread's timing decisions for one call and size class.
+#[derive(Clone, Copy)]
+struct Sampling {
+    calls: u32,
+    timed: u32,
+    nanos: u64,
+}
+
+impl Sampling {
+    const NONE: Sampling = Sampling {
+        calls: 0,
+        timed: 0,
+        nanos: 0,
+    };
+
+    /// Whether the next call is timed.
+    fn times_next(&self) -> bool {
+        self.timed < ALWAYS_TIMED
+            || self.nanos >= LONG_NANOS * u64::from(self.timed)
+            || self.calls.is_multiple_of(SAMPLE_EVERY)
+    }
+}
+
+thread_local! {
+    /// Whether a span is open on this thread (a Fortran entry that passes its call to
+    /// the C one opens the only one).
+    static OPEN: Cell<bool> = const { Cell::new(false) };
+    /// The kind of the open span's communicator and the call's way, once the state has
+    /// counted it (`None` in the second place: topo-run's path).
+    static OUTCOME: Cell<Option<(CommKind, Option<HandOff>)>> = const { Cell::new(None) };
+    static SAMPLING: RefCell<[[Sampling; CLASSES]; CALLS]> =
+        const { RefCell::new([[Sampling::NONE; CLASSES]; CALLS]) };
+}
+
+/// Starts profiling if `TOPO_RUN_PROFILE` names a file (at `MPI_Init`, or the first call
+/// that sets the library up). Returns whether it did.
+pub(crate) fn start() -> bool {
+    if ON.load(Ordering::Relaxed) {
+        return true;
+    }
+    let Some(path) = std::env::var(topo_profile::PROFILE_ENV)
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+    else {
+        return false;
+    };
+    let table = crate::stats::wanted(std::env::var("TOPO_RUN_VERBOSE").ok().as_deref());
+    let _ = TARGET.set((path, table));
+    let _ = START.set(Instant::now());
+    MULTIPLE.store(abi::thread_multiple(), Ordering::Relaxed);
+    ON.store(true, Ordering::Release);
+    true
+}
+
+/// Whether this process profiles its collectives.
+pub(crate) fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// The state's word on the open span's call: its communicator's kind and its way.
+pub(crate) fn note_outcome(kind: CommKind, handed: Option<HandOff>) {
+    if on() {
+        OUTCOME.with(|o| o.set(Some((kind, handed))));
+    }
+}
+
+/// A collective call being profiled; it is counted when dropped.
+pub(crate) struct Span {
+    call: Call,
+    class: usize,
+    comm: MPI_Comm,
+    started: Option<Instant>,
+}
+
+/// Opens the span of a `call` on `comm` whose block is `bytes()` bytes (computed only
+/// when profiling): bind it to a variable that lives to the end of the call.
+#[inline]
+pub(crate) fn span(call: Call, comm: MPI_Comm, bytes: impl FnOnce() -> u64) -> Option<Span> {
+    if !ON.load(Ordering::Relaxed) {
+        return None;
+    }
+    open(call, comm, bytes)
+}
+
+#[inline(never)]
+fn open(call: Call, comm: MPI_Comm, bytes: impl FnOnce() -> u64) -> Option<Span> {
+    if OPEN.with(|o| o.replace(true)) {
+        return None;
+    }
+    OUTCOME.with(|o| o.set(None));
+    let class = topo_profile::class_of(bytes());
+    let timed = SAMPLING.with(|s| {
+        let mut s = s.borrow_mut();
+        let slot = &mut s[call.index()][class];
+        let t = slot.times_next();
+        slot.calls = slot.calls.wrapping_add(1);
+        t
+    });
+    Some(Span {
+        call,
+        class,
+        comm,
+        started: timed.then(Instant::now),
+    })
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        let nanos = self.started.map(|t| t.elapsed().as_nanos() as u64);
+        OPEN.with(|o| o.set(false));
+        // A call the state never counted went to MPI before reaching it (the library
+        // not set up yet, or finalized).
+        let (mut kind, handed) = OUTCOME
+            .with(Cell::take)
+            .unwrap_or((CommKind::Other, Some(HandOff::Inactive)));
+        // World without a context (the path off, `--native`) is still world.
+        if kind == CommKind::Other && self.comm == abi::world() {
+            kind = CommKind::World;
+        }
+        let at = RawIndex::new(self.call.index(), kind as usize, KINDS, REASONS);
+        add(at.calls(self.class), 1);
+        match handed {
+            None => add(at.ours(), 1),
+            Some(why) => add(at.handed(why.index()), 1),
+        }
+        if let Some(nanos) = nanos {
+            SAMPLING.with(|s| {
+                let mut s = s.borrow_mut();
+                let slot = &mut s[self.call.index()][self.class];
+                slot.timed += 1;
+                slot.nanos += nanos;
+            });
+            add(at.timed(self.class), 1);
+            add(at.nanos(self.class), nanos);
+            let ranks = abi::comm_size(self.comm) as u64;
+            RAW[at.ranks()].fetch_max(ranks, Ordering::Relaxed);
+        }
+    }
+}
+
+fn add(i: usize, v: u64) {
+    if MULTIPLE.load(Ordering::Relaxed) {
+        RAW[i].fetch_add(v, Ordering::Relaxed);
+    } else {
+        RAW[i].store(RAW[i].load(Ordering::Relaxed) + v, Ordering::Relaxed);
+    }
+}
+
+/// The names behind the counters.
+fn shape() -> Shape<'static> {
+    static NAMES: OnceLock<(Vec<&'static str>, Vec<&'static str>, Vec<&'static str>)> =
+        OnceLock::new();
+    let (calls, kinds, reasons) = NAMES.get_or_init(|| {
+        (
+            Call::ALL.iter().map(|c| c.name()).collect(),
+            CommKind::ALL.iter().map(|k| k.name()).collect(),
+            HandOff::ALL.iter().map(|h| h.describe()).collect(),
+        )
+    });
+    Shape {
+        calls,
+        kinds,
+        reasons,
+    }
+}
+
+/// Combines the ranks' counters (collective over `MPI_COMM_WORLD`: at the start of
+/// `MPI_Finalize`, where every rank is) and writes the profile from rank 0, once.
+/// `native`: topo-run's path was off by request.
+pub(crate) fn finish(native: bool) {
+    // Every rank reads the same environment, so all of them take part (a rank that
+    // made no call before starts here).
+    if !start() || WRITTEN.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let wall = START.get().map_or(0, |t| t.elapsed().as_nanos() as u64);
+    let shape = shape();
+    let raw: Vec<u64> = RAW.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+    let mut mine = topo_profile::summarize(&shape, &raw, wall);
+    // The last entry counts nodes: 1 from each node's first rank.
+    mine.push(u64::from(abi::first_on_node()));
+    let world = abi::world();
+    let sum = abi::reduce_u64_to_0(world, &mine, abi::Combine::Sum);
+    let max = abi::reduce_u64_to_0(world, &mine, abi::Combine::Max);
+    let (Some(mut sum), Some(mut max)) = (sum, max) else {
+        return;
+    };
+    let nodes = sum.pop().unwrap_or(1);
+    max.pop();
+    let (_, ranks) = abi::world_rank_size();
+    let job = topo_profile::Job {
+        ranks: ranks as u64,
+        nodes,
+        mpi: abi::library_version(),
+        native,
+    };
+    let profile = topo_profile::combine(&shape, &sum, &max, job);
+    let Some((path, table)) = TARGET.get() else {
+        return;
+    };
+    if let Err(e) = std::fs::write(path, profile.to_json()) {
+        eprintln!(
+            "topo-run: warning: cannot write the profile to {path}: {e}; give --profile a \
+             file in a writable directory"
+        );
+        return;
+    }
+    if *table {
+        for line in topo_profile::table(&profile) {
+            eprintln!("topo-run: {line}");
+        }
+        eprintln!("topo-run: profile written to {path}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How many of `n` calls of `nanos` each one thread times.
+    fn timed_of(n: u32, nanos: u64) -> u32 {
+        let mut s = Sampling::NONE;
+        for _ in 0..n {
+            if s.times_next() {
+                s.timed += 1;
+                s.nanos += nanos;
+            }
+            s.calls += 1;
+        }
+        s.timed
+    }
+
+    #[test]
+    fn short_calls_are_sampled_and_long_ones_all_timed() {
+        assert_eq!(
+            timed_of(ALWAYS_TIMED, 10),
+            ALWAYS_TIMED,
+            "the first ones all"
+        );
+        // 10,000 short calls: the first 32, then one in 64 of the others.
+        let short = timed_of(10_000, 80);
+        assert!(
+            (ALWAYS_TIMED + 150..ALWAYS_TIMED + 160).contains(&short),
+            "{short}"
+        );
+        assert_eq!(timed_of(10_000, LONG_NANOS), 10_000, "long calls all");
+    }
+
+    #[test]
+    fn the_shape_names_every_counter() {
+        let s = shape();
+        assert_eq!(s.raw_len(), LEN);
+        assert_eq!(s.calls[Call::Allreduce.index()], "MPI_Allreduce");
+        assert_eq!(s.kinds[CommKind::Split as usize], "split");
+        assert_eq!(
+            s.reasons[HandOff::Native.index()],
+            HandOff::Native.describe()
+        );
+    }
+}
