@@ -386,6 +386,13 @@ impl Profile {
         s
     }
 
+    /// The MPI library's name and version, without the rest of its line ("Open MPI
+    /// v4.1.4, package: ..." gives "Open MPI v4.1.4").
+    pub fn mpi_name(&self) -> String {
+        let first = self.mpi.split(',').next().unwrap_or("");
+        first.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
     /// A profile from the text of its file (`path` names it in errors).
     pub fn from_json(text: &str, path: &str) -> Result<Profile, ProfileError> {
         let p: Profile = serde_json::from_str(text).map_err(|source| ProfileError::Json {
@@ -442,14 +449,7 @@ pub fn table(p: &Profile) -> Vec<String> {
          its time",
         p.ranks,
         p.nodes,
-        // "Open MPI v4.1.4, package: ...": the name and version only.
-        p.mpi
-            .split(',')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" "),
+        p.mpi_name(),
         if p.native {
             ", MPI's own collectives (--native)"
         } else {

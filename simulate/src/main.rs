@@ -278,7 +278,7 @@ fn replay(
         } else {
             "topo-run's collectives"
         },
-        profile.mpi
+        profile.mpi_name()
     );
     if args.format == "json" {
         let doc = serde_json::json!({

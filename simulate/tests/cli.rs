@@ -160,3 +160,86 @@ fn bad_inputs_get_their_exit_codes() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// A profile recorded on the dev cluster (examples/c/profile-known.c, 2 nodes x 2 ranks)
+/// replays on the paper's cluster: a row per (call, communicator kind), the total, the
+/// model and how far it was validated, and what the replay assumed.
+#[test]
+fn a_profile_replays_on_another_cluster() {
+    let out = simulate(&[
+        "--job",
+        "examples/jobs/paper.yaml",
+        "--network-map",
+        "examples/maps/paper.yaml",
+        "--profile",
+        "examples/profiles/profile-known-2x2.json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    assert!(
+        s.starts_with(
+            "topo-run simulate: the collectives of examples/profiles/profile-known-2x2.json \
+             (recorded on 4 ranks on 2 nodes, topo-run's collectives, Open MPI"
+        ),
+        "{s}"
+    );
+    assert!(s.contains("replayed on 108 ranks on 3 nodes"), "{s}");
+    assert!(s.contains("checked against measurements on 1 node x 2"), "{s}");
+    assert!(s.contains("7 calls were on smaller communicators"), "{s}");
+    for (call, comm, calls) in [
+        ("MPI_Allreduce", "world", 103),
+        ("MPI_Allreduce", "split", 7),
+        ("MPI_Bcast", "world", 10),
+        ("MPI_Barrier", "world", 5),
+        ("MPI_Iallreduce", "world", 4),
+        ("MPI_Alltoall", "world", 2),
+        ("MPI_Reduce", "world", 1),
+    ] {
+        let row = s
+            .lines()
+            .find(|l| l.starts_with(call) && l.split_whitespace().nth(1) == Some(comm))
+            .unwrap_or_else(|| panic!("no row for {call} on {comm} in\n{s}"));
+        assert_eq!(row.split_whitespace().nth(2), Some(calls.to_string().as_str()), "{row}");
+    }
+    let total = s.lines().find(|l| l.starts_with("total")).expect("a total");
+    let words: Vec<&str> = total.split_whitespace().collect();
+    assert_eq!(words[1], "132", "{total}");
+    let (topo, flat): (f64, f64) = (words[2].parse().unwrap(), words[3].parse().unwrap());
+    assert!(topo > 0.0 && flat > 0.0, "{total}");
+
+    let out = simulate(&[
+        "--job",
+        "examples/jobs/paper.yaml",
+        "--profile",
+        "examples/profiles/profile-known-2x2.json",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["replay"]["rows"].as_array().unwrap().len(), 7);
+    assert!(doc["replay"]["topo_run_us"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_file_that_is_no_profile_is_named_with_exit_code_3() {
+    let bad = file("not-a-profile.json", "{\"ranks\": 4}");
+    let out = simulate(&[
+        "--job",
+        "examples/jobs/paper.yaml",
+        "--profile",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let e = text(&out.stderr);
+    assert!(e.contains("is not a topo-run profile"), "{e}");
+    let out = simulate(&[
+        "--job",
+        "examples/jobs/paper.yaml",
+        "--profile",
+        "examples/profiles/profile-known-2x2.json",
+        "--ops",
+        "bcast",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "--profile with --ops");
+}
