@@ -17,9 +17,9 @@
 //! Below `MPI_THREAD_MULTIPLE` one thread at a time is in an MPI call, so the counters
 //! are updated with plain loads and stores; at `MPI_THREAD_MULTIPLE` with atomic adds.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use topo_profile::{CLASSES, RawIndex, Shape};
@@ -53,15 +53,16 @@ static START: OnceLock<Instant> = OnceLock::new();
 /// Where the profile goes, and whether rank 0 prints its table too.
 static TARGET: OnceLock<(String, bool)> = OnceLock::new();
 
-/// One thread's timing decisions for one call and size class.
+/// The timing decisions for one call and size class.
 #[derive(Clone, Copy)]
 struct Sampling {
-    calls: u32,
-    timed: u32,
+    calls: u64,
+    timed: u64,
     nanos: u64,
 }
 
 impl Sampling {
+    #[cfg(test)]
     const NONE: Sampling = Sampling {
         calls: 0,
         timed: 0,
@@ -70,21 +71,96 @@ impl Sampling {
 
     /// Whether the next call is timed.
     fn times_next(&self) -> bool {
-        self.timed < ALWAYS_TIMED
-            || self.nanos >= LONG_NANOS * u64::from(self.timed)
-            || self.calls.is_multiple_of(SAMPLE_EVERY)
+        self.timed < u64::from(ALWAYS_TIMED)
+            || self.nanos >= LONG_NANOS * self.timed
+            || self.calls.is_multiple_of(u64::from(SAMPLE_EVERY))
     }
 }
 
+/// The process's [`Sampling`] per call and size class (calls, timed, nanoseconds): shared
+/// by its threads, whose races at `MPI_THREAD_MULTIPLE` only shift which calls are timed.
+static SAMPLING: [AtomicU64; 3 * CALLS * CLASSES] =
+    [const { AtomicU64::new(0) }; 3 * CALLS * CLASSES];
+
+fn sampling(call: Call, class: usize) -> (usize, Sampling) {
+    let i = 3 * (call.index() * CLASSES + class);
+    let at = |k: usize| SAMPLING[i + k].load(Ordering::Relaxed);
+    (
+        i,
+        Sampling {
+            calls: at(0),
+            timed: at(1),
+            nanos: at(2),
+        },
+    )
+}
+
+// Whether a span is open (a Fortran entry that passes its call to the C one opens the
+// only one), and the state's word on its call: per thread at `MPI_THREAD_MULTIPLE`,
+// process-wide below it, where one thread at a time is in MPI and a thread-local costs
+// more (`__tls_get_addr` in a shared library) than the profile may.
+static OPEN: AtomicBool = AtomicBool::new(false);
+static OUTCOME: AtomicU32 = AtomicU32::new(NO_OUTCOME);
 thread_local! {
-    /// Whether a span is open on this thread (a Fortran entry that passes its call to
-    /// the C one opens the only one).
-    static OPEN: Cell<bool> = const { Cell::new(false) };
-    /// The kind of the open span's communicator and the call's way, once the state has
-    /// counted it (`None` in the second place: topo-run's path).
-    static OUTCOME: Cell<Option<(CommKind, Option<HandOff>)>> = const { Cell::new(None) };
-    static SAMPLING: RefCell<[[Sampling; CLASSES]; CALLS]> =
-        const { RefCell::new([[Sampling::NONE; CLASSES]; CALLS]) };
+    static THREAD_OPEN: Cell<bool> = const { Cell::new(false) };
+    static THREAD_OUTCOME: Cell<u32> = const { Cell::new(NO_OUTCOME) };
+}
+
+/// No outcome noted (the state never counted the call).
+const NO_OUTCOME: u32 = u32::MAX;
+
+/// An outcome as one word: the kind, and the reason of a hand-off (0: topo-run's path).
+fn encode(kind: CommKind, handed: Option<HandOff>) -> u32 {
+    (kind as u32) << 8 | handed.map_or(0, |h| h.index() as u32 + 1)
+}
+
+fn decode(word: u32) -> (CommKind, Option<HandOff>) {
+    if word == NO_OUTCOME {
+        // A call the state never counted went to MPI before reaching it (the library
+        // not set up yet, or finalized).
+        return (CommKind::Other, Some(HandOff::Inactive));
+    }
+    let kind = CommKind::ALL[(word >> 8) as usize];
+    let handed = match word & 0xff {
+        0 => None,
+        h => Some(HandOff::ALL[h as usize - 1]),
+    };
+    (kind, handed)
+}
+
+fn multiple() -> bool {
+    MULTIPLE.load(Ordering::Relaxed)
+}
+
+/// Marks a span open (`true`) or closed; returns whether one was open.
+fn swap_open(open: bool) -> bool {
+    if multiple() {
+        THREAD_OPEN.with(|o| o.replace(open))
+    } else {
+        let was = OPEN.load(Ordering::Relaxed);
+        OPEN.store(open, Ordering::Relaxed);
+        was
+    }
+}
+
+fn set_outcome(word: u32) {
+    if multiple() {
+        THREAD_OUTCOME.with(|o| o.set(word));
+    } else {
+        OUTCOME.store(word, Ordering::Relaxed);
+    }
+}
+
+fn take_outcome() -> u32 {
+    if multiple() {
+        THREAD_OUTCOME.with(|o| o.replace(NO_OUTCOME))
+    } else {
+        // A load and a store: a swap would be a locked instruction, a fence on every
+        // call.
+        let word = OUTCOME.load(Ordering::Relaxed);
+        OUTCOME.store(NO_OUTCOME, Ordering::Relaxed);
+        word
+    }
 }
 
 /// Starts profiling if `TOPO_RUN_PROFILE` names a file (at `MPI_Init`, or the first call
@@ -115,7 +191,7 @@ pub(crate) fn on() -> bool {
 /// The state's word on the open span's call: its communicator's kind and its way.
 pub(crate) fn note_outcome(kind: CommKind, handed: Option<HandOff>) {
     if on() {
-        OUTCOME.with(|o| o.set(Some((kind, handed))));
+        set_outcome(encode(kind, handed));
     }
 }
 
@@ -139,18 +215,14 @@ pub(crate) fn span(call: Call, comm: MPI_Comm, bytes: impl FnOnce() -> u64) -> O
 
 #[inline(never)]
 fn open(call: Call, comm: MPI_Comm, bytes: impl FnOnce() -> u64) -> Option<Span> {
-    if OPEN.with(|o| o.replace(true)) {
+    if swap_open(true) {
         return None;
     }
-    OUTCOME.with(|o| o.set(None));
+    set_outcome(NO_OUTCOME);
     let class = topo_profile::class_of(bytes());
-    let timed = SAMPLING.with(|s| {
-        let mut s = s.borrow_mut();
-        let slot = &mut s[call.index()][class];
-        let t = slot.times_next();
-        slot.calls = slot.calls.wrapping_add(1);
-        t
-    });
+    let (i, slot) = sampling(call, class);
+    let timed = slot.times_next();
+    add_to(&SAMPLING[i], 1);
     Some(Span {
         call,
         class,
@@ -162,12 +234,8 @@ fn open(call: Call, comm: MPI_Comm, bytes: impl FnOnce() -> u64) -> Option<Span>
 impl Drop for Span {
     fn drop(&mut self) {
         let nanos = self.started.map(|t| t.elapsed().as_nanos() as u64);
-        OPEN.with(|o| o.set(false));
-        // A call the state never counted went to MPI before reaching it (the library
-        // not set up yet, or finalized).
-        let (mut kind, handed) = OUTCOME
-            .with(Cell::take)
-            .unwrap_or((CommKind::Other, Some(HandOff::Inactive)));
+        swap_open(false);
+        let (mut kind, handed) = decode(take_outcome());
         // World without a context (the path off, `--native`) is still world.
         if kind == CommKind::Other && self.comm == abi::world() {
             kind = CommKind::World;
@@ -179,25 +247,32 @@ impl Drop for Span {
             Some(why) => add(at.handed(why.index()), 1),
         }
         if let Some(nanos) = nanos {
-            SAMPLING.with(|s| {
-                let mut s = s.borrow_mut();
-                let slot = &mut s[self.call.index()][self.class];
-                slot.timed += 1;
-                slot.nanos += nanos;
-            });
+            let (i, _) = sampling(self.call, self.class);
+            add_to(&SAMPLING[i + 1], 1);
+            add_to(&SAMPLING[i + 2], nanos);
             add(at.timed(self.class), 1);
             add(at.nanos(self.class), nanos);
             let ranks = abi::comm_size(self.comm) as u64;
-            RAW[at.ranks()].fetch_max(ranks, Ordering::Relaxed);
+            let most = &RAW[at.ranks()];
+            if multiple() {
+                most.fetch_max(ranks, Ordering::Relaxed);
+            } else if most.load(Ordering::Relaxed) < ranks {
+                most.store(ranks, Ordering::Relaxed);
+            }
         }
     }
 }
 
 fn add(i: usize, v: u64) {
-    if MULTIPLE.load(Ordering::Relaxed) {
-        RAW[i].fetch_add(v, Ordering::Relaxed);
+    add_to(&RAW[i], v);
+}
+
+/// Adds `v` to a counter: atomically where threads may race, else a load and a store.
+fn add_to(a: &AtomicU64, v: u64) {
+    if multiple() {
+        a.fetch_add(v, Ordering::Relaxed);
     } else {
-        RAW[i].store(RAW[i].load(Ordering::Relaxed) + v, Ordering::Relaxed);
+        a.store(a.load(Ordering::Relaxed) + v, Ordering::Relaxed);
     }
 }
 
@@ -272,8 +347,8 @@ pub(crate) fn finish(native: bool) {
 mod tests {
     use super::*;
 
-    /// How many of `n` calls of `nanos` each one thread times.
-    fn timed_of(n: u32, nanos: u64) -> u32 {
+    /// How many of `n` calls of `nanos` each are timed.
+    fn timed_of(n: u64, nanos: u64) -> u64 {
         let mut s = Sampling::NONE;
         for _ in 0..n {
             if s.times_next() {
@@ -299,6 +374,18 @@ mod tests {
             "{short}"
         );
         assert_eq!(timed_of(10_000, LONG_NANOS), 10_000, "long calls all");
+    }
+
+    #[test]
+    fn outcomes_are_one_word_each() {
+        for kind in CommKind::ALL {
+            assert_eq!(decode(encode(kind, None)), (kind, None));
+            for why in HandOff::ALL {
+                assert_eq!(decode(encode(kind, Some(why))), (kind, Some(why)));
+                assert_ne!(encode(kind, Some(why)), NO_OUTCOME);
+            }
+        }
+        assert_eq!(decode(NO_OUTCOME), (CommKind::Other, Some(HandOff::Inactive)));
     }
 
     #[test]
