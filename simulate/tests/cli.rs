@@ -184,7 +184,10 @@ fn a_profile_replays_on_another_cluster() {
         "{s}"
     );
     assert!(s.contains("replayed on 108 ranks on 3 nodes"), "{s}");
-    assert!(s.contains("checked against measurements on 1 node x 2"), "{s}");
+    assert!(
+        s.contains("checked against measurements on 1 node x 2"),
+        "{s}"
+    );
     assert!(s.contains("7 calls were on smaller communicators"), "{s}");
     for (call, comm, calls) in [
         ("MPI_Allreduce", "world", 103),
@@ -199,7 +202,11 @@ fn a_profile_replays_on_another_cluster() {
             .lines()
             .find(|l| l.starts_with(call) && l.split_whitespace().nth(1) == Some(comm))
             .unwrap_or_else(|| panic!("no row for {call} on {comm} in\n{s}"));
-        assert_eq!(row.split_whitespace().nth(2), Some(calls.to_string().as_str()), "{row}");
+        assert_eq!(
+            row.split_whitespace().nth(2),
+            Some(calls.to_string().as_str()),
+            "{row}"
+        );
     }
     let total = s.lines().find(|l| l.starts_with("total")).expect("a total");
     let words: Vec<&str> = total.split_whitespace().collect();

@@ -362,17 +362,11 @@ mod tests {
 
     #[test]
     fn short_calls_are_sampled_and_long_ones_all_timed() {
-        assert_eq!(
-            timed_of(ALWAYS_TIMED, 10),
-            ALWAYS_TIMED,
-            "the first ones all"
-        );
+        let always = u64::from(ALWAYS_TIMED);
+        assert_eq!(timed_of(always, 10), always, "the first ones all");
         // 10,000 short calls: the first 32, then one in 64 of the others.
         let short = timed_of(10_000, 80);
-        assert!(
-            (ALWAYS_TIMED + 150..ALWAYS_TIMED + 160).contains(&short),
-            "{short}"
-        );
+        assert!((always + 150..always + 160).contains(&short), "{short}");
         assert_eq!(timed_of(10_000, LONG_NANOS), 10_000, "long calls all");
     }
 
@@ -385,7 +379,10 @@ mod tests {
                 assert_ne!(encode(kind, Some(why)), NO_OUTCOME);
             }
         }
-        assert_eq!(decode(NO_OUTCOME), (CommKind::Other, Some(HandOff::Inactive)));
+        assert_eq!(
+            decode(NO_OUTCOME),
+            (CommKind::Other, Some(HandOff::Inactive))
+        );
     }
 
     #[test]
