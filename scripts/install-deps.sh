@@ -5,7 +5,8 @@
 # Python test program), MPICH (its PMI-2 client
 # runs under srun --mpi=pmi2 in the tests; Open MPI stays the default mpicc/mpirun),
 # libclang (bindgen) and libudev (hwlocality links it), and for the installation tests
-# Lmod, man-db, dpkg-dev and fakeroot (module files, man pages, the Debian package).
+# Lmod, man-db, dpkg-dev and fakeroot (module files, man pages, the Debian package), and
+# LAMMPS, HPCC and Quantum ESPRESSO for the applications harness (benchmarks/apps/).
 # Idempotent; apt-get runs only when a package is missing, and then needs root.
 set -euo pipefail
 
@@ -36,6 +37,27 @@ if [ "${#missing[@]}" -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
     apt-get install -y -q "${missing[@]}"
+fi
+
+# The real applications of benchmarks/apps/ (LAMMPS, HPCC, Quantum ESPRESSO), without their
+# recommended documentation and data (about 45 MB more).
+apps=(lammps hpcc quantum-espresso)
+missing=()
+for p in "${apps[@]}"; do
+    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
+        missing+=("$p")
+    fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "install-deps: error: missing Debian packages: ${missing[*]}" >&2
+        echo "install-deps: install them as root: apt-get install -y --no-install-recommends ${missing[*]}" >&2
+        exit 1
+    fi
+    echo "install-deps: installing ${missing[*]} with apt-get"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -42,6 +42,9 @@ bash tests/e2e/runtime.sh target/release
 echo "== end-to-end: unmodified C and Fortran MPI programs through the PMPI library (1 and 2 nodes, faults)"
 bash tests/e2e/preload.sh target/release
 
+echo "== end-to-end: real applications (LAMMPS, HPCC, Quantum ESPRESSO, mpi4py) natively and under topo-run, tiny inputs"
+bash tests/e2e/apps.sh target/release
+
 echo "== end-to-end: topo-run doctor on the dev cluster (all OK, then each common mistake)"
 bash tests/e2e/doctor.sh target/release
 
