@@ -4,7 +4,7 @@
 //! on every intercepted call. On x86 both halves of `std::sync::Mutex` are atomic
 //! read-modify-writes, full fences that wait until the call's last stores to lines the
 //! other core reads (a queue's control word) have left this core: one cache-line transfer
-//! added to every call, measurable at the smallest sizes (docs/runtime.md, "Barrier and
+//! added to every call, measurable at the smallest sizes (benchmarks/records.md, "Barrier and
 //! the smallest calls").
 //!
 //! Most of the time nothing else can touch the state: a context without a progress

@@ -324,12 +324,17 @@ fn replay(
         }
     };
     for row in &r.rows {
+        let mark = if row.schedule_for_blocking > 0 {
+            "*"
+        } else {
+            ""
+        };
         out.push_str(&format!(
-            "{:<26} {:<9} {:>8}  {:>14.1} {:>14.1}  {:<20} {:>7}  {:>14.1}\n",
+            "{:<26} {:<9} {:>8}  {:>14} {:>14.1}  {:<20} {:>7}  {:>14.1}\n",
             row.call,
             row.comm,
             row.calls,
-            row.topo_run_us,
+            format!("{mark}{:.1}", row.topo_run_us),
             row.flat_us,
             row.flat_algorithm,
             ratio(row.topo_run_us, row.flat_us),

@@ -71,6 +71,9 @@ pub struct Row {
     pub flat_algorithm: String,
     /// The time the profile measured (the slowest rank's), in microseconds.
     pub measured_us: f64,
+    /// Of `calls`, those of blocking calls whose topo-run time is its nonblocking
+    /// schedule's, its blocking form not being simulated at that size.
+    pub schedule_for_blocking: u64,
 }
 
 /// A profile replayed on a cluster.
@@ -121,6 +124,7 @@ pub fn replay(cluster: &Cluster, model: &CostModel, profile: &Profile) -> Result
             flat_us: 0.0,
             flat_algorithm: String::new(),
             measured_us: c.seconds.max * 1e6,
+            schedule_for_blocking: 0,
         };
         let mut flat_calls: BTreeMap<&'static str, u64> = BTreeMap::new();
         for class in &c.bytes {
@@ -134,9 +138,13 @@ pub fn replay(cluster: &Cluster, model: &CostModel, profile: &Profile) -> Result
                 cache.insert(key.clone(), crate::predict(cluster, model, op, bytes)?);
             }
             let preds = &cache[&key];
-            let topo = preds
+            let recorded = preds
                 .iter()
-                .find(|p| blocking && p.algorithm == TOPO_RUN_BLOCKING && time(p).is_some())
+                .find(|p| blocking && p.algorithm == TOPO_RUN_BLOCKING && time(p).is_some());
+            let stand_in = blocking
+                && recorded.is_none()
+                && preds.iter().any(|p| p.algorithm == TOPO_RUN_BLOCKING);
+            let topo = recorded
                 .or_else(|| preds.iter().find(|p| p.algorithm == TOPO_RUN))
                 .and_then(time);
             let flat = preds
@@ -159,6 +167,9 @@ pub fn replay(cluster: &Cluster, model: &CostModel, profile: &Profile) -> Result
                 continue;
             };
             let n = class.calls_max;
+            if stand_in {
+                row.schedule_for_blocking += n;
+            }
             row.calls += n;
             row.topo_run_us += topo * n as f64;
             row.flat_us += flat * n as f64;
@@ -175,9 +186,18 @@ pub fn replay(cluster: &Cluster, model: &CostModel, profile: &Profile) -> Result
     }
     let mut caveats = vec![
         "every communicator is replayed as the whole job; each size class at its smallest \
-         size; calls: the busiest rank's"
+         size, as recorded (each rank's block as large as in the profiled run, as when a \
+         problem grows with the job); calls: the busiest rank's"
             .to_string(),
     ];
+    let stood_in: u64 = rows.iter().map(|r| r.schedule_for_blocking).sum();
+    if stood_in > 0 {
+        caveats.push(format!(
+            "{stood_in} blocking calls (marked *) are predicted with topo-run's nonblocking \
+             schedule: their blocking form is simulated only up to {} of data per call",
+            topo_hierarchy::settings::format_bytes(crate::BLOCKING_BYTES_UP_TO)
+        ));
+    }
     if not_world > 0 {
         caveats.push(format!(
             "{not_world} calls were on smaller communicators (node, split, other): their \
@@ -186,7 +206,7 @@ pub fn replay(cluster: &Cluster, model: &CostModel, profile: &Profile) -> Result
     }
     if !stand_ins.is_empty() {
         caveats.push(format!(
-            "replayed as their regular forms: {} (Exscan as Scan)",
+            "replayed as their regular forms (Exscan as Scan): {}",
             stand_ins.join(", ")
         ));
     }

@@ -14,7 +14,7 @@ use crate::space::Op;
 /// bytes in is where glibc puts every block it maps on its own, 2064 the middle of a page.
 /// Each candidate is timed at both, alternately, and judged by the mean of the two
 /// medians, so that none wins on one alignment alone. (On the dev cluster the two
-/// offsets time within 3 % of each other; docs/runtime.md, "Measured".)
+/// offsets time within 3 % of each other; benchmarks/records.md.)
 const OFFSETS: [usize; 2] = [16, 2064];
 const PAGE: usize = 4096;
 
