@@ -8,7 +8,9 @@ and writes OUT/apps.md (the table) and OUT/apps.svg (the ratios), printing the t
 
 Exits 1 if results disagree or an application has no run of one way."""
 import json
+import os
 import statistics
+import subprocess
 import sys
 from datetime import date
 from pathlib import Path
@@ -38,6 +40,26 @@ def numbers_agree(a, b, rel=1e-9):
         if abs(fx - fy) > rel * max(abs(fx), abs(fy), 1e-300):
             return None
     return f"equal to {rel:g}"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+# The cluster the profiles are replayed on (not with --tiny: the test command has no time
+# for 2,048 simulated ranks).
+JOB, MAP = "examples/jobs/cluster-64x32.yaml", "examples/maps/cluster-64.yaml"
+
+
+def predict(profile):
+    """topo-run simulate --profile on 64 nodes x 32 ranks: (topo-run us, flat us, caveats)."""
+    if tiny or not os.environ.get("TOPO_RUN"):
+        return None
+    r = subprocess.run([os.environ["TOPO_RUN"], "simulate", "--format", "json", "--job", JOB,
+                        "--network-map", MAP, "--profile", str(profile)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        print(f"apps: topo-run simulate --profile {profile}: {r.stderr.strip()[:300]}")
+        return None
+    rep = json.loads(r.stdout)["replay"]
+    return rep["topo_run_us"], rep["flat_us"], rep["rows"]
 
 
 def profile_of(d):
@@ -73,7 +95,9 @@ for app, ways in runs.items():
     ours = sum(c["topo_run"] for c in p["collectives"])
     top = sorted(p["collectives"], key=lambda c: -c["seconds"]["max"])[:2]
     spread = {w: (min(s for _, s, _ in ways[w]), max(s for _, s, _ in ways[w])) for w in ("native", "topo")}
+    predicted = predict(ways["topo"][0][2] / "profile.json")
     rows.append({
+        "predicted": predicted,
         "app": app, "runs": len(ways["topo"]), "native": med["native"], "topo": med["topo"],
         "ratio": med["topo"] / med["native"], "spread": spread, "calls": calls, "ours": ours,
         "coll_native": coll["native"], "coll_topo": coll["topo"], "agree": agree,
@@ -100,6 +124,28 @@ for r in rows:
         f"{n0:.2f}-{n1:.2f} / {t0:.2f}-{t1:.2f} | {r['ours']} of {r['calls']} "
         f"({100 * r['ours'] / max(r['calls'], 1):.0f} %) | {r['coll_native'] * 1e3:.2f} / {r['coll_topo'] * 1e3:.2f} | "
         f"{r['top']} | {r['agree']} |")
+if any(r["predicted"] for r in rows):
+    lines += [
+        "",
+        "Predicted on 64 nodes x 32 ranks (2 sockets x 16 cores, 16 nodes per leaf switch: "
+        f"`topo-run simulate --profile` of each application's first topo-run profile, `--job {JOB} "
+        f"--network-map {MAP}`, the default cost model): the same calls at the same sizes, "
+        "each communicator as the whole job (docs/simulate.md, \"Replaying an application\").",
+        "",
+        "| application | topo-run (ms) | flat algorithms (ms) | ratio | ratio without Alltoall(v) | where topo-run loses |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if not r["predicted"]:
+            continue
+        t, f, prow = r["predicted"]
+        not_a2a = [x for x in prow if x["op"] != "alltoall"]
+        t2, f2 = sum(x["topo_run_us"] for x in not_a2a), sum(x["flat_us"] for x in not_a2a)
+        loses = [f"{x['call']} on {x['comm']} ({x['topo_run_us'] / x['flat_us']:.2f}"
+                 f"{', schedule for blocking' if x['schedule_for_blocking'] else ''})"
+                 for x in prow if x["flat_us"] > 0 and x["topo_run_us"] > 1.02 * x["flat_us"]]
+        lines.append(f"| {r['app']} | {t / 1e3:.1f} | {f / 1e3:.1f} | {t / f:.2f} | "
+                     f"{(t2 / f2 if f2 else 0):.2f} | {', '.join(loses) or '-'} |")
 lines += [
     "",
     f"These machines have 2 cores: {ranks} ranks compute most of the time, and a whole run's "

@@ -166,5 +166,5 @@ for ((r = 1; r <= RUNS; r++)); do
   done
 done
 
-python3 "$ROOT/benchmarks/apps/report.py" "$WORK/runs.tsv" "$OUT" "$NODES" "$PER_NODE" "$TINY" || fail=1
+TOPO_RUN="$TOPO_RUN" python3 "$ROOT/benchmarks/apps/report.py" "$WORK/runs.tsv" "$OUT" "$NODES" "$PER_NODE" "$TINY" || fail=1
 exit $fail

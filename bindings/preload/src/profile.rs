@@ -8,14 +8,17 @@
 //! one relaxed load of a flag. With one, the span computes the call's bytes and, for the
 //! calls it times, reads the clock on both sides; the state tells it the communicator's
 //! kind and the call's way when it counts the call (`note_outcome`), and the span adds
-//! it all to the process's counters when it closes. Timing every call would cost the
-//! smallest ones more than the 2 % allowed (a clock read is about 20 ns here), so a
-//! thread times the first [`ALWAYS_TIMED`] calls of each call and size class, then every
-//! call of a class whose calls take [`LONG_NANOS`] or more, and one in [`SAMPLE_EVERY`] of
-//! the others; the profile extrapolates from those (`topo_profile::summarize`).
+//! it all to the process's counters when it closes. Timing every call would double the
+//! cost of the smallest ones (two clock reads, about 20 ns each here), so the process
+//! times the first [`ALWAYS_TIMED`] calls of each call and size class, then every call of
+//! a class whose calls take [`LONG_NANOS`] or more on average, and one in
+//! [`SAMPLE_EVERY`] of the others; the profile extrapolates from those
+//! (`topo_profile::summarize`).
 //!
 //! Below `MPI_THREAD_MULTIPLE` one thread at a time is in an MPI call, so the counters
-//! are updated with plain loads and stores; at `MPI_THREAD_MULTIPLE` with atomic adds.
+//! are updated with plain loads and stores, and the open span and its outcome are
+//! process-wide; at `MPI_THREAD_MULTIPLE` the counters take atomic adds and the span is
+//! the thread's.
 
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -33,7 +36,7 @@ const KINDS: usize = CommKind::ALL.len();
 const REASONS: usize = HandOff::ALL.len();
 const LEN: usize = topo_profile::raw_len(CALLS, KINDS, REASONS);
 
-/// A thread times the first this many calls of each call and size class.
+/// The first this many calls of each call and size class are timed.
 pub const ALWAYS_TIMED: u32 = 32;
 /// Then every call of a class whose timed calls took this long on average ...
 pub const LONG_NANOS: u64 = 2_000;
