@@ -148,11 +148,10 @@ if any(r["predicted"] for r in rows):
                      f"{(t2 / f2 if f2 else 0):.2f} | {', '.join(loses) or '-'} |")
 lines += [
     "",
-    f"These machines have 2 cores: {ranks} ranks compute most of the time, and a whole run's "
-    "time moves by more than its collectives take (the spread). The ratio of whole runs "
-    "therefore shows that topo-run costs the application nothing and changes no result; "
-    "what it gains at scale is the collective time, which `topo-run simulate --profile` "
-    "predicts from these very profiles on larger clusters.",
+    f"These machines have 2 cores: {ranks} ranks compute most of the time, and whole runs "
+    "vary by more than their collectives take (the spread). A whole-run ratio inside the "
+    "spread is parity; the profiles' collective time is the part topo-run changes, and "
+    "`topo-run simulate --profile` predicts it on larger clusters.",
 ]
 text = "\n".join(lines) + "\n"
 out.mkdir(parents=True, exist_ok=True)

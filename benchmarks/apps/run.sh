@@ -161,7 +161,7 @@ for ((r = 1; r <= RUNS; r++)); do
         continue
       fi
       result_of "$app" "$dir" >"$dir/result"
-      printf '%s\t%s\t%s\t%s\t%s\n' "$app" "$way" "$r" "$(echo "$t1 - $t0" | bc -l)" "$dir" >>"$WORK/runs.tsv"
+      printf '%s\t%s\t%s\t%s\t%s\n' "$app" "$way" "$r" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" "$dir" >>"$WORK/runs.tsv"
     done
   done
 done
