@@ -62,6 +62,9 @@ pub(crate) struct HierarchicalPath {
 impl HierarchicalPath {
     /// Runs `f`, a blocking collective that runs the hierarchical algorithms directly, on
     /// a lane claimed for it if the context uses the node's lanes.
+    // Inlined: a closure's captures (a buffer's pointer and length) stored into its
+    // environment one by one and copied as one 16-byte piece stall the load.
+    #[inline(always)]
     pub(crate) fn on_lane<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
         let Some(mut lane) = self.lane.take() else {
             return f(self);
@@ -239,11 +242,13 @@ pub(crate) type Locked<'a> = SerialGuard<'a, ContextState>;
 /// Locks `shared`, waiting for it. A panic while it was held (a request dropped before it
 /// completed panics) leaves the state consistent: every change to it is made whole
 /// before anything can panic, and poisoning is reported by [`ContextState::check_poison`].
+#[inline]
 pub(crate) fn lock(shared: &Shared) -> Locked<'_> {
     shared.lock()
 }
 
 /// Locks `shared` if nobody holds it.
+#[inline]
 pub(crate) fn try_lock(shared: &Shared) -> Option<Locked<'_>> {
     shared.try_lock()
 }

@@ -76,6 +76,7 @@ impl<T> SerialLock<T> {
     /// # Panics
     /// If the lock is a flag and held already: the same thread came back in, which would
     /// deadlock on a mutex.
+    #[inline]
     pub fn lock(&self) -> SerialGuard<'_, T> {
         if self.serial.load(Ordering::Relaxed) {
             return self.try_lock().expect(
@@ -92,6 +93,7 @@ impl<T> SerialLock<T> {
     }
 
     /// Locks if nobody holds the lock.
+    #[inline]
     pub fn try_lock(&self) -> Option<SerialGuard<'_, T>> {
         if self.serial.load(Ordering::Relaxed) {
             if self.held.load(Ordering::Relaxed) {

@@ -136,14 +136,26 @@ impl std::fmt::Debug for Topo {
 // collectives, because the PMPI library sets this context up from inside its own
 // `MPI_Init`, where `MPI_Bcast` and `MPI_Allreduce` are its own.
 
+/// A nonblocking collective in flight failed while a blocking call waited for it: the
+/// error, named after that collective.
+#[cold]
+#[inline(never)]
+fn failed(core: Locked<'_>, e: crate::Error) -> ! {
+    core.fail(e)
+}
+
 impl Topo {
     /// The shared state, after every nonblocking collective in flight has completed (a
     /// blocking call must not overtake them).
+    ///
+    /// Inlined into every collective, the guard never lent out: handed back through
+    /// memory from a function of its own, its last field went out as a byte and came back
+    /// in a word, a load that stalls on the store.
+    #[inline(always)]
     fn quiesced(&self) -> Locked<'_> {
         let mut core = context::lock(&self.core);
         if let Err(e) = core.quiesce() {
-            // Named after the nonblocking collective that failed.
-            core.fail(e);
+            failed(core, e);
         }
         core
     }

@@ -51,22 +51,45 @@ pub(super) static GLOBAL: SerialLock<Shared> = SerialLock::new(Shared(Global {
 /// `GLOBAL` into a flag (not while it is held, as it is where this is learnt).
 pub(super) static SERIAL_NEXT: AtomicBool = AtomicBool::new(false);
 
+/// Takes the global lock, first dropping what communicators freed unseen left.
+///
+/// Inlined, its rare parts out of line and the guard never lent out: built in a function
+/// of its own and handed back through memory, the guard's last field went out as a byte
+/// and came back in a word, a load that stalls on the store.
+#[inline(always)]
 pub(super) fn lock() -> SerialGuard<'static, Shared> {
     if SERIAL_NEXT.load(Ordering::Relaxed) {
-        SERIAL_NEXT.store(false, Ordering::Relaxed);
-        // SAFETY: below MPI_THREAD_MULTIPLE the program makes one MPI call at a time,
-        // ordered by its own synchronisation between threads, and MPI runs the library's
-        // callbacks (attribute deletion, progress) inside such calls: no two threads use
-        // the state at once. Nobody holds the lock here: this thread is about to take
-        // it, and no other thread is in an MPI call.
-        unsafe { GLOBAL.make_serial() };
+        make_serial();
     }
-    let mut g = GLOBAL.lock();
-    if ANY_DELETED.load(Ordering::Relaxed) && ANY_DELETED.swap(false, Ordering::Acquire) {
+    if ANY_DELETED.load(Ordering::Relaxed) {
+        forget_deleted();
+    }
+    GLOBAL.lock()
+}
+
+/// The global lock becomes a flag ([`SERIAL_NEXT`]).
+#[cold]
+#[inline(never)]
+fn make_serial() {
+    SERIAL_NEXT.store(false, Ordering::Relaxed);
+    // SAFETY: below MPI_THREAD_MULTIPLE the program makes one MPI call at a time,
+    // ordered by its own synchronisation between threads, and MPI runs the library's
+    // callbacks (attribute deletion, progress) inside such calls: no two threads use
+    // the state at once. Nobody holds the lock here: this thread is about to take
+    // it, and no other thread is in an MPI call.
+    unsafe { GLOBAL.make_serial() };
+}
+
+/// Forgets the communicators whose deletion callbacks queued their ids (under the lock,
+/// which it lets go again: the caller takes it next).
+#[cold]
+#[inline(never)]
+fn forget_deleted() {
+    if ANY_DELETED.swap(false, Ordering::Acquire) {
+        let mut g = GLOBAL.lock();
         let ids = std::mem::take(&mut *DELETED.lock().unwrap_or_else(|p| p.into_inner()));
         for id in ids {
             forget_id(&mut g, id);
         }
     }
-    g
 }

@@ -435,10 +435,17 @@ impl State {
 
     /// Handles to advance the contexts other than `comm`'s that have collectives in flight
     /// (those of freed communicators included).
+    #[inline(always)]
     fn busy_others(&self, comm: MPI_Comm) -> Vec<Progress> {
         if self.active.is_empty() {
             return Vec::new();
         }
+        self.busy_others_of(comm)
+    }
+
+    /// [`State::busy_others`] where some context has collectives in flight.
+    #[inline(never)]
+    fn busy_others_of(&self, comm: MPI_Comm) -> Vec<Progress> {
         let mine = self.contexts.get(&key(comm)).map(|e| &e.progress);
         self.active
             .iter()
@@ -554,22 +561,39 @@ fn run_setting_up<T>(
 ) -> Option<T> {
     let mut g = lock();
     let st = state_for(&mut g.0, comm)?;
-    if st.is_new(comm) {
-        if let Some(why) = not_new {
-            return st.count::<T>(call, (Err(why), CommKind::Other));
-        }
-        // A new communicator whose first collective is blocking (see `nonblocking_first`).
-        st.nonblocking_first = false;
-        g = set_up(g, comm, Origin::New);
+    if !st.is_new(comm) {
+        let (mut g, r) = run_in_context(g, Some(call), comm, f);
+        return g.0.state.as_mut()?.count(call, r);
     }
-    let (mut g, r) = run_in_context(g, Some(call), comm, f);
+    if let Some(why) = not_new {
+        return st.count::<T>(call, (Err(why), CommKind::Other));
+    }
+    // A new communicator whose first collective is blocking (see `nonblocking_first`),
+    // set up before the lock is taken again for the call. (The guard is not moved
+    // through `set_up` and back on the common path: a guard that goes through memory
+    // is loaded in one piece from the stores of its parts, which stalls.)
+    set_up_first(g, comm);
+    let (mut g, r) = run_in_context(lock(), Some(call), comm, f);
     g.0.state.as_mut()?.count(call, r)
+}
+
+/// Sets up `comm`, whose first collective is blocking.
+#[cold]
+#[inline(never)]
+fn set_up_first(mut g: SerialGuard<'static, Shared>, comm: MPI_Comm) {
+    if let Some(st) = g.0.state.as_mut() {
+        st.nonblocking_first = false;
+    }
+    drop(set_up(g, comm, Origin::New));
 }
 
 /// Runs `f` on `comm`'s context: with the global lock `g` held throughout below
 /// `MPI_THREAD_MULTIPLE`, and let go while `f` runs at it (the module's doc). Returns the
 /// global lock (taken anew at `MPI_THREAD_MULTIPLE`) and the outcome, not yet counted.
 /// `call` names the program's call for the fault injection (`None`: the library's own).
+/// Inlined: a guard moved into a function and back goes through memory, where a load
+/// that spans two stores stalls on them.
+#[inline(always)]
 fn run_in_context<T>(
     mut g: SerialGuard<'static, Shared>,
     call: Option<Call>,
@@ -615,6 +639,15 @@ impl State {
 
     /// What [`State::begin`] gives, borrowed: the entry itself.
     fn find(&mut self, comm: MPI_Comm) -> Result<(&Entry, Vec<Progress>), HandOff> {
+        self.ready(comm)?;
+        let others = self.busy_others(comm);
+        self.entry(comm).map(|e| (e, others))
+    }
+
+    /// Drops the retired contexts that are idle now, and says why every call goes to MPI
+    /// if topo-run's path is off.
+    #[inline(always)]
+    fn ready(&mut self, comm: MPI_Comm) -> Result<(), HandOff> {
         if !self.retired.is_empty() {
             self.retired.retain(|e| !e.progress.is_idle());
         }
@@ -626,7 +659,12 @@ impl State {
                 HandOff::Inactive
             });
         }
-        let others = self.busy_others(comm);
+        Ok(())
+    }
+
+    /// `comm`'s context, or why its calls go to MPI.
+    #[inline(always)]
+    fn entry(&self, comm: MPI_Comm) -> Result<&Entry, HandOff> {
         match self.contexts.get(&key(comm)) {
             // Neither a context nor declined: a nonblocking call before the first
             // blocking one, which sets the communicator up; not remembered.
@@ -637,7 +675,7 @@ impl State {
                 }
                 None => HandOff::Communicator,
             }),
-            Some(e) => Ok((e, others)),
+            Some(e) => Ok(e),
         }
     }
 
@@ -650,8 +688,15 @@ impl State {
         f: impl FnOnce(&mut Active, &mut TypeCache<'_>) -> Result<T, HandOff>,
     ) -> (Result<T, HandOff>, CommKind) {
         let quiet = self.quiet;
-        match self.find(comm) {
-            Ok((e, others)) => run_held(&e.held, &others, quiet, call, f),
+        // The pieces of `find` one by one: its result, a context and a vector in an enum
+        // returned through memory, was loaded in one piece from the stores of its parts,
+        // which stalls (a few nanoseconds of every call).
+        if let Err(why) = self.ready(comm) {
+            return (Err(why), CommKind::Other);
+        }
+        let others = self.busy_others(comm);
+        match self.entry(comm) {
+            Ok(e) => run_held(&e.held, &others, quiet, call, f),
             Err(why) => (Err(why), CommKind::Other),
         }
     }
