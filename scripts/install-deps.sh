@@ -20,45 +20,33 @@ packages=(
     lmod dpkg-dev fakeroot man-db
 )
 
-missing=()
-for p in "${packages[@]}"; do
-    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
-        missing+=("$p")
-    fi
-done
-
-if [ "${#missing[@]}" -gt 0 ]; then
+# install [APT_OPTION...] -- PACKAGE...: installs the packages that are missing (apt-get,
+# as root; otherwise names them and fails).
+install() {
+    local opts=() p missing=()
+    while [ "$1" != "--" ]; do opts+=("$1"); shift; done
+    shift
+    for p in "$@"; do
+        if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
+            missing+=("$p")
+        fi
+    done
+    [ "${#missing[@]}" -gt 0 ] || return 0
     if [ "$(id -u)" -ne 0 ]; then
         echo "install-deps: error: missing Debian packages: ${missing[*]}" >&2
-        echo "install-deps: install them as root: apt-get install -y ${missing[*]}" >&2
+        echo "install-deps: install them as root: apt-get install -y ${opts[*]} ${missing[*]}" >&2
         exit 1
     fi
     echo "install-deps: installing ${missing[*]} with apt-get"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
-    apt-get install -y -q "${missing[@]}"
-fi
+    apt-get install -y -q "${opts[@]}" "${missing[@]}"
+}
 
+install -- "${packages[@]}"
 # The real applications of benchmarks/apps/ (LAMMPS, HPCC, Quantum ESPRESSO), without their
 # recommended documentation and data (about 45 MB more).
-apps=(lammps hpcc quantum-espresso)
-missing=()
-for p in "${apps[@]}"; do
-    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
-        missing+=("$p")
-    fi
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "install-deps: error: missing Debian packages: ${missing[*]}" >&2
-        echo "install-deps: install them as root: apt-get install -y --no-install-recommends ${missing[*]}" >&2
-        exit 1
-    fi
-    echo "install-deps: installing ${missing[*]} with apt-get"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+install --no-install-recommends -- lammps hpcc quantum-espresso
 
 if ! command -v cargo >/dev/null 2>&1; then
     echo "install-deps: error: no Rust toolchain (cargo) on PATH." >&2
