@@ -28,7 +28,7 @@ pub(crate) fn forget(comm: *const MPI_Comm) {
 
 /// The profile's bytes of a call (`count` elements of `dt`), or where `buf` is
 /// `MPI_IN_PLACE` those of the other side (`other_count` of `other_type`).
-fn block(
+pub(crate) fn block(
     buf: *const c_void,
     count: c_int,
     dt: MPI_Datatype,
@@ -44,7 +44,7 @@ fn block(
 
 /// The ranks a count array of `comm` has an entry for (the remote group's, for an
 /// intercommunicator's Alltoallv), and this rank's entry.
-pub(crate) fn peers_and_rank(comm: MPI_Comm) -> (usize, usize) {
+fn peers_and_rank(comm: MPI_Comm) -> (usize, usize) {
     let (mut inter, mut n, mut rank) = (0, 0, 0);
     // SAFETY: `comm` is the application's communicator; writes ints. An invalid one
     // leaves them 0 (the call itself then fails in MPI).
@@ -65,7 +65,7 @@ pub(crate) fn peers_and_rank(comm: MPI_Comm) -> (usize, usize) {
 ///
 /// # Safety
 /// `counts` is null or holds an entry per rank of `comm`.
-unsafe fn own_block(counts: *const c_int, comm: MPI_Comm, dt: MPI_Datatype) -> u64 {
+pub(crate) unsafe fn own_block(counts: *const c_int, comm: MPI_Comm, dt: MPI_Datatype) -> u64 {
     if counts.is_null() {
         return 0;
     }
@@ -83,7 +83,7 @@ unsafe fn own_block(counts: *const c_int, comm: MPI_Comm, dt: MPI_Datatype) -> u
 ///
 /// # Safety
 /// Where `buf` is `MPI_IN_PLACE`, `counts` is null or holds an entry per rank of `comm`.
-unsafe fn block_v(
+pub(crate) unsafe fn block_v(
     buf: *const c_void,
     count: c_int,
     dt: MPI_Datatype,
@@ -104,7 +104,7 @@ unsafe fn block_v(
 ///
 /// # Safety
 /// `send_counts` (or `recv_counts`, in place) is null or holds an entry per peer of `comm`.
-unsafe fn mean_block_v(
+pub(crate) unsafe fn mean_block_v(
     send: *const c_void,
     send_counts: *const c_int,
     send_type: MPI_Datatype,
@@ -126,7 +126,7 @@ unsafe fn mean_block_v(
 }
 
 /// The mean of `counts` elements of `dt`, in bytes.
-pub(crate) fn mean_bytes(counts: &[c_int], dt: MPI_Datatype) -> u64 {
+fn mean_bytes(counts: &[c_int], dt: MPI_Datatype) -> u64 {
     let elements: u64 = counts.iter().map(|&c| c.max(0) as u64).sum();
     elements * abi::bytes_of(1, dt) / counts.len().max(1) as u64
 }

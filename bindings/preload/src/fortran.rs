@@ -275,51 +275,59 @@ fn fbytes(count: I, dt: I) -> u64 {
     abi::bytes_of(int(count), abi::type_f2c(int(dt)))
 }
 
-/// The profile's bytes of `count` of `dt`, or where `buf` is `MPI_IN_PLACE` those of the
-/// other side (`other_count` of `other_type`).
+/// A Fortran buffer argument for the profile's byte counts (`crate::exports::block` and
+/// the others): `MPI_IN_PLACE` translated where this MPI's sentinels are known.
+fn profiled_buffer(p: Buf) -> Buf {
+    if sentinels_known() { buffer(p) } else { p }
+}
+
+/// [`crate::exports::block`] of a Fortran call's arguments.
 fn fblock(buf: Buf, count: I, dt: I, other_count: I, other_type: I) -> u64 {
-    if sentinels_known() && buffer(buf) == abi::in_place() {
-        fbytes(other_count, other_type)
-    } else {
-        fbytes(count, dt)
-    }
+    crate::exports::block(
+        profiled_buffer(buf),
+        int(count),
+        abi::type_f2c(int(dt)),
+        int(other_count),
+        abi::type_f2c(int(other_type)),
+    )
 }
 
-/// This rank's entry of the count array `counts` of `dt`, in bytes (`c`'s ranks).
+/// [`crate::exports::own_block`] of a Fortran call's arguments.
 fn fown_block(counts: I, c: I, dt: I) -> u64 {
-    let cc = comm(c);
-    let (n, rank) = crate::exports::peers_and_rank(cc);
-    if counts.is_null() || rank >= n {
-        return 0;
-    }
     // SAFETY: a count array holds an entry per rank of the communicator.
-    abi::bytes_of(unsafe { *counts.add(rank) }, abi::type_f2c(int(dt)))
+    unsafe { crate::exports::own_block(counts, comm(c), abi::type_f2c(int(dt))) }
 }
 
-/// A v-form call's block: `count` of `dt`, or in place this rank's entry of `counts` of
-/// `counts_type`.
+/// [`crate::exports::block_v`] of a Fortran call's arguments.
 fn fblock_v(buf: Buf, count: I, dt: I, counts: I, counts_type: I, c: I) -> u64 {
-    if sentinels_known() && buffer(buf) == abi::in_place() {
-        fown_block(counts, c, counts_type)
-    } else {
-        fbytes(count, dt)
+    let (dt, counts_type) = (abi::type_f2c(int(dt)), abi::type_f2c(int(counts_type)));
+    // SAFETY: a count array holds an entry per rank of the communicator.
+    unsafe {
+        crate::exports::block_v(
+            profiled_buffer(buf),
+            int(count),
+            dt,
+            counts,
+            counts_type,
+            comm(c),
+        )
     }
 }
 
-/// An Alltoallv's block: the mean of its send counts (receive counts in place).
+/// [`crate::exports::mean_block_v`] of a Fortran Alltoallv's arguments.
 fn fmean_block_v(send: Buf, scounts: I, stype: I, rcounts: I, rtype: I, c: I) -> u64 {
-    let (counts, dt) = if sentinels_known() && buffer(send) == abi::in_place() {
-        (rcounts, rtype)
-    } else {
-        (scounts, stype)
-    };
-    let (n, _) = crate::exports::peers_and_rank(comm(c));
-    if counts.is_null() || n == 0 {
-        return 0;
-    }
+    let (stype, rtype) = (abi::type_f2c(int(stype)), abi::type_f2c(int(rtype)));
     // SAFETY: a count array holds an entry per peer of the communicator.
-    let counts = unsafe { std::slice::from_raw_parts(counts, n) };
-    crate::exports::mean_bytes(counts, abi::type_f2c(int(dt)))
+    unsafe {
+        crate::exports::mean_block_v(
+            profiled_buffer(send),
+            scounts,
+            stype,
+            rcounts,
+            rtype,
+            comm(c),
+        )
+    }
 }
 
 fortran! {
