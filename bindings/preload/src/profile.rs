@@ -85,31 +85,33 @@ impl Sampling {
 static SAMPLING: [AtomicU64; 3 * CALLS * CLASSES] =
     [const { AtomicU64::new(0) }; 3 * CALLS * CLASSES];
 
-fn sampling(call: Call, class: usize) -> (usize, Sampling) {
-    let i = 3 * (call.index() * CLASSES + class);
+/// Where the [`Sampling`] of `call` and size class `class` starts in [`SAMPLING`].
+fn sampling_at(call: Call, class: usize) -> usize {
+    3 * (call.index() * CLASSES + class)
+}
+
+fn sampling(i: usize) -> Sampling {
     let at = |k: usize| SAMPLING[i + k].load(Ordering::Relaxed);
-    (
-        i,
-        Sampling {
-            calls: at(0),
-            timed: at(1),
-            nanos: at(2),
-        },
-    )
+    Sampling {
+        calls: at(0),
+        timed: at(1),
+        nanos: at(2),
+    }
 }
 
-// Whether a span is open (a Fortran entry that passes its call to the C one opens the
-// only one), and the state's word on its call: per thread at `MPI_THREAD_MULTIPLE`,
-// process-wide below it, where one thread at a time is in MPI and a thread-local costs
-// more (`__tls_get_addr` in a shared library) than the profile may.
-static OPEN: AtomicBool = AtomicBool::new(false);
-static OUTCOME: AtomicU32 = AtomicU32::new(NO_OUTCOME);
+// The span's word: [`CLOSED`] while no span is open (a Fortran entry that passes its call
+// to the C one opens the only one), [`NO_OUTCOME`] once one is, then the state's word on
+// its call. Per thread at `MPI_THREAD_MULTIPLE`, process-wide below it, where one thread
+// at a time is in MPI and a thread-local costs more (`__tls_get_addr` in a shared
+// library) than the profile may.
+static WORD: AtomicU32 = AtomicU32::new(CLOSED);
 thread_local! {
-    static THREAD_OPEN: Cell<bool> = const { Cell::new(false) };
-    static THREAD_OUTCOME: Cell<u32> = const { Cell::new(NO_OUTCOME) };
+    static THREAD_WORD: Cell<u32> = const { Cell::new(CLOSED) };
 }
 
-/// No outcome noted (the state never counted the call).
+/// No span open.
+const CLOSED: u32 = u32::MAX - 1;
+/// A span open, no outcome noted (the state never counted the call).
 const NO_OUTCOME: u32 = u32::MAX;
 
 /// An outcome as one word: the kind, and the reason of a hand-off (0: topo-run's path).
@@ -135,34 +137,22 @@ fn multiple() -> bool {
     MULTIPLE.load(Ordering::Relaxed)
 }
 
-/// Marks a span open (`true`) or closed; returns whether one was open.
-fn swap_open(open: bool) -> bool {
+/// This thread's span word (below `MPI_THREAD_MULTIPLE`, the process's).
+fn word() -> u32 {
     if multiple() {
-        THREAD_OPEN.with(|o| o.replace(open))
+        THREAD_WORD.with(Cell::get)
     } else {
-        let was = OPEN.load(Ordering::Relaxed);
-        OPEN.store(open, Ordering::Relaxed);
-        was
+        WORD.load(Ordering::Relaxed)
     }
 }
 
-fn set_outcome(word: u32) {
+/// Sets the span word: a plain store (a swap would be a locked instruction, a fence on
+/// every call).
+fn set_word(word: u32) {
     if multiple() {
-        THREAD_OUTCOME.with(|o| o.set(word));
+        THREAD_WORD.with(|w| w.set(word));
     } else {
-        OUTCOME.store(word, Ordering::Relaxed);
-    }
-}
-
-fn take_outcome() -> u32 {
-    if multiple() {
-        THREAD_OUTCOME.with(|o| o.replace(NO_OUTCOME))
-    } else {
-        // A load and a store: a swap would be a locked instruction, a fence on every
-        // call.
-        let word = OUTCOME.load(Ordering::Relaxed);
-        OUTCOME.store(NO_OUTCOME, Ordering::Relaxed);
-        word
+        WORD.store(word, Ordering::Relaxed);
     }
 }
 
@@ -193,8 +183,8 @@ pub(crate) fn on() -> bool {
 
 /// The state's word on the open span's call: its communicator's kind and its way.
 pub(crate) fn note_outcome(kind: CommKind, handed: Option<HandOff>) {
-    if on() {
-        set_outcome(encode(kind, handed));
+    if on() && word() != CLOSED {
+        set_word(encode(kind, handed));
     }
 }
 
@@ -218,13 +208,13 @@ pub(crate) fn span(call: Call, comm: MPI_Comm, bytes: impl FnOnce() -> u64) -> O
 
 #[inline(never)]
 fn open(call: Call, comm: MPI_Comm, bytes: impl FnOnce() -> u64) -> Option<Span> {
-    if swap_open(true) {
+    if word() != CLOSED {
         return None;
     }
-    set_outcome(NO_OUTCOME);
+    set_word(NO_OUTCOME);
     let class = topo_profile::class_of(bytes());
-    let (i, slot) = sampling(call, class);
-    let timed = slot.times_next();
+    let i = sampling_at(call, class);
+    let timed = sampling(i).times_next();
     add_to(&SAMPLING[i], 1);
     Some(Span {
         call,
@@ -237,8 +227,8 @@ fn open(call: Call, comm: MPI_Comm, bytes: impl FnOnce() -> u64) -> Option<Span>
 impl Drop for Span {
     fn drop(&mut self) {
         let nanos = self.started.map(|t| t.elapsed().as_nanos() as u64);
-        swap_open(false);
-        let (mut kind, handed) = decode(take_outcome());
+        let (mut kind, handed) = decode(word());
+        set_word(CLOSED);
         // World without a context (the path off, `--native`) is still world.
         if kind == CommKind::Other && self.comm == abi::world() {
             kind = CommKind::World;
@@ -250,7 +240,7 @@ impl Drop for Span {
             Some(why) => add(at.handed(why.index()), 1),
         }
         if let Some(nanos) = nanos {
-            let (i, _) = sampling(self.call, self.class);
+            let i = sampling_at(self.call, self.class);
             add_to(&SAMPLING[i + 1], 1);
             add_to(&SAMPLING[i + 2], nanos);
             add(at.timed(self.class), 1);
@@ -380,6 +370,7 @@ mod tests {
             for why in HandOff::ALL {
                 assert_eq!(decode(encode(kind, Some(why))), (kind, Some(why)));
                 assert_ne!(encode(kind, Some(why)), NO_OUTCOME);
+                assert_ne!(encode(kind, Some(why)), CLOSED);
             }
         }
         assert_eq!(
