@@ -316,12 +316,24 @@ fn replay(
         "ratio",
         "recorded (us)"
     ));
-    let ratio = |t: f64, f: f64| {
-        if f > 0.0 {
-            format!("{:.2}", t / f)
+    // One row: `mark` before topo-run's time flags calls predicted with its schedule.
+    let line = |call: &str,
+                comm: &str,
+                calls: u64,
+                mark: &str,
+                topo: f64,
+                flat: f64,
+                alg: &str,
+                recorded: f64| {
+        let ratio = if flat > 0.0 {
+            format!("{:.2}", topo / flat)
         } else {
             "-".into()
-        }
+        };
+        format!(
+            "{call:<26} {comm:<9} {calls:>8}  {:>14} {flat:>14.1}  {alg:<20} {ratio:>7}  {recorded:>14.1}\n",
+            format!("{mark}{topo:.1}")
+        )
     };
     for row in &r.rows {
         let mark = if row.schedule_for_blocking > 0 {
@@ -329,28 +341,27 @@ fn replay(
         } else {
             ""
         };
-        out.push_str(&format!(
-            "{:<26} {:<9} {:>8}  {:>14} {:>14.1}  {:<20} {:>7}  {:>14.1}\n",
-            row.call,
-            row.comm,
+        out.push_str(&line(
+            &row.call,
+            &row.comm,
             row.calls,
-            format!("{mark}{:.1}", row.topo_run_us),
+            mark,
+            row.topo_run_us,
             row.flat_us,
-            row.flat_algorithm,
-            ratio(row.topo_run_us, row.flat_us),
-            row.measured_us
+            &row.flat_algorithm,
+            row.measured_us,
         ));
     }
-    out.push_str(&format!(
-        "{:<26} {:<9} {:>8}  {:>14.1} {:>14.1}  {:<20} {:>7}  {:>14.1}\n",
+    let calls = r.rows.iter().map(|x| x.calls).sum();
+    out.push_str(&line(
         "total",
         "",
-        r.rows.iter().map(|x| x.calls).sum::<u64>(),
+        calls,
+        "",
         r.topo_run_us,
         r.flat_us,
         "",
-        ratio(r.topo_run_us, r.flat_us),
-        r.measured_us
+        r.measured_us,
     ));
     for s in &r.skipped {
         out.push_str(&format!("  not replayed: {s}\n"));
