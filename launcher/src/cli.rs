@@ -463,12 +463,13 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLGATHER")]
     pub allgather: Option<String>,
 
-    /// Alltoall rules by the size of one block: `aggregated` (every rank's blocks go up the
-    /// hierarchy to the top group, whose members exchange one message per pair, then down:
-    /// one message per pair of nodes; the default on more than one node while that message,
-    /// block x (ranks per node)^2, is below 32K) or
-    /// `pairwise` (every rank sends each other rank its block straight), e.g.
-    /// `<256=aggregated,*=pairwise`.
+    /// Alltoall rules by the size of one block: `spread` (one message per pair of nodes,
+    /// each node's pairs dealt out over its ranks, which gather their node's blocks for the
+    /// nodes they carry and hand on what they receive; the default on more than one node
+    /// while that message, block x (ranks per node)^2, is below 32K), `aggregated` (every
+    /// rank's blocks go up the hierarchy to the top group, whose members exchange one
+    /// message per pair, then down) or `pairwise` (every rank sends each other rank its
+    /// block straight), e.g. `<256=spread,*=pairwise`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLTOALL")]
     pub alltoall: Option<String>,
 

@@ -10,11 +10,24 @@
 //!   then holds, for every rank under it, its blocks from every rank, and they go down the
 //!   levels as a Scatter's blocks do. On 8 nodes x 8 ranks, 8-byte blocks cross between
 //!   nodes in 56 messages where pairwise exchange sends 3,584.
+//! - **Spread** (small blocks, a job on several nodes; the default there): as aggregated,
+//!   one message per pair of nodes, but each node's pairs are dealt out over its ranks
+//!   ([`ByNode::spread_pair`]) instead of all going through its leader. Each rank first
+//!   sends each rank of its node, in one message, its block for that rank and its blocks
+//!   for the ranks of the nodes that rank carries; each rank then sends each node it
+//!   carries the blocks of its node's ranks for that node's ranks, all at once; and hands
+//!   what it received on to the ranks of its node, one message each. So the network
+//!   traffic leaves every node through all its ranks, and each rank moves its own row of
+//!   blocks through shared memory twice, where the aggregated form moves every row of the
+//!   node through the leader.
 //! - **Pairwise** (large blocks, or one node): every rank sends each other rank its block
 //!   straight over the link that reaches it (shared memory inside the node, single copy
 //!   for large blocks, MPI across) and receives from each: across nodes all transfers in
-//!   flight at once, each rank starting with the rank after it so that no rank is
-//!   everyone's first; on one node in `size - 1` rounds of shared-memory exchanges.
+//!   flight at once, each rank starting with the rank after it in an order that
+//!   interleaves the nodes ([`ByNode::interleaved`]), so that no rank is everyone's first
+//!   and the ranks of one node send to different nodes at once (in rank order, the ranks
+//!   of a node placed in blocks would all start with the next node); on one node in `size
+//!   - 1` rounds of shared-memory exchanges.
 //!
 //! Which form runs is [`Settings::alltoall_for`] of the block's length, the same on every
 //! rank. Alltoallv ([`alltoallv`]) runs the pairwise form with each pair's own block.
@@ -25,6 +38,7 @@ use topo_hierarchy::Settings;
 use topo_hierarchy::settings::AlltoallAlg;
 
 use crate::backoff::Backoff;
+use crate::by_node::ByNode;
 use crate::error::Result;
 use crate::subtrees::{Blocks, Subtrees, below_top, piece_for, recv_blocks, send_blocks};
 use crate::transport::{Fabric, Transfer, Transport};
@@ -33,12 +47,15 @@ use crate::view::View;
 /// Every rank's `len`-byte block for rank r is at `send[r * len..]`; rank r's block for
 /// this rank lands at `recv[r * len..]`. `send` is `None` in place (the blocks to send are
 /// in `recv`). `sub` is what the context learned ([`Subtrees::learn`]); `s` are the
-/// context's settings.
+/// context's settings; `by_node` its ranks by node (on several nodes: without it the
+/// spread form runs as the aggregated one and the pairwise form in rank order).
+#[allow(clippy::too_many_arguments)]
 pub fn alltoall(
     view: &View,
     fabric: &mut dyn Fabric,
     sub: &Subtrees,
     s: &Settings,
+    by_node: Option<&ByNode>,
     send: Option<&[u8]>,
     recv: &mut [u8],
     len: usize,
@@ -59,15 +76,21 @@ pub fn alltoall(
     if len == 0 || size == 1 {
         return Ok(());
     }
-    if s.alltoall_for(len) == AlltoallAlg::Aggregated {
-        return aggregated(view, fabric, sub, s.spin, send, recv, len);
+    match (s.alltoall_for(len), by_node) {
+        (AlltoallAlg::Spread, Some(b)) if s.nodes > 1 && b.nodes() > 1 => {
+            return spread(view, fabric, b, s.spin, send, recv, len);
+        }
+        (AlltoallAlg::Spread | AlltoallAlg::Aggregated, _) => {
+            return aggregated(view, fabric, sub, s.spin, send, recv, len);
+        }
+        (AlltoallAlg::Pairwise, _) => {}
     }
     let sends: Vec<&[u8]> = send.chunks(len).collect();
     let mut recvs: Vec<&mut [u8]> = recv.chunks_mut(len).collect();
     if s.nodes == 1 {
         in_rounds(view, fabric, &sends, &mut recvs)
     } else {
-        pairwise(view, fabric, s.spin, &sends, recvs)
+        pairwise(view, fabric, s.spin, by_node, &sends, recvs)
     }
 }
 
@@ -75,11 +98,13 @@ pub fn alltoall(
 /// lands in `recv[recv_at[r]]` (the ranges of `recv` do not overlap; the lengths of each
 /// pair's two ranges agree, as MPI requires). `send` is `None` in place (the blocks to
 /// send are `recv`'s, at `recv_at`). Pairwise (see the module's doc), blocks of no bytes
-/// left out but on one node. False where the ranges of `recv` overlap or pass its end.
+/// left out but on one node; `by_node` orders the exchange as [`alltoall`]'s. False where
+/// the ranges of `recv` overlap or pass its end.
 pub fn alltoallv(
     view: &View,
     fabric: &mut dyn Fabric,
     s: &Settings,
+    by_node: Option<&ByNode>,
     send: Option<(&[u8], &[Range<usize>])>,
     recv: &mut [u8],
     recv_at: &[Range<usize>],
@@ -104,7 +129,7 @@ pub fn alltoallv(
     if s.nodes == 1 {
         in_rounds(view, fabric, &sends, &mut recvs)?;
     } else {
-        pairwise(view, fabric, s.spin, &sends, recvs)?;
+        pairwise(view, fabric, s.spin, by_node, &sends, recvs)?;
     }
     Ok(true)
 }
@@ -163,26 +188,189 @@ pub fn pairwise(
     view: &View,
     fabric: &mut dyn Fabric,
     spin: u32,
+    by_node: Option<&ByNode>,
     sends: &[&[u8]],
     recvs: Vec<&mut [u8]>,
 ) -> Result<()> {
-    let size = view.size as usize;
-    let me = view.rank as usize;
-    let out: Vec<(u32, &[u8])> = (1..size)
-        .map(|d| (me + d) % size)
-        .filter(|&to| !sends[to].is_empty())
-        .map(|to| (to as u32, sends[to]))
+    let (to, from) = turns(view.rank, view.size as usize, by_node);
+    let out: Vec<(u32, &[u8])> = to
+        .iter()
+        .filter(|&&r| !sends[r as usize].is_empty())
+        .map(|&r| (r, sends[r as usize]))
         .collect();
-    // The rank before this one first.
-    let mut blocks: Vec<(u32, &mut [u8])> = recvs
-        .into_iter()
-        .enumerate()
-        .map(|(r, b)| (r as u32, b))
+    let mut slots: Vec<Option<&mut [u8]>> = recvs.into_iter().map(Some).collect();
+    let mut blocks: Vec<(u32, &mut [u8])> = from
+        .iter()
+        .filter_map(|&r| Some((r, slots[r as usize].take()?)))
+        .filter(|(_, b)| !b.is_empty())
         .collect();
-    blocks.rotate_left(me);
-    blocks.reverse();
-    blocks.retain(|(r, b)| *r as usize != me && !b.is_empty());
     exchange(fabric, spin, None, &out, &mut blocks)
+}
+
+/// The other ranks in the order in which rank `me` of `size` sends to them, and the order
+/// in which it receives from them (the rank before it first): in rank order from `me` on,
+/// or, given the ranks by node, in [`ByNode::interleaved`]'s order.
+pub fn turns(me: u32, size: usize, by_node: Option<&ByNode>) -> (Vec<u32>, Vec<u32>) {
+    let order: Vec<u32> = match by_node {
+        Some(b) if b.nodes() > 1 && b.size() == size => b.interleaved(),
+        _ => (0..size as u32).collect(),
+    };
+    let at = order.iter().position(|&r| r == me).unwrap_or(0);
+    let to = (1..size).map(|d| order[(at + d) % size]).collect();
+    let from = (1..size).map(|d| order[(at + size - d) % size]).collect();
+    (to, from)
+}
+
+/// The spread form (see the module's doc) on a job of several nodes.
+fn spread(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    by_node: &ByNode,
+    spin: u32,
+    send: &[u8],
+    recv: &mut [u8],
+    len: usize,
+) -> Result<()> {
+    let me = view.rank;
+    let n = by_node.node_of(me);
+    let i = by_node.local_of(me);
+    let here = by_node.ranks(n);
+    let l = here.len();
+    let block = |r: u32| r as usize * len..(r as usize + 1) * len;
+    // The ranks of node `b`'s blocks in one of this rank's rows.
+    let ranks_of = |nodes: &[usize]| -> Vec<u32> {
+        nodes
+            .iter()
+            .flat_map(|&b| by_node.ranks(b).iter().copied())
+            .collect()
+    };
+    // 1. To each rank k of this node: the block for k, then the blocks for the ranks of
+    // the nodes k carries. From each: the same for this rank.
+    let carried = ranks_of(&by_node.spread_targets(n, i));
+    let out: Vec<Vec<u8>> = (0..l)
+        .map(|k| {
+            let mut m = Vec::new();
+            if k != i {
+                m.extend_from_slice(&send[block(here[k])]);
+                for r in ranks_of(&by_node.spread_targets(n, k)) {
+                    m.extend_from_slice(&send[block(r)]);
+                }
+            }
+            m
+        })
+        .collect();
+    let mut back: Vec<Vec<u8>> = (0..l)
+        .map(|k| vec![0u8; if k == i { 0 } else { (1 + carried.len()) * len }])
+        .collect();
+    {
+        let sends: Vec<(u32, &[u8])> = (1..l)
+            .map(|d| (i + d) % l)
+            .map(|k| (here[k], &out[k][..]))
+            .collect();
+        let mut recvs: Vec<(u32, &mut [u8])> = back
+            .iter_mut()
+            .enumerate()
+            .filter(|(k, _)| *k != i)
+            .map(|(k, m)| (here[k], &mut m[..]))
+            .collect();
+        exchange(fabric, spin, None, &sends, &mut recvs)?;
+    }
+    // This rank's row for the nodes it carries, from each rank of its node in turn.
+    let row = |k: usize| -> Vec<u8> {
+        if k == i {
+            carried
+                .iter()
+                .flat_map(|&r| &send[block(r)])
+                .copied()
+                .collect()
+        } else {
+            recv[block(here[k])].copy_from_slice(&back[k][..len]);
+            back[k][len..].to_vec()
+        }
+    };
+    let rows: Vec<Vec<u8>> = (0..l).map(row).collect();
+    // 2. To each node b it carries: the blocks from each rank here (in turn) to each rank
+    // of b. From each node a it receives for: the blocks from each rank of a to each rank
+    // here.
+    let targets = by_node.spread_targets(n, i);
+    let mut at = 0;
+    let mut to_nodes: Vec<(u32, Vec<u8>)> = Vec::with_capacity(targets.len());
+    for &b in &targets {
+        let width = by_node.ranks(b).len() * len;
+        let mut m = Vec::with_capacity(l * width);
+        for r in &rows {
+            m.extend_from_slice(&r[at..at + width]);
+        }
+        at += width;
+        let (_, receiver) = by_node.spread_pair(n, b);
+        to_nodes.push((by_node.ranks(b)[receiver], m));
+    }
+    let sources = by_node.spread_sources(n, i);
+    let mut from_nodes: Vec<Vec<u8>> = sources
+        .iter()
+        .map(|&a| vec![0u8; by_node.ranks(a).len() * l * len])
+        .collect();
+    {
+        let sends: Vec<(u32, &[u8])> = to_nodes.iter().map(|(r, m)| (*r, &m[..])).collect();
+        let mut recvs: Vec<(u32, &mut [u8])> = sources
+            .iter()
+            .zip(&mut from_nodes)
+            .map(|(&a, m)| (by_node.ranks(a)[by_node.spread_pair(a, n).0], &mut m[..]))
+            .collect();
+        exchange(fabric, spin, None, &sends, &mut recvs)?;
+    }
+    // 3. To each rank k of this node: the blocks from the ranks of the nodes this rank
+    // received for, to k. From each: the same for this rank.
+    let pick = |k: usize| -> Vec<u8> {
+        let mut m = Vec::new();
+        for (&a, got) in sources.iter().zip(&from_nodes) {
+            for j in 0..by_node.ranks(a).len() {
+                m.extend_from_slice(&got[(j * l + k) * len..][..len]);
+            }
+        }
+        m
+    };
+    let mut place = |k_sources: &[usize], m: &[u8]| {
+        let mut blocks = m.chunks(len);
+        for &a in k_sources {
+            for &src in by_node.ranks(a) {
+                recv[block(src)].copy_from_slice(blocks.next().expect("a block per rank"));
+            }
+        }
+    };
+    place(&sources, &pick(i));
+    let out: Vec<Vec<u8>> = (0..l)
+        .map(|k| if k == i { Vec::new() } else { pick(k) })
+        .collect();
+    let their_sources: Vec<Vec<usize>> = (0..l).map(|k| by_node.spread_sources(n, k)).collect();
+    let mut back: Vec<Vec<u8>> = their_sources
+        .iter()
+        .enumerate()
+        .map(|(k, src)| {
+            let blocks: usize = src.iter().map(|&a| by_node.ranks(a).len()).sum();
+            vec![0u8; if k == i { 0 } else { blocks * len }]
+        })
+        .collect();
+    {
+        let sends: Vec<(u32, &[u8])> = (1..l)
+            .map(|d| (i + d) % l)
+            .filter(|&k| !out[k].is_empty())
+            .map(|k| (here[k], &out[k][..]))
+            .collect();
+        let mut recvs: Vec<(u32, &mut [u8])> = back
+            .iter_mut()
+            .enumerate()
+            .filter(|(k, m)| *k != i && !m.is_empty())
+            .map(|(k, m)| (here[k], &mut m[..]))
+            .collect();
+        exchange(fabric, spin, None, &sends, &mut recvs)?;
+    }
+    for (k, m) in back.iter().enumerate() {
+        if k != i {
+            place(&their_sources[k], m);
+        }
+    }
+    Ok(())
 }
 
 /// Sends each `(rank, data)` of `sends` and receives each `(rank, buf)` of `recvs`, all

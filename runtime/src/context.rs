@@ -185,6 +185,11 @@ pub(crate) struct Exchanges {
     pub(crate) halving: Option<HalvingPeers>,
     /// The flat barrier's rounds, `(to, from)` ([`crate::nonblocking::ibarrier::build_flat`]).
     pub(crate) dissemination: Option<Vec<(u32, u32)>>,
+    /// Every rank's node label (its node's lowest world rank), kept from the setup on a
+    /// context of several nodes (empty on one node), and the ranks by node worked out from
+    /// them at the first Alltoall or Alltoallv ([`Exchanges::by_node`]).
+    pub(crate) node_labels: Vec<u32>,
+    by_node: std::cell::OnceCell<crate::by_node::ByNode>,
 }
 
 impl Exchanges {
@@ -204,6 +209,18 @@ impl Exchanges {
             Some(Exchange::Ring(p)) => Some(p),
             _ => None,
         }
+    }
+
+    /// The context's ranks by node, on a context of several nodes: worked out at the first
+    /// call (local: from the labels every rank learned at setup) and kept.
+    pub(crate) fn by_node(&self) -> Option<&crate::by_node::ByNode> {
+        if self.node_labels.is_empty() {
+            return None;
+        }
+        Some(
+            self.by_node
+                .get_or_init(|| crate::by_node::ByNode::new(&self.node_labels)),
+        )
     }
 
     /// Algorithm `alg`'s exchange, if worked out.

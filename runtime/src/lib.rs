@@ -20,6 +20,7 @@ pub mod allgatherv;
 pub mod allreduce;
 pub mod alltoall;
 mod backoff;
+pub mod by_node;
 pub use backoff::Pace;
 pub mod barrier;
 pub mod bcast;

@@ -1,9 +1,10 @@
-//! Alltoall over the `sim` transport: both forms on random hierarchies and placements
+//! Alltoall over the `sim` transport: every form on random hierarchies and placements
 //! against a simple reference, and the messages that cross nodes.
 
 use proptest::prelude::*;
 use topo_hierarchy::{RankPlan, Settings};
 use topo_runtime::alltoall;
+use topo_runtime::by_node::ByNode;
 use topo_runtime::nonblocking::{Engine, ialltoall};
 use topo_runtime::subtrees::Subtrees;
 use topo_runtime::transport::sim::INTER_NODE;
@@ -11,7 +12,17 @@ use topo_runtime::transport::sim::INTER_NODE;
 use crate::nonblocking::{finish, schedule};
 use crate::sim::{LEVELS, bytes, ints, plans, plans_placed, plans_without_map, run};
 
-/// The settings of a context of `plans` with `alg` (`aggregated`, `pairwise`, or `None`
+/// The ranks of `plans` by node, as a context learns them at setup.
+fn by_node(plans: &[RankPlan]) -> ByNode {
+    let names: Vec<&str> = plans.iter().map(|p| p.node.as_str()).collect();
+    let label: Vec<u32> = names
+        .iter()
+        .map(|n| names.iter().position(|m| m == n).unwrap() as u32)
+        .collect();
+    ByNode::new(&label)
+}
+
+/// The settings of a context of `plans` with `alg` (`spread`, `aggregated`, `pairwise`, or `None`
 /// for the defaults): the job's numbers of nodes and ranks, as a context learns them at
 /// setup.
 fn settings_for(plans: &[RankPlan], alg: Option<&str>) -> Settings {
@@ -46,6 +57,7 @@ fn check(
 ) -> Result<(), TestCaseError> {
     let size = plans.len() as u32;
     let s = settings_for(plans, alg);
+    let nodes = by_node(plans);
     let (out, _) = run(plans, |view, fabric| {
         let sub = Subtrees::learn(view, fabric).unwrap();
         let me = view.rank;
@@ -58,11 +70,12 @@ fn check(
             vec![0u8; mine.len()]
         };
         let send = (!in_place).then_some(&mine[..]);
-        alltoall::alltoall(view, fabric, &sub, &s, send, &mut recv, b).unwrap();
+        alltoall::alltoall(view, fabric, &sub, &s, Some(&nodes), send, &mut recv, b).unwrap();
         let mut out = ints(&recv);
         // Back: every block returns to its sender.
         let mut back = vec![0u8; recv.len()];
-        alltoall::alltoall(view, fabric, &sub, &s, Some(&recv), &mut back, b).unwrap();
+        let again = Some(&recv[..]);
+        alltoall::alltoall(view, fabric, &sub, &s, Some(&nodes), again, &mut back, b).unwrap();
         out.push(i64::from(back == mine));
         out
     });
@@ -88,7 +101,7 @@ fn check(
     Ok(())
 }
 
-const FORMS: [Option<&str>; 3] = [None, Some("aggregated"), Some("pairwise")];
+const FORMS: [Option<&str>; 4] = [None, Some("spread"), Some("aggregated"), Some("pairwise")];
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
@@ -97,7 +110,7 @@ proptest! {
     fn alltoall_matches_the_reference(
         nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
         cyclic: bool, len in prop::sample::select(vec![0usize, 1, 3, 130]),
-        form in 0usize..3, in_place: bool,
+        form in 0usize..4, in_place: bool,
     ) {
         let rpn = rpn.min(sockets * 8);
         let plans = plans(nodes, rpn, sockets, LEVELS[levels], cyclic);
@@ -108,7 +121,7 @@ proptest! {
     fn alltoall_matches_the_reference_for_any_placement(
         node_of in prop::collection::vec(0u32..6, 1..65),
         len in prop::sample::select(vec![1usize, 2, 33]),
-        form in 0usize..3, in_place: bool,
+        form in 0usize..4, in_place: bool,
     ) {
         let plans = plans_placed(&node_of);
         check(&plans, FORMS[form], len, in_place)?;
@@ -120,6 +133,7 @@ proptest! {
 fn check_nonblocking(plans: &[RankPlan], len: usize) -> Result<(), TestCaseError> {
     let size = plans.len() as u32;
     let one_node = settings_for(plans, None).nodes == 1;
+    let nodes = by_node(plans);
     let (out, _) = run(plans, |view, fabric| {
         let me = view.rank;
         let mine: Vec<i64> = (0..size).flat_map(|d| block(me, d, len)).collect();
@@ -128,8 +142,14 @@ fn check_nonblocking(plans: &[RankPlan], len: usize) -> Result<(), TestCaseError
         let mut engine = Engine::default();
         let [a, b] = &mut recvs;
         for (id, recv, send) in [(0, a, Some(&mine[..])), (1, b, None)] {
-            let (steps, tmp) =
-                ialltoall::build(me, size as usize, one_node, 8 * len, send.is_some());
+            let (steps, tmp) = ialltoall::build(
+                me,
+                size as usize,
+                one_node,
+                Some(&nodes),
+                8 * len,
+                send.is_some(),
+            );
             let sched = schedule("MPI_Ialltoall", steps, send, Some(&mut recv[..]), 0, tmp);
             engine.start(id, sched, fabric).unwrap();
         }
@@ -164,13 +184,16 @@ proptest! {
 fn inter_node(plans: &[RankPlan], alg: &str, len: usize) -> (u64, u64) {
     let size = plans.len();
     let s = settings_for(plans, Some(alg));
+    let nodes = by_node(plans);
     let count = |once: bool| {
         let (_, t) = run(plans, |view, fabric| {
             let sub = Subtrees::learn(view, fabric).unwrap();
             if once {
                 let mine = vec![7u8; len * size];
                 let mut recv = vec![0u8; len * size];
-                alltoall::alltoall(view, fabric, &sub, &s, Some(&mine), &mut recv, len).unwrap();
+                let nodes = Some(&nodes);
+                alltoall::alltoall(view, fabric, &sub, &s, nodes, Some(&mine), &mut recv, len)
+                    .unwrap();
             }
             Vec::new()
         });
@@ -184,30 +207,24 @@ fn inter_node(plans: &[RankPlan], alg: &str, len: usize) -> (u64, u64) {
 fn aggregated_alltoall_crosses_between_nodes_once_per_pair() {
     // 8 nodes x 8 ranks, 8-byte blocks: pairwise, every rank sends each of the 56 ranks on
     // other nodes a message (3,584); aggregated, each node leader sends each other node's
-    // leader one (56), carrying the 64 blocks between the two nodes' ranks. The bytes
-    // between nodes are the same either way.
+    // leader one (56), carrying the 64 blocks between the two nodes' ranks; spread, the
+    // same 56 messages, each node's 7 sent by 7 of its ranks. The bytes between nodes are
+    // the same every way.
     println!("layout         form        messages  bytes  (between nodes, 8-byte blocks)");
     for dist in ["block", "cyclic"] {
         let plans = plans_without_map(8, 8, dist);
-        let pairwise = inter_node(&plans, "pairwise", 8);
-        let aggregated = inter_node(&plans, "aggregated", 8);
-        println!(
-            "8 x 8 {dist:7}  pairwise    {:8}  {:5}",
-            pairwise.0, pairwise.1
-        );
-        println!(
-            "8 x 8 {dist:7}  aggregated  {:8}  {:5}",
-            aggregated.0, aggregated.1
-        );
-        assert_eq!(pairwise, (3584, 3584 * 8), "{dist}");
-        assert_eq!(aggregated, (56, 3584 * 8), "{dist}");
+        for (form, want) in [("pairwise", 3584), ("aggregated", 56), ("spread", 56)] {
+            let got = inter_node(&plans, form, 8);
+            println!("8 x 8 {dist:7}  {form:10}  {:8}  {:5}", got.0, got.1);
+            assert_eq!(got, (want, 3584 * 8), "{dist} {form}");
+        }
     }
-    // The defaults choose the aggregated form for small blocks on several nodes.
+    // The defaults choose the spread form for small blocks on several nodes.
     let plans = plans_without_map(8, 8, "block");
     let s = settings_for(&plans, None);
     assert_eq!(
         s.alltoall_for(8),
-        topo_hierarchy::settings::AlltoallAlg::Aggregated
+        topo_hierarchy::settings::AlltoallAlg::Spread
     );
 }
 
@@ -229,6 +246,7 @@ fn v_len(src: u32, dst: u32, seed: u32, symmetric: bool) -> usize {
 fn check_v(plans: &[RankPlan], seed: u32, in_place: bool) -> Result<(), TestCaseError> {
     let size = plans.len() as u32;
     let s = settings_for(plans, None);
+    let nodes = by_node(plans);
     let len = |src: u32, dst: u32| v_len(src, dst, seed, in_place);
     // Where rank `me` receives: rank r's block after those of the ranks above it.
     let recv_at = |me: u32| -> Vec<std::ops::Range<usize>> {
@@ -258,11 +276,13 @@ fn check_v(plans: &[RankPlan], seed: u32, in_place: bool) -> Result<(), TestCase
         }
         let arg = (!in_place).then_some((&send[..], &sat[..]));
         let mut irecv = recv.clone();
-        assert!(alltoall::alltoallv(view, fabric, &s, arg, &mut recv, &rin).unwrap());
+        let nodes = Some(&nodes);
+        assert!(alltoall::alltoallv(view, fabric, &s, nodes, arg, &mut recv, &rin).unwrap());
         // The nonblocking form, on the same blocks: the same result.
         let (steps, tmp) = ialltoall::build_v(
             me,
             s.nodes == 1,
+            nodes,
             (!in_place).then_some(&sat[..]),
             &rin,
             irecv.len(),

@@ -6,8 +6,11 @@
 //!   network interface, which carries one message at a time (at the model's `nic`
 //!   bandwidth, and for at least the time per message its message rate gives); the
 //!   receiving node's interface takes it in the same way (with `duplex=half` both ends
-//!   share one queue, with full duplex each node has one queue each way). It arrives `alpha + bytes / bandwidth` after it starts, by the class of
-//!   the link between the two ranks, and the sender is busy for `bytes / bandwidth`.
+//!   share one queue; with full duplex the receiving side takes each message in the
+//!   earliest free stretch of its time at or after the message's arrival, whatever order
+//!   the simulation meets the messages in, as an interface takes whatever reaches it). It
+//!   arrives `alpha + bytes / bandwidth` after it starts, by the class of the link between
+//!   the two ranks, and the sender is busy for `bytes / bandwidth`.
 //! - A receive completes when its message has arrived (and, if combined, `bytes / reduce`
 //!   later). Messages between two ranks are matched in the order they were sent, as MPI
 //!   and the shared-memory queues match them.
@@ -101,6 +104,45 @@ impl Ord for Time {
     }
 }
 
+/// The stretches of time an interface is busy: disjoint, by their start, touching ones
+/// joined.
+#[derive(Debug, Default)]
+struct Calendar {
+    busy: BTreeMap<Time, f64>,
+}
+
+impl Calendar {
+    /// Books the earliest free stretch of `hold` microseconds that starts at `from` or
+    /// later; returns its start.
+    fn take(&mut self, from: f64, hold: f64) -> f64 {
+        let mut start = from;
+        if let Some((_, &end)) = self.busy.range(..=Time(start)).next_back() {
+            start = start.max(end);
+        }
+        for (&Time(s), &end) in self.busy.range(Time(start)..) {
+            if s >= start + hold {
+                break;
+            }
+            start = start.max(end);
+        }
+        let mut at = start;
+        let mut until = start + hold;
+        // Join the stretch that ends where this one starts, and the one that starts where
+        // it ends.
+        if let Some((&Time(s), &end)) = self.busy.range(..=Time(at)).next_back()
+            && end >= at
+        {
+            self.busy.remove(&Time(s));
+            at = s;
+        }
+        if let Some(end) = self.busy.remove(&Time(until)) {
+            until = until.max(end);
+        }
+        self.busy.insert(Time(at), until);
+        start
+    }
+}
+
 /// A receive still waiting for its message.
 #[derive(Debug, Clone, Copy)]
 struct Waiting {
@@ -158,7 +200,7 @@ pub fn run(programs: &Programs, places: &Places, model: &CostModel) -> Result<Ou
         model,
         ranks: (0..n).map(|_| Rank::default()).collect(),
         nic_free: vec![0.0; places.nodes()],
-        nic_in_free: vec![0.0; places.nodes()],
+        nic_in: (0..places.nodes()).map(|_| Calendar::default()).collect(),
         heap: (0..n as u32)
             .map(|r| Reverse((Time(model.call_us), r)))
             .collect(),
@@ -198,9 +240,9 @@ struct Sim<'a> {
     ranks: Vec<Rank>,
     /// When each node's network interface is free again.
     nic_free: Vec<f64>,
-    /// When each node's interface is free to take in the next message (full duplex: its
-    /// receiving side, apart from the sending one).
-    nic_in_free: Vec<f64>,
+    /// When each node's interface is busy taking messages in (full duplex: its receiving
+    /// side, apart from the sending one).
+    nic_in: Vec<Calendar>,
     /// Ranks to start their next round, by time.
     heap: BinaryHeap<Reverse<(Time, u32)>>,
     /// Per link class, in the order of [`LinkClass::ALL`].
@@ -295,8 +337,7 @@ impl Sim<'_> {
         // for the time it holds the sender's: messages from many nodes into one (a flat
         // Gather's root) queue there. (A message alone arrives as the link says.)
         if let (Some((to, hold)), false) = (in_hold, self.model.nic_half_duplex) {
-            arrival = arrival.max(self.nic_in_free[to] + hold);
-            self.nic_in_free[to] = arrival;
+            arrival = self.nic_in[to].take(arrival - hold, hold) + hold;
         }
         let e = &mut self.traffic[class as usize];
         e.messages += 1;

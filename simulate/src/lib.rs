@@ -23,6 +23,7 @@ use topo_hierarchy::remap::partition::Placement;
 use topo_hierarchy::settings::format_bytes;
 use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg, ReduceScatterAlg};
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
+use topo_runtime::by_node::ByNode;
 use topo_runtime::nonblocking::iallgather::Order;
 use topo_runtime::nonblocking::{
     Builder, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, ireduce_scatter, iscan,
@@ -264,8 +265,10 @@ impl Cluster {
             Op::Alltoall => {
                 pairs_fit(n)?;
                 let one_node = self.job.nodes().len() == 1;
+                let by_node = ByNode::new(self.placement.node_of());
                 return Ok(Programs::build(n, |r| {
-                    Program::from_builder(&ialltoall::build(r, n as usize, one_node, len, true).0)
+                    let b = ialltoall::build(r, n as usize, one_node, Some(&by_node), len, true);
+                    Program::from_builder(&b.0)
                 }));
             }
             Op::ReduceScatter => {
@@ -515,6 +518,7 @@ impl Cluster {
         let mut full = Vec::new();
         let mut failed = None;
         let elem = elem_of(len);
+        let by_node = ByNode::new(self.placement.node_of());
         let programs = Programs::build(n as u32, |r| {
             let (view, sub) = (&views[r as usize], &subs[r as usize]);
             let mut tape = blocking::Tape::default();
@@ -536,7 +540,17 @@ impl Cluster {
                 Op::Alltoall => {
                     send.resize(n * len, 0);
                     recv.resize(n * len, 0);
-                    alltoall::alltoall(view, &mut tape, sub, s, Some(&send), &mut recv, len)
+                    let by_node = Some(&by_node);
+                    alltoall::alltoall(
+                        view,
+                        &mut tape,
+                        sub,
+                        s,
+                        by_node,
+                        Some(&send),
+                        &mut recv,
+                        len,
+                    )
                 }
                 _ => {
                     send.resize(n * len, 0);

@@ -416,7 +416,7 @@ proptest! {
         allgather in prop::sample::select(vec!["hier", "hier:ring", "rd", "ring"]),
         barrier in prop::sample::select(vec!["dissemination", "root-first", "flat"]),
         chunk in prop::sample::select(vec!["16K", "64K", "1M"]),
-        alltoall in prop::sample::select(vec!["aggregated", "pairwise"]),
+        alltoall in prop::sample::select(vec!["spread", "aggregated", "pairwise"]),
     ) {
         let settings = Settings::from_pairs(&[
             ("bcast", bcast), ("reduce", reduce), ("allreduce", allreduce),

@@ -8,8 +8,8 @@
 //! 1. the queue geometry and thresholds (`single-copy`, `fragment`, `slots`), one value for
 //!    all sizes each, kept only if it pays overall and hurts nowhere;
 //! 2. per level, bottom-up, the broadcast and reduce algorithm for each message size;
-//! 3. the allreduce variant, the allgather algorithm, the alltoall form (aggregated or
-//!    pairwise) and the Reduce_scatter_block form (root, leaders or allreduce) for each
+//! 3. the allreduce variant, the allgather algorithm, the alltoall form (spread, aggregated
+//!    or pairwise) and the Reduce_scatter_block form (root, leaders or allreduce) for each
 //!    message size;
 //! 4. where some rank has two or more levels, each collective's pipeline chunk for each
 //!    message size (after its algorithms, which the chunk serves).

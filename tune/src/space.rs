@@ -133,7 +133,9 @@ pub fn algorithms(op: Op, members: u32, current: &str) -> Vec<String> {
         Op::Allgather => ["rd", "ring", "hier:rd", "hier:ring"]
             .map(String::from)
             .to_vec(),
-        Op::Alltoall => ["aggregated", "pairwise"].map(String::from).to_vec(),
+        Op::Alltoall => ["spread", "aggregated", "pairwise"]
+            .map(String::from)
+            .to_vec(),
         Op::ReduceScatter => ["root", "leaders", "allreduce"].map(String::from).to_vec(),
     };
     if !out.iter().any(|a| a == current) {

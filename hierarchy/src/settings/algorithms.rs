@@ -286,6 +286,10 @@ pub enum AlltoallAlg {
     /// exchange one message per pair (the blocks between the ranks under each), and the
     /// results go down as a Scatter's do: one message per pair of nodes.
     Aggregated,
+    /// One message per pair of nodes as aggregated, but each node's pairs dealt out over
+    /// its ranks: each rank gathers, inside its node, the blocks for the nodes it carries,
+    /// sends them, and hands what it receives on inside its node.
+    Spread,
     /// Every rank sends each other rank its block straight, all at once.
     Pairwise,
 }
@@ -296,8 +300,9 @@ impl FromStr for AlltoallAlg {
         match s {
             "aggregated" => Ok(AlltoallAlg::Aggregated),
             "pairwise" => Ok(AlltoallAlg::Pairwise),
+            "spread" => Ok(AlltoallAlg::Spread),
             _ => Err(format!(
-                "unknown alltoall algorithm {s:?}; use aggregated or pairwise"
+                "unknown alltoall algorithm {s:?}; use spread, aggregated or pairwise"
             )),
         }
     }
@@ -308,6 +313,7 @@ impl fmt::Display for AlltoallAlg {
         f.write_str(match self {
             AlltoallAlg::Aggregated => "aggregated",
             AlltoallAlg::Pairwise => "pairwise",
+            AlltoallAlg::Spread => "spread",
         })
     }
 }

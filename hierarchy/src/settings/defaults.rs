@@ -226,7 +226,8 @@ pub(super) const ALLGATHER_RING_MAX_RANKS: usize = 4096;
 /// See [`ALLGATHER_RING_RANKS`].
 pub(super) const ALLGATHER_RING_BLOCK: usize = 4 << 10;
 
-/// Alltoall in a job on several nodes takes the aggregated form while the message between
+/// Alltoall in a job on several nodes takes the spread form (the aggregated one's messages
+/// between nodes, sent by all ranks of a node) while the message between
 /// two nodes (a block for each pair of their ranks: `block x (ranks per node)^2` bytes)
 /// stays below this size, pairwise above; one node always exchanges pairwise (there is no
 /// network to spare messages on). On 2 emulated nodes x 2 the aggregated form took

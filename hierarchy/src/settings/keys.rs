@@ -83,11 +83,12 @@ pub const KEYS: &[(&str, &str, &str)] = &[
     (
         "alltoall",
         "TOPO_RUN_ALLTOALL",
-        "alltoall rules, by the size of one block, e.g. <1K=aggregated,*=pairwise (aggregated \
+        "alltoall rules, by the size of one block, e.g. <1K=spread,*=pairwise (spread = one \
+         message per pair of nodes, each node's pairs dealt out over its ranks; aggregated \
          = every rank's blocks go up the hierarchy to the top group, whose members exchange \
          one message per pair, and down again: one message per pair of nodes; pairwise = \
          every rank sends each other rank its block straight; default on several nodes: \
-         aggregated while a message between two nodes, block x (ranks per node)^2, is below \
+         spread while a message between two nodes, block x (ranks per node)^2, is below \
          32K, else pairwise; pairwise on one node)",
     ),
     (

@@ -16,7 +16,7 @@
 //! reduce     intra=flat,inter=binomial
 //! allreduce  <64K=rab:rd,*=rab:ring
 //! allgather  <64K=rd,*=hier
-//! alltoall   <512=aggregated,*=pairwise
+//! alltoall   <512=spread,*=pairwise
 //! ```
 
 mod algorithms;
@@ -324,13 +324,13 @@ impl Settings {
     }
 
     /// The alltoall algorithm for blocks of `bytes` (each rank's block for one rank): on
-    /// several nodes the aggregated form while a message between two nodes stays below
+    /// several nodes the spread form while a message between two nodes stays below
     /// [`ALLTOALL_AGGREGATE_PAIR`] bytes, else (and on one node) pairwise.
     pub fn alltoall_for(&self, bytes: usize) -> AlltoallAlg {
         let defaults = if self.nodes > 1 {
             let per_node = u64::from(self.ranks.div_ceil(self.nodes).max(1));
             let below = (ALLTOALL_AGGREGATE_PAIR / (per_node * per_node)).max(1);
-            below_then(below, AlltoallAlg::Aggregated, AlltoallAlg::Pairwise)
+            below_then(below, AlltoallAlg::Spread, AlltoallAlg::Pairwise)
         } else {
             [Rule {
                 scope: Scope::Any,

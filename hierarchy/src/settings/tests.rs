@@ -388,7 +388,7 @@ fn bad_settings_are_named() {
 fn alltoall_rules_by_the_block_size() {
     let one = Settings::default();
     assert_eq!(one.alltoall_for(1), AlltoallAlg::Pairwise);
-    // Aggregated while a message between two nodes (block x per node^2) is below 32 KiB.
+    // Spread while a message between two nodes (block x per node^2) is below 32 KiB.
     for (nodes, ranks, last) in [
         (2, 4, (8 << 10) - 1),
         (8, 64, 511),
@@ -402,7 +402,7 @@ fn alltoall_rules_by_the_block_size() {
         };
         assert_eq!(
             s.alltoall_for(last),
-            AlltoallAlg::Aggregated,
+            AlltoallAlg::Spread,
             "{nodes} x {ranks}"
         );
         assert_eq!(

@@ -49,6 +49,9 @@ impl Topo {
             .collect::<std::collections::BTreeSet<u32>>()
             .len() as u32;
         settings.ranks = world.size() as u32;
+        if settings.nodes > 1 {
+            exchanges.node_labels = labels.iter().step_by(3).copied().collect();
+        }
         let mut algs = settings.flat_allgather_algs(world.size() as usize);
         let allreduce = settings.flat_allreduce_algs();
         // The Allreduce's ring, and on several nodes the Allgatherv's

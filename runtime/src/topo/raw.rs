@@ -233,7 +233,17 @@ impl Topo {
         let r = h.on_lane(|h| {
             h.subtrees()?;
             let sub = h.subtrees.as_ref().expect("learned above");
-            alltoall::alltoall(&h.view, &mut h.links, sub, &h.settings, send, recv, len)
+            let by_node = h.exchanges.by_node();
+            alltoall::alltoall(
+                &h.view,
+                &mut h.links,
+                sub,
+                &h.settings,
+                by_node,
+                send,
+                recv,
+                len,
+            )
         });
         if let Err(e) = r {
             self.abort("MPI_Alltoall", e);
@@ -311,7 +321,16 @@ impl Topo {
             return false;
         };
         let r = h.on_lane(|h| {
-            alltoall::alltoallv(&h.view, &mut h.links, &h.settings, send, recv, recv_at)
+            let by_node = h.exchanges.by_node();
+            alltoall::alltoallv(
+                &h.view,
+                &mut h.links,
+                &h.settings,
+                by_node,
+                send,
+                recv,
+                recv_at,
+            )
         });
         match r {
             Ok(done) => done,

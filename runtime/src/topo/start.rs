@@ -304,7 +304,9 @@ impl Topo {
         };
         let shape = shape(args.name, None, 0, len, has_send);
         self.start(scope, args, None, Some(shape), |h| {
-            let (b, tmp) = ialltoall::build(rank, size, h.settings.nodes == 1, len, has_send);
+            let one_node = h.settings.nodes == 1;
+            let (b, tmp) =
+                ialltoall::build(rank, size, one_node, h.exchanges.by_node(), len, has_send);
             (b, 0, tmp)
         })
     }
@@ -328,8 +330,9 @@ impl Topo {
             op: None,
         };
         self.start(scope, args, None, None, |h| {
-            let (b, tmp) =
-                ialltoall::build_v(rank, h.settings.nodes == 1, send_at, recv_at, recv_len);
+            let one_node = h.settings.nodes == 1;
+            let by_node = h.exchanges.by_node();
+            let (b, tmp) = ialltoall::build_v(rank, one_node, by_node, send_at, recv_at, recv_len);
             (b, 0, tmp)
         })
     }
