@@ -129,8 +129,9 @@ proptest! {
 }
 
 /// Two Ialltoalls of `len` numbers per block in flight at once (one in place, one not),
-/// each rank's results against the reference.
-fn check_nonblocking(plans: &[RankPlan], len: usize) -> Result<(), TestCaseError> {
+/// each rank's results against the reference; in their spread form where `spread` and
+/// the ranks are on several nodes.
+fn check_nonblocking(plans: &[RankPlan], len: usize, spread: bool) -> Result<(), TestCaseError> {
     let size = plans.len() as u32;
     let one_node = settings_for(plans, None).nodes == 1;
     let nodes = by_node(plans);
@@ -142,15 +143,20 @@ fn check_nonblocking(plans: &[RankPlan], len: usize) -> Result<(), TestCaseError
         let mut engine = Engine::default();
         let [a, b] = &mut recvs;
         for (id, recv, send) in [(0, a, Some(&mine[..])), (1, b, None)] {
-            let (steps, tmp) = ialltoall::build(
-                me,
-                size as usize,
-                one_node,
-                Some(&nodes),
-                8 * len,
-                send.is_some(),
-            );
-            let sched = schedule("MPI_Ialltoall", steps, send, Some(&mut recv[..]), 0, tmp);
+            let (steps, acc, tmp) = if spread && !one_node {
+                ialltoall::build_spread(me, &nodes, 8 * len, send.is_some())
+            } else {
+                let (b, tmp) = ialltoall::build(
+                    me,
+                    size as usize,
+                    one_node,
+                    Some(&nodes),
+                    8 * len,
+                    send.is_some(),
+                );
+                (b, 0, tmp)
+            };
+            let sched = schedule("MPI_Ialltoall", steps, send, Some(&mut recv[..]), acc, tmp);
             engine.start(id, sched, fabric).unwrap();
         }
         finish(&mut engine, fabric);
@@ -172,10 +178,19 @@ proptest! {
     #[test]
     fn nonblocking_alltoall_matches_the_reference(
         nodes in 1u32..5, rpn in 1u32..9, levels in 0usize..5, cyclic: bool,
-        len in prop::sample::select(vec![0usize, 1, 3, 257]),
+        len in prop::sample::select(vec![0usize, 1, 3, 257]), spread: bool,
     ) {
         let plans = plans(nodes, rpn, 2, LEVELS[levels], cyclic);
-        check_nonblocking(&plans, len)?;
+        check_nonblocking(&plans, len, spread)?;
+    }
+
+    #[test]
+    fn nonblocking_spread_alltoall_matches_the_reference_for_any_placement(
+        node_of in prop::collection::vec(0u32..6, 1..40),
+        len in prop::sample::select(vec![1usize, 2, 33]),
+    ) {
+        let plans = plans_placed(&node_of);
+        check_nonblocking(&plans, len, true)?;
     }
 }
 

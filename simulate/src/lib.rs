@@ -21,7 +21,9 @@ use topo_hierarchy::remap;
 use topo_hierarchy::remap::halving::HalvingOrder;
 use topo_hierarchy::remap::partition::Placement;
 use topo_hierarchy::settings::format_bytes;
-use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg, ReduceScatterAlg};
+use topo_hierarchy::settings::{
+    AllgatherAlg, AllreduceAlg, AlltoallAlg, BarrierAlg, ReduceScatterAlg,
+};
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
 use topo_runtime::by_node::ByNode;
 use topo_runtime::nonblocking::iallgather::Order;
@@ -266,7 +268,12 @@ impl Cluster {
                 pairs_fit(n)?;
                 let one_node = self.job.nodes().len() == 1;
                 let by_node = ByNode::new(self.placement.node_of());
+                let spread = !one_node && s.alltoall_for(len) == AlltoallAlg::Spread;
                 return Ok(Programs::build(n, |r| {
+                    if spread {
+                        let b = ialltoall::build_spread(r, &by_node, len, true);
+                        return Program::from_builder(&b.0);
+                    }
                     let b = ialltoall::build(r, n as usize, one_node, Some(&by_node), len, true);
                     Program::from_builder(&b.0)
                 }));

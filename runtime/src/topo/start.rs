@@ -5,7 +5,7 @@
 use mpi::collective::Operation;
 use mpi::request::{Scope, StaticScope};
 use mpi::topology::Communicator;
-use topo_hierarchy::settings::AllgatherAlg;
+use topo_hierarchy::settings::{AllgatherAlg, AlltoallAlg};
 
 use crate::combine::Combine;
 use crate::context::{self, HierarchicalPath};
@@ -305,9 +305,16 @@ impl Topo {
         let shape = shape(args.name, None, 0, len, has_send);
         self.start(scope, args, None, Some(shape), |h| {
             let one_node = h.settings.nodes == 1;
-            let (b, tmp) =
-                ialltoall::build(rank, size, one_node, h.exchanges.by_node(), len, has_send);
-            (b, 0, tmp)
+            let by_node = h.exchanges.by_node();
+            match (h.settings.alltoall_for(len), by_node) {
+                (AlltoallAlg::Spread, Some(nodes)) if !one_node && nodes.nodes() > 1 => {
+                    ialltoall::build_spread(rank, nodes, len, has_send)
+                }
+                _ => {
+                    let (b, tmp) = ialltoall::build(rank, size, one_node, by_node, len, has_send);
+                    (b, 0, tmp)
+                }
+            }
         })
     }
 
