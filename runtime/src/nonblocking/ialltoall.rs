@@ -320,7 +320,7 @@ pub fn build_spread(me: u32, by_node: &ByNode, len: usize, send: bool) -> (Build
     // 5. Pick out: for each rank of this node, the blocks from each rank of each node this
     // rank received for.
     let mut steps = Vec::new();
-    for k in 0..l {
+    for (k, &into) in hand.iter().enumerate() {
         let mut off = 0;
         let mut pieces = Vec::new();
         for (x, &a) in sources[i].iter().enumerate() {
@@ -329,7 +329,7 @@ pub fn build_spread(me: u32, by_node: &ByNode, len: usize, send: bool) -> (Build
                 if k == i {
                     pieces.push((from, block(r), len));
                 } else {
-                    pieces.push((from, hand[k] + off, len));
+                    pieces.push((from, into + off, len));
                 }
                 off += len;
             }
