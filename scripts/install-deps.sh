@@ -44,9 +44,9 @@ install() {
 }
 
 install -- "${packages[@]}"
-# The real applications of benchmarks/apps/ (LAMMPS, HPCC, Quantum ESPRESSO), without their
-# recommended documentation and data (about 45 MB more).
-install --no-install-recommends -- lammps hpcc quantum-espresso
+# The real applications of benchmarks/apps/ (LAMMPS with its examples, for the peptide,
+# HPCC, Quantum ESPRESSO), without their recommended documentation and data.
+install --no-install-recommends -- lammps lammps-examples hpcc quantum-espresso
 
 if ! command -v cargo >/dev/null 2>&1; then
     echo "install-deps: error: no Rust toolchain (cargo) on PATH." >&2

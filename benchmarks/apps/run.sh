@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real MPI applications natively and under topo-run, interleaved, on the private dev
-# cluster: LAMMPS (Lennard-Jones melt, copper EAM), HPCC (HPL, PTRANS, MPIRandomAccess,
+# cluster: LAMMPS (Lennard-Jones melt, copper EAM, and the solvated peptide of Debian's
+# lammps-examples: CHARMM force field, long-range electrostatics by PPPM), HPCC (HPL, PTRANS, MPIRandomAccess,
 # MPIFFT, ...), Quantum ESPRESSO pw.x (bulk silicon, k-point pools with -nk 2, a
 # pseudopotential made by ld1.x) and an mpi4py program, all Debian's, linked against the
 # same Open MPI.
@@ -28,7 +29,7 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 IN="$ROOT/benchmarks/apps/inputs"
-TINY=0 RUNS=5 NODES=1 PER_NODE=2 APPS="lammps-melt,lammps-eam,hpcc,qe,mpi4py"
+TINY=0 RUNS=5 NODES=1 PER_NODE=2 APPS="lammps-melt,lammps-eam,lammps-peptide,hpcc,qe,mpi4py"
 OUT="$ROOT/benchmarks/apps/out" BIN="$ROOT/target/release"
 while (($#)); do
   case $1 in
@@ -55,7 +56,7 @@ export DEV_CLUSTER_DIR="${DEV_CLUSTER_DIR:-${TMPDIR:-/tmp}/topo-run-dev-cluster}
 
 # The applications, from Debian.
 need=()
-for p in lammps hpcc quantum-espresso python3-mpi4py python3-numpy; do
+for p in lammps lammps-examples hpcc quantum-espresso python3-mpi4py python3-numpy; do
   [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == "install ok installed" ]] || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -80,10 +81,11 @@ SRUN=(srun -N"$NODES" -n"$RANKS" --exclusive --mpi=pmix --cpu-bind=cores)
 
 # Sizes: tiny (the test command) and the benchmark's.
 if ((TINY)); then
-  MELT=(6 100) EAM=(5 50) HPL_N=400 QE_ECUT=10 QE_K=2 PY=(2000 50)
+  MELT=(6 100) EAM=(5 50) PEPTIDE=20 HPL_N=400 QE_ECUT=10 QE_K=2 PY=(2000 50)
 else
-  MELT=(16 500) EAM=(12 200) HPL_N=4000 QE_ECUT=24 QE_K=6 PY=(200000 500)
+  MELT=(16 500) EAM=(12 200) PEPTIDE=300 HPL_N=4000 QE_ECUT=24 QE_K=6 PY=(200000 500)
 fi
+PEPTIDE_DIR=/usr/share/lammps/examples/peptide
 # HPCC's process grid: P x Q = ranks, P <= Q.
 P=1
 for ((p = 1; p * p <= RANKS; p++)); do ((RANKS % p == 0)) && P=$p; done
@@ -96,6 +98,8 @@ prepare() {
   case $app in
     lammps-melt) cp "$IN/in.melt" "$dir/" ;;
     lammps-eam) cp "$IN/in.eam" "$dir/" ;;
+    lammps-peptide) sed "s/^run[[:space:]].*/run $PEPTIDE/" "$PEPTIDE_DIR/in.peptide" >"$dir/in.peptide"
+        cp "$PEPTIDE_DIR/data.peptide" "$dir/" ;;
     hpcc) sed -e "s/^HPL_NB /80 /" -e "s/^HPL_N /$HPL_N /" -e "s/^HPL_P /$P /" -e "s/^HPL_Q /$Q /" \
             "$IN/hpccinf.txt" >"$dir/hpccinf.txt" ;;
     qe) sed -e "s/ECUT/$QE_ECUT/" -e "s/KGRID/$QE_K/g" "$IN/si.scf.in" >"$dir/si.scf.in"
@@ -109,6 +113,7 @@ command_of() {
   case $1 in
     lammps-melt) echo lmp -in in.melt -var n "${MELT[0]}" -var steps "${MELT[1]}" -log log.lammps ;;
     lammps-eam) echo lmp -in in.eam -var n "${EAM[0]}" -var steps "${EAM[1]}" -log log.lammps ;;
+    lammps-peptide) echo lmp -in in.peptide -log log.lammps ;;
     hpcc) echo hpcc ;;
     qe) echo pw.x -nk 2 -in si.scf.in ;;
     mpi4py) echo /usr/bin/python3 mpi4py-app.py "${PY[0]}" "${PY[1]}" ;;
@@ -119,8 +124,9 @@ command_of() {
 result_of() {
   local app=$1 dir=$2
   case $app in
-    lammps-*) # the thermo table
-      awk '/^ *Step /{on=1} on&&/^Loop time/{on=0} on' "$dir/log.lammps" ;;
+    lammps-*) # the thermo table (the peptide's multi-line style: without the CPU time)
+      awk '/^ *Step |^-+ Step /{on=1} on&&/^Loop time/{on=0} on' "$dir/log.lammps" \
+        | sed 's/CPU = *[0-9.]* (sec)//' ;;
     hpcc) # HPCC's own verdicts: no check failed, and its error counts (its residuals, and
       # how many PTRANS lines it prints, differ from run to run, natively too)
       echo "FAILED $(grep -c 'FAILED\|Failure' "$dir/hpccoutf.txt")"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end test of the applications harness (benchmarks/apps/run.sh) on tiny inputs:
-# LAMMPS (LJ melt, EAM), HPCC, Quantum ESPRESSO (k-point pools) and an mpi4py program run
+# LAMMPS (LJ melt, EAM, the peptide), HPCC, Quantum ESPRESSO (k-point pools) and an mpi4py program run
 # natively and under topo-run on the dev cluster; every run exits 0 with a profile, the
 # results agree (the harness checks them), and the report gives each application's share
 # of collective calls on topo-run's path. Runs as root.
@@ -17,7 +17,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/topo-run-e2e-apps.XXXXXX")"
 source "$ROOT/tests/e2e/lib.sh"
 trap 'stop_cluster; rm -rf "$WORK"' EXIT
 
-APPS=(lammps-melt lammps-eam hpcc qe mpi4py)
+APPS=(lammps-melt lammps-eam lammps-peptide hpcc qe mpi4py)
 
 # check NODES PER_NODE: the harness on NODES x PER_NODE ranks.
 check() {
