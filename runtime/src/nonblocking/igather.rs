@@ -135,13 +135,13 @@ pub fn build_leaders(
     // Up to the level where this rank hands its blocks on.
     for i in 0..entry.min(until) {
         let l = &view.levels[i];
-        let (mut recvs, mut copies) = (Vec::new(), Vec::new());
-        for (p, &m) in l.members.iter().enumerate().skip(1) {
-            let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
-            sets.recv(Link::Level(i), m, ranks, &mut recvs, &mut copies);
-        }
-        b.round(recvs);
-        b.round(copies);
+        let each: Vec<(Link, u32, &[u32])> = (l.members.iter().enumerate().skip(1))
+            .map(|(p, &m)| {
+                let ranks = sub.under(i, p).expect("a leader knows its members' ranks");
+                (Link::Level(i), m, ranks)
+            })
+            .collect();
+        sets.recvs(&mut b, &each);
     }
     if entry < until {
         // A member below the top: everything under it to its leader, in one message.
@@ -154,15 +154,16 @@ pub fn build_leaders(
         if l.me != h {
             sets.send(&mut b, Link::Level(until), l.members[h], sub.mine());
         } else {
-            let (mut recvs, mut copies) = (Vec::new(), Vec::new());
-            for (p, &m) in l.members.iter().enumerate().filter(|&(p, _)| p != h) {
-                let ranks = sub
-                    .under(until, p)
-                    .expect("the top group knows its members");
-                sets.recv(Link::Level(until), m, ranks, &mut recvs, &mut copies);
-            }
-            b.round(recvs);
-            b.round(copies);
+            let each: Vec<(Link, u32, &[u32])> = (l.members.iter().enumerate())
+                .filter(|&(p, _)| p != h)
+                .map(|(p, &m)| {
+                    let ranks = sub
+                        .under(until, p)
+                        .expect("the top group knows its members");
+                    (Link::Level(until), m, ranks)
+                })
+                .collect();
+            sets.recvs(&mut b, &each);
         }
     }
     // A root below the top group gets everything from the member it is under (rank 0
@@ -249,42 +250,78 @@ impl Sets {
         }
     }
 
+    /// Receiving the blocks of each `(link, from, ranks)` (ranks sorted): the sets of
+    /// consecutive ranks straight into place, in the first round with the first packed
+    /// set; each packed set's copies in the round that receives the next one (the last
+    /// set's in a round of their own), so that a rank unpacks one message while it waits
+    /// for the next instead of after all have come.
+    pub(super) fn recvs(&mut self, b: &mut Builder, each: &[(Link, u32, &[u32])]) {
+        let mut round = Vec::new();
+        let mut packed = Vec::new();
+        for &(link, from, ranks) in each {
+            let (mut recv, mut copies) = (Vec::new(), Vec::new());
+            self.recv(link, from, ranks, &mut recv, &mut copies);
+            if copies.is_empty() {
+                round.extend(recv);
+            } else {
+                packed.push((recv, copies));
+            }
+        }
+        let mut unpack = Vec::new();
+        for (recv, copies) in packed {
+            round.extend(recv);
+            round.append(&mut unpack);
+            b.round(std::mem::take(&mut round));
+            unpack = copies;
+        }
+        round.append(&mut unpack);
+        b.round(round);
+    }
+
     /// Sending the blocks of `ranks` (sorted) to `to`, packed first (a round before) if
     /// they are not consecutive.
     fn send(&mut self, b: &mut Builder, link: Link, to: u32, ranks: &[u32]) {
         self.sends(b, &[(link, to, ranks)]);
     }
 
-    /// Sending the blocks of each `(link, to, ranks)` (ranks sorted) to its `to`, all in
-    /// one round, after a round that packs those whose ranks are not consecutive.
+    /// Sending the blocks of each `(link, to, ranks)` (ranks sorted) to its `to`: the sets
+    /// of consecutive ranks straight from their place, in the first round; each set of
+    /// others packed in a round of its own, the one before its send, which goes with the
+    /// next set's packing (so that a rank packs one message while the one before it
+    /// leaves, instead of packing all first).
     pub(super) fn sends(&mut self, b: &mut Builder, each: &[(Link, u32, &[u32])]) {
-        let mut packs = Vec::new();
-        let mut sends = Vec::new();
+        let mut round = Vec::new();
         for &(link, to, ranks) in each {
-            let src = if consecutive(ranks) {
-                self.at(ranks[0], ranks.len())
-            } else {
-                let packed = self.packed(ranks.len());
-                for (k, &r) in ranks.iter().enumerate() {
-                    let dst = Region {
-                        off: packed.off + k * self.len,
-                        len: self.len,
-                        ..packed
-                    };
-                    packs.push((
-                        Link::Local,
-                        Action::Copy {
-                            src: self.at(r, 1),
-                            dst,
-                        },
-                    ));
-                }
-                packed
-            };
-            sends.push((link, Action::Send { to: vec![to], src }));
+            if !consecutive(ranks) {
+                continue;
+            }
+            let src = self.at(ranks[0], ranks.len());
+            round.push((link, Action::Send { to: vec![to], src }));
         }
-        b.round(packs);
-        b.round(sends);
+        for &(link, to, ranks) in each {
+            if consecutive(ranks) {
+                continue;
+            }
+            let packed = self.packed(ranks.len());
+            for (k, &r) in ranks.iter().enumerate() {
+                let dst = Region {
+                    off: packed.off + k * self.len,
+                    len: self.len,
+                    ..packed
+                };
+                let src = self.at(r, 1);
+                round.push((Link::Local, Action::Copy { src, dst }));
+            }
+            b.round(std::mem::take(&mut round));
+            round.push((
+                link,
+                Action::Send {
+                    to: vec![to],
+                    src: packed,
+                },
+            ));
+        }
+        b.round(round);
     }
 }
 
