@@ -171,7 +171,9 @@ pub(crate) fn start() -> bool {
     let table = crate::stats::wanted(std::env::var("TOPO_RUN_VERBOSE").ok().as_deref());
     let _ = TARGET.set((path, table));
     let _ = START.set(Instant::now());
-    MULTIPLE.store(abi::thread_multiple(), Ordering::Relaxed);
+    let multiple = abi::thread_multiple();
+    MULTIPLE.store(multiple, Ordering::Relaxed);
+    abi::size_cache(!multiple);
     ON.store(true, Ordering::Release);
     true
 }

@@ -6,6 +6,7 @@ use std::cell::Cell;
 use std::ffi::{CStr, c_void};
 use std::os::raw::{c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use mpi::ffi;
 
@@ -598,15 +599,50 @@ pub(crate) fn library_version() -> String {
     text.lines().next().unwrap_or("").trim().to_string()
 }
 
+/// The sizes of the predefined datatypes the profile met last, by handle (a handle of 0
+/// marks a free entry): a predefined type's handle is never freed, so its size never
+/// changes. Used by one thread at a time only ([`size_cache`]).
+static SIZES: [(AtomicUsize, AtomicU64); 8] =
+    [const { (AtomicUsize::new(0), AtomicU64::new(0)) }; 8];
+/// Whether [`bytes_of`] may use [`SIZES`]: set by the profile below
+/// `MPI_THREAD_MULTIPLE`, where one thread at a time is in MPI (an entry is two words,
+/// which two threads could tear).
+static SIZES_ON: AtomicBool = AtomicBool::new(false);
+
+/// Lets [`bytes_of`] keep the predefined types' sizes (`on`: below
+/// `MPI_THREAD_MULTIPLE`).
+pub(crate) fn size_cache(on: bool) {
+    SIZES_ON.store(on, Ordering::Relaxed);
+}
+
 /// The bytes of `count` elements of `dt` (0 for a negative count or an unusable handle),
-/// for the profile.
+/// for the profile. A predefined type's size is looked up once and kept ([`SIZES`]).
+#[inline]
 pub(crate) fn bytes_of(count: c_int, dt: MPI_Datatype) -> u64 {
+    if count <= 0 {
+        return 0;
+    }
+    let key = dt.0 as usize;
+    let slot = &SIZES[(key >> 3 ^ key >> 9) & 7];
+    if SIZES_ON.load(Ordering::Relaxed) && key != 0 && slot.0.load(Ordering::Relaxed) == key {
+        return count as u64 * slot.1.load(Ordering::Relaxed);
+    }
+    bytes_of_looked_up(count, dt, slot)
+}
+
+#[inline(never)]
+fn bytes_of_looked_up(count: c_int, dt: MPI_Datatype, slot: &(AtomicUsize, AtomicU64)) -> u64 {
     // SAFETY: compares the handle with constants; nothing is dereferenced.
-    if count <= 0 || unsafe { topo_preload_type_unusable(dt) } != 0 {
+    if unsafe { topo_preload_type_unusable(dt) } != 0 {
         return 0;
     }
     let mut size: c_int = 0;
     // SAFETY: a handle that is not MPI_DATATYPE_NULL; writes one int.
     unsafe { ffi::PMPI_Type_size(dt, &mut size) };
-    count as u64 * size.max(0) as u64
+    let size = size.max(0) as u64;
+    if SIZES_ON.load(Ordering::Relaxed) && !predefined_name(dt).is_empty() {
+        slot.0.store(dt.0 as usize, Ordering::Relaxed);
+        slot.1.store(size, Ordering::Relaxed);
+    }
+    count as u64 * size
 }
