@@ -334,3 +334,44 @@ proptest! {
         check_v(&plans, seed, in_place)?;
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The direct exchange's order across nodes: at every step each rank sends to one rank
+    /// and receives from one, and the rank it receives from is the one that sends to it
+    /// then; where the nodes hold as many ranks each, a rank's first step leaves its node.
+    #[test]
+    fn the_interleaved_turns_pair_every_rank_at_every_step(
+        label in prop::collection::vec(0u32..7, 2..60),
+    ) {
+        let nodes = ByNode::new(&label);
+        let size = label.len();
+        let turns: Vec<(Vec<u32>, Vec<u32>)> =
+            (0..size as u32).map(|r| alltoall::turns(r, size, Some(&nodes))).collect();
+        for d in 0..size - 1 {
+            let mut hit = vec![0; size];
+            for (r, (to, _)) in turns.iter().enumerate() {
+                let t = to[d] as usize;
+                prop_assert_ne!(t, r);
+                hit[t] += 1;
+                prop_assert_eq!(turns[t].1[d] as usize, r, "step {}: {} -> {}", d, r, t);
+            }
+            prop_assert!(hit.iter().all(|&h| h == 1), "step {}: {:?}", d, hit);
+        }
+        for (r, (to, _)) in turns.iter().enumerate() {
+            // Every other rank once.
+            let mut seen: Vec<u32> = to.clone();
+            seen.sort_unstable();
+            let want: Vec<u32> = (0..size as u32).filter(|&q| q as usize != r).collect();
+            prop_assert_eq!(seen, want);
+        }
+        // With every node holding as many ranks, every rank's first turn leaves its node.
+        let even = (0..nodes.nodes()).all(|n| nodes.ranks(n).len() == nodes.ranks(0).len());
+        if even && nodes.nodes() > 1 {
+            for (r, (to, _)) in turns.iter().enumerate() {
+                prop_assert_ne!(nodes.node_of(to[0]), nodes.node_of(r as u32), "rank {}", r);
+            }
+        }
+    }
+}
