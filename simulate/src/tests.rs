@@ -455,8 +455,9 @@ fn network_messages(p: &crate::Prediction) -> u64 {
 }
 
 /// On 8 nodes x 8 ranks, block and cyclic, topo-run's blocking Gather and Scatter of small
-/// blocks cross the network once per node but the root's, its aggregated Alltoall once per
-/// pair of nodes, where the flat forms send a message per rank (per pair of ranks).
+/// blocks cross the network once per node but the root's, its Alltoall (the spread form,
+/// and its schedule too) once per pair of nodes, where the flat forms send a message per
+/// rank (per pair of ranks).
 #[test]
 fn the_recorded_rooted_collectives_aggregate_between_nodes() {
     let model = CostModel::default();
@@ -474,6 +475,10 @@ fn the_recorded_rooted_collectives_aggregate_between_nodes() {
                 topo <= most,
                 "{op}, cyclic {cyclic}: {topo} messages between nodes, at most {most} expected"
             );
+            if op == Op::Alltoall {
+                let schedule = network_messages(find(TOPO_RUN));
+                assert!(schedule <= most, "{op} schedule, cyclic {cyclic}: {schedule}");
+            }
             assert_eq!(network_messages(find(flat)), flat_messages, "{op} {flat}");
         }
     }
