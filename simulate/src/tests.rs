@@ -477,7 +477,10 @@ fn the_recorded_rooted_collectives_aggregate_between_nodes() {
             );
             if op == Op::Alltoall {
                 let schedule = network_messages(find(TOPO_RUN));
-                assert!(schedule <= most, "{op} schedule, cyclic {cyclic}: {schedule}");
+                assert!(
+                    schedule <= most,
+                    "{op} schedule, cyclic {cyclic}: {schedule}"
+                );
             }
             assert_eq!(network_messages(find(flat)), flat_messages, "{op} {flat}");
         }
