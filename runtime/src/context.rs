@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use mpi::topology::Communicator;
 use topo_hierarchy::Settings;
 use topo_hierarchy::remap::RingPeers;
-use topo_hierarchy::remap::halving::HalvingPeers;
-use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg};
+use topo_hierarchy::remap::halving::{HalvingOrder, HalvingPeers};
+use topo_hierarchy::remap::partition::Placement;
+use topo_hierarchy::settings::{AllgatherAlg, AllreduceAlg, BarrierAlg, ReduceScatterAlg};
 
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
@@ -106,6 +107,19 @@ impl HierarchicalPath {
         Ok(known)
     }
 
+    /// The halving order of a Reduce_scatter_block of `total` bytes of contribution, if
+    /// the settings choose recursive halving for its blocks.
+    pub(crate) fn halving_blocks(
+        &self,
+        total: usize,
+    ) -> Option<&crate::nonblocking::ireduce_scatter::HalvingBlocks> {
+        let size = self.view.size as usize;
+        let alg = self.settings.reduce_scatter_for(total / size.max(1));
+        (alg == ReduceScatterAlg::Halving)
+            .then(|| self.exchanges.halving_blocks(size, self.view.rank))
+            .flatten()
+    }
+
     /// The view an Allreduce of `bytes` runs on ([`crate::allreduce::view_for`]).
     pub(crate) fn allreduce_view(&self, bytes: usize) -> &View {
         crate::allreduce::view_for(&self.view, &self.network_view, &self.settings, bytes)
@@ -189,7 +203,13 @@ pub(crate) struct Exchanges {
     /// context of several nodes (empty on one node), and the ranks by node worked out from
     /// them at the first Alltoall or Alltoallv ([`Exchanges::by_node`]).
     pub(crate) node_labels: Vec<u32>,
+    /// Every rank's leaf switch (`u32::MAX` where the network map names none), kept with
+    /// the node labels.
+    pub(crate) switch_labels: Vec<u32>,
     by_node: std::cell::OnceCell<crate::by_node::ByNode>,
+    /// The Reduce_scatter_block's halving order, worked out at its first call
+    /// ([`Exchanges::halving_blocks`]).
+    halving_blocks: std::cell::OnceCell<Option<crate::nonblocking::ireduce_scatter::HalvingBlocks>>,
 }
 
 impl Exchanges {
@@ -221,6 +241,33 @@ impl Exchanges {
             self.by_node
                 .get_or_init(|| crate::by_node::ByNode::new(&self.node_labels)),
         )
+    }
+
+    /// The blocks' order of a Reduce_scatter_block by recursive halving in the hierarchy's
+    /// order over the context's `size` ranks, with rank `rank`'s part: worked out at the
+    /// first call (local: from the labels every rank learned at setup; on one node every
+    /// rank shares it) and kept.
+    pub(crate) fn halving_blocks(
+        &self,
+        size: usize,
+        rank: u32,
+    ) -> Option<&crate::nonblocking::ireduce_scatter::HalvingBlocks> {
+        self.halving_blocks
+            .get_or_init(|| {
+                let place = if self.node_labels.is_empty() {
+                    Placement::nodes(&vec![0; size])
+                } else {
+                    Placement::with_switches(&self.node_labels, &self.switch_labels)
+                };
+                let order = HalvingOrder::new(&place);
+                let (blocks, starts) = order.blocks();
+                Some(crate::nonblocking::ireduce_scatter::HalvingBlocks {
+                    peers: order.peers(rank)?,
+                    order: blocks.into(),
+                    starts,
+                })
+            })
+            .as_ref()
     }
 
     /// Algorithm `alg`'s exchange, if worked out.

@@ -18,6 +18,11 @@
 //!   forms too, `Topo::raw_reduce_scatter_block`): the combining is spread over the
 //!   ranks.
 //!
+//! The fourth form, **halving** (recursive halving over every rank in the hierarchy's
+//! order), runs as its schedule from the context's entry point
+//! (`Topo::raw_reduce_scatter_block`, [`crate::nonblocking::ireduce_scatter::build_halving`]),
+//! which knows every rank's node; given it, this function takes the root form.
+//!
 //! (Reduce_scatter, whose blocks differ in length, runs as an Allreduce of which each
 //! rank keeps its part: `Topo::raw_reduce_scatter`.)
 

@@ -3,6 +3,8 @@
 
 use proptest::prelude::*;
 use topo_hierarchy::Settings;
+use topo_hierarchy::remap::halving::HalvingOrder;
+use topo_hierarchy::remap::partition::Placement;
 use topo_runtime::combine::sum_i64;
 use topo_runtime::nonblocking::{Engine, iallreduce, ireduce_scatter};
 use topo_runtime::reduce::Scratch;
@@ -128,6 +130,53 @@ proptest! {
             let n = lens[r] / 8;
             prop_assert_eq!(got, &all[at..at + n].to_vec(), "rank {} of {}", r, size);
             at += n;
+        }
+    }
+
+    /// Ireduce_scatter_block by recursive halving in the hierarchy's order, on any
+    /// placement of 1-64 ranks on up to 6 nodes (sizes that fold and that do not), blocks
+    /// of 1, 3 and 40 elements, in place and not, started behind another schedule.
+    #[test]
+    fn ireduce_scatter_block_by_halving_matches_the_reference_for_any_placement(
+        node_of in prop::collection::vec(0u32..6, 1..65),
+        block in prop::sample::select(vec![1usize, 3, 40]), in_place: bool,
+    ) {
+        let plans = plans_placed(&node_of);
+        let size = plans.len() as u32;
+        let order = HalvingOrder::new(&Placement::nodes(&node_of));
+        let (blocks, starts) = order.blocks();
+        let blocks: std::sync::Arc<[u32]> = blocks.into();
+        let total = 8 * block * size as usize;
+        let network = network_of(&plans);
+        let (out, _) = run(&plans, |view, fabric| {
+            let me = view.rank;
+            let h = ireduce_scatter::HalvingBlocks {
+                peers: order.peers(me).unwrap(),
+                order: blocks.clone(),
+                starts: starts.clone(),
+            };
+            let contribution = bytes(&data(me, total / 8));
+            // One spare byte past the block, which must stay as it was.
+            let mut recv = if in_place { contribution.clone() } else { vec![7u8; 8 * block + 1] };
+            let before = recv.clone();
+            let send = (!in_place).then_some(&contribution[..]);
+            let (steps, tmp) = ireduce_scatter::build_halving(&h, 8 * block, !in_place);
+            let mut other = bytes(&data(me, 5));
+            let net_view = view.over_network(&network);
+            let (ob, otmp) = iallreduce::build(&net_view, &Settings::default(), false, 40, 8);
+            let mut engine = Engine::default();
+            let first = schedule("MPI_Iallreduce", ob, None, Some(&mut other[..]), 0, otmp);
+            engine.start(0, first, fabric).unwrap();
+            let sched = schedule("MPI_Ireduce_scatter_block", steps, send, Some(&mut recv[..]), 0, tmp);
+            engine.start(1, sched, fabric).unwrap();
+            finish(&mut engine, fabric);
+            assert_eq!(ints(&other), sum(size, 5), "rank {me}: the Iallreduce ahead");
+            assert_eq!(&recv[8 * block..], &before[8 * block..], "rank {me}: past its block");
+            ints(&recv[..8 * block])
+        });
+        let all = sum(size, total / 8);
+        for (r, got) in out.iter().enumerate() {
+            prop_assert_eq!(got, &all[r * block..(r + 1) * block].to_vec(), "rank {} of {}", r, size);
         }
     }
 }

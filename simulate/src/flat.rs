@@ -355,10 +355,17 @@ pub fn alltoall_bruck(r: u32, n: u32, m: u64) -> Program {
 /// Reduce_scatter of `m` bytes per rank's block by recursive halving (MPI libraries' for
 /// commutative operations): exchanges of half, a quarter, ... of the `n * m` bytes, each
 /// combined; a job size that is not a power of two folds first and hands the folded ranks
-/// their blocks at the end.
+/// their blocks at the end. The contribution is first copied into scratch, where the
+/// halving combines, and a rank's block copied out of it at the end (MPICH's
+/// `MPIR_Reduce_scatter_block_intra_recursive_halving` and Open MPI's
+/// `ompi_coll_base_reduce_scatter_intra_basic_recursivehalving` both do).
 pub fn reduce_scatter_halving(r: u32, n: u32, m: u64) -> Program {
     let mut p = Program::default();
     let total = m * u64::from(n);
+    p.round(vec![Step::Local {
+        bytes: total,
+        combine: false,
+    }]);
     if let Some(i) = fold_in(&mut p, r, n, total) {
         let q = pof2(n);
         let (mut mask, mut part) = (q >> 1, total);
@@ -368,6 +375,10 @@ pub fn reduce_scatter_halving(r: u32, n: u32, m: u64) -> Program {
             p.round(vec![send(peer, part), recv(peer, part, true)]);
             mask >>= 1;
         }
+        p.round(vec![Step::Local {
+            bytes: m,
+            combine: false,
+        }]);
     }
     // The ranks that sat out get their blocks.
     fold_out(&mut p, r, n, m);
@@ -375,9 +386,14 @@ pub fn reduce_scatter_halving(r: u32, n: u32, m: u64) -> Program {
 }
 
 /// Ring reduce_scatter of `m` bytes per rank's block: `n - 1` steps of one block around the
-/// ring, each combined.
+/// ring, each combined, in scratch that the contribution is copied into first (Open MPI's
+/// `ompi_coll_base_reduce_scatter_intra_ring` does).
 pub fn reduce_scatter_ring(r: u32, n: u32, m: u64) -> Program {
     let mut p = Program::default();
+    p.round(vec![Step::Local {
+        bytes: m * u64::from(n),
+        combine: false,
+    }]);
     for _ in 1..n {
         p.round(vec![send((r + 1) % n, m), recv((r + n - 1) % n, m, true)]);
     }

@@ -278,6 +278,19 @@ impl Cluster {
                     Program::from_builder(&b.0)
                 }));
             }
+            Op::ReduceScatter if s.reduce_scatter_for(len) == ReduceScatterAlg::Halving => {
+                let order = HalvingOrder::new(&self.placement);
+                let (blocks, starts) = order.blocks();
+                let blocks: std::sync::Arc<[u32]> = blocks.into();
+                return Ok(Programs::build(n, |r| {
+                    let h = ireduce_scatter::HalvingBlocks {
+                        peers: order.peers(r).expect("a rank of the job"),
+                        order: blocks.clone(),
+                        starts: starts.clone(),
+                    };
+                    Program::from_builder(&ireduce_scatter::build_halving(&h, len, true).0)
+                }));
+            }
             Op::ReduceScatter => {
                 let total = len * n as usize;
                 let all = self.all_reduce_steps(total)?;
@@ -422,8 +435,12 @@ impl Cluster {
                 }
                 _ => true,
             },
-            // The Allreduce's form runs as the schedule does (`Topo::raw_reduce_scatter`).
-            Op::ReduceScatter => s.reduce_scatter_for(len) == ReduceScatterAlg::Allreduce,
+            // The Allreduce's form runs as the schedule does (`Topo::raw_reduce_scatter`),
+            // recursive halving as its schedule.
+            Op::ReduceScatter => matches!(
+                s.reduce_scatter_for(len),
+                ReduceScatterAlg::Allreduce | ReduceScatterAlg::Halving
+            ),
             Op::Alltoall if self.size() > RING_UP_TO => {
                 return Err(format!(
                     "an Alltoall over more than {RING_UP_TO} ranks is not simulated"

@@ -64,10 +64,12 @@ impl Program {
                             bytes: acc.len as u64,
                             combine: true,
                         }],
-                        Action::Copy { dst, .. } => vec![Step::Local {
-                            bytes: dst.len as u64,
-                            combine: false,
-                        }],
+                        Action::Copy { dst, .. } | Action::Permute { dst, .. } => {
+                            vec![Step::Local {
+                                bytes: dst.len as u64,
+                                combine: false,
+                            }]
+                        }
                         Action::Combine { acc, .. } => vec![Step::Local {
                             bytes: acc.len as u64,
                             combine: true,

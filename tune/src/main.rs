@@ -9,7 +9,7 @@
 //!    all sizes each, kept only if it pays overall and hurts nowhere;
 //! 2. per level, bottom-up, the broadcast and reduce algorithm for each message size;
 //! 3. the allreduce variant, the allgather algorithm, the alltoall form (spread, aggregated
-//!    or pairwise) and the Reduce_scatter_block form (root, leaders or allreduce) for each
+//!    or pairwise) and the Reduce_scatter_block form (root, leaders, allreduce or halving) for each
 //!    message size;
 //! 4. where some rank has two or more levels, each collective's pipeline chunk for each
 //!    message size (after its algorithms, which the chunk serves).

@@ -136,7 +136,9 @@ pub fn algorithms(op: Op, members: u32, current: &str) -> Vec<String> {
         Op::Alltoall => ["spread", "aggregated", "pairwise"]
             .map(String::from)
             .to_vec(),
-        Op::ReduceScatter => ["root", "leaders", "allreduce"].map(String::from).to_vec(),
+        Op::ReduceScatter => ["root", "leaders", "allreduce", "halving"]
+            .map(String::from)
+            .to_vec(),
     };
     if !out.iter().any(|a| a == current) {
         out.push(current.to_string());

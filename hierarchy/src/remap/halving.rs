@@ -105,6 +105,25 @@ impl HalvingOrder {
         self.part.len()
     }
 
+    /// Every rank once, in slot order, each rank that another folds into followed by
+    /// that one (the order in which a reduce-scatter by recursive halving over this order
+    /// lays out the ranks' blocks, so that every slot ends holding its own rank's block
+    /// and its folded partner's, one after the other), and where each slot's blocks
+    /// start in that order (`slots + 1` entries, the last the number of ranks).
+    pub fn blocks(&self) -> (Vec<u32>, Vec<u32>) {
+        let mut order = Vec::with_capacity(self.part.len());
+        let mut starts = Vec::with_capacity(self.rank_at.len() + 1);
+        for &r in &self.rank_at {
+            starts.push(order.len() as u32);
+            order.push(r);
+            if let Fold::In(from) = self.part[r as usize].0 {
+                order.push(from);
+            }
+        }
+        starts.push(order.len() as u32);
+        (order, starts)
+    }
+
     /// Rank `rank`'s part; `None` if `rank` is outside the job.
     pub fn peers(&self, rank: u32) -> Option<HalvingPeers> {
         let slots = self.rank_at.len() as u32;
@@ -188,6 +207,41 @@ mod tests {
             slots.sort_unstable();
             assert_eq!(slots, (0..q).collect::<Vec<_>>());
             assert!(o.peers(n).is_none());
+        }
+    }
+
+    #[test]
+    fn the_blocks_follow_the_slots_with_each_fold_beside_its_partner() {
+        for node_of in [
+            block(4, 8),
+            cyclic(4, 8),
+            block(3, 5),
+            cyclic(3, 5),
+            vec![2, 0, 0, 1, 2, 2, 1],
+            vec![0],
+            vec![0, 1],
+        ] {
+            let o = HalvingOrder::new(&Placement::nodes(&node_of));
+            let (blocks, starts) = o.blocks();
+            assert_eq!(starts.len(), o.rank_at.len() + 1);
+            let mut sorted = blocks.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..node_of.len() as u32).collect::<Vec<_>>());
+            // Walking the slots in order meets their ranks in the blocks' order.
+            let mut at = 0;
+            for slot in 0..o.rank_at.len() as u32 {
+                assert_eq!(starts[slot as usize] as usize, at);
+                let r = blocks[at];
+                let p = o.peers(r).unwrap();
+                assert_eq!(p.slot, slot, "{node_of:?}");
+                at += 1;
+                if let Fold::In(from) = p.fold {
+                    assert_eq!(blocks[at], from);
+                    at += 1;
+                }
+            }
+            assert_eq!(at, blocks.len());
+            assert_eq!(*starts.last().unwrap() as usize, at);
         }
     }
 

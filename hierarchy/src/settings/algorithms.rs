@@ -330,6 +330,11 @@ pub enum ReduceScatterAlg {
     /// The Allreduce of the whole contribution (its algorithms and rules), of which each
     /// rank keeps its block: the reduction's work spread over every rank.
     Allreduce,
+    /// Recursive halving over every rank in the hierarchy's order
+    /// ([`crate::remap::halving`]): the blocks are first put in that order, the heavy
+    /// steps stay inside the nodes, and only the last, smallest ones cross the network,
+    /// from every rank of a node at once. Half the Allreduce form's steps.
+    Halving,
 }
 
 impl FromStr for ReduceScatterAlg {
@@ -339,8 +344,9 @@ impl FromStr for ReduceScatterAlg {
             "root" => Ok(ReduceScatterAlg::Root),
             "leaders" => Ok(ReduceScatterAlg::Leaders),
             "allreduce" => Ok(ReduceScatterAlg::Allreduce),
+            "halving" => Ok(ReduceScatterAlg::Halving),
             _ => Err(format!(
-                "unknown reduce_scatter algorithm {s:?}; use root, leaders or allreduce"
+                "unknown reduce_scatter algorithm {s:?}; use root, leaders, allreduce or halving"
             )),
         }
     }
@@ -352,6 +358,7 @@ impl fmt::Display for ReduceScatterAlg {
             ReduceScatterAlg::Root => "root",
             ReduceScatterAlg::Leaders => "leaders",
             ReduceScatterAlg::Allreduce => "allreduce",
+            ReduceScatterAlg::Halving => "halving",
         })
     }
 }

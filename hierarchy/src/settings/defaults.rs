@@ -236,21 +236,28 @@ pub(super) const ALLGATHER_RING_BLOCK: usize = 4 << 10;
 /// MPI's eager limit over TCP (docs/runtime.md, "Alltoall").
 pub(super) const ALLTOALL_AGGREGATE_PAIR: u64 = 32 << 10;
 
-/// Reduce_scatter_block on several nodes of at most [`REDUCE_SCATTER_LEADERS_PER_NODE`]
-/// ranks goes through rank 0 (Reduce, then Scatter) for blocks below this many bytes
-/// (measured on 2 emulated nodes x 2: 0.57-0.68 x the best of Open MPI's components from
-/// 256 B to 512 B, docs/runtime.md, "Reduce_scatter_block").
-pub(super) const REDUCE_SCATTER_ROOT_BELOW: u64 = 512;
+/// Reduce_scatter_block runs by recursive halving in the hierarchy's order on several
+/// nodes while the whole contribution (the block times the ranks) is below this many
+/// bytes. `topo-run simulate` (16 and 128 nodes x 32, block and cyclic placement) predicts
+/// it at 0.24-0.99 of the best flat algorithm there (8 to 256-byte blocks), where the
+/// Allreduce's form took 0.42-1.76 for 8-byte blocks; from here the Allreduce's form is faster (16 x 32, 1 KiB blocks:
+/// 182.9 against 229.6 us). On 2 emulated nodes x 2 it took 0.53-0.99 x the best of Open
+/// MPI's components from 4 B to 64 KiB blocks, where the root form took 0.64-0.87 below 512
+/// bytes and the leaders' 0.80-1.12 from there (docs/runtime.md, "Reduce_scatter_block").
+pub(super) const REDUCE_SCATTER_HALVING_BELOW: u64 = 256 << 10;
 
 /// Reduce_scatter_block on several nodes goes through the leaders from
-/// [`REDUCE_SCATTER_ROOT_BELOW`] on in jobs of this many ranks per node or fewer
+/// [`REDUCE_SCATTER_HALVING_BELOW`] on in jobs of this many ranks per node or fewer
 /// (measured on 2 emulated nodes x 2: at most 1.05 x the best of Open MPI's components
 /// from 256 B to 1 MiB, where the Allreduce's form took 1.3-1.4 x from 16 to 256 KiB),
-/// and as the Allreduce of the whole contribution at every size with more ranks per node
-/// (which `topo-run simulate` predicts 2-6 x faster than both others from 512 B to 1 MiB
-/// blocks on 2 nodes x 32 to 16 x 32, and 2.9 x faster than the root form for 8 B blocks
-/// on 128 x 32: the leaders' form makes each node's leader combine the whole message for
-/// every rank of its node, the root form funnels it through rank 0).
+/// and as the Allreduce of the whole contribution with more ranks per node (which
+/// `topo-run simulate` predicts 2-6 x faster than both others from 512 B to 1 MiB blocks
+/// on 2 nodes x 32 to 16 x 32: the leaders' form makes each node's leader combine the
+/// whole message for every rank of its node, the root form funnels it through rank 0).
+/// On one node of this many ranks or fewer it goes through rank 0 (measured on 1 x 2:
+/// 0.82-0.90 x the best component below 512 B, where halving took 1.15-1.35); on one node
+/// of more, by halving at every size (predicted 0.93-0.99 of the best flat algorithm on
+/// 1 x 32 and 1 x 128, the root form 1.9-2.7).
 pub(super) const REDUCE_SCATTER_LEADERS_PER_NODE: u32 = 2;
 
 /// Gatherv and Scatterv go straight between the root and each rank in jobs of this many

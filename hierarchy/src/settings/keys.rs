@@ -99,8 +99,10 @@ pub const KEYS: &[(&str, &str, &str)] = &[
          leaders = the whole contribution reduced to the top group's members, a ring \
          reduce-scatter among them of the blocks under each, then a Scatter down from each; \
          allreduce = the Allreduce of the whole contribution, of which each rank keeps its \
-         block; default on several nodes of at most 2 ranks: root below 512 bytes, leaders \
-         from there; on several nodes of more ranks: allreduce; on one node: root)",
+         block; halving = recursive halving over every rank in the hierarchy's order; \
+         default: halving while the whole contribution is below 256 KiB, then leaders on \
+         nodes of at most 2 ranks and allreduce on nodes of more; on one node halving, but \
+         root on a node of at most 2 ranks)",
     ),
     (
         "rooted-v",

@@ -350,31 +350,36 @@ impl Settings {
     }
 
     /// The Reduce_scatter_block form for blocks of `bytes` (each rank's block of the
-    /// result): on several nodes of at most [`REDUCE_SCATTER_LEADERS_PER_NODE`] ranks
-    /// through rank 0 below [`REDUCE_SCATTER_ROOT_BELOW`] and through the leaders above;
-    /// on several nodes of more ranks the Allreduce's; on one node through rank 0.
+    /// result): by recursive halving in the hierarchy's order while the whole contribution
+    /// (`bytes` times the ranks) is below [`REDUCE_SCATTER_HALVING_BELOW`], above it
+    /// through the leaders on several nodes of at most [`REDUCE_SCATTER_LEADERS_PER_NODE`]
+    /// ranks and as the Allreduce's form on nodes of more; on one node by halving at every
+    /// size, but through rank 0 on a node of at most 2 ranks.
     pub fn reduce_scatter_for(&self, bytes: usize) -> ReduceScatterAlg {
-        let few = self.ranks.div_ceil(self.nodes.max(1)) <= REDUCE_SCATTER_LEADERS_PER_NODE;
-        let defaults = if self.nodes > 1 && few {
-            below_then(
-                REDUCE_SCATTER_ROOT_BELOW,
-                ReduceScatterAlg::Root,
+        let per_node = self.ranks.div_ceil(self.nodes.max(1));
+        let few = per_node <= REDUCE_SCATTER_LEADERS_PER_NODE;
+        let halving_below = (REDUCE_SCATTER_HALVING_BELOW / u64::from(self.ranks.max(1))).max(1);
+        let all = |algorithm| {
+            [Rule {
+                scope: Scope::Any,
+                more_than: None,
+                below: None,
+                algorithm,
+            }; 2]
+        };
+        let defaults = match (self.nodes > 1, few) {
+            (true, true) => below_then(
+                halving_below,
+                ReduceScatterAlg::Halving,
                 ReduceScatterAlg::Leaders,
-            )
-        } else if self.nodes > 1 {
-            [Rule {
-                scope: Scope::Any,
-                more_than: None,
-                below: None,
-                algorithm: ReduceScatterAlg::Allreduce,
-            }; 2]
-        } else {
-            [Rule {
-                scope: Scope::Any,
-                more_than: None,
-                below: None,
-                algorithm: ReduceScatterAlg::Root,
-            }; 2]
+            ),
+            (true, false) => below_then(
+                halving_below,
+                ReduceScatterAlg::Halving,
+                ReduceScatterAlg::Allreduce,
+            ),
+            (false, true) => all(ReduceScatterAlg::Root),
+            (false, false) => all(ReduceScatterAlg::Halving),
         };
         pick(
             &self.reduce_scatter,

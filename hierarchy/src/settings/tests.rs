@@ -426,27 +426,49 @@ fn the_reduce_scatter_form_follows_the_block_and_the_ranks_per_node() {
         ranks,
         ..Settings::default()
     };
+    // One node: through rank 0 on two ranks, by halving on more.
+    assert_eq!(job(1, 2).reduce_scatter_for(8), ReduceScatterAlg::Root);
     assert_eq!(
-        job(1, 64).reduce_scatter_for(1 << 20),
+        job(1, 2).reduce_scatter_for(1 << 20),
         ReduceScatterAlg::Root
     );
-    assert_eq!(job(2, 4).reduce_scatter_for(8), ReduceScatterAlg::Root);
-    assert_eq!(job(2, 4).reduce_scatter_for(511), ReduceScatterAlg::Root);
-    assert_eq!(job(2, 4).reduce_scatter_for(512), ReduceScatterAlg::Leaders);
     assert_eq!(
-        job(2, 6).reduce_scatter_for(512),
+        job(1, 64).reduce_scatter_for(1 << 20),
+        ReduceScatterAlg::Halving
+    );
+    // Several nodes: by halving while the whole contribution is below 256 KiB, then
+    // through the leaders on nodes of 2 ranks, as the Allreduce on nodes of more.
+    assert_eq!(job(2, 4).reduce_scatter_for(8), ReduceScatterAlg::Halving);
+    assert_eq!(
+        job(2, 4).reduce_scatter_for((64 << 10) - 1),
+        ReduceScatterAlg::Halving
+    );
+    assert_eq!(
+        job(2, 4).reduce_scatter_for(64 << 10),
+        ReduceScatterAlg::Leaders
+    );
+    assert_eq!(job(2, 6).reduce_scatter_for(8), ReduceScatterAlg::Halving);
+    assert_eq!(
+        job(16, 512).reduce_scatter_for(511),
+        ReduceScatterAlg::Halving
+    );
+    assert_eq!(
+        job(16, 512).reduce_scatter_for(512),
         ReduceScatterAlg::Allreduce
     );
     assert_eq!(
         job(16, 512).reduce_scatter_for(1 << 20),
         ReduceScatterAlg::Allreduce
     );
-    assert_eq!(job(2, 6).reduce_scatter_for(8), ReduceScatterAlg::Allreduce);
     let s = Settings::from_pairs(&[("reduce-scatter", "<4K=leaders,*=root")]).unwrap();
     assert_eq!(s.reduce_scatter_for(4095), ReduceScatterAlg::Leaders);
     assert_eq!(s.reduce_scatter_for(4096), ReduceScatterAlg::Root);
     let e = Settings::from_pairs(&[("reduce-scatter", "ring")]).unwrap_err();
-    assert!(e.to_string().contains("root, leaders or allreduce"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("root, leaders, allreduce or halving"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -1,15 +1,150 @@
-//! Ireduce_scatter_block and Ireduce_scatter, as the blocking Reduce_scatter runs: the
-//! Allreduce's schedule of the whole contribution, moved into the accumulator, then this
-//! rank's block of the result copied out.
+//! Ireduce_scatter_block and Ireduce_scatter, as the blocking Reduce_scatter runs, in two
+//! forms:
+//!
+//! - [`build`]: the Allreduce's schedule of the whole contribution, moved into the
+//!   accumulator, then this rank's block of the result copied out.
+//! - [`build_halving`] (Reduce_scatter_block's `halving`): recursive halving over every
+//!   rank in the hierarchy's order ([`topo_hierarchy::remap::halving`]), on the blocks put
+//!   in that order first.
 //!
 //! Buffers: the contribution is [`Buf::Send`], or in place the first `total` bytes of
-//! [`Buf::Recv`] (copied into the accumulator first, so that the rest of the buffer keeps
-//! it, as Open MPI's does); [`Buf::Acc`] (`total` bytes) holds the whole result; this
-//! rank's block lands at the start of [`Buf::Recv`].
+//! [`Buf::Recv`] (which the rest of the buffer keeps, as Open MPI's does); [`Buf::Acc`]
+//! (`total` bytes) holds the whole result of the Allreduce's form, [`Buf::Tmp`] the
+//! halving's blocks; this rank's block lands at the start of [`Buf::Recv`].
 
 use std::ops::Range;
+use std::sync::Arc;
+
+use topo_hierarchy::remap::halving::{Fold, HalvingPeers};
 
 use super::{Action, Buf, Builder, Link, Region};
+
+/// The blocks' order of a reduce-scatter by recursive halving
+/// ([`topo_hierarchy::remap::halving::HalvingOrder::blocks`]), with this rank's part.
+#[derive(Debug, Clone)]
+pub struct HalvingBlocks {
+    /// This rank's fold, slot and partners.
+    pub peers: HalvingPeers,
+    /// Every rank, in the order its block takes.
+    pub order: Arc<[u32]>,
+    /// Where each slot's blocks start in `order` (`slots + 1` entries).
+    pub starts: Vec<u32>,
+}
+
+/// Reduce_scatter_block by recursive halving over `h`'s order, of blocks of `block` bytes
+/// (`send`: the contribution is in [`Buf::Send`], else in place in [`Buf::Recv`]), and
+/// the bytes of [`Buf::Tmp`] it uses. Every rank first puts its contribution's blocks in
+/// the order (one [`Action::Permute`]) in scratch; a rank folded out sends them to its
+/// partner, which combines them into its own, and gets its block back at the end. At the
+/// step of mask `m` a rank keeps the slots on its side of bit `m` of those it holds, sends
+/// the others' blocks to its partner and combines the partner's copy of its own as it
+/// arrives: it ends holding its slot's blocks, its own first.
+pub fn build_halving(h: &HalvingBlocks, block: usize, send: bool) -> (Builder, usize) {
+    let mut b = Builder::default();
+    let n = h.order.len();
+    let total = n * block;
+    if block == 0 || n == 0 {
+        return (b, 0);
+    }
+    let work = Region::whole(Buf::Tmp, total);
+    let contribution = Region::whole(if send { Buf::Send } else { Buf::Recv }, total);
+    b.step(
+        Link::Local,
+        Action::Permute {
+            src: contribution,
+            dst: work,
+            block,
+            order: h.order.clone(),
+        },
+    );
+    let mine = Region::whole(Buf::Recv, block);
+    if let Fold::Out(into) = h.peers.fold {
+        let link = Link::Peer(into);
+        b.step(
+            link,
+            Action::Send {
+                to: vec![into],
+                src: work,
+            },
+        );
+        b.step(
+            link,
+            Action::Recv {
+                from: into,
+                dst: mine,
+            },
+        );
+        return (b, total);
+    }
+    if let Fold::In(from) = h.peers.fold {
+        b.step(Link::Peer(from), Action::RecvReduce { from, acc: work });
+    }
+    // Slots `first..first + count`, in bytes of the scratch.
+    let slots = |first: usize, count: usize| {
+        let (a, z) = (
+            h.starts[first] as usize * block,
+            h.starts[first + count] as usize * block,
+        );
+        Region {
+            buf: Buf::Tmp,
+            off: a,
+            len: z - a,
+        }
+    };
+    let slot = h.peers.slot as usize;
+    let (mut first, mut count) = (0, h.peers.slots as usize);
+    for &partner in &h.peers.partners {
+        let half = count / 2;
+        let (keep, give) = if slot & half == 0 {
+            (first, first + half)
+        } else {
+            (first + half, first)
+        };
+        let link = Link::Peer(partner);
+        b.round([
+            (
+                link,
+                Action::Send {
+                    to: vec![partner],
+                    src: slots(give, half),
+                },
+            ),
+            (
+                link,
+                Action::RecvReduce {
+                    from: partner,
+                    acc: slots(keep, half),
+                },
+            ),
+        ]);
+        (first, count) = (keep, half);
+    }
+    let held = slots(slot, 1);
+    let own = Region { len: block, ..held };
+    let mut last = vec![(
+        Link::Local,
+        Action::Copy {
+            src: own,
+            dst: mine,
+        },
+    )];
+    if let Fold::In(from) = h.peers.fold {
+        let src = Region {
+            off: held.off + block,
+            len: block,
+            ..held
+        };
+        last.push((
+            Link::Peer(from),
+            Action::Send {
+                to: vec![from],
+                src,
+            },
+        ));
+    }
+    b.round(last);
+    (b, total)
+}
 
 /// Wraps `allreduce`, the steps of an Allreduce of `total` bytes (built with the same
 /// `send`: the contribution in [`Buf::Send`]), into a Reduce_scatter whose block for this

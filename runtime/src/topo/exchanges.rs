@@ -51,6 +51,12 @@ impl Topo {
         settings.ranks = world.size() as u32;
         if settings.nodes > 1 {
             exchanges.node_labels = labels.iter().step_by(3).copied().collect();
+            // Each rank's node is named by its leader, and the leader knows the switch.
+            exchanges.switch_labels = exchanges
+                .node_labels
+                .iter()
+                .map(|&l| labels.get(3 * l as usize + 1).copied().unwrap_or(u32::MAX))
+                .collect();
         }
         let mut algs = settings.flat_allgather_algs(world.size() as usize);
         let allreduce = settings.flat_allreduce_algs();

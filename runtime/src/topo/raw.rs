@@ -2,6 +2,7 @@
 //! library call: each runs the hierarchical algorithm, or says it cannot (`false`).
 
 use super::*;
+use topo_hierarchy::settings::ReduceScatterAlg;
 
 impl Topo {
     /// Gathers every rank's block into `recv` (rank r's at `r * len`, `len =
@@ -393,12 +394,31 @@ impl Topo {
         let Some(block) = block_of(size, send.map(<[u8]>::len), recv.len()) else {
             return false;
         };
-        // The Allreduce's form runs as Reduce_scatter does, with the Allreduce's flat forms.
-        let as_allreduce = context::lock(&self.core).hier.as_ref().is_some_and(|h| {
-            h.settings.reduce_scatter_for(block)
-                == topo_hierarchy::settings::ReduceScatterAlg::Allreduce
-        });
-        if as_allreduce {
+        // The Allreduce's form runs as Reduce_scatter does, with the Allreduce's flat forms;
+        // recursive halving runs as its schedule, waited for.
+        let alg = context::lock(&self.core)
+            .hier
+            .as_ref()
+            .map(|h| h.settings.reduce_scatter_for(block));
+        if alg == Some(ReduceScatterAlg::Halving) {
+            let (total, mine) = (block * size, self.rank as usize * block);
+            let op = Box::new(*op);
+            mpi::request::scope(|scope| {
+                self.sched_reduce_scatter(
+                    scope,
+                    send,
+                    recv,
+                    total,
+                    mine..mine + block,
+                    op,
+                    None,
+                    true,
+                )
+                .wait()
+            });
+            return true;
+        }
+        if alg == Some(ReduceScatterAlg::Allreduce) {
             let recv = if send.is_some() {
                 &mut recv[..block]
             } else {

@@ -207,7 +207,8 @@ impl Topo {
     /// Ireduce_scatter_block (`block`) or Ireduce_scatter: the Allreduce's schedule of the
     /// `total` bytes of the contribution (`send`, or in place `recv`'s first `total`), of
     /// which this rank keeps `mine` in the first bytes of `recv`
-    /// ([`ireduce_scatter::build`]). The steps of a Reduce_scatter_block serve later calls
+    /// ([`ireduce_scatter::build`]), or the Reduce_scatter_block's recursive halving where
+    /// the settings choose it ([`ireduce_scatter::build_halving`]). The steps of a Reduce_scatter_block serve later calls
     /// of its shape; a Reduce_scatter's depend on its counts.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn sched_reduce_scatter<'a, S: Scope<'a>>(
@@ -239,6 +240,10 @@ impl Topo {
             ..shape(name, None, 0, total, has_send)
         });
         self.start(scope, args, keep, shape, |h| {
+            if let Some(halving) = block.then(|| h.halving_blocks(total)).flatten() {
+                let (b, tmp) = ireduce_scatter::build_halving(halving, mine.len(), has_send);
+                return (b, 0, tmp);
+            }
             let (b, tmp) = all_reduce_steps(h, elem, has_send, total);
             (ireduce_scatter::build(b, has_send, total, mine), total, tmp)
         })

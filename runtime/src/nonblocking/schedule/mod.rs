@@ -296,7 +296,10 @@ pub enum Reach {
 fn starts(fabric: &mut dyn Fabric, step: &Step) -> bool {
     match step.action {
         // A signal's first poll announces this rank; it waits for nothing.
-        Action::Copy { .. } | Action::Send { .. } | Action::Signal { .. } => true,
+        Action::Copy { .. }
+        | Action::Permute { .. }
+        | Action::Send { .. }
+        | Action::Signal { .. } => true,
         Action::Combine { .. } => false,
         Action::Recv { .. } | Action::RecvReduce { .. } => {
             !step.transfer.started && link(fabric, step.link).posts_ahead()
@@ -392,6 +395,22 @@ fn run(
         Action::Copy { src, dst } => {
             assert_ne!(src.buf, dst.buf, "schedule copies within one buffer");
             mem.get_mut(*dst).copy_from_slice(mem.get(*src));
+            Ok(true)
+        }
+        Action::Permute {
+            src,
+            dst,
+            block,
+            order,
+        } => {
+            assert_ne!(src.buf, dst.buf, "schedule permutes within one buffer");
+            let (from, to) = (mem.get(*src), mem.get_mut(*dst));
+            if *block > 0 {
+                for (out, &j) in to.chunks_exact_mut(*block).zip(order.iter()) {
+                    let at = j as usize * block;
+                    out.copy_from_slice(&from[at..at + block]);
+                }
+            }
             Ok(true)
         }
         Action::Combine { acc, src } => {

@@ -83,6 +83,19 @@ pub enum Action {
         /// What is combined in (another buffer).
         src: Region,
     },
+    /// Copy `src`'s blocks of `block` bytes into `dst` in another order: block `j` of
+    /// `dst` is block `order[j]` of `src` (both `order.len() * block` bytes, in different
+    /// buffers).
+    Permute {
+        /// Source.
+        src: Region,
+        /// Destination (another buffer).
+        dst: Region,
+        /// Bytes per block.
+        block: usize,
+        /// The source block of each destination block.
+        order: std::sync::Arc<[u32]>,
+    },
     /// Round `round` of a dissemination barrier: tell `to` that this rank has reached it,
     /// and hear the same from `from` ([`Transport::poll_signal`]).
     Signal {
@@ -113,7 +126,7 @@ impl Action {
             Action::Send { src, .. } => (src, None),
             Action::Recv { dst, .. } => (dst, None),
             Action::RecvReduce { acc, .. } => (acc, None),
-            Action::Copy { src, dst } => (dst, Some(src)),
+            Action::Copy { src, dst } | Action::Permute { src, dst, .. } => (dst, Some(src)),
             Action::Combine { acc, src } => (acc, Some(src)),
             Action::Signal { .. } => (Region::whole(Buf::Acc, 0), None),
         };
@@ -128,6 +141,7 @@ impl Action {
             Action::Recv { from, .. } | Action::RecvReduce { from, .. } => Some(from),
             Action::Send { .. }
             | Action::Copy { .. }
+            | Action::Permute { .. }
             | Action::Combine { .. }
             | Action::Signal { .. } => None,
         }
@@ -150,7 +164,7 @@ impl Action {
             Action::Recv { from, .. }
             | Action::RecvReduce { from, .. }
             | Action::Signal { from, .. } => std::slice::from_ref(from),
-            Action::Copy { .. } | Action::Combine { .. } => &[],
+            Action::Copy { .. } | Action::Permute { .. } | Action::Combine { .. } => &[],
         }
     }
 }
@@ -217,7 +231,7 @@ impl Builder {
                 Action::Send { src: r, .. }
                 | Action::Recv { dst: r, .. }
                 | Action::RecvReduce { acc: r, .. } => mv(r),
-                Action::Copy { src, dst } => {
+                Action::Copy { src, dst } | Action::Permute { src, dst, .. } => {
                     mv(src);
                     mv(dst);
                 }
