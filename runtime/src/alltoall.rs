@@ -237,22 +237,15 @@ fn spread(
     let here = by_node.ranks(n);
     let l = here.len();
     let block = |r: u32| r as usize * len..(r as usize + 1) * len;
-    // The ranks of node `b`'s blocks in one of this rank's rows.
-    let ranks_of = |nodes: &[usize]| -> Vec<u32> {
-        nodes
-            .iter()
-            .flat_map(|&b| by_node.ranks(b).iter().copied())
-            .collect()
-    };
     // 1. To each rank k of this node: the block for k, then the blocks for the ranks of
     // the nodes k carries. From each: the same for this rank.
-    let carried = ranks_of(&by_node.spread_targets(n, i));
+    let carried = by_node.ranks_of(&by_node.spread_targets(n, i));
     let out: Vec<Vec<u8>> = (0..l)
         .map(|k| {
             let mut m = Vec::new();
             if k != i {
                 m.extend_from_slice(&send[block(here[k])]);
-                for r in ranks_of(&by_node.spread_targets(n, k)) {
+                for r in by_node.ranks_of(&by_node.spread_targets(n, k)) {
                     m.extend_from_slice(&send[block(r)]);
                 }
             }

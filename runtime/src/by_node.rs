@@ -61,6 +61,19 @@ impl ByNode {
         &self.ranks[n]
     }
 
+    /// The ranks of `nodes`, node after node, each node's in rank order.
+    pub fn ranks_of(&self, nodes: &[usize]) -> Vec<u32> {
+        nodes
+            .iter()
+            .flat_map(|&n| self.ranks(n).iter().copied())
+            .collect()
+    }
+
+    /// How many ranks `nodes` have between them.
+    pub fn count(&self, nodes: &[usize]) -> usize {
+        nodes.iter().map(|&n| self.ranks(n).len()).sum()
+    }
+
     /// The ranks with the nodes interleaved: the first rank of every node, then the second
     /// of every node, and so on (nodes with fewer ranks drop out of the later turns).
     /// Consecutive ranks of this order sit on different nodes, as cyclic placement puts

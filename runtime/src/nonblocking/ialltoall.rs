@@ -185,10 +185,9 @@ pub fn build_spread(me: u32, by_node: &ByNode, len: usize, send: bool) -> (Build
         return (b, 0, 0);
     }
     let block = |r: u32| r as usize * len;
-    let count = |nodes: &[usize]| -> usize { nodes.iter().map(|&a| by_node.ranks(a).len()).sum() };
     let targets: Vec<Vec<usize>> = (0..l).map(|k| by_node.spread_targets(n, k)).collect();
     let sources: Vec<Vec<usize>> = (0..l).map(|k| by_node.spread_sources(n, k)).collect();
-    let carried: Vec<usize> = targets.iter().map(|t| count(t)).collect();
+    let carried: Vec<usize> = targets.iter().map(|t| by_node.count(t)).collect();
     let src = if send { Buf::Send } else { Buf::Acc };
     let (mut acc, mut tmp) = (if send { 0 } else { size * len }, 0usize);
     let take = |at: &mut usize, bytes: usize| {
@@ -207,9 +206,15 @@ pub fn build_spread(me: u32, by_node: &ByNode, len: usize, send: bool) -> (Build
         .iter()
         .map(|&a| take(&mut tmp, by_node.ranks(a).len() * l * len))
         .collect();
-    let handed = count(&sources[i]) * len;
+    let handed = by_node.count(&sources[i]) * len;
     let back_len: Vec<usize> = (0..l)
-        .map(|k| if k == i { 0 } else { count(&sources[k]) * len })
+        .map(|k| {
+            if k == i {
+                0
+            } else {
+                by_node.count(&sources[k]) * len
+            }
+        })
         .collect();
     let back: Vec<usize> = back_len.iter().map(|&m| take(&mut tmp, m)).collect();
     // Acc (after the blocks' copy, in place): the messages for the nodes, then those
@@ -222,12 +227,6 @@ pub fn build_spread(me: u32, by_node: &ByNode, len: usize, send: bool) -> (Build
         .map(|k| take(&mut acc, if k == i { 0 } else { handed }))
         .collect();
     let region = |buf: Buf, off: usize, len: usize| Region { buf, off, len };
-    let ranks_of = |nodes: &[usize]| -> Vec<u32> {
-        nodes
-            .iter()
-            .flat_map(|&a| by_node.ranks(a).iter().copied())
-            .collect()
-    };
     if !send {
         b.step(
             Link::Local,
@@ -244,9 +243,9 @@ pub fn build_spread(me: u32, by_node: &ByNode, len: usize, send: bool) -> (Build
     }
     for k in 0..l {
         let (at, ranks) = if k == i {
-            (rows[i], ranks_of(&targets[i]))
+            (rows[i], by_node.ranks_of(&targets[i]))
         } else {
-            (pack[k], ranks_of(&targets[k]))
+            (pack[k], by_node.ranks_of(&targets[k]))
         };
         let first = (k != i).then_some((block(here[k]), at, len));
         let rest = ranks
@@ -363,7 +362,8 @@ pub fn build_spread(me: u32, by_node: &ByNode, len: usize, send: bool) -> (Build
     // 7. Into place.
     let mut steps = Vec::new();
     for k in others() {
-        let pieces = ranks_of(&sources[k])
+        let pieces = by_node
+            .ranks_of(&sources[k])
             .into_iter()
             .enumerate()
             .map(|(x, r)| (back[k] + x * len, block(r), len));

@@ -640,7 +640,9 @@ fn bytes_of_looked_up(count: c_int, dt: MPI_Datatype, slot: &(AtomicUsize, Atomi
     // SAFETY: a handle that is not MPI_DATATYPE_NULL; writes one int.
     unsafe { ffi::PMPI_Type_size(dt, &mut size) };
     let size = size.max(0) as u64;
-    if SIZES_ON.load(Ordering::Relaxed) && !predefined_name(dt).is_empty() {
+    // SAFETY: compares the handle with MPI's constants (a derived type, which is not one,
+    // pays those comparisons only: no string is read).
+    if SIZES_ON.load(Ordering::Relaxed) && !unsafe { topo_preload_type_name(dt) }.is_null() {
         slot.0.store(dt.0 as usize, Ordering::Relaxed);
         slot.1.store(size, Ordering::Relaxed);
     }
