@@ -10,7 +10,7 @@
 //! Open MPI's linear gather, in the members' order). Blocks under a member that are
 //! consecutive ranks (a node's, with block placement) travel straight into their places
 //! in the leader's buffer; others travel packed in rank order and are put in place on
-//! arrival. Blocks of [`crate::subtrees::DIRECT_BLOCK`] bytes and more, in a job on more
+//! arrival. Blocks of [`crate::subtrees::GATHER_DIRECT_BLOCK`] bytes and more, in a job on more
 //! than one node, go straight from every rank to the root instead, all at once.
 
 use topo_hierarchy::Settings;
@@ -67,7 +67,7 @@ pub fn gather_blocks(
         return Ok(());
     }
     if let Blocks::Same(len) = blocks
-        && direct(s.nodes, len)
+        && direct(true, s.nodes, len)
     {
         return match recv {
             Some(all) => {

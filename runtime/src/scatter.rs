@@ -9,7 +9,7 @@
 //! Inside a group the leader sends to its members one after another, in their order.
 //! Blocks under a member that are consecutive ranks travel straight out of their places
 //! in the leader's buffer; others travel packed in rank order. Blocks of
-//! [`crate::subtrees::DIRECT_BLOCK`] bytes and more, in a job on more than one node, go
+//! [`crate::subtrees::SCATTER_DIRECT_BLOCK`] bytes and more, in a job on more than one node, go
 //! straight from the root to every rank instead, all at once.
 
 use topo_hierarchy::Settings;
@@ -69,7 +69,7 @@ pub(crate) fn scatter_blocks(
         return Ok(());
     }
     if let Blocks::Same(len) = blocks
-        && direct(s.nodes, len)
+        && direct(false, s.nodes, len)
     {
         if me != root {
             let recv = recv.expect("a rank other than the root passes its buffer");

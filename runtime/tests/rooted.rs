@@ -232,11 +232,12 @@ fn gather_and_scatter_cross_nodes_once_per_node() {
 
 #[test]
 fn large_blocks_go_straight_between_the_root_and_each_rank() {
-    // Blocks of DIRECT_BLOCK bytes on 3 nodes x 2: every rank's block crosses between its
+    // Blocks of SCATTER_DIRECT_BLOCK bytes (a Gather's go straight from smaller ones) on 3
+    // nodes x 2: every rank's block crosses between its
     // node and the root's once, straight (no leader holds a node's blocks back), and the
     // results are the reference's for roots inside and outside the top group, in place and
     // not.
-    let len = topo_runtime::subtrees::DIRECT_BLOCK / 8;
+    let len = topo_runtime::subtrees::SCATTER_DIRECT_BLOCK / 8;
     let plans = plans_without_map(3, 2, "block");
     for (root, in_place) in [(0u32, false), (3, true), (5, false)] {
         check(&plans, root, len, in_place).unwrap();

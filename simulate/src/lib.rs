@@ -241,7 +241,7 @@ impl Cluster {
         match op {
             // A context that has learned its subtrees (at a blocking collective before)
             // runs the leaders' forms as schedules where the blocking ones would.
-            Op::Gather | Op::Scatter if !subtrees::direct(s.nodes, len) => {
+            Op::Gather | Op::Scatter if !subtrees::direct(op == Op::Gather, s.nodes, len) => {
                 let (views, subs) = self.views_and_subtrees();
                 return Ok(Programs::build(n, |r| {
                     let (v, sub) = (&views[r as usize], &subs[r as usize]);

@@ -375,7 +375,7 @@ impl Topo {
         };
         // A Gather goes through the leaders where the blocking one would and the context
         // knows its subtrees already (a start does not wait to learn them).
-        let leaders = same.is_some_and(|n| self.leaders_know(n));
+        let leaders = same.is_some_and(|n| self.leaders_know(true, n));
         let args = Args {
             name,
             send,
@@ -418,7 +418,7 @@ impl Topo {
             "MPI_Iscatterv"
         };
         // As for Igather.
-        let leaders = same.is_some_and(|n| self.leaders_know(n));
+        let leaders = same.is_some_and(|n| self.leaders_know(false, n));
         let args = Args {
             name,
             send,
@@ -529,9 +529,9 @@ impl Topo {
         })
     }
 
-    fn leaders_know(&self, len: usize) -> bool {
+    fn leaders_know(&self, gather: bool, len: usize) -> bool {
         context::lock(&self.core).hier.as_ref().is_some_and(|h| {
-            h.subtrees.is_some() && !crate::subtrees::direct(h.settings.nodes, len)
+            h.subtrees.is_some() && !crate::subtrees::direct(gather, h.settings.nodes, len)
         })
     }
 
