@@ -47,6 +47,44 @@ pub struct HalvingPeers {
     pub partners: Vec<u32>,
 }
 
+/// One halving step of a rank: with `partner`, it keeps the `half` slots from `keep` and
+/// gives the `half` from `give` (of the `2 * half` it held, `keep` on its slot's side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HalvingStep {
+    /// The rank it exchanges with.
+    pub partner: u32,
+    /// The first slot it keeps.
+    pub keep: usize,
+    /// The first slot it gives.
+    pub give: usize,
+    /// How many slots it keeps, and gives.
+    pub half: usize,
+}
+
+impl HalvingPeers {
+    /// The halving steps in order, from the whole of the slots down to this rank's own.
+    pub fn steps(&self) -> impl Iterator<Item = HalvingStep> + '_ {
+        let slot = self.slot as usize;
+        let mut held = (0, self.slots as usize);
+        self.partners.iter().map(move |&partner| {
+            let (first, count) = held;
+            let half = count / 2;
+            let (keep, give) = if slot & half == 0 {
+                (first, first + half)
+            } else {
+                (first + half, first)
+            };
+            held = (keep, half);
+            HalvingStep {
+                partner,
+                keep,
+                give,
+                half,
+            }
+        })
+    }
+}
+
 /// Every rank's fold and slot (0 for a rank folded out), and the rank at every slot, in
 /// the order of the module's description.
 #[derive(Debug, Clone)]

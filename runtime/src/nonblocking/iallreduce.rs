@@ -499,20 +499,14 @@ pub const PIECE_LAG: usize = 2;
 /// into the result beside that exchange, before the partner's half is combined into it.
 fn piece_rounds(peers: &HalvingPeers, split: &Split, from_send: bool) -> Vec<Vec<(Link, Action)>> {
     let q = peers.slots as usize;
-    let slot = peers.slot as usize;
     let mut rounds = Vec::new();
     let mut from_send = from_send;
     // The blocks held before each halving step: `(first, count)`.
     let mut held = Vec::with_capacity(peers.partners.len());
     let (mut first, mut count) = (0, q);
-    for &partner in &peers.partners {
+    for step in peers.steps() {
         held.push((first, count));
-        let half = count / 2;
-        let (keep, give) = if slot & half == 0 {
-            (first, first + half)
-        } else {
-            (first + half, first)
-        };
+        let (partner, half, keep, give) = (step.partner, step.half, step.keep, step.give);
         let link = Link::Peer(partner);
         let region = |buf, i| split.region(buf, i, half);
         let combine = (

@@ -91,35 +91,27 @@ pub fn build_halving(h: &HalvingBlocks, block: usize, send: bool) -> (Builder, u
             len: z - a,
         }
     };
-    let slot = h.peers.slot as usize;
-    let (mut first, mut count) = (0, h.peers.slots as usize);
-    for &partner in &h.peers.partners {
-        let half = count / 2;
-        let (keep, give) = if slot & half == 0 {
-            (first, first + half)
-        } else {
-            (first + half, first)
-        };
+    for step in h.peers.steps() {
+        let (partner, half) = (step.partner, step.half);
         let link = Link::Peer(partner);
         b.round([
             (
                 link,
                 Action::Send {
                     to: vec![partner],
-                    src: slots(give, half),
+                    src: slots(step.give, half),
                 },
             ),
             (
                 link,
                 Action::RecvReduce {
                     from: partner,
-                    acc: slots(keep, half),
+                    acc: slots(step.keep, half),
                 },
             ),
         ]);
-        (first, count) = (keep, half);
     }
-    let held = slots(slot, 1);
+    let held = slots(h.peers.slot as usize, 1);
     let own = Region { len: block, ..held };
     let mut last = vec![(
         Link::Local,
