@@ -400,20 +400,29 @@ pub fn reduce_scatter_ring(r: u32, n: u32, m: u64) -> Program {
     p
 }
 
-/// Recursive-doubling scan of `m` bytes (MPICH's): at the step of distance `d`, the
-/// partial result to the rank `d` on and, combined, the one from the rank `d` back.
+/// Recursive-doubling scan of `m` bytes, as MPICH's `MPIR_Scan_intra_recursive_doubling`
+/// and Open MPI's `ompi_coll_base_scan_intra_recursivedoubling` run it: the contribution
+/// copied into the result and into a running partial; at the step of mask `d`, the partial
+/// exchanged with rank `r ^ d` (where there is one) and combined into this rank's partial,
+/// and from a lower rank into its result too.
 pub fn scan_rd(r: u32, n: u32, m: u64) -> Program {
     let mut p = Program::default();
+    p.round(vec![Step::Local {
+        bytes: 2 * m,
+        combine: false,
+    }]);
     let mut d = 1;
     while d < n {
-        let mut steps = Vec::new();
-        if r + d < n {
-            steps.push(send(r + d, m));
+        let peer = r ^ d;
+        if peer < n {
+            p.round(vec![send(peer, m), recv(peer, m, true)]);
+            if peer < r {
+                p.round(vec![Step::Local {
+                    bytes: m,
+                    combine: true,
+                }]);
+            }
         }
-        if r >= d {
-            steps.push(recv(r - d, m, true));
-        }
-        p.round(steps);
         d *= 2;
     }
     p
