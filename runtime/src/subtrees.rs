@@ -454,9 +454,9 @@ pub(crate) fn recv_blocks(
 /// leader would hold a node's blocks back until all have arrived, and the root would copy
 /// them out of each node's message where the node's ranks are not consecutive. On 2
 /// emulated nodes x 2 (`NODES=2 bash benchmarks/components.sh 1 --ops gather,scatter
-/// --max 262144`, two rounds each way) the direct form took 0.70-0.85 x the best of Open
+/// --max 262144`, two rounds each way) the direct form took 0.70-1.01 x the best of Open
 /// MPI's components from 64 B to 16 KiB blocks and 0.54-0.83 from 64 to 256 KiB, where the
-/// leaders' took 0.79-1.14 and 0.71-1.06; `topo-run simulate` predicts it at the linear
+/// leaders' took 0.78-1.14 and 0.68-1.06; `topo-run simulate` predicts it at the linear
 /// form's time from 64 B on 16 and 128 nodes x 32 (the leaders' form 1.01-1.87 x, most
 /// with cyclic placement). Smaller blocks gain from one message per node (8 B on 16 x 32:
 /// 0.62 of the linear form).
@@ -466,7 +466,7 @@ pub const GATHER_DIRECT_BLOCK: usize = 64;
 /// (as [`GATHER_DIRECT_BLOCK`]). Measured on 2 emulated nodes x 2 as there: the direct
 /// form took 0.74-0.81 x the best component from 128 to 256 KiB blocks, where the leaders'
 /// took 0.83-1.26; below, 1.08-1.32 x in the jobs beside Open MPI's han (0.38-0.99 beside
-/// tuned and sm) where the leaders' took at most 1.00 up to 16 KiB. The simulator predicts
+/// tuned and sm) where the leaders' took 0.63-1.20 up to 16 KiB. The simulator predicts
 /// the direct form faster from 64 B at scale (the leaders' 1.02-1.86 x the linear form);
 /// the 2-node measurement decides here until a larger cluster says otherwise.
 pub const SCATTER_DIRECT_BLOCK: usize = 128 << 10;

@@ -241,7 +241,7 @@ pub(super) const ALLTOALL_AGGREGATE_PAIR: u64 = 32 << 10;
 /// bytes. `topo-run simulate` (16 and 128 nodes x 32, block and cyclic placement) predicts
 /// it at 0.24-0.99 of the best flat algorithm there (8 to 256-byte blocks), where the
 /// Allreduce's form took 0.42-1.76 for 8-byte blocks; from here the Allreduce's form is faster (16 x 32, 1 KiB blocks:
-/// 182.9 against 229.6 us). On 2 emulated nodes x 2 it took 0.53-0.99 x the best of Open
+/// 182.9 against 229.6 us). On 2 emulated nodes x 2 it took 0.37-0.99 x the best of Open
 /// MPI's components from 4 B to 64 KiB blocks, where the root form took 0.64-0.87 below 512
 /// bytes and the leaders' 0.80-1.12 from there (docs/runtime.md, "Reduce_scatter_block").
 pub(super) const REDUCE_SCATTER_HALVING_BELOW: u64 = 256 << 10;
