@@ -457,9 +457,10 @@ pub(crate) fn recv_blocks(
 /// --max 262144`, two rounds each way) the direct form took 0.70-1.01 x the best of Open
 /// MPI's components from 64 B to 16 KiB blocks and 0.54-0.83 from 64 to 256 KiB, where the
 /// leaders' took 0.78-1.14 and 0.68-1.06; `topo-run simulate` predicts it at the linear
-/// form's time from 64 B on 16 and 128 nodes x 32 (the leaders' form 1.01-1.87 x, most
-/// with cyclic placement). Smaller blocks gain from one message per node (8 B on 16 x 32:
-/// 0.62 of the linear form).
+/// form's time from 64 B on 16 and 128 nodes x 32 (the leaders' form 1.01-1.89 x from 128 B,
+/// most with cyclic placement, and 1.08 / 1.35 on 16 x 32 at 64 B, though 0.89 on 128 x 32
+/// block there). Smaller blocks gain from one message per node (8 B on 16 x 32: 0.62 of
+/// the linear form).
 pub const GATHER_DIRECT_BLOCK: usize = 64;
 
 /// A Scatter's blocks of at least this many bytes go straight from the root to each rank
@@ -467,7 +468,7 @@ pub const GATHER_DIRECT_BLOCK: usize = 64;
 /// form took 0.74-0.81 x the best component from 128 to 256 KiB blocks, where the leaders'
 /// took 0.83-1.26; below, 1.08-1.32 x in the jobs beside Open MPI's han (0.38-0.99 beside
 /// tuned and sm) where the leaders' took 0.63-1.20 up to 16 KiB. The simulator predicts
-/// the direct form faster from 64 B at scale (the leaders' 1.02-1.86 x the linear form);
+/// the direct form faster from 128 B at scale (the leaders' 1.02-1.87 x the linear form);
 /// the 2-node measurement decides here until a larger cluster says otherwise.
 pub const SCATTER_DIRECT_BLOCK: usize = 128 << 10;
 
