@@ -16,7 +16,9 @@
 #   --maps        map (32 nodes per leaf switch, 16 leaves per spine, a core switch above
 #                 the spines), none (default map,none)
 #   --models      default, slow-net (the default model with every network link class and
-#                 the NIC 5 x slower: latency and bandwidth) (default default)
+#                 the NIC 5 x slower: latency and bandwidth), logp (the default model with
+#                 LogP's per-message overhead at each end, out of the latency: 50 ns a
+#                 message inside a node, 0.2 us over the network) (default default)
 #   --ops         collectives (default allreduce,barrier)
 #   --sizes       message sizes (default 8)
 #   --rules FILE  topo-run's settings as a rules file (default: the built-in defaults)
@@ -54,11 +56,11 @@ topo_run="$bin/topo-run"
 work=$(mktemp -d "${TMPDIR:-/tmp}/topo-run-simulate-scale.XXXXXX")
 echo "scratch: $work" >&2
 
-# The default model, and the same with the network 5 x slower.
+# The default model, the same with the network 5 x slower, and with per-message overheads.
 "$topo_run" simulate --print-model >"$work/default.model"
-python3 - "$work/default.model" "$work/slow-net.model" <<'EOF'
+python3 - "$work/default.model" "$work/slow-net.model" "$work/logp.model" <<'EOF'
 import re, sys
-src, dst = sys.argv[1], sys.argv[2]
+src, dst, logp = sys.argv[1], sys.argv[2], sys.argv[3]
 intra = {"core", "l1", "l2", "l3", "numa", "socket", "node"}
 out = []
 for line in open(src):
@@ -70,6 +72,14 @@ for line in open(src):
         line = re.sub(r"bandwidth=([0-9.]+)GB/s", lambda m: f"bandwidth={float(m.group(1)) / 5:g}GB/s", line)
     out.append(line)
 open(dst, "w").write("".join(out))
+out = []
+for line in open(src):
+    words = line.split()
+    if len(words) > 1 and words[0] == "link":
+        o = "50ns" if words[1] in intra else "0.2us"
+        line = re.sub(r"overhead=\S+", f"overhead={o}", line)
+    out.append(line)
+open(logp, "w").write("".join(out))
 EOF
 
 IFS=, read -ra NODES <<<"$nodes"

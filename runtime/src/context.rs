@@ -260,12 +260,7 @@ impl Exchanges {
                     Placement::with_switches(&self.node_labels, &self.switch_labels)
                 };
                 let order = HalvingOrder::new(&place);
-                let (blocks, starts) = order.blocks();
-                Some(crate::nonblocking::ireduce_scatter::HalvingBlocks {
-                    peers: order.peers(rank)?,
-                    order: blocks.into(),
-                    starts,
-                })
+                crate::nonblocking::ireduce_scatter::HalvingBlocks::of(&order)(rank)
             })
             .as_ref()
     }

@@ -464,13 +464,20 @@ pub(crate) fn recv_blocks(
 pub const GATHER_DIRECT_BLOCK: usize = 64;
 
 /// A Scatter's blocks of at least this many bytes go straight from the root to each rank
-/// (as [`GATHER_DIRECT_BLOCK`]). Measured on 2 emulated nodes x 2 as there: the direct
-/// form took 0.74-0.81 x the best component from 128 to 256 KiB blocks, where the leaders'
-/// took 0.83-1.26; below, 1.08-1.32 x in the jobs beside Open MPI's han (0.38-0.99 beside
-/// tuned and sm) where the leaders' took 0.63-1.20 up to 16 KiB. The simulator predicts
-/// the direct form faster from 128 B at scale (the leaders' 1.02-1.87 x the linear form);
-/// the 2-node measurement decides here until a larger cluster says otherwise.
-pub const SCATTER_DIRECT_BLOCK: usize = 128 << 10;
+/// (as [`GATHER_DIRECT_BLOCK`]): from there a block's time on the network outweighs a
+/// message's overhead, and the leaders' form only adds its last node's distribution after
+/// the root's interface has sent everything. `topo-run simulate` (`bash
+/// benchmarks/simulate-scale.sh --nodes 2,4,16,128 --rpn 2,32 --placements block,cyclic
+/// --ops scatter`) has the direct form at 1.000-1.04 of the best flat algorithm from 2 KiB
+/// on jobs of 4 nodes and more, where the leaders' took 1.01-1.86 (1.15-1.59 on 16 x 32);
+/// with LogP's per-message overheads in the model (`--models logp`) the leaders' form is
+/// the faster below about 2 KiB (0.76-0.97 of the best flat on 16 x 32, where the direct
+/// form's root pays an overhead per rank: 1.1-12 x) and the direct form from there. On 2
+/// emulated nodes x 2 (`NODES=2 bash benchmarks/components.sh 1 --ops scatter --max
+/// 131072`, two rounds each) the direct form took 0.75-1.46 x the best component from 2 to
+/// 128 KiB, the leaders' 0.72-1.67 (and one 78 x outlier); below 2 KiB the leaders' took
+/// 0.60-1.00, the direct one 0.90-1.20, 1.01-1.07 in the jobs beside Open MPI's han.
+pub const SCATTER_DIRECT_BLOCK: usize = 2 << 10;
 
 /// Whether a Gather (`gather`) or Scatter of `len`-byte blocks in a job on `nodes` nodes
 /// (`Settings::nodes`, the same on every rank) goes straight between the root and each

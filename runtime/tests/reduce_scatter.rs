@@ -144,17 +144,12 @@ proptest! {
         let plans = plans_placed(&node_of);
         let size = plans.len() as u32;
         let order = HalvingOrder::new(&Placement::nodes(&node_of));
-        let (blocks, starts) = order.blocks();
-        let blocks: std::sync::Arc<[u32]> = blocks.into();
+        let of = ireduce_scatter::HalvingBlocks::of(&order);
         let total = 8 * block * size as usize;
         let network = network_of(&plans);
         let (out, _) = run(&plans, |view, fabric| {
             let me = view.rank;
-            let h = ireduce_scatter::HalvingBlocks {
-                peers: order.peers(me).unwrap(),
-                order: blocks.clone(),
-                starts: starts.clone(),
-            };
+            let h = of(me).unwrap();
             let contribution = bytes(&data(me, total / 8));
             // One spare byte past the block, which must stay as it was.
             let mut recv = if in_place { contribution.clone() } else { vec![7u8; 8 * block + 1] };

@@ -386,7 +386,9 @@ fn fit(mut model: CostModel, pairs: &[Pair], queues: &[Pair], chain_us: Option<f
             })
             .map(|(_, l)| *l);
         if let Some(l) = near {
-            model.links[c as usize] = l;
+            // The per-message overhead is not measured here: the model's stays.
+            let overhead_us = model.links[c as usize].overhead_us;
+            model.links[c as usize] = Link { overhead_us, ..l };
         }
     }
     if let Some(fastest) = measured

@@ -11,13 +11,18 @@
 //!   the simulation meets the messages in, as an interface takes whatever reaches it). It
 //!   arrives `alpha + bytes / bandwidth` after it starts, by the class of the link between
 //!   the two ranks, and the sender is busy for `bytes / bandwidth`.
-//! - A receive completes when its message has arrived (and, if combined, `bytes / reduce`
-//!   later). Messages between two ranks are matched in the order they were sent, as MPI
-//!   and the shared-memory queues match them.
+//! - Each end of a message spends its class's `overhead` (LogP's `o`) of its core on it,
+//!   out of the `alpha`: a rank posts the sends of a round one after another, `o` each,
+//!   and a message leaves when posted; the receiver's core takes `o` once it has arrived.
+//!   A lone message takes `alpha + bytes / bandwidth` as before; a root that sends to or
+//!   receives from many ranks in one round pays `o` per message.
+//! - A receive completes when its message has arrived and the receiver's core has taken
+//!   it (and, if combined, `bytes / reduce` later). Messages between two ranks are matched
+//!   in the order they were sent, as MPI and the shared-memory queues match them.
 //! - A local copy takes `bytes / copy`, a local combine `bytes / reduce` (at the memory
 //!   rate beyond the model's cache size).
-//! - A rank has one core: the combines and copies of a round run one after the other, in
-//!   the order their data became ready (a root that combines many children's messages in
+//! - A rank has one core: the combines, copies and receive overheads of a round run one
+//!   after the other, after its sends are posted, in the order their data became ready (a root that combines many children's messages in
 //!   one round takes the sum of their combines, not the longest).
 //!
 //! Events are processed in time order (a binary heap), so the simulation costs
@@ -157,6 +162,8 @@ struct Message {
     from: u32,
     arrival: f64,
     bytes: u64,
+    /// The receiver's overhead for it (its class's).
+    overhead: f64,
 }
 
 /// A rank's progress.
@@ -166,6 +173,8 @@ struct Rank {
     round: usize,
     /// When it started.
     start: f64,
+    /// When its core has posted the round's sends so far (from `start`, `o` a send).
+    posted: f64,
     /// When its steps have completed so far (local work aside).
     done: f64,
     /// The local work of the round so far (combines, copies): when each can start, and
@@ -260,6 +269,7 @@ impl Sim<'_> {
         {
             let state = &mut self.ranks[r as usize];
             state.start = t;
+            state.posted = t;
             state.done = t;
         }
         for &step in self.programs.round(r, idx) {
@@ -286,7 +296,7 @@ impl Sim<'_> {
                     match found {
                         Some(i) => {
                             let m = state.inbox.remove(i);
-                            self.complete(r, w, m.arrival, m.bytes)?;
+                            self.complete(r, w, m)?;
                         }
                         None => state.waiting.push(w),
                     }
@@ -305,11 +315,15 @@ impl Sim<'_> {
         Ok(())
     }
 
-    /// Sends `bytes` from `r` to `d`, starting at `t`; returns when the sender is free.
+    /// Sends `bytes` from `r` to `d` in the round that started at `t`, once the sends
+    /// before it in the round are posted; returns when the sender is free.
     fn send(&mut self, r: u32, d: u32, bytes: u64, t: f64) -> Result<f64, SimError> {
         let class = self.places.class(r, d);
         let link = *self.model.link(class);
-        let mut start = t;
+        let o = link.overhead_us.min(link.alpha_us / 2.0);
+        let posted = &mut self.ranks[r as usize].posted;
+        *posted = posted.max(t) + o;
+        let mut start = *posted;
         let mut in_hold = None;
         if class.is_network() {
             // The sender's interface, and with half duplex the receiver's too, carry the
@@ -332,7 +346,8 @@ impl Sim<'_> {
             in_hold = Some((to, hold));
         }
         let busy = start + link.transfer_us(bytes);
-        let mut arrival = busy + link.alpha_us;
+        // The receiver's `o` comes after the arrival: the wire has the rest of `alpha`.
+        let mut arrival = busy + (link.alpha_us - 2.0 * o).max(0.0);
         // Full duplex, the receiving interface takes in one message at a time too, each
         // for the time it holds the sender's: messages from many nodes into one (a flat
         // Gather's root) queue there. (A message alone arrives as the link says.)
@@ -344,22 +359,26 @@ impl Sim<'_> {
         e.bytes += bytes;
         // The receiver may be waiting for it already.
         let state = &mut self.ranks[d as usize];
+        let m = Message {
+            from: r,
+            arrival,
+            bytes,
+            overhead: o,
+        };
         if let Some(i) = state.waiting.iter().position(|w| w.from == r) {
             let w = state.waiting.remove(i);
-            self.complete(d, w, arrival, bytes)?;
+            self.complete(d, w, m)?;
             self.maybe_next(d);
         } else {
-            state.inbox.push(Message {
-                from: r,
-                arrival,
-                bytes,
-            });
+            state.inbox.push(m);
         }
         Ok(busy)
     }
 
-    /// Receive `w` of rank `r` gets its message of `got` bytes, arriving at `arrival`.
-    fn complete(&mut self, r: u32, w: Waiting, arrival: f64, got: u64) -> Result<(), SimError> {
+    /// Receive `w` of rank `r` gets its message `m`: the core takes it (its overhead, and
+    /// the combine if any) once it has arrived.
+    fn complete(&mut self, r: u32, w: Waiting, m: Message) -> Result<(), SimError> {
+        let (arrival, got) = (m.arrival, m.bytes);
         if got != w.bytes {
             return Err(SimError::Size {
                 from: w.from,
@@ -370,11 +389,12 @@ impl Sim<'_> {
         }
         let state = &mut self.ranks[r as usize];
         let ready = arrival.max(state.start);
-        if w.combine {
-            state.local.push((ready, self.model.combine_us(w.bytes)));
+        let combine = if w.combine {
+            self.model.combine_us(w.bytes)
         } else {
-            state.done = state.done.max(ready);
-        }
+            0.0
+        };
+        state.local.push((ready, m.overhead + combine));
         Ok(())
     }
 
@@ -384,7 +404,7 @@ impl Sim<'_> {
         if state.waiting.is_empty() && state.finished.is_none() {
             // The round's local work, in the order it became possible.
             state.local.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let mut core = state.start;
+            let mut core = state.posted;
             for (ready, took) in state.local.drain(..) {
                 core = core.max(ready) + took;
             }

@@ -280,14 +280,9 @@ impl Cluster {
             }
             Op::ReduceScatter if s.reduce_scatter_for(len) == ReduceScatterAlg::Halving => {
                 let order = HalvingOrder::new(&self.placement);
-                let (blocks, starts) = order.blocks();
-                let blocks: std::sync::Arc<[u32]> = blocks.into();
+                let of = ireduce_scatter::HalvingBlocks::of(&order);
                 return Ok(Programs::build(n, |r| {
-                    let h = ireduce_scatter::HalvingBlocks {
-                        peers: order.peers(r).expect("a rank of the job"),
-                        order: blocks.clone(),
-                        starts: starts.clone(),
-                    };
+                    let h = of(r).expect("a rank of the job");
                     Program::from_builder(&ireduce_scatter::build_halving(&h, len, true).0)
                 }));
             }

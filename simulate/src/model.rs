@@ -3,7 +3,9 @@
 //!
 //! A transfer of `m` bytes between two ranks whose lowest shared level is class `c`
 //! arrives `alpha(c) + m / bandwidth(c)` after it starts; the sender is busy for
-//! `m / bandwidth(c)`. Transfers that leave a node queue behind each other at the node's
+//! `m / bandwidth(c)`. Of the `alpha`, `overhead(c)` (LogP's `o`) is the core's time at
+//! each end: the sends a rank posts at once, and the messages it takes in, pay it one
+//! after the other. Transfers that leave a node queue behind each other at the node's
 //! network interface (`nic`), which holds each for `m / nic`, and at least for its time
 //! per message (`rate`: LogGP's `g`). A local copy of `m` bytes takes `m / copy`, and
 //! combining `m` bytes (a reduction) `m / reduce`, or `m / memory` beyond `cache` bytes.
@@ -14,7 +16,7 @@
 //! ```text
 //! version 1
 //! link l2     alpha=0.2us bandwidth=20GB/s
-//! link node   alpha=0.4us bandwidth=10GB/s
+//! link node   alpha=0.4us bandwidth=10GB/s overhead=50ns
 //! link leaf   alpha=1.5us bandwidth=12.5GB/s
 //! copy   bandwidth=10GB/s
 //! reduce bandwidth=5GB/s memory=2.5GB/s cache=1024KiB
@@ -115,6 +117,10 @@ pub struct Link {
     /// their range takes instead of `alpha + m / bandwidth`: real paths change protocol
     /// with the size (inline in a control line, through fragments, by single copy).
     pub points: Points,
+    /// The time a message takes of its sender's core and of its receiver's (LogP's `o`),
+    /// in microseconds: part of the one-way time (at most half the `alpha`), which a rank
+    /// sending or receiving many messages at once pays for each, one after the other.
+    pub overhead_us: f64,
 }
 
 impl Link {
@@ -124,6 +130,7 @@ impl Link {
             alpha_us,
             bytes_per_us,
             points: Points::default(),
+            overhead_us: 0.0,
         }
     }
 
@@ -366,7 +373,7 @@ impl CostModel {
                 }
             };
             let keys: &[&str] = match key {
-                "link" => &["alpha", "bandwidth", "points"],
+                "link" => &["alpha", "bandwidth", "points", "overhead"],
                 "copy" => &["bandwidth"],
                 "reduce" => &["bandwidth", "memory", "cache"],
                 "nic" => &["bandwidth", "rate", "duplex"],
@@ -393,9 +400,13 @@ impl CostModel {
                         model.links[class.expect("a link names its class") as usize].bytes_per_us =
                             parse_bandwidth(v).map_err(bad)?
                     }
-                    ("link", _) => {
+                    ("link", "points") => {
                         model.links[class.expect("a link names its class") as usize].points =
                             Points::parse(v).map_err(bad)?
+                    }
+                    ("link", _) => {
+                        model.links[class.expect("a link names its class") as usize].overhead_us =
+                            parse_time_us(v).map_err(bad)?
                     }
                     ("copy", _) => model.copy_bytes_per_us = parse_bandwidth(v).map_err(bad)?,
                     ("reduce", "bandwidth") => {
@@ -422,7 +433,9 @@ impl CostModel {
             if !set {
                 return Err(bad(match class {
                     Some(c) => {
-                        format!("`link {c}` sets nothing; give alpha=, bandwidth= or points=")
+                        format!(
+                            "`link {c}` sets nothing; give alpha=, bandwidth=, points= or overhead="
+                        )
                     }
                     None => format!("`{key}` sets nothing; give {}=", keys.join("= or ")),
                 }));
@@ -444,10 +457,11 @@ impl CostModel {
         for c in LinkClass::ALL {
             let l = self.link(c);
             out.push_str(&format!(
-                "link {:<6} alpha={}us bandwidth={}GB/s",
+                "link {:<6} alpha={}us bandwidth={}GB/s overhead={}us",
                 c.name(),
                 round(l.alpha_us),
-                round(l.bytes_per_us / 1e3)
+                round(l.bytes_per_us / 1e3),
+                round(l.overhead_us)
             ));
             if l.points.len > 0 {
                 out.push_str(&format!(" points={}", l.points.to_text()));
@@ -595,6 +609,10 @@ mod tests {
         assert_eq!(m.reduce_bytes_per_us, 5e3);
         assert_eq!(m.reduce_cache_bytes, 512 << 10);
         assert_eq!(m.call_us, 0.5);
+        let o = CostModel::parse("version 1\nlink leaf alpha=2us overhead=300ns\n").unwrap();
+        assert_eq!(o.link(LinkClass::Leaf).overhead_us, 0.3);
+        assert_eq!(o.link(LinkClass::Node).overhead_us, 0.0);
+        assert_eq!(CostModel::parse(&o.to_text()).unwrap(), o);
         let d = CostModel {
             nic_message_us: 1.0 / 80.0,
             nic_half_duplex: true,

@@ -212,6 +212,51 @@ fn small_messages_queue_at_the_interface_by_its_message_rate() {
 }
 
 #[test]
+fn each_end_of_a_message_pays_its_overhead_one_message_after_the_other() {
+    // Ranks on 4 nodes, alpha 1 us of which 0.25 us is each end's overhead. A lone message
+    // takes its alpha as without overhead; rank 0 sending to 3 ranks in one round posts
+    // them 0.25 us apart (the third leaves at 0.75 and arrives at 0.75 + 0.5 + 0.25 = 1.5),
+    // and rank 0 receiving from 3 in one round takes them 0.25 us each (done at 1.5 too).
+    let places = Places::new(&job(4, 1, false), None);
+    let mut model = uniform(1.0, 1e6, 1e9);
+    for l in &mut model.links {
+        l.overhead_us = 0.25;
+    }
+    model.nic_bytes_per_us = 1e9;
+    model.nic_message_us = 0.0;
+    model.call_us = 0.0;
+    let msg = |to: Vec<u32>| Step::Send { to, bytes: 8 };
+    let from = |r: u32| Step::Recv {
+        from: r,
+        bytes: 8,
+        combine: false,
+    };
+    let time = |programs: &[Program]| {
+        engine::run(&pack(programs), &places, &model)
+            .unwrap()
+            .time_us
+    };
+    let mut lone = vec![Program::default(); 4];
+    lone[0].round(vec![msg(vec![1])]);
+    lone[1].round(vec![from(0)]);
+    // (Each message's 8 bytes add 8e-6 us.)
+    let near = |t: f64, want: f64| (t - want).abs() < 1e-3;
+    assert!(near(time(&lone), 1.0), "{}", time(&lone));
+    let mut out = vec![Program::default(); 4];
+    out[0].round(vec![msg(vec![1, 2, 3])]);
+    for p in out.iter_mut().skip(1) {
+        p.round(vec![from(0)]);
+    }
+    assert!(near(time(&out), 1.5), "{}", time(&out));
+    let mut into = vec![Program::default(); 4];
+    into[0].round((1..4).map(from).collect());
+    for p in into.iter_mut().skip(1) {
+        p.round(vec![msg(vec![0])]);
+    }
+    assert!(near(time(&into), 1.5), "{}", time(&into));
+}
+
+#[test]
 fn combines_beyond_the_cache_run_at_memory_speed() {
     let places = Places::new(&job(1, 1, false), None);
     let mut model = uniform(1.0, 1e6, 1000.0);

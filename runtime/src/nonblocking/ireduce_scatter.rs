@@ -15,7 +15,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use topo_hierarchy::remap::halving::{Fold, HalvingPeers};
+use topo_hierarchy::remap::halving::{Fold, HalvingOrder, HalvingPeers};
 
 use super::{Action, Buf, Builder, Link, Region};
 
@@ -28,7 +28,24 @@ pub struct HalvingBlocks {
     /// Every rank, in the order its block takes.
     pub order: Arc<[u32]>,
     /// Where each slot's blocks start in `order` (`slots + 1` entries).
-    pub starts: Vec<u32>,
+    pub starts: Arc<[u32]>,
+}
+
+impl HalvingBlocks {
+    /// Every rank's part of `order`'s halving, as a function of the rank (`None` for a
+    /// rank not in it): the blocks' order and the slots' starts are worked out once and
+    /// shared by all.
+    pub fn of(order: &HalvingOrder) -> impl Fn(u32) -> Option<HalvingBlocks> + '_ {
+        let (blocks, starts) = order.blocks();
+        let (blocks, starts): (Arc<[u32]>, Arc<[u32]>) = (blocks.into(), starts.into());
+        move |rank| {
+            Some(HalvingBlocks {
+                peers: order.peers(rank)?,
+                order: blocks.clone(),
+                starts: starts.clone(),
+            })
+        }
+    }
 }
 
 /// Reduce_scatter_block by recursive halving over `h`'s order, of blocks of `block` bytes
