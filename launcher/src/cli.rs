@@ -473,14 +473,17 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLTOALL")]
     pub alltoall: Option<String>,
 
-    /// MPI_Reduce_scatter_block rules by the size of one block: `root` (the hierarchical
-    /// Reduce to rank 0, then the hierarchical Scatter from it; the default on one node,
-    /// and below 512 bytes on several nodes of at most 2 ranks), `leaders` (the whole
-    /// contribution reduced to the top group's members, a ring reduce-scatter among them
-    /// of the blocks under each, then a Scatter down from each; the default from 512 bytes
-    /// on several nodes of at most 2 ranks) or `allreduce` (the Allreduce of the whole
-    /// contribution, of which each rank keeps its block; the default on several nodes of
-    /// more ranks), e.g. `<4K=root,*=allreduce`.
+    /// MPI_Reduce_scatter_block rules by the size of one block: `halving` (recursive
+    /// halving over every rank in the hierarchy's order, its heavy steps inside the nodes;
+    /// the default while the whole contribution is below 256 KiB, but on one node of at
+    /// most 2 ranks), `root` (the hierarchical Reduce to rank 0, then the hierarchical
+    /// Scatter from it; the default on one node of at most 2 ranks), `leaders` (the whole
+    /// contribution reduced to the top group's members, a ring reduce-scatter among them of
+    /// the blocks under each, then a Scatter down from each; the default beyond on nodes of
+    /// at most 2 ranks) or `allreduce` (the Allreduce of the whole contribution, of which
+    /// each rank keeps its block; the default beyond on nodes of more), e.g.
+    /// `<4K=halving,*=allreduce`. MPI_Reduce_scatter takes `halving` where the rules give it
+    /// for the blocks' mean size, else `allreduce`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_REDUCE_SCATTER")]
     pub reduce_scatter: Option<String>,
 

@@ -8,7 +8,7 @@ use topo_hierarchy::remap::partition::Placement;
 use topo_runtime::combine::sum_i64;
 use topo_runtime::nonblocking::{Engine, iallreduce, ireduce_scatter};
 use topo_runtime::reduce::Scratch;
-use topo_runtime::subtrees::Subtrees;
+use topo_runtime::subtrees::{Blocks, Subtrees};
 
 use crate::nonblocking::{finish, schedule};
 use crate::sim::{LEVELS, bytes, data, ints, network_of, plans, plans_placed, run, settings, sum};
@@ -155,7 +155,7 @@ proptest! {
             let mut recv = if in_place { contribution.clone() } else { vec![7u8; 8 * block + 1] };
             let before = recv.clone();
             let send = (!in_place).then_some(&contribution[..]);
-            let (steps, tmp) = ireduce_scatter::build_halving(&h, 8 * block, !in_place);
+            let (steps, tmp) = ireduce_scatter::build_halving(&h, Blocks::Same(8 * block), !in_place);
             let mut other = bytes(&data(me, 5));
             let net_view = view.over_network(&network);
             let (ob, otmp) = iallreduce::build(&net_view, &Settings::default(), false, 40, 8);
@@ -172,6 +172,44 @@ proptest! {
         let all = sum(size, total / 8);
         for (r, got) in out.iter().enumerate() {
             prop_assert_eq!(got, &all[r * block..(r + 1) * block].to_vec(), "rank {} of {}", r, size);
+        }
+    }
+    /// Ireduce_scatter (blocks of any number of elements, none for some ranks) by
+    /// recursive halving in the hierarchy's order, on any placement of 1-64 ranks on up to
+    /// 6 nodes, in place and not.
+    #[test]
+    fn ireduce_scatter_by_halving_matches_the_reference_for_any_counts(
+        node_of in prop::collection::vec(0u32..6, 1..65),
+        counts in prop::collection::vec(prop::sample::select(vec![0usize, 1, 2, 7]), 64),
+        in_place: bool,
+    ) {
+        let plans = plans_placed(&node_of);
+        let size = plans.len();
+        let lens: Vec<usize> = counts[..size].iter().map(|c| 8 * c).collect();
+        let ends: Vec<usize> = lens.iter().scan(0, |e, &l| { *e += l; Some(*e) }).collect();
+        let total = ends[size - 1];
+        let order = HalvingOrder::new(&Placement::nodes(&node_of));
+        let of = ireduce_scatter::HalvingBlocks::of(&order);
+        let (out, _) = run(&plans, |view, fabric| {
+            let me = view.rank;
+            let h = of(me).unwrap();
+            let mine = lens[me as usize];
+            let contribution = bytes(&data(me, total / 8));
+            let mut recv = if in_place { contribution.clone() } else { vec![7u8; mine + 1] };
+            let before = recv.clone();
+            let send = (!in_place).then_some(&contribution[..]);
+            let (steps, tmp) = ireduce_scatter::build_halving(&h, Blocks::Ends(&ends), !in_place);
+            let mut engine = Engine::default();
+            let sched = schedule("MPI_Ireduce_scatter", steps, send, Some(&mut recv[..]), 0, tmp);
+            engine.start(0, sched, fabric).unwrap();
+            finish(&mut engine, fabric);
+            assert_eq!(&recv[mine..], &before[mine..], "rank {me}: past its block");
+            ints(&recv[..mine])
+        });
+        let all = sum(size as u32, total / 8);
+        for (r, got) in out.iter().enumerate() {
+            let at = (ends[r] - lens[r]) / 8..ends[r] / 8;
+            prop_assert_eq!(got, &all[at].to_vec(), "rank {} of {}", r, size);
         }
     }
 }

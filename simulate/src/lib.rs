@@ -283,7 +283,8 @@ impl Cluster {
                 let of = ireduce_scatter::HalvingBlocks::of(&order);
                 return Ok(Programs::build(n, |r| {
                     let h = of(r).expect("a rank of the job");
-                    Program::from_builder(&ireduce_scatter::build_halving(&h, len, true).0)
+                    let blocks = topo_runtime::subtrees::Blocks::Same(len);
+                    Program::from_builder(&ireduce_scatter::build_halving(&h, blocks, true).0)
                 }));
             }
             Op::ReduceScatter => {

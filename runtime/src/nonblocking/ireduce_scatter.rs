@@ -18,11 +18,14 @@ use std::sync::Arc;
 use topo_hierarchy::remap::halving::{Fold, HalvingOrder, HalvingPeers};
 
 use super::{Action, Buf, Builder, Link, Region};
+use crate::subtrees::Blocks;
 
 /// The blocks' order of a reduce-scatter by recursive halving
 /// ([`topo_hierarchy::remap::halving::HalvingOrder::blocks`]), with this rank's part.
 #[derive(Debug, Clone)]
 pub struct HalvingBlocks {
+    /// This rank.
+    pub rank: u32,
     /// This rank's fold, slot and partners.
     pub peers: HalvingPeers,
     /// Every rank, in the order its block takes.
@@ -40,6 +43,7 @@ impl HalvingBlocks {
         let (blocks, starts): (Arc<[u32]>, Arc<[u32]>) = (blocks.into(), starts.into());
         move |rank| {
             Some(HalvingBlocks {
+                rank,
                 peers: order.peers(rank)?,
                 order: blocks.clone(),
                 starts: starts.clone(),
@@ -56,25 +60,59 @@ impl HalvingBlocks {
 /// step of mask `m` a rank keeps the slots on its side of bit `m` of those it holds, sends
 /// the others' blocks to its partner and combines the partner's copy of its own as it
 /// arrives: it ends holding its slot's blocks, its own first.
-pub fn build_halving(h: &HalvingBlocks, block: usize, send: bool) -> (Builder, usize) {
+///
+/// Blocks of different lengths (Reduce_scatter's, `blocks` of [`Blocks::Ends`]) are put
+/// in the order by one copy each, and a slot's run is as long as its blocks together.
+pub fn build_halving(h: &HalvingBlocks, blocks: Blocks<'_>, send: bool) -> (Builder, usize) {
     let mut b = Builder::default();
     let n = h.order.len();
-    let total = n * block;
-    if block == 0 || n == 0 {
+    let len = |r: u32| blocks.at(r).len();
+    let total = (0..n as u32).map(len).sum::<usize>();
+    if total == 0 || n == 0 {
         return (b, 0);
     }
+    let me = h.rank;
+    // Where each place of the order starts in the scratch (`n + 1` entries).
+    let mut at = Vec::with_capacity(n + 1);
+    at.push(0usize);
+    for &r in h.order.iter() {
+        at.push(at[at.len() - 1] + len(r));
+    }
     let work = Region::whole(Buf::Tmp, total);
-    let contribution = Region::whole(if send { Buf::Send } else { Buf::Recv }, total);
-    b.step(
-        Link::Local,
-        Action::Permute {
-            src: contribution,
-            dst: work,
-            block,
-            order: h.order.clone(),
-        },
-    );
-    let mine = Region::whole(Buf::Recv, block);
+    let from = if send { Buf::Send } else { Buf::Recv };
+    match blocks {
+        Blocks::Same(block) => {
+            b.step(
+                Link::Local,
+                Action::Permute {
+                    src: Region::whole(from, total),
+                    dst: work,
+                    block,
+                    order: h.order.clone(),
+                },
+            );
+        }
+        Blocks::Ends(_) => {
+            let copies = h.order.iter().enumerate().filter_map(|(k, &r)| {
+                let src = blocks.at(r);
+                (!src.is_empty()).then(|| {
+                    let dst = Region {
+                        buf: Buf::Tmp,
+                        off: at[k],
+                        len: src.len(),
+                    };
+                    let src = Region {
+                        buf: from,
+                        off: src.start,
+                        len: src.len(),
+                    };
+                    (Link::Local, Action::Copy { src, dst })
+                })
+            });
+            b.round(copies);
+        }
+    }
+    let mine = Region::whole(Buf::Recv, len(me));
     if let Fold::Out(into) = h.peers.fold {
         let link = Link::Peer(into);
         b.step(
@@ -84,13 +122,15 @@ pub fn build_halving(h: &HalvingBlocks, block: usize, send: bool) -> (Builder, u
                 src: work,
             },
         );
-        b.step(
-            link,
-            Action::Recv {
-                from: into,
-                dst: mine,
-            },
-        );
+        if mine.len > 0 {
+            b.step(
+                link,
+                Action::Recv {
+                    from: into,
+                    dst: mine,
+                },
+            );
+        }
         return (b, total);
     }
     if let Fold::In(from) = h.peers.fold {
@@ -99,8 +139,8 @@ pub fn build_halving(h: &HalvingBlocks, block: usize, send: bool) -> (Builder, u
     // Slots `first..first + count`, in bytes of the scratch.
     let slots = |first: usize, count: usize| {
         let (a, z) = (
-            h.starts[first] as usize * block,
-            h.starts[first + count] as usize * block,
+            at[h.starts[first] as usize],
+            at[h.starts[first + count] as usize],
         );
         Region {
             buf: Buf::Tmp,
@@ -111,36 +151,45 @@ pub fn build_halving(h: &HalvingBlocks, block: usize, send: bool) -> (Builder, u
     for step in h.peers.steps() {
         let (partner, half) = (step.partner, step.half);
         let link = Link::Peer(partner);
-        b.round([
-            (
-                link,
-                Action::Send {
-                    to: vec![partner],
-                    src: slots(step.give, half),
-                },
-            ),
-            (
-                link,
-                Action::RecvReduce {
-                    from: partner,
-                    acc: slots(step.keep, half),
-                },
-            ),
-        ]);
+        // Both know the lengths: runs of no bytes are not sent.
+        let (give, keep) = (slots(step.give, half), slots(step.keep, half));
+        let sends = (give.len > 0).then_some((
+            link,
+            Action::Send {
+                to: vec![partner],
+                src: give,
+            },
+        ));
+        let recvs = (keep.len > 0).then_some((
+            link,
+            Action::RecvReduce {
+                from: partner,
+                acc: keep,
+            },
+        ));
+        b.round(sends.into_iter().chain(recvs));
     }
     let held = slots(h.peers.slot as usize, 1);
-    let own = Region { len: block, ..held };
-    let mut last = vec![(
-        Link::Local,
-        Action::Copy {
-            src: own,
-            dst: mine,
-        },
-    )];
-    if let Fold::In(from) = h.peers.fold {
+    let own = Region {
+        len: len(me),
+        ..held
+    };
+    let mut last = Vec::new();
+    if own.len > 0 {
+        last.push((
+            Link::Local,
+            Action::Copy {
+                src: own,
+                dst: mine,
+            },
+        ));
+    }
+    if let Fold::In(from) = h.peers.fold
+        && len(from) > 0
+    {
         let src = Region {
-            off: held.off + block,
-            len: block,
+            off: held.off + own.len,
+            len: len(from),
             ..held
         };
         last.push((

@@ -345,7 +345,9 @@ impl Topo {
             let (send, recv) = (send.map(plain::bytes), plain::bytes_mut(recv));
             let (total, mine) = (bytes * size, at..at + bytes);
             let keep = Some(Box::new(op) as Box<dyn crate::request::KeepAlive + 'a>);
-            return self.sched_reduce_scatter(scope, send, recv, total, mine, combine, keep, true);
+            let blocks = crate::subtrees::Blocks::Same(bytes);
+            return self
+                .sched_reduce_scatter(scope, send, recv, total, mine, combine, keep, blocks);
         }
         let raw_op = op.as_raw();
         self.start_native(scope, Some(Box::new(op)), |r| {
@@ -1046,7 +1048,8 @@ impl Topo {
         let (total, mine) = (block * size, block * self.rank as usize);
         let op = Box::new(op);
         let mine = mine..mine + block;
-        let r = self.sched_reduce_scatter(StaticScope, send, recv, total, mine, op, None, true);
+        let blocks = crate::subtrees::Blocks::Same(block);
+        let r = self.sched_reduce_scatter(StaticScope, send, recv, total, mine, op, None, blocks);
         Some(RawRequest(r))
     }
 
@@ -1068,7 +1071,9 @@ impl Topo {
             return None;
         }
         let op = Box::new(op);
-        let r = self.sched_reduce_scatter(StaticScope, send, recv, total, mine, op, None, false);
+        let ends = super::raw::ends_of(lens);
+        let blocks = crate::subtrees::Blocks::Ends(&ends);
+        let r = self.sched_reduce_scatter(StaticScope, send, recv, total, mine, op, None, blocks);
         Some(RawRequest(r))
     }
 

@@ -4,6 +4,8 @@
 use super::*;
 use topo_hierarchy::settings::ReduceScatterAlg;
 
+use crate::subtrees::Blocks;
+
 impl Topo {
     /// Gathers every rank's block into `recv` (rank r's at `r * len`, `len =
     /// recv.len() / size`); `send` is `None` when this rank's block is in place already.
@@ -412,7 +414,7 @@ impl Topo {
                     mine..mine + block,
                     op,
                     None,
-                    true,
+                    Blocks::Same(block),
                 )
                 .wait()
             });
@@ -447,9 +449,11 @@ impl Topo {
 
     /// Reduce_scatter with `op`: every rank contributes the bytes of all blocks (`send`,
     /// or in place `recv`'s, whose rest stays as it was), block r being `lens[r]` bytes,
-    /// and gets its own block into the first `lens[rank]` bytes of `recv`. It runs as an Allreduce (`raw_all_reduce`)
-    /// of which each rank keeps its block. False (nothing done) where the collectives go
-    /// to MPI, or for buffers of the wrong length.
+    /// and gets its own block into the first `lens[rank]` bytes of `recv`. It runs as
+    /// recursive halving in the hierarchy's order where the settings choose it for the
+    /// blocks' mean length (the schedule of `MPI_Ireduce_scatter`, waited for), else as an
+    /// Allreduce (`raw_all_reduce`) of which each rank keeps its block. False (nothing
+    /// done) where the collectives go to MPI, or for buffers of the wrong length.
     pub fn raw_reduce_scatter(
         &mut self,
         send: Option<&[u8]>,
@@ -463,6 +467,19 @@ impl Topo {
         else {
             return false;
         };
+        let halving = context::lock(&self.core).hier.as_ref().map(|h| {
+            h.settings.reduce_scatter_for(total / size.max(1)) == ReduceScatterAlg::Halving
+        });
+        if halving == Some(true) {
+            let op = Box::new(*op);
+            let ends = ends_of(lens);
+            mpi::request::scope(|scope| {
+                let blocks = Blocks::Ends(&ends);
+                self.sched_reduce_scatter(scope, send, recv, total, mine, op, None, blocks)
+                    .wait()
+            });
+            return true;
+        }
         let (at, mine) = (mine.start, mine.len());
         // The whole result in scratch kept by the context, this rank's block out of it (in
         // place, the rest of `recv` keeps the contribution, as Open MPI's does).
@@ -624,6 +641,16 @@ pub(super) fn reduce_scatter_fits(
         None => recv_len == total,
     };
     fits.then_some((total, mine))
+}
+
+/// Where each of the blocks of `lens` bytes, one after another, ends ([`Blocks::Ends`]).
+pub(super) fn ends_of(lens: &[usize]) -> Vec<usize> {
+    lens.iter()
+        .scan(0, |end, &l| {
+            *end += l;
+            Some(*end)
+        })
+        .collect()
 }
 
 pub(super) fn scan_fits(

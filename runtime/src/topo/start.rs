@@ -16,6 +16,7 @@ use crate::nonblocking::{
 };
 use crate::plain::{self, MpiCombine};
 use crate::request::{KeepAlive, Request};
+use crate::subtrees::Blocks;
 use crate::topo::Topo;
 
 /// The steps of an Allreduce of `len` bytes of `elem`-byte elements into [`Buf::Recv`]
@@ -204,12 +205,13 @@ impl Topo {
         })
     }
 
-    /// Ireduce_scatter_block (`block`) or Ireduce_scatter: the Allreduce's schedule of the
-    /// `total` bytes of the contribution (`send`, or in place `recv`'s first `total`), of
-    /// which this rank keeps `mine` in the first bytes of `recv`
-    /// ([`ireduce_scatter::build`]), or the Reduce_scatter_block's recursive halving where
-    /// the settings choose it ([`ireduce_scatter::build_halving`]). The steps of a Reduce_scatter_block serve later calls
-    /// of its shape; a Reduce_scatter's depend on its counts.
+    /// Ireduce_scatter_block (`blocks` [`Blocks::Same`]) or Ireduce_scatter (`blocks`
+    /// [`Blocks::Ends`], every rank's block): the Allreduce's schedule of the `total` bytes
+    /// of the contribution (`send`, or in place `recv`'s first `total`), of which this rank
+    /// keeps `mine` in the first bytes of `recv` ([`ireduce_scatter::build`]), or recursive
+    /// halving where the settings choose it for the blocks' mean length
+    /// ([`ireduce_scatter::build_halving`]). The steps of a Reduce_scatter_block serve
+    /// later calls of its shape; a Reduce_scatter's depend on its counts.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn sched_reduce_scatter<'a, S: Scope<'a>>(
         &mut self,
@@ -220,10 +222,11 @@ impl Topo {
         mine: std::ops::Range<usize>,
         op: Box<dyn Combine>,
         keep: Option<Box<dyn KeepAlive + 'a>>,
-        block: bool,
+        blocks: Blocks<'_>,
     ) -> Request<'a, S> {
         let has_send = send.is_some();
         let elem = op.elem_size();
+        let block = matches!(blocks, Blocks::Same(_));
         let name = if block {
             "MPI_Ireduce_scatter_block"
         } else {
@@ -240,8 +243,8 @@ impl Topo {
             ..shape(name, None, 0, total, has_send)
         });
         self.start(scope, args, keep, shape, |h| {
-            if let Some(halving) = block.then(|| h.halving_blocks(total)).flatten() {
-                let (b, tmp) = ireduce_scatter::build_halving(halving, mine.len(), has_send);
+            if let Some(halving) = h.halving_blocks(total) {
+                let (b, tmp) = ireduce_scatter::build_halving(halving, blocks, has_send);
                 return (b, 0, tmp);
             }
             let (b, tmp) = all_reduce_steps(h, elem, has_send, total);
