@@ -1,6 +1,7 @@
 /* preload-bench: what an unmodified C program gains from the PMPI library. In one job it
- * times MPI_Bcast, MPI_Reduce, MPI_Allreduce and MPI_Barrier (ten back to back), and
- * MPI_Ibcast (of MPI_BYTE),
+ * times MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Reduce_scatter (every rank's block the
+ * size given, so the contribution is ranks times it) and MPI_Barrier (ten back to back),
+ * and MPI_Ibcast (of MPI_BYTE),
  * MPI_Iallreduce and MPI_Ibarrier each followed at once by MPI_Wait (the pure nonblocking
  * time, nothing to overlap), as the program calls them (through
  * libtopo_preload.so when topo-run preloads it) and the same calls made to MPI's own
@@ -8,17 +9,19 @@
  * time of one call; the table gives medians and the ratio topo/native (below 1: faster).
  *
  *   mpicc -O2 -o preload-bench benchmarks/preload-bench.c
- *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./preload-bench [ITERS] [COMM]
+ *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./preload-bench [ITERS] [COMM] [OP]
  *
- * COMM: world (the default) or dup (a duplicate of world, made first).
+ * COMM: world (the default) or dup (a duplicate of world, made first). OP: one operation
+ * by its name in the table (for example reduce_scatter); all of them without it.
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The communicator the operations run on. */
+/* The communicator the operations run on, and every rank's count for MPI_Reduce_scatter. */
 static MPI_Comm on;
+static int *counts;
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -65,6 +68,14 @@ static double timed(int op, int native, double *s, double *r, int count) {
         else MPI_Ibarrier(on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
         break;
     }
+    case 6: {
+        int n;
+        MPI_Comm_size(on, &n);
+        for (int q = 0; q < n; q++) counts[q] = count;
+        if (native) PMPI_Reduce_scatter(s, r, counts, MPI_DOUBLE, MPI_SUM, on);
+        else MPI_Reduce_scatter(s, r, counts, MPI_DOUBLE, MPI_SUM, on);
+        break;
+    }
     default:
         /* Ten back to back: one barrier is too short to time alone. */
         for (int k = 0; k < 10; k++) {
@@ -89,16 +100,20 @@ int main(int argc, char **argv) {
      * own MPI_Comm_dup (with TOPO_RUN_MAX_COMMS=1 its context is on the node's lanes). */
     on = MPI_COMM_WORLD;
     if (argc > 2 && !strcmp(argv[2], "dup")) MPI_Comm_dup(MPI_COMM_WORLD, &on);
-    const char *names[7] = {"bcast",      "reduce",   "allreduce",  "ibcast",
-                            "iallreduce", "ibarrier", "barrier x10"};
+    const char *names[8] = {"bcast",    "reduce",         "allreduce",  "ibcast", "iallreduce",
+                            "ibarrier", "reduce_scatter", "barrier x10"};
+    const char *only = argc > 3 ? argv[3] : NULL;
+    counts = malloc(size * sizeof(int));
     const int max = 1 << 21; /* doubles: 16 MiB */
     double *s = malloc(max * sizeof(double)), *r = malloc(max * sizeof(double));
     double *a = malloc(iters * sizeof(double)), *b = malloc(iters * sizeof(double));
     for (int i = 0; i < max; i++) s[i] = rank + i % 7, r[i] = 0;
     if (rank == 0) printf("op,bytes,ranks,topo_us,native_us,ratio\n");
-    for (int op = 0; op < 7; op++) {
-        /* A barrier has no size: one row. */
-        for (long bytes = 8; bytes <= (op >= 5 ? 8 : 8L * max); bytes *= 8) {
+    for (int op = 0; op < 8; op++) {
+        if (only && strcmp(names[op], only)) continue;
+        /* A barrier has no size: one row; a Reduce_scatter's contribution is ranks blocks. */
+        long most = op == 5 || op == 7 ? 8 : op == 6 ? 8L * max / size : 8L * max;
+        for (long bytes = 8; bytes <= most; bytes *= 8) {
             int count = (int)(bytes / 8);
             int n = bytes >= (1 << 20) ? (iters + 9) / 10 : iters;
             for (int w = 0; w < 5; w++) timed(op, 0, s, r, count), timed(op, 1, s, r, count);
@@ -117,7 +132,7 @@ int main(int argc, char **argv) {
                 printf("%s,%ld,%d,%.2f,%.2f,%.2f\n", names[op], bytes, size, ta, tb, ta / tb);
         }
     }
-    free(s), free(r), free(a), free(b);
+    free(s), free(r), free(a), free(b), free(counts);
     MPI_Finalize();
     return 0;
 }

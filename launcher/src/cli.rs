@@ -482,8 +482,8 @@ pub struct RuntimeArgs {
     /// the blocks under each, then a Scatter down from each; the default beyond on nodes of
     /// at most 2 ranks) or `allreduce` (the Allreduce of the whole contribution, of which
     /// each rank keeps its block; the default beyond on nodes of more), e.g.
-    /// `<4K=halving,*=allreduce`. MPI_Reduce_scatter takes `halving` where the rules give it
-    /// for the blocks' mean size, else `allreduce`.
+    /// `<4K=halving,*=allreduce`. MPI_Reduce_scatter takes `allreduce` where the rules give
+    /// it for the blocks' mean size, else `halving`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_REDUCE_SCATTER")]
     pub reduce_scatter: Option<String>,
 

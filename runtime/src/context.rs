@@ -107,15 +107,22 @@ impl HierarchicalPath {
         Ok(known)
     }
 
-    /// The halving order of a Reduce_scatter_block of `total` bytes of contribution, if
-    /// the settings choose recursive halving for its blocks.
+    /// The halving order of a Reduce_scatter_block (`block`) or Reduce_scatter of `total`
+    /// bytes of contribution, if the settings choose recursive halving for its blocks
+    /// ([`Settings::reduce_scatter_v_halving`] for a Reduce_scatter).
     pub(crate) fn halving_blocks(
         &self,
         total: usize,
+        block: bool,
     ) -> Option<&crate::nonblocking::ireduce_scatter::HalvingBlocks> {
         let size = self.view.size as usize;
-        let alg = self.settings.reduce_scatter_for(total / size.max(1));
-        (alg == ReduceScatterAlg::Halving)
+        let mean = total / size.max(1);
+        let halving = if block {
+            self.settings.reduce_scatter_for(mean) == ReduceScatterAlg::Halving
+        } else {
+            self.settings.reduce_scatter_v_halving(mean)
+        };
+        halving
             .then(|| self.exchanges.halving_blocks(size, self.view.rank))
             .flatten()
     }

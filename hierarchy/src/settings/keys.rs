@@ -102,8 +102,8 @@ pub const KEYS: &[(&str, &str, &str)] = &[
          block; halving = recursive halving over every rank in the hierarchy's order; \
          default: halving while the whole contribution is below 256 KiB, then leaders on \
          nodes of at most 2 ranks and allreduce on nodes of more; on one node halving, but \
-         root on a node of at most 2 ranks; MPI_Reduce_scatter takes halving where the \
-         rules give it for the blocks' mean size, else allreduce)",
+         root on a node of at most 2 ranks; MPI_Reduce_scatter takes allreduce where the \
+         rules give it for the blocks' mean size, else halving)",
     ),
     (
         "rooted-v",

@@ -469,6 +469,15 @@ fn the_reduce_scatter_form_follows_the_block_and_the_ranks_per_node() {
             .contains("root, leaders, allreduce or halving"),
         "{e}"
     );
+    // Reduce_scatter (blocks of any lengths): halving but where the rules give the
+    // Allreduce's form.
+    assert!(job(1, 2).reduce_scatter_v_halving(8));
+    assert!(job(2, 4).reduce_scatter_v_halving(1 << 20));
+    assert!(job(16, 512).reduce_scatter_v_halving(511));
+    assert!(!job(16, 512).reduce_scatter_v_halving(512));
+    let a = Settings::from_pairs(&[("reduce-scatter", "<4K=allreduce,*=leaders")]).unwrap();
+    assert!(!a.reduce_scatter_v_halving(8));
+    assert!(a.reduce_scatter_v_halving(4096));
 }
 
 #[test]

@@ -451,8 +451,8 @@ impl Topo {
     /// or in place `recv`'s, whose rest stays as it was), block r being `lens[r]` bytes,
     /// and gets its own block into the first `lens[rank]` bytes of `recv`. It runs as
     /// recursive halving in the hierarchy's order where the settings choose it for the
-    /// blocks' mean length (the schedule of `MPI_Ireduce_scatter`, waited for), else as an
-    /// Allreduce (`raw_all_reduce`) of which each rank keeps its block. False (nothing
+    /// blocks' mean length ([`topo_hierarchy::Settings::reduce_scatter_v_halving`]; the
+    /// schedule of `MPI_Ireduce_scatter`, waited for), else as an Allreduce (`raw_all_reduce`) of which each rank keeps its block. False (nothing
     /// done) where the collectives go to MPI, or for buffers of the wrong length.
     pub fn raw_reduce_scatter(
         &mut self,
@@ -467,9 +467,10 @@ impl Topo {
         else {
             return false;
         };
-        let halving = context::lock(&self.core).hier.as_ref().map(|h| {
-            h.settings.reduce_scatter_for(total / size.max(1)) == ReduceScatterAlg::Halving
-        });
+        let halving = context::lock(&self.core)
+            .hier
+            .as_ref()
+            .map(|h| h.settings.reduce_scatter_v_halving(total / size.max(1)));
         if halving == Some(true) {
             let op = Box::new(*op);
             let ends = ends_of(lens);

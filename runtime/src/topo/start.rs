@@ -243,7 +243,7 @@ impl Topo {
             ..shape(name, None, 0, total, has_send)
         });
         self.start(scope, args, keep, shape, |h| {
-            if let Some(halving) = h.halving_blocks(total) {
+            if let Some(halving) = h.halving_blocks(total, block) {
                 let (b, tmp) = ireduce_scatter::build_halving(halving, blocks, has_send);
                 return (b, 0, tmp);
             }
