@@ -3,9 +3,10 @@
 //!
 //! - [`build`]: the Allreduce's schedule of the whole contribution, moved into the
 //!   accumulator, then this rank's block of the result copied out.
-//! - [`build_halving`] (Reduce_scatter_block's `halving`): recursive halving over every
-//!   rank in the hierarchy's order ([`topo_hierarchy::remap::halving`]), on the blocks put
-//!   in that order first.
+//! - [`build_halving`] (the `halving` form of Reduce_scatter_block, and of Reduce_scatter
+//!   wherever the rules do not give the Allreduce's): recursive halving over every rank in
+//!   the hierarchy's order ([`topo_hierarchy::remap::halving`]), on the blocks put in that
+//!   order first.
 //!
 //! Buffers: the contribution is [`Buf::Send`], or in place the first `total` bytes of
 //! [`Buf::Recv`] (which the rest of the buffer keeps, as Open MPI's does); [`Buf::Acc`]
