@@ -1071,7 +1071,7 @@ impl Topo {
             return None;
         }
         let op = Box::new(op);
-        let ends = super::raw::ends_of(lens);
+        let ends = crate::gatherv::ends_of(lens);
         let blocks = crate::subtrees::Blocks::Ends(&ends);
         let r = self.sched_reduce_scatter(StaticScope, send, recv, total, mine, op, None, blocks);
         Some(RawRequest(r))

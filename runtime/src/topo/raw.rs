@@ -452,8 +452,9 @@ impl Topo {
     /// and gets its own block into the first `lens[rank]` bytes of `recv`. It runs as
     /// recursive halving in the hierarchy's order where the settings choose it for the
     /// blocks' mean length ([`topo_hierarchy::Settings::reduce_scatter_v_halving`]; the
-    /// schedule of `MPI_Ireduce_scatter`, waited for), else as an Allreduce (`raw_all_reduce`) of which each rank keeps its block. False (nothing
-    /// done) where the collectives go to MPI, or for buffers of the wrong length.
+    /// schedule of `MPI_Ireduce_scatter`, waited for), else as an Allreduce
+    /// (`raw_all_reduce`) of which each rank keeps its block. False (nothing done) where
+    /// the collectives go to MPI, or for buffers of the wrong length.
     pub fn raw_reduce_scatter(
         &mut self,
         send: Option<&[u8]>,
@@ -473,7 +474,7 @@ impl Topo {
             .map(|h| h.settings.reduce_scatter_v_halving(total / size.max(1)));
         if halving == Some(true) {
             let op = Box::new(*op);
-            let ends = ends_of(lens);
+            let ends = crate::gatherv::ends_of(lens);
             mpi::request::scope(|scope| {
                 let blocks = Blocks::Ends(&ends);
                 self.sched_reduce_scatter(scope, send, recv, total, mine, op, None, blocks)
@@ -642,16 +643,6 @@ pub(super) fn reduce_scatter_fits(
         None => recv_len == total,
     };
     fits.then_some((total, mine))
-}
-
-/// Where each of the blocks of `lens` bytes, one after another, ends ([`Blocks::Ends`]).
-pub(super) fn ends_of(lens: &[usize]) -> Vec<usize> {
-    lens.iter()
-        .scan(0, |end, &l| {
-            *end += l;
-            Some(*end)
-        })
-        .collect()
 }
 
 pub(super) fn scan_fits(
