@@ -35,6 +35,11 @@
  *   _Ibarrier), as mpi4py's often are. Such a communicator cannot get a context at a
  *   nonblocking start; the library learns from the first ones and sets the next ones up in
  *   the call that creates them. Every result checked.
+ * split: MPI_Comm_split of world and of a split of it, with colors and keys of every kind
+ *   (one color, reversed keys, ties broken by rank, negative keys, MPI_UNDEFINED, one rank
+ *   per color), each made again after the last was freed: every new communicator must be
+ *   congruent to the one MPI's own PMPI_Comm_split makes from the same arguments, carry
+ *   the parent's error handler, and reduce right.
  * nb-stress: rounds of 1 to 20 nonblocking collectives in flight at once (MPI_Ibcast,
  *   _Ireduce and _Iallreduce of 1 to 5000 elements at random roots, _Ibarrier,
  *   _Iallgather) on four communicators (world and three duplicates), with a ring of
@@ -495,6 +500,69 @@ static void nb_first(void) {
     result(ok, "nb-first: communicators not congruent to world whose collectives are all nonblocking");
 }
 
+/* The color and key of pattern `kind` for rank `r` of `n` (split). */
+static void split_args(int kind, int r, int n, int *color, int *key) {
+    switch (kind) {
+    case 0: *color = 0, *key = r; break;                  /* world's order */
+    case 1: *color = 0, *key = -r; break;                 /* reversed */
+    case 2: *color = r % 2, *key = 0; break;              /* ties: by rank */
+    case 3: *color = r % 3 == 1 ? MPI_UNDEFINED : r % 2, *key = (r * 7) % 5 - 2; break;
+    case 4: *color = r, *key = 0; break;                  /* one rank each */
+    default: *color = r < n / 2, *key = n - r; break;     /* halves, reversed */
+    }
+}
+
+/* The split of `parent` by pattern `kind`, checked against MPI's own: 1 if right. */
+static int split_one(MPI_Comm parent, int kind, int round) {
+    int r, n, color, key, ok = 1;
+    MPI_Comm_rank(parent, &r);
+    MPI_Comm_size(parent, &n);
+    split_args(kind, r, n, &color, &key);
+    MPI_Comm c, ref;
+    MPI_Comm_split(parent, color, key, &c);
+    PMPI_Comm_split(parent, color, key, &ref);
+    if (color == MPI_UNDEFINED) {
+        ok = c == MPI_COMM_NULL && ref == MPI_COMM_NULL;
+    } else {
+        int cmp = MPI_UNEQUAL, cr, cn;
+        MPI_Comm_compare(c, ref, &cmp);
+        ok &= cmp == MPI_CONGRUENT;
+        MPI_Errhandler eh;
+        MPI_Comm_get_errhandler(c, &eh);
+        ok &= eh == MPI_ERRORS_RETURN;
+        MPI_Errhandler_free(&eh);
+        MPI_Comm_rank(c, &cr);
+        MPI_Comm_size(c, &cn);
+        long long mine = 100 * round + cr, sum = 0, want = 100LL * round * cn + (long long)cn * (cn - 1) / 2;
+        MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, c);
+        ok &= sum == want;
+        hash(sum + cr);
+        MPI_Comm_free(&c);
+        MPI_Comm_free(&ref);
+    }
+    if (!ok) fprintf(stderr, "split: rank %d: pattern %d, round %d wrong\n", rank, kind, round);
+    return ok;
+}
+
+static void split(void) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    /* A parent of its own: world reversed, with a context from its first collective. */
+    MPI_Comm rev;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &rev);
+    long long one = 1, n = 0;
+    MPI_Allreduce(&one, &n, 1, MPI_LONG_LONG, MPI_SUM, rev);
+    int ok = n == size, rounds = quick ? 3 : 10;
+    for (int round = 0; round < rounds; round++) {
+        for (int kind = 0; kind < 6; kind++) {
+            ok &= split_one(MPI_COMM_WORLD, kind, round);
+            ok &= split_one(rev, kind, round);
+        }
+    }
+    MPI_Comm_free(&rev);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    result(ok, "split: MPI_Comm_split gives MPI's communicators");
+}
+
 static int copies;
 
 static int count_copy(MPI_Comm old, int keyval, void *extra, void *in, void *out, int *flag) {
@@ -558,6 +626,8 @@ int main(int argc, char **argv) {
             attr_copy();
         } else if (!strcmp(argv[i], "nb-first")) {
             nb_first();
+        } else if (!strcmp(argv[i], "split")) {
+            split();
         } else if (!strcmp(argv[i], "nb-stress")) {
             nb_stress();
         } else if (!strcmp(argv[i], "--quick")) {

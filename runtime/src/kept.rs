@@ -73,6 +73,12 @@ pub(crate) fn take(key: u64) -> Option<Kept> {
     all.remove(i)
 }
 
+/// Takes every kept context, oldest first. Give those not taken up back with [`keep`], in
+/// that order.
+pub(crate) fn take_all() -> Vec<Kept> {
+    kept().drain(..).collect()
+}
+
 /// Drops every kept context (their communicators freed, their segments unmapped): call it
 /// before MPI is finalized.
 pub fn clear() {

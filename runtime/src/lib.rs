@@ -76,5 +76,7 @@ pub mod view;
 pub use error::{Error, Result};
 pub use plain::{MpiCombine, Numeric};
 pub use request::{Progress, RawRequest, Request, wait_all, wait_any};
-pub use topo::{ABORT_CODE, Fallback, KeptKeys, KeptOffer, MPICH_CONTEXTS, SHM_DIR_ENV, Topo};
+pub use topo::{
+    ABORT_CODE, Fallback, KeptKeys, KeptOffer, KeptOffers, MPICH_CONTEXTS, SHM_DIR_ENV, Topo,
+};
 pub use topo_hierarchy::{LevelName, Settings};

@@ -494,12 +494,15 @@ check_cases() {
 # and on fresh duplicates, with a large MPI_Ibcast in flight elsewhere; a duplicate freed
 # with a collective in flight on it; MPI_BOTTOM in MPI_Allgather on some ranks only, and in
 # MPI_Bcast (under MPICH, whose MPI_Pack refuses a null buffer, both aborted); the
-# program's attribute copy callbacks run on the library's own communicators. And up to 20
+# program's attribute copy callbacks run on the library's own communicators; the library's
+# own MPI_Comm_split (colors and keys gathered through the parent's context, then
+# MPI_Comm_create_group) gives communicators congruent to MPI's split, with the parent's
+# error handler (MPICH's create_group sets none by itself). And up to 20
 # nonblocking collectives in flight on four communicators, with point-to-point messages in
 # the same request arrays, completed by every Wait and Test form.
-check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 1 node x 2" "23 passed, 0 failed" \
+check_cases "preload-cases local-start free-in-flight bottom attr-copy split nb-stress, 1 node x 2" "24 passed, 0 failed" \
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather MPI_Bcast" \
-  --quick local-start free-in-flight bottom attr-copy nb-stress -- "${ONE[@]}"
+  --quick local-start free-in-flight bottom attr-copy split nb-stress -- "${ONE[@]}"
 # check_nb_first NAME SRUN_ARGS...: communicators not congruent to world whose collectives
 # are all nonblocking (preload-cases nb-first): the results right and the same as without
 # topo-run, and after the first ones (which go to MPI) their contexts set up in the
@@ -662,8 +665,8 @@ if [[ $RC -ne 0 ]] && grep -q "error: cannot set up topo-run's collectives: .*ab
 else bad "MPICH: a corrupted plan" "exit $RC" "$(head -4 "$WORK/err")"; fi
 # The legal programs that hung, under MPICH (no progress hook: its own waits advance the
 # library's requests through MPIX_Grequest_start).
-CASES_PROG=$MCASES check_cases "MPICH: preload-cases local-start free-in-flight bottom attr-copy nb-stress, 1 node x 2 (srun --mpi=pmi2)" \
-  "23 passed, 0 failed" "MPI_Ibcast MPI_Iallgather MPI_Allgather" --quick local-start free-in-flight bottom attr-copy nb-stress \
+CASES_PROG=$MCASES check_cases "MPICH: preload-cases local-start free-in-flight bottom attr-copy split nb-stress, 1 node x 2 (srun --mpi=pmi2)" \
+  "24 passed, 0 failed" "MPI_Ibcast MPI_Iallgather MPI_Allgather" --quick local-start free-in-flight bottom attr-copy split nb-stress \
   -- "${MONE[@]}" "$MPICH_GENERIC"
 CASES_PROG=$MCASES check_cases "MPICH: preload-cases renamed-type, 1 node x 2 (srun --mpi=pmi2)" \
   "1 passed, 0 failed" "MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Allgather" renamed-type -- "${MONE[@]}" "$MPICH_GENERIC"
@@ -750,9 +753,9 @@ if [[ $yield_here == 1 ]]; then
 else
   echo "skip C at MPI_THREAD_MULTIPLE with the progress thread, 2 nodes x 2 ranks (the kernel's autogroups are on)"
 fi
-check_cases "preload-cases local-start free-in-flight bottom attr-copy nb-stress, 2 nodes x 2" "23 passed, 0 failed" \
+check_cases "preload-cases local-start free-in-flight bottom attr-copy split nb-stress, 2 nodes x 2" "24 passed, 0 failed" \
   "MPI_Ibcast MPI_Ireduce MPI_Iallreduce MPI_Ibarrier MPI_Iallgather MPI_Allgather" \
-  --quick local-start free-in-flight bottom attr-copy nb-stress -- "${TWO[@]}"
+  --quick local-start free-in-flight bottom attr-copy split nb-stress -- "${TWO[@]}"
 check_nb_first "preload-cases nb-first, 2 nodes x 2" "${TWO[@]}"
 RANKS=4 NODES=2 check_profile "the collective profile of a known program, 2 nodes x 2 ranks" topo "${TWO[@]}"
 RANKS=4 NODES=2 check_profile "the collective profile with MPI's own collectives (--native), 2 nodes x 2 ranks" native "${TWO[@]}"

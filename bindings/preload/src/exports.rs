@@ -1538,6 +1538,16 @@ pub unsafe extern "C" fn MPI_Comm_split(
     key: c_int,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
+    // Through `comm`'s context, if it has one.
+    let mut made = None;
+    if !newcomm.is_null() {
+        abi::own(Some(comm), || made = state::split(comm, color, key));
+    }
+    if let Some((rc, new)) = made {
+        // SAFETY: the application's pointer for the new handle, checked non-null.
+        unsafe { *newcomm = new };
+        return rc;
+    }
     // SAFETY: the application's own arguments, passed on.
     let rc = unsafe { ffi::PMPI_Comm_split(comm, color, key, newcomm) };
     adopt(rc, comm, newcomm)

@@ -17,7 +17,7 @@ mod immediate;
 mod measure;
 mod raw;
 mod reuse;
-pub use reuse::{KeptKeys, KeptOffer};
+pub use reuse::{KeptKeys, KeptOffer, KeptOffers};
 mod setup;
 mod start;
 

@@ -97,6 +97,65 @@ impl KeptKeys {
             kept: kept::take(key_of(members, &self.digest, on_lanes)),
         }
     }
+
+    /// Every context this process kept, offered at once: for a caller that learns its
+    /// new communicator's members only from the exchange in which the members make their
+    /// offers (the PMPI library's `MPI_Comm_split`, whose colors and keys travel with the
+    /// offers). At most `KEPT_SEGMENTS` ids.
+    pub fn offer_all(&self) -> KeptOffers {
+        KeptOffers {
+            digest: self.digest,
+            kept: kept::take_all(),
+        }
+    }
+}
+
+/// Every context this process kept, taken out of the kept ones until the members of a new
+/// communicator have agreed which one, if any, they all take up ([`KeptKeys::offer_all`]).
+/// Those not taken up go back to the kept ones, in their order, when it is dropped.
+pub struct KeptOffers {
+    digest: Digest,
+    kept: Vec<Kept>,
+}
+
+impl KeptOffers {
+    /// The ids of the contexts offered (the same on every member that kept each).
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.kept.iter().map(|k| k.id)
+    }
+
+    /// The context for a new communicator whose members are `members` (world ranks, in its
+    /// order), on the node's lanes or not as `on_lanes` says: of the offered contexts for
+    /// exactly those members and that choice whose id `in_every_offer` (the caller's
+    /// agreement: every member offered it), the one with the lowest id. Every member that
+    /// offered an id holds it with the same members, so every member picks the same one,
+    /// or none, when `members`, `on_lanes` and `in_every_offer` are the same on all.
+    pub fn take_up(
+        &mut self,
+        members: &[u32],
+        on_lanes: bool,
+        in_every_offer: impl Fn(u64) -> bool,
+    ) -> Option<Topo> {
+        let key = key_of(members, &self.digest, on_lanes);
+        let i = (0..self.kept.len())
+            .filter(|&i| self.kept[i].key == key && in_every_offer(self.kept[i].id))
+            .min_by_key(|&i| self.kept[i].id)?;
+        Some(Topo::from_kept(self.kept.remove(i)))
+    }
+}
+
+impl std::fmt::Debug for KeptOffers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.ids()).finish()
+    }
+}
+
+impl Drop for KeptOffers {
+    fn drop(&mut self) {
+        for k in self.kept.drain(..) {
+            kept::keep(k);
+        }
+    }
 }
 
 impl std::fmt::Debug for KeptOffer {

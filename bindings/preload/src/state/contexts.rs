@@ -113,7 +113,14 @@ pub(super) fn max_comms() -> usize {
 /// began with a nonblocking collective (collective over `parent`: every rank of it calls
 /// this in the same creating call, with `MPI_COMM_NULL` where it is not in `comm`).
 pub(crate) fn adopt(parent: MPI_Comm, comm: MPI_Comm) {
-    match take_up_kept(parent, comm) {
+    adopt_as(take_up_kept(parent, comm), comm);
+}
+
+/// Gives `comm`, just created, a context as `adoption` says: none more if it has the one
+/// its members kept; one now if they asked for it (or if it is congruent to world); else
+/// none before its first blocking collective.
+pub(super) fn adopt_as(adoption: Adoption, comm: MPI_Comm) {
+    match adoption {
         Adoption::TakenUp => return,
         // (One congruent to world is set up below in any case.)
         Adoption::SetUpNow if !abi::congruent_to_world(comm) => {
@@ -248,7 +255,7 @@ fn take_up_kept(parent: MPI_Comm, comm: MPI_Comm) -> Adoption {
 }
 
 /// What [`take_up_kept`] did for a new communicator.
-enum Adoption {
+pub(super) enum Adoption {
     /// It has the context its members kept.
     TakenUp,
     /// It gets a new context now, in its creating call ([`set_up_at_creation`]).
@@ -394,9 +401,14 @@ fn origin_of(topo: &Topo) -> Origin {
 
 /// `comm`'s context `topo`, with the kind of communicator it is for the statistics.
 fn active_for(comm: MPI_Comm, topo: Topo) -> Active {
+    active_as(topo, abi::congruent_to_world(comm))
+}
+
+/// A communicator's context `topo`, congruent to world or not as the caller knows.
+pub(super) fn active_as(topo: Topo, congruent: bool) -> Active {
     let (rank, size) = (topo.world().rank(), topo.world().size());
     let node = topo.local().is_some_and(|(_, local)| local as i32 == size);
-    let kind = if abi::congruent_to_world(comm) {
+    let kind = if congruent {
         CommKind::Duplicate
     } else if node {
         CommKind::Node

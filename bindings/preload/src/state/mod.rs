@@ -51,6 +51,7 @@ mod global;
 mod handed;
 mod hooks;
 mod requests;
+mod split;
 mod types;
 
 pub(crate) use contexts::*;
@@ -58,6 +59,7 @@ use global::*;
 pub(crate) use handed::{known as handed_known, op_known as handed_op_known};
 pub(crate) use hooks::*;
 pub(crate) use requests::*;
+pub(crate) use split::split;
 pub(crate) use types::*;
 
 use std::collections::HashMap;
@@ -150,6 +152,9 @@ struct Entry {
     kind: CommKind,
     /// When the communicators created from this one offer their kept contexts.
     offers: Offers,
+    /// The world ranks of the communicator's ranks, once a split of it needed them (not
+    /// for world and its duplicates, whose ranks are world's).
+    world_ranks: Option<Arc<[u32]>>,
 }
 
 /// When the calls that create communicators from a context's communicator exchange the
@@ -396,6 +401,7 @@ impl State {
                 segment,
                 kind,
                 offers: Offers::default(),
+                world_ranks: None,
             },
         );
     }
