@@ -6,9 +6,8 @@
 //! communicator's context id; the library's `MPI_Comm_create_group` does only the second.
 //! The gather goes through the parent's context (shared memory inside a node), and the
 //! same rows carry what the kept contexts need agreed (`contexts::take_up_kept` makes a
-//! second exchange after MPI's split instead). On 1 node x 2 a split, an 8-byte
-//! `MPI_Allreduce` and a free take (docs/runtime.md, "Any communicator")... less than the
-//! split through MPI plus that exchange.
+//! second exchange after MPI's split instead). What that saves: docs/runtime.md, "Any
+//! communicator".
 
 use super::*;
 use topo_hierarchy::settings::KEPT_SEGMENTS;
