@@ -3,7 +3,7 @@
 //! `MPI_Comm_create_group` for each color.
 //!
 //! MPI's own split gathers every rank's color and key over MPI and then agrees on the new
-//! communicator's context id; the library's `MPI_Comm_create_group` does only the second.
+//! communicator's context id; MPI's `MPI_Comm_create_group` does only the second.
 //! The gather goes through the parent's context (shared memory inside a node), and the
 //! same rows carry what the kept contexts need agreed (`contexts::take_up_kept` makes a
 //! second exchange after MPI's split instead). What that saves: docs/runtime.md, "Any
