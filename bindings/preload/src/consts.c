@@ -16,6 +16,7 @@ MPI_Comm topo_preload_comm_f2c(MPI_Fint f) { return PMPI_Comm_f2c(f); }
 MPI_Datatype topo_preload_type_f2c(MPI_Fint f) { return PMPI_Type_f2c(f); }
 MPI_Op topo_preload_op_f2c(MPI_Fint f) { return PMPI_Op_f2c(f); }
 MPI_Fint topo_preload_request_c2f(MPI_Request r) { return PMPI_Request_c2f(r); }
+MPI_Fint topo_preload_comm_c2f(MPI_Comm c) { return PMPI_Comm_c2f(c); }
 
 int topo_preload_comm_unusable(MPI_Comm c) { return c == MPI_COMM_NULL || c == (MPI_Comm)0; }
 int topo_preload_type_unusable(MPI_Datatype t) {

@@ -1008,11 +1008,30 @@ fortran! {
 }
 
 fortran! {
-    /// `MPI_COMM_SPLIT(COMM, COLOR, KEY, NEWCOMM, IERROR)`: MPI's, then a context for the
-    /// new communicator if it is congruent to world, as the C `MPI_Comm_split`.
+    /// `MPI_COMM_SPLIT(COMM, COLOR, KEY, NEWCOMM, IERROR)`: the library's own split over a
+    /// communicator with a context, as the C `MPI_Comm_split`; MPI's (its C function),
+    /// then the kept contexts' exchange, otherwise.
     mpi_comm_split_, mpi_comm_split_f08_ => "comm_split",
     (c: I, color: I, key: I, newcomm: E, ierr: E)
-    after { adopt(c, newcomm, ierr) }
+    first {
+        if newcomm.is_null() {
+            false
+        } else {
+            let (cc, mut new) = (comm(c), abi::comm_null());
+            // SAFETY: the application's arguments, by reference, as C values; MPI writes
+            // the new communicator to a local.
+            let rc = unsafe { crate::exports::MPI_Comm_split(cc, int(color), int(key), &mut new) };
+            // SAFETY: `newcomm` is the application's handle argument (checked non-null);
+            // the error argument may be absent (`use mpi_f08`).
+            unsafe {
+                *newcomm = abi::comm_c2f(new);
+                if !ierr.is_null() {
+                    *ierr = rc;
+                }
+            }
+            true
+        }
+    }
 }
 
 fortran! {

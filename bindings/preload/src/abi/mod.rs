@@ -34,6 +34,7 @@ unsafe extern "C" {
     fn topo_preload_type_f2c(f: c_int) -> MPI_Datatype;
     fn topo_preload_op_f2c(f: c_int) -> MPI_Op;
     fn topo_preload_request_c2f(r: MPI_Request) -> c_int;
+    fn topo_preload_comm_c2f(c: MPI_Comm) -> c_int;
     fn topo_preload_comm_unusable(c: MPI_Comm) -> c_int;
     fn topo_preload_type_unusable(t: MPI_Datatype) -> c_int;
     fn topo_preload_type_name(t: MPI_Datatype) -> *const c_char;
@@ -63,6 +64,12 @@ pub(crate) fn op_f2c(f: c_int) -> MPI_Op {
 pub(crate) fn request_c2f(r: MPI_Request) -> c_int {
     // SAFETY: `r` is a request this library just started (a generalized request of MPI's).
     unsafe { topo_preload_request_c2f(r) }
+}
+
+/// The Fortran handle of communicator `c` (`PMPI_Comm_c2f`).
+pub(crate) fn comm_c2f(c: MPI_Comm) -> c_int {
+    // SAFETY: `c` is a communicator MPI just made (or `MPI_COMM_NULL`).
+    unsafe { topo_preload_comm_c2f(c) }
 }
 
 /// `MPI_PACKED`.
