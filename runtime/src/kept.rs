@@ -8,7 +8,7 @@
 //! completed), leaves its private communicator and its hierarchical path (the node's
 //! queues, the network transport, the schedules' choices) here. The next context over the
 //! same members in the same order, with the same settings, takes them up where they were
-//! left, as if the first context had lived on, once every member has agreed that it kept
+//! left (its whole state, so that nothing is built again), as if the first context had lived on, once every member has agreed that it kept
 //! the same one (`Topo::init`); otherwise it sets a new one up.
 //!
 //! At most [`KEPT_SEGMENTS`] contexts are kept per process, the oldest dropped first (its segment
@@ -23,7 +23,7 @@ use mpi::topology::SimpleCommunicator;
 
 use topo_hierarchy::settings::KEPT_SEGMENTS;
 
-use crate::context::HierarchicalPath;
+use crate::context::Shared;
 
 /// A context kept: the members and settings it serves (`key`), which context it is (`id`,
 /// the same on every member), how many contexts used it before, and its parts.
@@ -32,10 +32,13 @@ pub(crate) struct Kept {
     pub(crate) id: u64,
     pub(crate) earlier: u32,
     pub(crate) world: SimpleCommunicator,
-    pub(crate) hier: Box<HierarchicalPath>,
+    /// The context's state, idle, with its hierarchical path.
+    pub(crate) core: Shared,
     /// This rank's node, and its rank and the member count there.
     pub(crate) node: String,
     pub(crate) local: Option<(u32, u32)>,
+    /// Whether a progress thread advances the context's collectives.
+    pub(crate) thread: bool,
 }
 
 // SAFETY: a kept context is idle (nothing in flight, no buffer of a caller's in it): what

@@ -61,6 +61,10 @@ pub(crate) fn track(core: &Shared) {
     CONTEXTS.with(|c| {
         let mut list = c.borrow_mut();
         list.retain(|t| t.core.strong_count() > 0);
+        // A kept context taken up again on the thread that tracks it already.
+        if list.iter().any(|t| std::ptr::eq(t.core.as_ptr(), Arc::as_ptr(core))) {
+            return;
+        }
         list.push(Tracked {
             core: Arc::downgrade(core),
             busy,

@@ -65,7 +65,10 @@ pub(crate) fn track(core: &Shared) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
     list.retain(|w| w.strong_count() > 0);
-    list.push(Arc::downgrade(core));
+    // A kept context taken up again is tracked already.
+    if !list.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(core))) {
+        list.push(Arc::downgrade(core));
+    }
 }
 
 /// The helper, once `track` has published it (the thread starts before it is).

@@ -104,19 +104,20 @@ pub struct Topo {
 
 impl Drop for Topo {
     fn drop(&mut self) {
-        let hier = self.quiesced().hier.take();
-        // Idle now: a context over other members than world's is kept for the next
-        // context over the same ones (`crate::kept`).
-        if let (Some(hier), Some((key, id))) = (hier, self.lineage) {
+        let hierarchical = self.quiesced().hier.is_some();
+        // Idle now: a context over other members than world's is kept, whole, for the
+        // next context over the same ones (`crate::kept`).
+        if let (true, Some((key, id))) = (hierarchical, self.lineage) {
             let world = std::mem::replace(&mut self.world, SimpleCommunicator::world());
             crate::kept::keep(crate::kept::Kept {
                 key,
                 id,
                 earlier: self.earlier + 1,
                 world,
-                hier,
-                node: self.node.clone(),
+                core: std::sync::Arc::clone(&self.core),
+                node: std::mem::take(&mut self.node),
                 local: self.local,
+                thread: self.thread,
             });
         }
     }

@@ -185,11 +185,25 @@ impl Topo {
         KeptKeys::from_env().map_or_else(KeptOffer::default, |k| k.offer(members, on_lanes))
     }
 
-    /// The context made of a kept one's parts, as the context that kept them left them.
+    /// The context a kept one was, as it left it: its state taken over, nothing built
+    /// anew (its progress is tracked on this thread, which may not be the one that made it).
     pub(super) fn from_kept(k: Kept) -> Topo {
-        let mut topo = Topo::new(k.world, Some(k.hier), None, k.node, k.local);
-        topo.lineage = Some((k.key, k.id));
-        topo.earlier = k.earlier;
-        topo
+        crate::mpi_hook::track(&k.core);
+        if k.thread {
+            crate::progress_thread::track(&k.core);
+        }
+        Topo {
+            rank: k.world.rank(),
+            world: k.world,
+            core: k.core,
+            fallback: None,
+            node: k.node,
+            local: k.local,
+            thread: k.thread,
+            combine: None,
+            lineage: Some((k.key, k.id)),
+            earlier: k.earlier,
+            _not_send: PhantomData,
+        }
     }
 }
