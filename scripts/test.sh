@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The project's test command: installs what is missing, then checks formatting, lints, runs
-# every test (unit, property, CLI, and end-to-end under a private Slurm cluster), and
-# builds the fuzz targets. Run from anywhere: bash scripts/test.sh
+# The project's test command: installs what is missing, then checks formatting, lints and
+# the API docs' links, runs every test (unit, property, CLI, and end-to-end under a private
+# Slurm cluster), and builds the fuzz targets. Run from anywhere: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +12,9 @@ cargo fmt --all --check
 
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== cargo doc: every intra-doc link resolves"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
 
 echo "== no circle of imports between modules"
 python3 scripts/check-cycles.py

@@ -3,7 +3,7 @@
 
 use thiserror::Error;
 
-/// Which input an [`Error`] is about. The launcher maps each kind to its own exit code.
+/// Which input an [`Error`](enum@Error) is about. The launcher maps each kind to its own exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
     /// A PMIx locality string.

@@ -28,7 +28,7 @@ const TIGHT: u32 = 32;
 pub(crate) const LIVENESS_PERIOD: Duration = Duration::from_millis(50);
 
 /// The pacing every wait shares: spin `spin` rounds, then yield the core on each pause,
-/// and say every [`LIVENESS_PERIOD`] of yielding that it is time to check the peers. The
+/// and say every `LIVENESS_PERIOD` of yielding that it is time to check the peers. The
 /// clock is read only once the wait yields: a short wait (most collectives' on a quiet
 /// node) never reads it.
 #[derive(Debug)]
@@ -48,7 +48,7 @@ impl Pace {
         }
     }
 
-    /// Whether the next pause returns at once (see [`TIGHT`]).
+    /// Whether the next pause returns at once (see `TIGHT`).
     pub fn tight(&self) -> bool {
         self.round < self.spin.min(TIGHT)
     }

@@ -3,7 +3,7 @@
 //! `rooted-v`):
 //!
 //! - **through the leaders**, as [`crate::gather`]: first each rank's length climbs to
-//!   the job's top group ([`lengths_up`]), one 8-byte number per rank, so that every
+//!   the job's top group (`lengths_up`), one 8-byte number per rank, so that every
 //!   leader knows the lengths of the ranks under its members; the root knows every
 //!   length, and hands them to its place in the top group if that is another rank. Then
 //!   the blocks climb as a Gather's, one after another in rank order. Where the top group

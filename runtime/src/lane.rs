@@ -5,9 +5,9 @@
 //! between calls, so its nonblocking collectives (and the flat forms, which run as
 //! schedules) take the node's steps over MPI's point-to-point, and never wait for a lane.
 //! Each blocking collective that runs the hierarchical algorithms directly claims a lane
-//! with the context's other ranks on the node ([`Lane::bind`]), runs its node steps
+//! with the context's other ranks on the node (`Lane::bind`), runs its node steps
 //! through the lane's queues (or over MPI when none is free), and lets it go
-//! ([`Lane::unbind`]).
+//! (`Lane::unbind`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

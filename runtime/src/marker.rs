@@ -5,7 +5,7 @@
 //! topo-run's collectives where it asks for them, and its calls to MPI's own collectives
 //! (benchmarks compare against them) must stay MPI's own.
 
-/// The name of the ELF section that holds [`MARK`].
+/// The name of the ELF section that holds `MARK`.
 pub const SECTION: &str = ".topo_runtime";
 
 /// The mark. [`keep`] references it from `Topo::from_env`, so the linker keeps it in every
@@ -14,7 +14,7 @@ pub const SECTION: &str = ".topo_runtime";
 #[unsafe(link_section = ".topo_runtime")]
 static MARK: [u8; 16] = *b"topo-runtime v1\0";
 
-/// Keeps [`MARK`] in the linked program.
+/// Keeps `MARK` in the linked program.
 pub fn keep() {
     std::hint::black_box(&MARK);
 }

@@ -62,7 +62,10 @@ pub(crate) fn track(core: &Shared) {
         let mut list = c.borrow_mut();
         list.retain(|t| t.core.strong_count() > 0);
         // A kept context taken up again on the thread that tracks it already.
-        if list.iter().any(|t| std::ptr::eq(t.core.as_ptr(), Arc::as_ptr(core))) {
+        if list
+            .iter()
+            .any(|t| std::ptr::eq(t.core.as_ptr(), Arc::as_ptr(core)))
+        {
             return;
         }
         list.push(Tracked {

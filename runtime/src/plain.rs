@@ -51,7 +51,7 @@ pub fn bytes_mut<T: 'static>(s: &mut [T]) -> &mut [u8] {
 }
 
 /// An MPI reduction applied locally: the common predefined operations on fixed-size
-/// integers and floats in Rust ([`kernel`]), everything else (other predefined pairs, user
+/// integers and floats in Rust (`kernel`), everything else (other predefined pairs, user
 /// operations) with `PMPI_Reduce_local`. (The profiling entry point, so that a PMPI
 /// library that loads this crate never re-enters itself.)
 #[derive(Debug, Clone, Copy)]

@@ -66,7 +66,10 @@ pub(crate) fn track(core: &Shared) {
         .unwrap_or_else(PoisonError::into_inner);
     list.retain(|w| w.strong_count() > 0);
     // A kept context taken up again is tracked already.
-    if !list.iter().any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(core))) {
+    if !list
+        .iter()
+        .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(core)))
+    {
         list.push(Arc::downgrade(core));
     }
 }

@@ -24,7 +24,7 @@
 //!
 //! Where some group's ranks are not consecutive (cyclic placement), the prefixes do not
 //! split along the groups; the ranks then run recursive doubling over all ranks in rank
-//! order, as MPICH's Scan does ([`doubling`]: `ceil(log2 size)` rounds, where a chain of
+//! order, as MPICH's Scan does (`doubling`: `ceil(log2 size)` rounds, where a chain of
 //! ranks, Open MPI's linear Scan, takes `size - 1`). Which form runs is agreed once per
 //! context ([`in_order`]).
 

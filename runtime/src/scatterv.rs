@@ -3,7 +3,7 @@
 //! `rooted-v`):
 //!
 //! - **through the leaders**, as [`crate::scatter`]: first every rank's length (its
-//!   receive count) climbs to the job's top group ([`crate::gatherv::lengths_up`], as
+//!   receive count) climbs to the job's top group (`crate::gatherv::lengths_up`, as
 //!   Gatherv's), so that every leader knows the lengths of the ranks under its members;
 //!   the root knows every length. Then the blocks, one after another in rank order, go
 //!   down as a Scatter's. Where the top group is the node leaders', the lengths stay

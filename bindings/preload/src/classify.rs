@@ -138,7 +138,7 @@ pub enum OpKind {
 }
 
 impl OpKind {
-    /// All of them, in the order of [`OpKind::index`].
+    /// All of them, in the order of `OpKind::index`.
     pub const ALL: [OpKind; 10] = [
         OpKind::Max,
         OpKind::Min,

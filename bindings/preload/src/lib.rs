@@ -22,7 +22,7 @@
 
 //!
 //! Unsafe code is denied but in the modules below that say why they need it. The FFI
-//! is in two modules, one per direction: [`abi`] calls MPI (`PMPI_*`, its constants,
+//! is in two modules, one per direction: `abi` calls MPI (`PMPI_*`, its constants,
 //! the callbacks it is handed), and `exports` and `fortran` are the symbols through
 //! which the program calls the library. Beside them, the collectives see the C caller's
 //! buffers as slices, and the state asserts the thread rule it relies on

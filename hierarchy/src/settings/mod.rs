@@ -325,7 +325,7 @@ impl Settings {
 
     /// The alltoall algorithm for blocks of `bytes` (each rank's block for one rank): on
     /// several nodes the spread form while a message between two nodes stays below
-    /// [`ALLTOALL_AGGREGATE_PAIR`] bytes, else (and on one node) pairwise.
+    /// `ALLTOALL_AGGREGATE_PAIR` bytes, else (and on one node) pairwise.
     pub fn alltoall_for(&self, bytes: usize) -> AlltoallAlg {
         let defaults = if self.nodes > 1 {
             let per_node = u64::from(self.ranks.div_ceil(self.nodes).max(1));
@@ -351,8 +351,8 @@ impl Settings {
 
     /// The Reduce_scatter_block form for blocks of `bytes` (each rank's block of the
     /// result): by recursive halving in the hierarchy's order while the whole contribution
-    /// (`bytes` times the ranks) is below [`REDUCE_SCATTER_HALVING_BELOW`], above it
-    /// through the leaders on several nodes of at most [`REDUCE_SCATTER_LEADERS_PER_NODE`]
+    /// (`bytes` times the ranks) is below `REDUCE_SCATTER_HALVING_BELOW`, above it
+    /// through the leaders on several nodes of at most `REDUCE_SCATTER_LEADERS_PER_NODE`
     /// ranks and as the Allreduce's form on nodes of more; on one node by halving at every
     /// size, but through rank 0 on a node of at most 2 ranks.
     pub fn reduce_scatter_for(&self, bytes: usize) -> ReduceScatterAlg {
@@ -442,7 +442,7 @@ impl Settings {
 
     /// The barrier: the user's, else the flat dissemination with the nodes interleaved for
     /// the jobs whose small Allreduce takes recursive doubling over every rank (5 to 32
-    /// ranks per node, [`Settings::few_per_node`]): there the simulator predicts the
+    /// ranks per node, `Settings::few_per_node`): there the simulator predicts the
     /// hierarchy's barrier at up to 1.05 x a dissemination over ranks placed cyclically,
     /// which this one is in any placement (docs/simulate.md); else the hierarchy's, with a
     /// dissemination among the node leaders.
@@ -455,7 +455,7 @@ impl Settings {
     }
 
     /// How Gatherv and Scatterv go: the user's choice, else through the leaders in a job
-    /// on several nodes with more than [`ROOTED_V_DIRECT_PER_NODE`] ranks per node, where
+    /// on several nodes with more than `ROOTED_V_DIRECT_PER_NODE` ranks per node, where
     /// they spare the root a message per rank; else straight between the root and each
     /// rank, in one step instead of the leaders' two.
     pub fn rooted_v_alg(&self) -> RootedVAlg {

@@ -2,11 +2,11 @@
 //! Open MPI's progress engine. Each function here is safe to call; what makes the call
 //! beneath it sound is written beside it (`// SAFETY:`).
 //!
-//! - [`comm`]: topo-run's own communicators and the few MPI collectives the setup runs
+//! - `comm`: topo-run's own communicators and the few MPI collectives the setup runs
 //!   before a context exists;
-//! - [`p2p`]: the MPI transport's nonblocking messages, tested to completion;
-//! - [`native`]: the nonblocking collectives handed to MPI, tied to the request's scope;
-//! - [`opal`]: Open MPI's progress engine (`opal_progress_register`).
+//! - `p2p`: the MPI transport's nonblocking messages, tested to completion;
+//! - `native`: the nonblocking collectives handed to MPI, tied to the request's scope;
+//! - `opal`: Open MPI's progress engine (`opal_progress_register`).
 
 pub(crate) mod comm;
 pub(crate) mod native;

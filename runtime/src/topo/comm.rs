@@ -36,7 +36,7 @@ impl Topo {
     ///
     /// Under `MPI_THREAD_MULTIPLE`, threads may set up contexts over different
     /// communicators at the same time; each thread's context gets a number no other
-    /// context of the process has (see [`agree_instance`]).
+    /// context of the process has (see `agree_instance`).
     pub fn for_comm(comm: &SimpleCommunicator) -> Result<Topo> {
         let instance = agree_instance(comm, crate::ffi::comm::thread_multiple());
         Self::init(comm, instance, None, Scope::Restricted)

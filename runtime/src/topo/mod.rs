@@ -222,7 +222,7 @@ impl Topo {
     }
 
     /// The world communicator topo-run works on: a communicator of its own over the
-    /// application's group ([`private_comm`]).
+    /// application's group (`private_comm`).
     pub fn world(&self) -> &SimpleCommunicator {
         &self.world
     }

@@ -97,7 +97,7 @@ pub enum Action {
         order: std::sync::Arc<[u32]>,
     },
     /// Round `round` of a dissemination barrier: tell `to` that this rank has reached it,
-    /// and hear the same from `from` ([`Transport::poll_signal`]).
+    /// and hear the same from `from` (`Transport::poll_signal`).
     Signal {
         /// The barrier's round.
         round: usize,
@@ -256,7 +256,7 @@ impl Builder {
 
 /// What a schedule's steps depend on besides its context (view and settings): calls of
 /// one shape on one context build the same steps, so the steps of a completed schedule,
-/// reset, serve the next call of its shape ([`super::Engine::reuse`]) without building
+/// reset, serve the next call of its shape (`Engine::reuse`) without building
 /// or allocating anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
