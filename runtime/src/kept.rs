@@ -5,11 +5,13 @@
 //! communicators of topo-run's own, and programs make the same communicators again and
 //! again (BLACS splits and frees its rows and columns around every operation). So a
 //! context over any communicator but world, when it is dropped (idle: its collectives have
-//! completed), leaves its private communicator and its hierarchical path (the node's
-//! queues, the network transport, the schedules' choices) here. The next context over the
-//! same members in the same order, with the same settings, takes them up where they were
-//! left (its whole state, so that nothing is built again), as if the first context had lived on, once every member has agreed that it kept
-//! the same one (`Topo::init`); otherwise it sets a new one up.
+//! completed), leaves itself here whole: its private communicator and its state, with the
+//! hierarchical path in it (the node's queues, the network transport, the schedules'
+//! choices). The next context over the same members in the same order, with the same
+//! settings, takes it up where it was left, nothing built again, as if the first context
+//! had lived on, once every member has agreed that it kept the same one (`Topo::init`, or
+//! the caller through [`crate::KeptOffer`] and [`crate::KeptOffers`]); otherwise it sets a
+//! new one up.
 //!
 //! At most [`KEPT_SEGMENTS`] contexts are kept per process, the oldest dropped first (its segment
 //! unmapped, its communicators freed); with the live contexts' segments (at most

@@ -2,7 +2,8 @@
 //! communicator over the same members (`crate::kept`): agreed over the new communicator
 //! at its setup ([`take_up`]), or, where the caller can agree more cheaply (the PMPI
 //! library, over the parent communicator's context in the creating call), through a
-//! [`KeptOffer`].
+//! [`KeptOffer`], or through [`KeptOffers`] where the members are learnt in that same
+//! exchange (the library's `MPI_Comm_split`).
 
 use super::comm::fnv;
 use super::*;
