@@ -12,6 +12,7 @@
  *                         1 MPI_Reduce of one int (4 bytes) to rank 0: the verdict
  *   on a split           7 MPI_Allreduce of two doubles (16 bytes): ranks of one parity,
  *                        in reversed order
+ *   on MPI_COMM_SELF     6 MPI_Bcast of one double (8 bytes), handed to MPI (one rank)
  *
  * Prints "N passed, 0 failed" (rank 0) when every result is right. */
 #include <mpi.h>
@@ -84,6 +85,13 @@ int main(int argc, char **argv) {
         checks++;
     }
     MPI_Comm_free(&half);
+
+    for (int i = 0; i < 6; i++) {
+        double x = rank + i;
+        MPI_Bcast(&x, 1, MPI_DOUBLE, 0, MPI_COMM_SELF);
+        bad += x != rank + i;
+        checks++;
+    }
 
     int all_bad = 0;
     MPI_Reduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);

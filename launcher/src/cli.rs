@@ -342,9 +342,11 @@ pub struct LaunchArgs {
     pub show: Option<ShowFormat>,
 
     /// Always preload topo-run's PMPI library (libtopo_preload.so), so that the
-    /// program's MPI_Bcast, MPI_Reduce, MPI_Allreduce and MPI_Barrier take topo-run's path.
-    /// Default (TOPO_RUN_PRELOAD=auto): preload into dynamically linked MPI programs built
-    /// against the library's MPI that do not call topo-runtime themselves.
+    /// program's collectives (Bcast, Reduce, Allreduce, Barrier, Allgather(v), Gather(v),
+    /// Scatter(v), Alltoall(v), Reduce_scatter(_block), Scan, Exscan and their nonblocking
+    /// forms) take topo-run's path. Default (TOPO_RUN_PRELOAD=auto): preload into
+    /// dynamically linked MPI programs built against the library's MPI that do not call
+    /// topo-runtime themselves, and into Python programs that use mpi4py.
     /// TOPO_RUN_PRELOAD=1 is the same as this option.
     #[arg(long, overrides_with = "no_preload")]
     pub preload: bool,

@@ -5,7 +5,8 @@
 
 Every (call, communicator kind) the program makes is in the file with its calls summed
 over the ranks, its size class, the share on topo-run's path (all but the user-defined
-operation's under topo-run, none with --native) and a time; nothing else is. Prints one
+operation's and MPI_COMM_SELF's under topo-run, none with --native) and a time; nothing
+else is. Prints one
 line, and exits 1 with the differences if there are any."""
 import json
 import sys
@@ -25,6 +26,7 @@ want = {
     ("MPI_Alltoall", "world"): (2, {4: 2}, {}),
     ("MPI_Reduce", "world"): (1, {4: 1}, {}),
     ("MPI_Allreduce", "split" if not native else "other"): (7, {16: 7}, {}),
+    ("MPI_Bcast", "other"): (6, {8: 6}, {"communicator of one rank": 6}),
 }
 errors = []
 

@@ -25,7 +25,8 @@ pub(crate) fn entry_rc(
     ours: impl FnOnce() -> Option<c_int>,
     native: impl FnOnce() -> c_int,
 ) -> c_int {
-    if state::handed_known(comm) {
+    if let Some(why) = state::handed_known(comm) {
+        crate::profile::note_handed(why);
         return native();
     }
     abi::entry_rc(Some(comm), ours, native)

@@ -19,10 +19,17 @@
 //! are updated with plain loads and stores, and the open span and its outcome are
 //! process-wide; at `MPI_THREAD_MULTIPLE` the counters take atomic adds and the span is
 //! the thread's.
+//!
+//! A program's small calls come in runs: the same call on the same communicator with the
+//! same bytes, back to back. Below `MPI_THREAD_MULTIPLE` the span keeps the last call it
+//! counted as the open [`Run`]; a call that repeats it, and that the sampling would not
+//! time, only adds one to the run's length (a few loads, compares and stores), and the
+//! run is added to the counters when a different call comes or the profile is written.
+//! The counts and the timed calls are exactly those of counting each call on its own.
 
 use std::cell::Cell;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use topo_profile::{CLASSES, RawIndex, Shape};
@@ -78,6 +85,15 @@ impl Sampling {
             || self.nanos >= LONG_NANOS * self.timed
             || self.calls.is_multiple_of(u64::from(SAMPLE_EVERY))
     }
+
+    /// How many of the next calls in a row [`Sampling::times_next`] leaves untimed.
+    fn untimed_ahead(&self) -> u64 {
+        if self.timed < u64::from(ALWAYS_TIMED) || self.nanos >= LONG_NANOS * self.timed {
+            return 0;
+        }
+        let every = u64::from(SAMPLE_EVERY);
+        (every - self.calls % every) % every
+    }
 }
 
 /// The process's [`Sampling`] per call and size class (calls, timed, nanoseconds): shared
@@ -107,6 +123,42 @@ fn sampling(i: usize) -> Sampling {
 static WORD: AtomicU32 = AtomicU32::new(CLOSED);
 thread_local! {
     static THREAD_WORD: Cell<u32> = const { Cell::new(CLOSED) };
+}
+
+/// The open run: the last call counted one by one, and how many calls repeated it since
+/// (below `MPI_THREAD_MULTIPLE` only, where one thread at a time is in MPI).
+struct Run {
+    /// The call's index, or [`NO_RUN`].
+    call: AtomicUsize,
+    /// Its communicator's handle.
+    comm: AtomicUsize,
+    /// Its bytes.
+    bytes: AtomicU64,
+    /// Its size class.
+    class: AtomicUsize,
+    /// Its outcome word: a repeat with another outcome is counted on its own.
+    outcome: AtomicU32,
+    /// The repeats not yet added to the counters.
+    repeats: AtomicU64,
+    /// How many more repeats the sampling would not time (the next one after is timed,
+    /// so it goes the whole way).
+    untimed: AtomicU64,
+}
+
+const NO_RUN: usize = usize::MAX;
+
+static RUN: Run = Run {
+    call: AtomicUsize::new(NO_RUN),
+    comm: AtomicUsize::new(0),
+    bytes: AtomicU64::new(0),
+    class: AtomicUsize::new(0),
+    outcome: AtomicU32::new(NO_OUTCOME),
+    repeats: AtomicU64::new(0),
+    untimed: AtomicU64::new(0),
+};
+
+fn handle(comm: MPI_Comm) -> usize {
+    comm.0 as usize
 }
 
 /// No span open.
@@ -190,12 +242,23 @@ pub(crate) fn note_outcome(kind: CommKind, handed: Option<HandOff>) {
     }
 }
 
+/// The outcome of a call handed to MPI before entering the library (`state::handed`):
+/// its communicator has no context, for reason `why`.
+#[inline]
+pub(crate) fn note_handed(why: HandOff) {
+    if on() {
+        note_outcome(CommKind::Other, Some(why));
+    }
+}
+
 /// A collective call being profiled; it is counted when dropped.
 pub(crate) struct Span {
     call: Call,
     class: usize,
     comm: MPI_Comm,
     started: Option<Instant>,
+    /// A repeat of the open [`Run`], not timed.
+    repeat: bool,
 }
 
 /// Opens the span of a `call` on `comm` whose block is `bytes()` bytes (computed only
@@ -210,39 +273,116 @@ pub(crate) fn span(call: Call, comm: MPI_Comm, bytes: impl FnOnce() -> u64) -> O
 
 #[inline(never)]
 fn open(call: Call, comm: MPI_Comm, bytes: impl FnOnce() -> u64) -> Option<Span> {
-    if word() != CLOSED {
+    if multiple() {
+        if THREAD_WORD.with(Cell::get) != CLOSED {
+            return None;
+        }
+        THREAD_WORD.with(|w| w.set(NO_OUTCOME));
+        return Some(opened(call, comm, topo_profile::class_of(bytes())));
+    }
+    if WORD.load(Ordering::Relaxed) != CLOSED {
         return None;
     }
-    set_word(NO_OUTCOME);
-    let class = topo_profile::class_of(bytes());
+    WORD.store(NO_OUTCOME, Ordering::Relaxed);
+    let bytes = bytes();
+    let untimed = RUN.untimed.load(Ordering::Relaxed);
+    if untimed > 0
+        && RUN.call.load(Ordering::Relaxed) == call.index()
+        && RUN.comm.load(Ordering::Relaxed) == handle(comm)
+        && RUN.bytes.load(Ordering::Relaxed) == bytes
+    {
+        RUN.untimed.store(untimed - 1, Ordering::Relaxed);
+        return Some(Span {
+            call,
+            class: RUN.class.load(Ordering::Relaxed),
+            comm,
+            started: None,
+            repeat: true,
+        });
+    }
+    flush();
+    let class = topo_profile::class_of(bytes);
+    RUN.call.store(call.index(), Ordering::Relaxed);
+    RUN.comm.store(handle(comm), Ordering::Relaxed);
+    RUN.bytes.store(bytes, Ordering::Relaxed);
+    RUN.class.store(class, Ordering::Relaxed);
+    Some(opened(call, comm, class))
+}
+
+/// The span of a call counted on its own: whether it is timed, as the sampling says.
+fn opened(call: Call, comm: MPI_Comm, class: usize) -> Span {
     let i = sampling_at(call, class);
     let timed = sampling(i).times_next();
     add_to(&SAMPLING[i], 1);
-    Some(Span {
+    Span {
         call,
         class,
         comm,
         started: timed.then(Instant::now),
-    })
+        repeat: false,
+    }
+}
+
+/// Adds the open run's repeats to the counters (below `MPI_THREAD_MULTIPLE`).
+fn flush() {
+    let repeats = RUN.repeats.load(Ordering::Relaxed);
+    RUN.untimed.store(0, Ordering::Relaxed);
+    if repeats == 0 {
+        return;
+    }
+    RUN.repeats.store(0, Ordering::Relaxed);
+    let call = Call::ALL[RUN.call.load(Ordering::Relaxed)];
+    let class = RUN.class.load(Ordering::Relaxed);
+    let comm = RUN.comm.load(Ordering::Relaxed);
+    count(
+        call,
+        class,
+        comm,
+        RUN.outcome.load(Ordering::Relaxed),
+        repeats,
+    );
+    add_to(&SAMPLING[sampling_at(call, class)], repeats);
+}
+
+/// Adds `n` calls of `call` and size class `class` on `comm`, with outcome `word`, to the
+/// counters; returns their index.
+fn count(call: Call, class: usize, comm: usize, word: u32, n: u64) -> RawIndex {
+    let (mut kind, handed) = decode(word);
+    // World without a context (the path off, `--native`) is still world.
+    if kind == CommKind::Other && comm == handle(abi::world()) {
+        kind = CommKind::World;
+    }
+    let at = RawIndex::new(call.index(), kind as usize, KINDS, REASONS);
+    add(at.calls(class), n);
+    match handed {
+        None => add(at.ours(), n),
+        Some(why) => add(at.handed(why.index()), n),
+    }
+    at
 }
 
 impl Drop for Span {
     fn drop(&mut self) {
+        if self.repeat {
+            // Below `MPI_THREAD_MULTIPLE` (no run is kept at it): the process's word.
+            let word = WORD.load(Ordering::Relaxed);
+            WORD.store(CLOSED, Ordering::Relaxed);
+            if word == RUN.outcome.load(Ordering::Relaxed) {
+                RUN.repeats
+                    .store(RUN.repeats.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            } else {
+                // Another outcome: this call on its own (the run stays open).
+                count(self.call, self.class, handle(self.comm), word, 1);
+                add_to(&SAMPLING[sampling_at(self.call, self.class)], 1);
+            }
+            return;
+        }
         let nanos = self.started.map(|t| t.elapsed().as_nanos() as u64);
-        let (mut kind, handed) = decode(word());
+        let word = word();
         set_word(CLOSED);
-        // World without a context (the path off, `--native`) is still world.
-        if kind == CommKind::Other && self.comm == abi::world() {
-            kind = CommKind::World;
-        }
-        let at = RawIndex::new(self.call.index(), kind as usize, KINDS, REASONS);
-        add(at.calls(self.class), 1);
-        match handed {
-            None => add(at.ours(), 1),
-            Some(why) => add(at.handed(why.index()), 1),
-        }
+        let i = sampling_at(self.call, self.class);
+        let at = count(self.call, self.class, handle(self.comm), word, 1);
         if let Some(nanos) = nanos {
-            let i = sampling_at(self.call, self.class);
             add_to(&SAMPLING[i + 1], 1);
             add_to(&SAMPLING[i + 2], nanos);
             add(at.timed(self.class), 1);
@@ -254,6 +394,13 @@ impl Drop for Span {
             } else if most.load(Ordering::Relaxed) < ranks {
                 most.store(ranks, Ordering::Relaxed);
             }
+        }
+        if !multiple() {
+            // The run this call opened: its outcome, and how many repeats the sampling
+            // would leave untimed.
+            RUN.outcome.store(word, Ordering::Relaxed);
+            RUN.untimed
+                .store(sampling(i).untimed_ahead(), Ordering::Relaxed);
         }
     }
 }
@@ -297,6 +444,10 @@ pub(crate) fn finish(native: bool) {
     // made no call before starts here).
     if !start() || WRITTEN.swap(true, Ordering::AcqRel) {
         return;
+    }
+    if !multiple() {
+        flush();
+        RUN.call.store(NO_RUN, Ordering::Relaxed);
     }
     let wall = START.get().map_or(0, |t| t.elapsed().as_nanos() as u64);
     let shape = shape();
@@ -363,6 +514,37 @@ mod tests {
         let short = timed_of(10_000, 80);
         assert!((always + 150..always + 160).contains(&short), "{short}");
         assert_eq!(timed_of(10_000, LONG_NANOS), 10_000, "long calls all");
+    }
+
+    /// How many of `n` calls of `nanos` each are timed when the repeats that
+    /// `untimed_ahead` allows are counted as one run, as the span counts them.
+    fn timed_in_runs(n: u64, nanos: u64) -> u64 {
+        let (mut s, mut untimed, mut repeats) = (Sampling::NONE, 0, 0);
+        for _ in 0..n {
+            if untimed > 0 {
+                untimed -= 1;
+                repeats += 1;
+                continue;
+            }
+            s.calls += repeats;
+            repeats = 0;
+            if s.times_next() {
+                s.timed += 1;
+                s.nanos += nanos;
+            }
+            s.calls += 1;
+            untimed = s.untimed_ahead();
+        }
+        s.timed
+    }
+
+    #[test]
+    fn runs_of_repeats_time_the_calls_that_one_by_one_would() {
+        for n in [1, 31, 32, 33, 95, 96, 97, 1_000, 10_007] {
+            for nanos in [10, 80, LONG_NANOS - 1, LONG_NANOS] {
+                assert_eq!(timed_in_runs(n, nanos), timed_of(n, nanos), "{n} x {nanos}");
+            }
+        }
     }
 
     #[test]

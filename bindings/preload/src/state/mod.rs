@@ -316,7 +316,8 @@ impl State {
                 if let Some((local, _)) = topo.local() {
                     st.leader = local == 0;
                 }
-                if topo.is_hierarchical() {
+                // A job of one rank: every communicator has one rank, MPI's own calls.
+                if topo.is_hierarchical() && size > 1 {
                     abi::learn_collective_status();
                     st.hooked = register_progress();
                     if !st.hooked {
@@ -358,7 +359,7 @@ impl State {
         // every call of every rank.
         st.prints_stats =
             st.leader && stats::wanted(std::env::var(stats::STATS_ENV).ok().as_deref());
-        handed::set_remembering(!st.prints_stats && !profiling);
+        handed::set_remembering(!st.prints_stats, !st.prints_stats && !profiling);
         st
     }
 
@@ -658,12 +659,15 @@ impl State {
             self.retired.retain(|e| !e.progress.is_idle());
         }
         if !self.on {
-            handed::remember(comm);
-            return Err(if self.native {
+            let why = if self.native {
                 HandOff::Native
+            } else if self.size < 2 {
+                HandOff::OneRank
             } else {
                 HandOff::Inactive
-            });
+            };
+            handed::remember(comm, why);
+            return Err(why);
         }
         Ok(())
     }
@@ -676,7 +680,7 @@ impl State {
             // blocking one, which sets the communicator up; not remembered.
             None => Err(match self.declined.get(&key(comm)) {
                 Some(&(_, why)) => {
-                    handed::remember(comm);
+                    handed::remember(comm, why);
                     why
                 }
                 None => HandOff::Communicator,
