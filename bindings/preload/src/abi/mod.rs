@@ -237,40 +237,36 @@ pub(crate) fn comm_null() -> MPI_Comm {
     unsafe { ffi::RSMPI_COMM_NULL }
 }
 
-/// `MPI_Comm_create` over `parent` of the group of `parent`'s ranks `ranks` (in that
-/// order; empty: `MPI_GROUP_EMPTY`, and `MPI_COMM_NULL` comes back), with `parent`'s error
-/// handler, as `MPI_Comm_split` gives it: MPI's return code and the new communicator.
-/// Every rank of `parent` calls it, with the same `ranks` as the others of its group
-/// (disjoint groups, as MPI allows for an intracommunicator since MPI-2.2).
-pub(crate) fn create(parent: MPI_Comm, ranks: &[c_int]) -> (c_int, MPI_Comm) {
+/// The tag of the library's `MPI_Comm_create_group` calls (any valid tag: they run inside a
+/// call that every rank of the parent makes, below `MPI_THREAD_MULTIPLE`, so none of the
+/// program's can be in progress on the same ranks).
+const CREATE_GROUP_TAG: c_int = 7_411;
+
+/// `MPI_Comm_create_group` over `parent`'s ranks `ranks` (in that order), with `parent`'s
+/// error handler, as `MPI_Comm_split` gives it (MPICH's create_group does not): MPI's
+/// return code and the new communicator. Every rank of `ranks` calls it with the same
+/// `ranks`.
+pub(crate) fn create_group(parent: MPI_Comm, ranks: &[c_int]) -> (c_int, MPI_Comm) {
     // SAFETY: reading constant handles; an error handler handle is a pointer (Open MPI) or
     // an integer (MPICH), for which zero is a valid value; MPI overwrites it.
     let (mut all, mut some, mut comm, mut handler) = unsafe {
         (
             ffi::RSMPI_GROUP_NULL,
-            ffi::RSMPI_GROUP_EMPTY,
+            ffi::RSMPI_GROUP_NULL,
             ffi::RSMPI_COMM_NULL,
             std::mem::zeroed::<ffi::MPI_Errhandler>(),
         )
     };
     // SAFETY: `parent` is a live intracommunicator and `ranks` valid ranks of it (`len`
-    // ints); the groups made here are freed here (never `MPI_GROUP_EMPTY`); MPI writes the
-    // new communicator to a local. The handler fetched is released once set on the new
-    // communicator.
+    // ints); the groups made here are freed here; MPI writes the new communicator to a
+    // local. The handler fetched is released once set on the new communicator.
     unsafe {
-        if !ranks.is_empty() {
-            ffi::PMPI_Comm_group(parent, &mut all);
-            ffi::PMPI_Group_incl(all, ranks.len() as c_int, ranks.as_ptr(), &mut some);
-            ffi::PMPI_Group_free(&mut all);
-        }
-        let rc = ffi::PMPI_Comm_create(parent, some, &mut comm);
-        if !ranks.is_empty() {
-            ffi::PMPI_Group_free(&mut some);
-        }
-        if rc == SUCCESS
-            && comm != ffi::RSMPI_COMM_NULL
-            && ffi::PMPI_Comm_get_errhandler(parent, &mut handler) == SUCCESS
-        {
+        ffi::PMPI_Comm_group(parent, &mut all);
+        ffi::PMPI_Group_incl(all, ranks.len() as c_int, ranks.as_ptr(), &mut some);
+        let rc = ffi::PMPI_Comm_create_group(parent, some, CREATE_GROUP_TAG, &mut comm);
+        ffi::PMPI_Group_free(&mut some);
+        ffi::PMPI_Group_free(&mut all);
+        if rc == SUCCESS && ffi::PMPI_Comm_get_errhandler(parent, &mut handler) == SUCCESS {
             ffi::PMPI_Comm_set_errhandler(comm, handler);
             ffi::PMPI_Errhandler_free(&mut handler);
         }
