@@ -7,13 +7,15 @@
  * Nonblocking calls are each followed at once by MPI_Wait.
  *
  *   mpicc -O2 -o back-to-back benchmarks/back-to-back.c
- *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./back-to-back [CALLS] [OP] [COMM]
+ *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./back-to-back [CALLS] [OP] [COMM] [BYTES]
  *
  * CALLS per timing (default 20000); OP runs one operation only (its index in the table;
  * -1 all); COMM is the communicator the calls run on: world (the default), or dup (a
  * duplicate of world, made first; with TOPO_RUN_MAX_COMMS=1 its context has no segment of
  * its own and its blocking calls claim one of the node's lanes; with TOPO_RUN_LANES=0 too
- * it has no context, and every call is handed to MPI).
+ * it has no context, and every call is handed to MPI). BYTES (a multiple of 4, up to 64)
+ * makes every call but the barriers carry that many bytes of MPI_INT (MPI_SUM for the
+ * reductions); without it, one MPI_DOUBLE (8 bytes).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -23,8 +25,10 @@ enum { IBCAST, IBARRIER, IALLREDUCE, BCAST, ALLREDUCE, BARRIER, IREDUCE, REDUCE,
 static const char *names[OPS] = {"ibcast", "ibarrier", "iallreduce", "bcast",
                                  "allreduce", "barrier", "ireduce", "reduce"};
 
-/* The communicator the operations run on. */
+/* The communicator the operations run on, and each call's elements. */
 static MPI_Comm on = MPI_COMM_NULL;
+static int count = 1;
+static MPI_Datatype type;
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -37,8 +41,8 @@ static void call(int op, int native, double *s, double *r) {
     MPI_Comm w = on;
     switch (op) {
     case IBCAST:
-        if (native) PMPI_Ibcast(r, 8, MPI_BYTE, 0, w, &q);
-        else MPI_Ibcast(r, 8, MPI_BYTE, 0, w, &q);
+        if (native) PMPI_Ibcast(r, count, type, 0, w, &q);
+        else MPI_Ibcast(r, count, type, 0, w, &q);
         MPI_Wait(&q, MPI_STATUS_IGNORE);
         break;
     case IBARRIER:
@@ -47,30 +51,30 @@ static void call(int op, int native, double *s, double *r) {
         MPI_Wait(&q, MPI_STATUS_IGNORE);
         break;
     case IALLREDUCE:
-        if (native) PMPI_Iallreduce(s, r, 1, MPI_DOUBLE, MPI_SUM, w, &q);
-        else MPI_Iallreduce(s, r, 1, MPI_DOUBLE, MPI_SUM, w, &q);
+        if (native) PMPI_Iallreduce(s, r, count, type, MPI_SUM, w, &q);
+        else MPI_Iallreduce(s, r, count, type, MPI_SUM, w, &q);
         MPI_Wait(&q, MPI_STATUS_IGNORE);
         break;
     case BCAST:
-        if (native) PMPI_Bcast(r, 1, MPI_DOUBLE, 0, w);
-        else MPI_Bcast(r, 1, MPI_DOUBLE, 0, w);
+        if (native) PMPI_Bcast(r, count, type, 0, w);
+        else MPI_Bcast(r, count, type, 0, w);
         break;
     case ALLREDUCE:
-        if (native) PMPI_Allreduce(s, r, 1, MPI_DOUBLE, MPI_SUM, w);
-        else MPI_Allreduce(s, r, 1, MPI_DOUBLE, MPI_SUM, w);
+        if (native) PMPI_Allreduce(s, r, count, type, MPI_SUM, w);
+        else MPI_Allreduce(s, r, count, type, MPI_SUM, w);
         break;
     case BARRIER:
         if (native) PMPI_Barrier(w);
         else MPI_Barrier(w);
         break;
     case IREDUCE:
-        if (native) PMPI_Ireduce(s, r, 1, MPI_DOUBLE, MPI_SUM, 0, w, &q);
-        else MPI_Ireduce(s, r, 1, MPI_DOUBLE, MPI_SUM, 0, w, &q);
+        if (native) PMPI_Ireduce(s, r, count, type, MPI_SUM, 0, w, &q);
+        else MPI_Ireduce(s, r, count, type, MPI_SUM, 0, w, &q);
         MPI_Wait(&q, MPI_STATUS_IGNORE);
         break;
     case REDUCE:
-        if (native) PMPI_Reduce(s, r, 1, MPI_DOUBLE, MPI_SUM, 0, w);
-        else MPI_Reduce(s, r, 1, MPI_DOUBLE, MPI_SUM, 0, w);
+        if (native) PMPI_Reduce(s, r, count, type, MPI_SUM, 0, w);
+        else MPI_Reduce(s, r, count, type, MPI_SUM, 0, w);
         break;
     }
 }
@@ -90,6 +94,16 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 20000, only = argc > 2 ? atoi(argv[2]) : -1, rank;
     on = MPI_COMM_WORLD;
     if (argc > 3 && argv[3][0] == 'd') MPI_Comm_dup(MPI_COMM_WORLD, &on);
+    int bytes = argc > 4 ? atoi(argv[4]) : 8;
+    type = MPI_DOUBLE;
+    if (argc > 4) {
+        if (bytes < 4 || bytes > 64 || bytes % 4) {
+            fprintf(stderr, "back-to-back: BYTES must be a multiple of 4 from 4 to 64\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        count = bytes / 4;
+        type = MPI_INT;
+    }
     MPI_Barrier(on); /* a context set up at its first blocking collective has one now */
     enum { REPS = 9 };
     double s[8] = {1}, r[8] = {0};
@@ -107,7 +121,7 @@ int main(int argc, char **argv) {
         qsort(a, REPS, sizeof *a, cmp);
         qsort(b, REPS, sizeof *b, cmp);
         if (rank == 0)
-            printf("%s,8,%.3f,%.3f,%.2f\n", names[op], a[REPS / 2], b[REPS / 2],
+            printf("%s,%d,%.3f,%.3f,%.2f\n", names[op], bytes, a[REPS / 2], b[REPS / 2],
                    a[REPS / 2] / b[REPS / 2]);
     }
     MPI_Finalize();

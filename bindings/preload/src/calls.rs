@@ -17,37 +17,21 @@ use crate::classify::{
 use crate::packed::{Finish, Packed};
 use crate::state::{self, Active, TypeCache};
 
-/// What a call needs of its datatype: the element size, the class and what it holds.
-#[derive(Debug, Clone, Copy)]
-struct Element {
-    size: usize,
-    class: TypeClass,
-    numeric: Option<Numeric>,
-}
-
-/// The elements of `count` elements of `dt` in a call topo-run can take.
-fn elements(types: &mut TypeCache<'_>, count: c_int, dt: MPI_Datatype) -> Result<Element, HandOff> {
-    let e = match types.datatype(dt) {
+/// The element size of `count` elements of `dt` in a call topo-run can take.
+fn elements(types: &mut TypeCache<'_>, count: c_int, dt: MPI_Datatype) -> Result<usize, HandOff> {
+    let size = match types.datatype(dt) {
         TypeInfo::Invalid => return Err(HandOff::Arguments),
         TypeInfo::Derived => return Err(HandOff::DerivedDatatype),
         TypeInfo::Plain {
             class: TypeClass::Pair,
             ..
         } => return Err(HandOff::PairDatatype),
-        TypeInfo::Plain {
-            size,
-            class,
-            numeric,
-        } => Element {
-            size,
-            class,
-            numeric,
-        },
+        TypeInfo::Plain { size, .. } => size,
     };
     match count {
         ..0 => Err(HandOff::Arguments),
         0 => Err(HandOff::ZeroCount),
-        _ => Ok(e),
+        _ => Ok(size),
     }
 }
 
@@ -62,18 +46,6 @@ fn check_root(a: &Active, root: c_int) -> Result<(), HandOff> {
     } else {
         Err(HandOff::Arguments)
     }
-}
-
-/// The reduction for `op` on `dt`, if topo-run handles it.
-fn reduction(op: MPI_Op, dt: MPI_Datatype, e: Element) -> Result<MpiCombine, HandOff> {
-    let kind = abi::op_kind(op).ok_or(HandOff::Operation)?;
-    if !kind.defined_on(e.class) {
-        return Err(HandOff::OpOnDatatype);
-    }
-    // SAFETY: `op` is a predefined operation defined on the predefined, gap-free `dt`, whose
-    // size is `e.size` and which holds `e.numeric` numbers (by its handle); both handles live
-    // until MPI_Finalize.
-    Ok(unsafe { MpiCombine::from_raw_numeric(dt, op, e.size, e.numeric) })
 }
 
 /// The send buffer (`None` for `MPI_IN_PLACE`) and receive buffer of `n` bytes each of a
@@ -133,7 +105,7 @@ unsafe fn bcast_args<'b>(
 ) -> Result<BcastBuf<'b>, HandOff> {
     let size = match elements(types, count, dt) {
         // The same limit as the packed path's, on the same signature bytes.
-        Ok(e) => signature_bytes(count, e.size).map(|_| e.size)?,
+        Ok(size) => signature_bytes(count, size).map(|_| size)?,
         // Derived and pair types: the decision rests on the packed size alone, the same
         // at every rank whatever datatype each passes.
         Err(HandOff::DerivedDatatype | HandOff::PairDatatype) => {
@@ -160,26 +132,82 @@ unsafe fn bcast_args<'b>(
 
 /// The bytes of `count` elements of `dt` and the combine of `op` on them, if topo-run can
 /// take a reduction of them (Reduce's and Allreduce's alike).
+///
+/// The datatype's checks are [`elements`]'s, on the type's fields one by one: built from
+/// a struct of them returned through memory, the result was loaded from the stores of its
+/// parts at other offsets, and each such load waited for them (perf put a tenth of a
+/// back-to-back 8-byte `MPI_Reduce`'s samples in this function). Inlined, so that its
+/// result is not returned through memory either (its caller loaded it in wider pieces
+/// than it was stored in, and waited as long).
+#[inline(always)]
 fn reduction_of(
     types: &mut TypeCache<'_>,
     count: c_int,
     dt: MPI_Datatype,
     op: MPI_Op,
 ) -> Result<(usize, MpiCombine), HandOff> {
-    let e = elements(types, count, dt)?;
-    let (size, combine) = (e.size, reduction(op, dt, e)?);
-    Ok((count as usize * size, combine))
+    let (n, e) = reduction_parts(types, count, dt, op)?;
+    Ok((n, combine(dt, op, e)))
+}
+
+/// An element's size and what it holds, for [`combine`].
+type Elem = (usize, Option<Numeric>);
+
+/// [`reduction_of`] with the combine still in parts: the bytes and the element. A caller
+/// that builds the combine where it passes it on (by reference) keeps the
+/// combine's fields from being copied as a whole out of the stores of their parts (a
+/// stall on every back-to-back `MPI_Reduce`, by perf).
+#[inline(always)]
+fn reduction_parts(
+    types: &mut TypeCache<'_>,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+) -> Result<(usize, Elem), HandOff> {
+    let (size, class, numeric) = match types.datatype(dt) {
+        TypeInfo::Invalid => return Err(HandOff::Arguments),
+        TypeInfo::Derived => return Err(HandOff::DerivedDatatype),
+        TypeInfo::Plain {
+            class: TypeClass::Pair,
+            ..
+        } => return Err(HandOff::PairDatatype),
+        TypeInfo::Plain {
+            size,
+            class,
+            numeric,
+        } => (size, class, numeric),
+    };
+    match count {
+        ..0 => return Err(HandOff::Arguments),
+        0 => return Err(HandOff::ZeroCount),
+        _ => {}
+    }
+    let kind = abi::op_kind(op).ok_or(HandOff::Operation)?;
+    if !kind.defined_on(class) {
+        return Err(HandOff::OpOnDatatype);
+    }
+    Ok((count as usize * size, (size, numeric)))
+}
+
+/// The combine of `op` on `dt`, whose element [`reduction_parts`] found.
+#[inline(always)]
+fn combine(dt: MPI_Datatype, op: MPI_Op, (size, numeric): Elem) -> MpiCombine {
+    // SAFETY: `reduction_parts` found `op` a predefined operation defined on the
+    // predefined, gap-free `dt` of `size` bytes holding `numeric`; both handles live
+    // until MPI_Finalize.
+    unsafe { MpiCombine::from_raw_numeric(dt, op, size, numeric) }
 }
 
 /// A reduction's send buffer (`None` in place), receive buffer (`None` off the root) and
-/// operation.
-type ReduceArgs<'b> = (Option<&'b [u8]>, Option<&'b mut [u8]>, MpiCombine);
+/// element (for [`combine`]).
+type ReduceArgs<'b> = (Option<&'b [u8]>, Option<&'b mut [u8]>, Elem);
 
 /// The arguments of a reduction to `root`, if topo-run can take the call.
 ///
 /// # Safety
 /// The arguments are those of an `MPI_Reduce` call, the buffers valid for `'b`.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 unsafe fn reduce_args<'b>(
     a: &Active,
     types: &mut TypeCache<'_>,
@@ -190,7 +218,7 @@ unsafe fn reduce_args<'b>(
     op: MPI_Op,
     root: c_int,
 ) -> Result<ReduceArgs<'b>, HandOff> {
-    let (n, combine) = reduction_of(types, count, dt, op)?;
+    let (n, e) = reduction_parts(types, count, dt, op)?;
     check_root(a, root)?;
     if root != a.rank {
         // Only the root may pass MPI_IN_PLACE; the receive buffer is not used here.
@@ -199,20 +227,29 @@ unsafe fn reduce_args<'b>(
         }
         // SAFETY: the send buffer holds `count` elements (`n` bytes).
         let send = unsafe { std::slice::from_raw_parts(send.cast::<u8>(), n) };
-        return Ok((Some(send), None, combine));
+        return Ok((Some(send), None, e));
     }
     // SAFETY: both buffers hold `count` elements (`n` bytes).
     let (send, recv) = unsafe { send_recv(send, recv, n) }?;
-    Ok((send, Some(recv), combine))
+    Ok((send, Some(recv), e))
 }
 
-/// An allreduce's send buffer (`None` in place), receive buffer and operation.
-type AllreduceArgs<'b> = (Option<&'b [u8]>, &'b mut [u8], MpiCombine);
+/// A Reduce_scatter_block's send buffer (`None` in place), receive buffer and operation.
+type BlockArgs<'b> = (Option<&'b [u8]>, &'b mut [u8], MpiCombine);
+
+/// A scan's send buffer (`None` in place), receive buffer (`None` where not significant)
+/// and operation.
+type ScanArgs<'b> = (Option<&'b [u8]>, Option<&'b mut [u8]>, MpiCombine);
+
+/// An allreduce's send buffer (`None` in place), receive buffer and element (for
+/// [`combine`]).
+type AllreduceArgs<'b> = (Option<&'b [u8]>, &'b mut [u8], Elem);
 
 /// The arguments of an allreduce, if topo-run can take the call.
 ///
 /// # Safety
 /// The arguments are those of an `MPI_Allreduce` call, the buffers valid for `'b`.
+#[inline(always)]
 unsafe fn allreduce_args<'b>(
     types: &mut TypeCache<'_>,
     send: *const c_void,
@@ -221,10 +258,10 @@ unsafe fn allreduce_args<'b>(
     dt: MPI_Datatype,
     op: MPI_Op,
 ) -> Result<AllreduceArgs<'b>, HandOff> {
-    let (n, combine) = reduction_of(types, count, dt, op)?;
+    let (n, e) = reduction_parts(types, count, dt, op)?;
     // SAFETY: both buffers hold `count` elements (`n` bytes).
     let (send, recv) = unsafe { send_recv(send, recv, n) }?;
-    Ok((send, recv, combine))
+    Ok((send, recv, e))
 }
 
 /// `MPI_Bcast`.
@@ -270,8 +307,8 @@ pub(crate) unsafe fn reduce(
 ) -> bool {
     state::run_reduction(Call::Reduce, comm, op, |a, types| {
         // SAFETY: per the contract.
-        let (send, recv, op) = unsafe { reduce_args(a, types, send, recv, count, dt, op, root) }?;
-        path_taken(a.topo.raw_reduce(root, send, recv, &op))
+        let (send, recv, e) = unsafe { reduce_args(a, types, send, recv, count, dt, op, root) }?;
+        path_taken(a.topo.raw_reduce(root, send, recv, &combine(dt, op, e)))
     })
     .is_some()
 }
@@ -290,8 +327,8 @@ pub(crate) unsafe fn allreduce(
 ) -> bool {
     state::run_reduction(Call::Allreduce, comm, op, |a, types| {
         // SAFETY: per the contract.
-        let (send, recv, op) = unsafe { allreduce_args(types, send, recv, count, dt, op) }?;
-        path_taken(a.topo.raw_all_reduce(send, recv, &op))
+        let (send, recv, e) = unsafe { allreduce_args(types, send, recv, count, dt, op) }?;
+        path_taken(a.topo.raw_all_reduce(send, recv, &combine(dt, op, e)))
     })
     .is_some()
 }
@@ -314,7 +351,7 @@ unsafe fn scan_args<'b>(
     dt: MPI_Datatype,
     op: MPI_Op,
     exclusive: bool,
-) -> Result<ReduceArgs<'b>, HandOff> {
+) -> Result<ScanArgs<'b>, HandOff> {
     let (n, combine) = reduction_of(types, count, dt, op)?;
     if exclusive && a.rank == 0 && send != abi::in_place() {
         if special(send) {
@@ -427,7 +464,7 @@ unsafe fn block_args<'b>(
     count: c_int,
     dt: MPI_Datatype,
     op: MPI_Op,
-) -> Result<AllreduceArgs<'b>, HandOff> {
+) -> Result<BlockArgs<'b>, HandOff> {
     let (block, combine) = reduction_of(types, count, dt, op)?;
     let total = block.checked_mul(a.size as usize).ok_or(HandOff::Large)?;
     // SAFETY: per the contract: `count` elements per rank.
@@ -574,8 +611,9 @@ pub(crate) unsafe fn ireduce(
     let start = |a: &mut Active, types: &mut TypeCache<'_>| {
         // SAFETY: per the contract; the buffers are the collective's until completion.
         request_taken(unsafe {
-            let (send, recv, op) = reduce_args(a, types, send, recv, count, dt, op, root)?;
-            a.topo.raw_immediate_reduce(root, send, recv, op)
+            let (send, recv, e) = reduce_args(a, types, send, recv, count, dt, op, root)?;
+            a.topo
+                .raw_immediate_reduce(root, send, recv, combine(dt, op, e))
         })
     };
     // SAFETY: `request` is the caller's.
@@ -600,8 +638,9 @@ pub(crate) unsafe fn iallreduce(
     let start = |a: &mut Active, types: &mut TypeCache<'_>| {
         // SAFETY: per the contract; the buffers are the collective's until completion.
         request_taken(unsafe {
-            let (send, recv, op) = allreduce_args(types, send, recv, count, dt, op)?;
-            a.topo.raw_immediate_all_reduce(send, recv, op)
+            let (send, recv, e) = allreduce_args(types, send, recv, count, dt, op)?;
+            a.topo
+                .raw_immediate_all_reduce(send, recv, combine(dt, op, e))
         })
     };
     // SAFETY: `request` is the caller's.
