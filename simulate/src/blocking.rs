@@ -6,6 +6,10 @@
 //! on the data, so the tape is the sequence of transfers the rank makes on a real cluster,
 //! and the engine times it like any other program.
 //!
+//! The v-forms' leaders send each rank's length before the blocks, and read them: a tape
+//! made by [`Tape::reading`] writes one 8-byte number into every buffer it receives into,
+//! the length that every rank's block has in a v-form simulated with blocks of one size.
+//!
 //! What the tape does not see: the copies the blocking code makes itself (a transport
 //! call that combines records its reduction, a [`Combine`] call made by the algorithm is
 //! recorded through [`TapeCombine`]), and how a transport carries a call (shared memory
@@ -33,6 +37,8 @@ use crate::program::{Program, Step};
 pub struct Tape {
     program: Rc<RefCell<Program>>,
     polled: Rc<RefCell<Polled>>,
+    /// What every received buffer reads ([`Tape::reading`]).
+    fill: Option<[u8; 8]>,
 }
 
 /// The round of polled transfers being recorded.
@@ -45,6 +51,24 @@ struct Polled {
 }
 
 impl Tape {
+    /// A tape whose receives write `word` (little-endian) into every 8 bytes of their
+    /// buffers: the length messages of a v-form whose blocks all have `word` bytes.
+    pub fn reading(word: u64) -> Tape {
+        Tape {
+            fill: Some(word.to_le_bytes()),
+            ..Tape::default()
+        }
+    }
+
+    /// Writes the tape's word into `buf`, where it has one.
+    fn received(&self, buf: &mut [u8]) {
+        if let Some(word) = &self.fill {
+            for chunk in buf.chunks_mut(8) {
+                chunk.copy_from_slice(&word[..chunk.len()]);
+            }
+        }
+    }
+
     /// The reduction that records its combines on this tape, for elements of `elem` bytes.
     pub fn combine(&self, elem: usize) -> TapeCombine {
         TapeCombine {
@@ -110,11 +134,13 @@ impl Transport for Tape {
 
     fn recv(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
         self.round(vec![recv(from, buf.len(), false)]);
+        self.received(buf);
         Ok(())
     }
 
     fn sendrecv(&mut self, to: u32, data: &[u8], from: u32, buf: &mut [u8]) -> Result<()> {
         self.round(vec![send(&[to], data.len()), recv(from, buf.len(), false)]);
+        self.received(buf);
         Ok(())
     }
 
@@ -167,6 +193,9 @@ impl Transport for Tape {
         buf: &mut [u8],
         op: Option<&dyn Combine>,
     ) -> Result<bool> {
+        if op.is_none() {
+            self.received(buf);
+        }
         Ok(self.poll(x, recv(from, buf.len(), op.is_some())))
     }
 }

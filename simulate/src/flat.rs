@@ -440,3 +440,52 @@ pub fn scan_linear(r: u32, n: u32, m: u64) -> Program {
     }
     p
 }
+
+/// Recursive-doubling exclusive scan of `m` bytes, as MPICH's
+/// `MPIR_Exscan_intra_recursive_doubling` and Open MPI's
+/// `ompi_coll_base_exscan_intra_recursivedoubling` run it: the contribution copied into a
+/// running partial; at the step of mask `d`, the partial exchanged with rank `r ^ d` (where
+/// there is one) and combined into this rank's; what a lower rank sent also goes into the
+/// result (copied there the first time, combined after).
+pub fn exscan_rd(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    p.round(vec![Step::Local {
+        bytes: m,
+        combine: false,
+    }]);
+    let (mut d, mut first) = (1, true);
+    while d < n {
+        let peer = r ^ d;
+        if peer < n {
+            p.round(vec![send(peer, m), recv(peer, m, true)]);
+            if peer < r {
+                p.round(vec![Step::Local {
+                    bytes: m,
+                    combine: !first,
+                }]);
+                first = false;
+            }
+        }
+        d *= 2;
+    }
+    p
+}
+
+/// Linear exclusive scan of `m` bytes (Open MPI's `basic`): rank r receives its result from
+/// rank `r - 1`, combines its own contribution into it and passes that on.
+pub fn exscan_linear(r: u32, n: u32, m: u64) -> Program {
+    let mut p = Program::default();
+    if r > 0 {
+        p.round(vec![recv(r - 1, m, false)]);
+    }
+    if r + 1 < n {
+        if r > 0 {
+            p.round(vec![Step::Local {
+                bytes: m,
+                combine: true,
+            }]);
+        }
+        p.round(vec![send(r + 1, m)]);
+    }
+    p
+}

@@ -26,16 +26,17 @@ use topo_hierarchy::settings::{
 };
 use topo_hierarchy::{Digest, Hierarchy, Job, LevelFilter, NetworkMap, Settings};
 use topo_runtime::by_node::ByNode;
-use topo_runtime::nonblocking::iallgather::Order;
+use topo_runtime::nonblocking::iallgather::{Exchange, Order};
 use topo_runtime::nonblocking::{
-    Builder, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce, ireduce_scatter, iscan,
-    iscatter,
+    Builder, iallgatherv, iallreduce, ialltoall, ibarrier, ibcast, igather, ireduce,
+    ireduce_scatter, iscan, iscatter,
 };
 use topo_runtime::reduce::Scratch;
 use topo_runtime::subtrees::{self, Subtrees};
 use topo_runtime::view::View;
 use topo_runtime::{
-    allreduce, alltoall, barrier, bcast, gather, reduce, reduce_scatter, scan, scatter,
+    allgatherv, allreduce, alltoall, barrier, bcast, gather, gatherv, reduce, reduce_scatter, scan,
+    scatter, scatterv,
 };
 
 use crate::engine::{Outcome, SimError};
@@ -68,11 +69,25 @@ pub enum Op {
     ReduceScatter,
     /// Scan.
     Scan,
+    /// Gatherv to rank 0, every rank's block the size given (topo-run's Gatherv forms,
+    /// which differ from its Gather's).
+    Gatherv,
+    /// Scatterv from rank 0, every rank's block the size given.
+    Scatterv,
+    /// Allgatherv, every rank's block the size given.
+    Allgatherv,
+    /// Alltoallv, every block the size given.
+    Alltoallv,
+    /// Reduce_scatter (per-rank counts), every rank's block of the result the size given.
+    #[serde(rename = "reduce_scatter_v")]
+    ReduceScatterV,
+    /// Exscan.
+    Exscan,
 }
 
 impl Op {
     /// Every op.
-    pub const ALL: [Op; 10] = [
+    pub const ALL: [Op; 16] = [
         Op::Bcast,
         Op::Reduce,
         Op::Allreduce,
@@ -83,7 +98,22 @@ impl Op {
         Op::Alltoall,
         Op::ReduceScatter,
         Op::Scan,
+        Op::Gatherv,
+        Op::Scatterv,
+        Op::Allgatherv,
+        Op::Alltoallv,
+        Op::ReduceScatterV,
+        Op::Exscan,
     ];
+
+    /// Whether the size is each rank's block and the blocks' layout is the call's
+    /// argument (the v-forms, simulated with every block the same size).
+    pub fn is_v(self) -> bool {
+        matches!(
+            self,
+            Op::Gatherv | Op::Scatterv | Op::Allgatherv | Op::Alltoallv | Op::ReduceScatterV
+        )
+    }
 }
 
 impl fmt::Display for Op {
@@ -99,6 +129,12 @@ impl fmt::Display for Op {
             Op::Alltoall => "alltoall",
             Op::ReduceScatter => "reduce_scatter",
             Op::Scan => "scan",
+            Op::Gatherv => "gatherv",
+            Op::Scatterv => "scatterv",
+            Op::Allgatherv => "allgatherv",
+            Op::Alltoallv => "alltoallv",
+            Op::ReduceScatterV => "reduce_scatter_v",
+            Op::Exscan => "exscan",
         })
     }
 }
@@ -112,7 +148,8 @@ impl FromStr for Op {
             .ok_or_else(|| {
                 format!(
                     "unknown collective {s:?}; use bcast, reduce, allreduce, barrier, \
-                     allgather, gather, scatter, alltoall, reduce_scatter or scan"
+                     allgather, gather, scatter, alltoall, reduce_scatter, scan, gatherv, \
+                     scatterv, allgatherv, alltoallv, reduce_scatter_v or exscan"
                 )
             })
     }
@@ -233,9 +270,10 @@ impl Cluster {
         let n = self.size();
         let len = bytes as usize;
         let s = &self.settings;
-        // The root's blocks, in rank order.
-        let at: Vec<std::ops::Range<usize>> = match op {
-            Op::Gather | Op::Scatter => (0..n as usize).map(|q| q * len..(q + 1) * len).collect(),
+        // The root's blocks (every rank's, for the v-forms), in rank order.
+        let at = match op {
+            Op::Gather | Op::Scatter => even_blocks(n, len),
+            op if op.is_v() => even_blocks(n, len),
             _ => Vec::new(),
         };
         match op {
@@ -295,11 +333,58 @@ impl Cluster {
                     Program::from_builder(&ireduce_scatter::build(all(r), true, total, mine))
                 }));
             }
-            Op::Scan => {
+            Op::Scan | Op::Exscan => {
                 let hierarchical = self.scan_in_order();
+                let exclusive = op == Op::Exscan;
                 return Ok(Programs::build(n, |r| {
                     let view = self.view(r);
-                    Program::from_builder(&iscan::build(&view, hierarchical, true, len, false).0)
+                    let b = iscan::build(&view, hierarchical, true, len, exclusive).0;
+                    Program::from_builder(&b)
+                }));
+            }
+            // The v-forms' schedules (the runtime's `sched_gather_v`, `sched_scatter_v`):
+            // straight between the root and every rank.
+            Op::Gatherv => {
+                return Ok(Programs::build(n, |r| {
+                    let at = (r == 0).then_some(&at[..]);
+                    Program::from_builder(&igather::build(r, 0, at, true, len))
+                }));
+            }
+            Op::Scatterv => {
+                return Ok(Programs::build(n, |r| {
+                    let at = (r == 0).then_some(&at[..]);
+                    Program::from_builder(&iscatter::build(r, 0, at, true, len))
+                }));
+            }
+            Op::Allgatherv => return self.allgatherv_schedule(&at),
+            Op::Alltoallv => {
+                pairs_fit(n)?;
+                let one_node = self.job.nodes().len() == 1;
+                let by_node = ByNode::new(self.placement.node_of());
+                let by_node = (!one_node).then_some(&by_node);
+                let end = len * n as usize;
+                return Ok(Programs::build(n, |r| {
+                    let b = ialltoall::build_v(r, one_node, by_node, Some(&at), &at, end);
+                    Program::from_builder(&b.0)
+                }));
+            }
+            // The runtime's `sched_reduce_scatter` with the blocks' ends.
+            Op::ReduceScatterV if s.reduce_scatter_v_halving(len) => {
+                let order = HalvingOrder::new(&self.placement);
+                let of = ireduce_scatter::HalvingBlocks::of(&order);
+                let ends: Vec<usize> = at.iter().map(|r| r.end).collect();
+                return Ok(Programs::build(n, |r| {
+                    let h = of(r).expect("a rank of the job");
+                    let blocks = topo_runtime::subtrees::Blocks::Ends(&ends);
+                    Program::from_builder(&ireduce_scatter::build_halving(&h, blocks, true).0)
+                }));
+            }
+            Op::ReduceScatterV => {
+                let total = len * n as usize;
+                let all = self.all_reduce_steps(total)?;
+                return Ok(Programs::build(n, |r| {
+                    let mine = at[r as usize].clone();
+                    Program::from_builder(&ireduce_scatter::build(all(r), true, total, mine))
                 }));
             }
             _ => {}
@@ -339,6 +424,49 @@ impl Cluster {
                 _ => ibarrier::build(&view.over_network(&self.network), s),
             };
             Program::from_builder(&b)
+        }))
+    }
+
+    /// Whether an Allgatherv of blocks `at` runs a flat exchange (the runtime's
+    /// `Topo::all_gather_v_flat`: on several nodes, where the blocks are large).
+    fn allgatherv_flat(&self, at: &[std::ops::Range<usize>]) -> bool {
+        let total = at.iter().map(std::ops::Range::len).sum();
+        iallgatherv::flat_for(self.settings.nodes, at.len(), total)
+    }
+
+    /// The Allgatherv's schedule on every rank, as the runtime's `sched_all_gather_v`
+    /// chooses it: remapped recursive doubling where the settings' flat Allgather forms
+    /// include it and the job's size allows it (else the ring) for large blocks on several
+    /// nodes, else every rank's block straight to every other rank.
+    fn allgatherv_schedule(&self, at: &[std::ops::Range<usize>]) -> Result<Programs, String> {
+        let n = self.size();
+        pairs_fit(n)?;
+        if !self.allgatherv_flat(at) {
+            let one_node = self.settings.nodes == 1;
+            return Ok(Programs::build(n, |r| {
+                Program::from_builder(&iallgatherv::build(r, one_node, at, true))
+            }));
+        }
+        let doubling = self
+            .settings
+            .flat_allgather_algs(n as usize)
+            .contains(&AllgatherAlg::RecursiveDoubling);
+        let rd = doubling
+            .then(|| Order::new(AllgatherAlg::RecursiveDoubling, &self.placement))
+            .flatten();
+        let ring = Order::new(AllgatherAlg::Ring, &self.placement).expect("the ring's order");
+        Ok(Programs::build(n, |r| {
+            if let Some(Exchange::RecursiveDoubling(peers, _)) =
+                rd.as_ref().and_then(|o| o.exchange(r))
+            {
+                return Program::from_builder(&iallgatherv::build_rd(r, &peers, at, true).0);
+            }
+            match ring.exchange(r) {
+                Some(Exchange::Ring(peers)) => {
+                    Program::from_builder(&iallgatherv::build_ring(r, &peers, at, true))
+                }
+                _ => unreachable!("{PERMUTATION}"),
+            }
         }))
     }
 
@@ -437,11 +565,16 @@ impl Cluster {
                 s.reduce_scatter_for(len),
                 ReduceScatterAlg::Allreduce | ReduceScatterAlg::Halving
             ),
-            Op::Alltoall if self.size() > RING_UP_TO => {
+            // Recursive halving (the schedule, waited for) or the Allreduce's form
+            // (`Topo::raw_reduce_scatter`).
+            Op::ReduceScatterV => true,
+            Op::Alltoall | Op::Alltoallv | Op::Allgatherv if self.size() > RING_UP_TO => {
                 return Err(format!(
-                    "an Alltoall over more than {RING_UP_TO} ranks is not simulated"
+                    "{op} over more than {RING_UP_TO} ranks is not simulated"
                 ));
             }
+            // The flat exchanges run as their schedule (`Topo::raw_all_gather_v`).
+            Op::Allgatherv => self.allgatherv_flat(&even_blocks(n, len)),
             _ => false,
         };
         if flat {
@@ -449,10 +582,17 @@ impl Cluster {
         }
         if matches!(
             op,
-            Op::Gather | Op::Scatter | Op::Alltoall | Op::ReduceScatter
+            Op::Gather
+                | Op::Scatter
+                | Op::Alltoall
+                | Op::ReduceScatter
+                | Op::Gatherv
+                | Op::Scatterv
+                | Op::Allgatherv
+                | Op::Alltoallv
         ) {
             let whole = bytes.saturating_mul(u64::from(n));
-            let whole = if op == Op::Alltoall {
+            let whole = if matches!(op, Op::Alltoall | Op::Alltoallv) {
                 whole.saturating_mul(u64::from(n))
             } else {
                 whole
@@ -470,21 +610,22 @@ impl Cluster {
         let (send, mut recv) = (vec![0u8; len], vec![0u8; len]);
         let mut scratch = Scratch::default();
         let elem = elem_of(len);
-        let hierarchical = op == Op::Scan && self.scan_in_order();
+        let hierarchical = matches!(op, Op::Scan | Op::Exscan) && self.scan_in_order();
         let mut failed = None;
         let programs = Programs::build(n, |r| {
             let view = self.view(r);
             let mut tape = blocking::Tape::default();
             let combine = tape.combine(elem);
             let done = match op {
-                Op::Scan => scan::scan(
+                // (Exscan's rank 0 has no result.)
+                Op::Scan | Op::Exscan => scan::scan(
                     &view,
                     &mut tape,
                     s.spin,
                     hierarchical,
                     Some(&send),
-                    Some(&mut recv),
-                    false,
+                    (op == Op::Scan || r > 0).then_some(&mut recv[..]),
+                    op == Op::Exscan,
                     &combine,
                     &mut scratch,
                 ),
@@ -526,8 +667,9 @@ impl Cluster {
         }
     }
 
-    /// The blocking Gather, Scatter, Alltoall or Reduce_scatter_block of `len` bytes per
-    /// block recorded on every rank: the code that learned its `Subtrees` over the
+    /// The blocking Gather, Scatter, Alltoall or Reduce_scatter_block, or the Gatherv,
+    /// Scatterv, Allgatherv or Alltoallv of blocks of `len` bytes one after another in rank
+    /// order, recorded on every rank: the code that learned its `Subtrees` over the
     /// network runs on what [`Subtrees::of_job`] works out.
     fn record_rooted(&self, op: Op, len: usize) -> Result<Blocking, String> {
         let n = self.size() as usize;
@@ -539,9 +681,16 @@ impl Cluster {
         let mut failed = None;
         let elem = elem_of(len);
         let by_node = ByNode::new(self.placement.node_of());
+        let one_node = self.job.nodes().len() == 1;
+        let at = even_blocks(n as u32, len);
         let programs = Programs::build(n as u32, |r| {
             let (view, sub) = (&views[r as usize], &subs[r as usize]);
-            let mut tape = blocking::Tape::default();
+            // (The v-forms' leaders read the blocks' lengths from what they receive.)
+            let mut tape = if op.is_v() {
+                blocking::Tape::reading(len as u64)
+            } else {
+                blocking::Tape::default()
+            };
             let combine = tape.combine(elem);
             let root = r == 0;
             let done = match op {
@@ -556,6 +705,33 @@ impl Cluster {
                     recv.resize(len, 0);
                     let from = root.then_some(&send[..]);
                     scatter::scatter(view, &mut tape, sub, s, 0, from, Some(&mut recv), len)
+                }
+                Op::Gatherv => {
+                    send.resize(len, 0);
+                    recv.resize(if root { n * len } else { 0 }, 0);
+                    let out = root.then_some((&mut recv[..], &at[..]));
+                    gatherv::gatherv(view, &mut tape, sub, s, 0, Some(&send), out, &mut full)
+                }
+                Op::Scatterv => {
+                    send.resize(if root { n * len } else { 0 }, 0);
+                    recv.resize(len, 0);
+                    let from = root.then_some((&send[..], &at[..]));
+                    let to = Some(&mut recv[..]);
+                    scatterv::scatterv(view, &mut tape, sub, s, 0, from, to, &mut full)
+                }
+                Op::Allgatherv => {
+                    send.resize(len, 0);
+                    recv.resize(n * len, 0);
+                    let b = Some(&send[..]);
+                    allgatherv::allgatherv(view, &mut tape, sub, s, b, &mut recv, &at, &mut full)
+                }
+                Op::Alltoallv => {
+                    send.resize(n * len, 0);
+                    recv.resize(n * len, 0);
+                    let by_node = (!one_node).then_some(&by_node);
+                    let from = Some((&send[..], &at[..]));
+                    alltoall::alltoallv(view, &mut tape, s, by_node, from, &mut recv, &at)
+                        .map(|done| assert!(done, "blocks one after another do not overlap"))
                 }
                 Op::Alltoall => {
                     send.resize(n * len, 0);
@@ -604,6 +780,11 @@ impl Cluster {
     pub fn run(&self, programs: &Programs, model: &CostModel) -> Result<Outcome, SimError> {
         engine::run(programs, &self.places, model)
     }
+}
+
+/// `n` blocks of `len` bytes one after another, in rank order.
+fn even_blocks(n: u32, len: usize) -> Vec<std::ops::Range<usize>> {
+    (0..n as usize).map(|q| q * len..(q + 1) * len).collect()
 }
 
 /// The element a reduction's message is cut into: doubles where the size allows.
@@ -670,13 +851,32 @@ pub fn baselines(op: Op) -> Vec<Baseline> {
             ("recursive doubling", flat::scan_rd),
             ("linear", flat::scan_linear),
         ],
+        // Open MPI's and MPICH's Gatherv and Scatterv are linear.
+        Op::Gatherv => vec![("linear", flat::gather_linear)],
+        Op::Scatterv => vec![("linear", flat::scatter_linear)],
+        Op::Allgatherv => vec![
+            ("recursive doubling (bruck)", flat::allgather_rd),
+            ("ring", flat::allgather_ring),
+        ],
+        Op::Alltoallv => vec![
+            ("pairwise", flat::alltoall_pairwise),
+            ("linear", flat::alltoall_linear),
+        ],
+        Op::ReduceScatterV => vec![
+            ("recursive halving", flat::reduce_scatter_halving),
+            ("ring", flat::reduce_scatter_ring),
+        ],
+        Op::Exscan => vec![
+            ("recursive doubling", flat::exscan_rd),
+            ("linear", flat::exscan_linear),
+        ],
     }
 }
 
 /// Whether flat algorithm `name` of `op` makes `n^2` steps in all on `n` ranks (then it is
 /// simulated up to [`RING_UP_TO`] ranks).
 fn quadratic(op: Op, name: &str) -> bool {
-    name == "ring" || (op == Op::Alltoall && name != "bruck")
+    name == "ring" || (matches!(op, Op::Alltoall | Op::Alltoallv) && name != "bruck")
 }
 
 /// One algorithm's prediction for one op and size.

@@ -63,7 +63,9 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     rules: Option<PathBuf>,
     /// Collectives, comma-separated: bcast, reduce, allreduce, barrier, allgather, gather,
-    /// scatter, alltoall, reduce_scatter (Reduce_scatter_block), scan; or `all`.
+    /// scatter, alltoall, reduce_scatter (Reduce_scatter_block), scan, gatherv, scatterv,
+    /// allgatherv, alltoallv, reduce_scatter_v (Reduce_scatter), exscan; or `all`. The
+    /// v-forms run with every block of the size given.
     #[arg(
         long,
         default_value = "bcast,reduce,allreduce,barrier,allgather",

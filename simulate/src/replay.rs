@@ -6,7 +6,8 @@
 //! fastest flat algorithm's.
 //!
 //! What the replay cannot know is said with it ([`Replay::caveats`]): every communicator
-//! is replayed as the whole job, the v-forms as their regular forms and Exscan as Scan.
+//! is replayed as the whole job, and the v-forms with every rank's block of the size this
+//! rank's had (the profile keeps no counts of the other ranks).
 
 use std::collections::BTreeMap;
 
@@ -16,8 +17,9 @@ use crate::engine::SimError;
 use crate::model::CostModel;
 use crate::{Cluster, Op, Predicted, Prediction, TOPO_RUN, TOPO_RUN_BLOCKING, is_topo_run};
 
-/// The simulated collective a profiled call is replayed as, and whether that is the call
-/// itself (`false`: a stand-in, such as Allgather for Allgatherv).
+/// The simulated collective a profiled call is replayed as, and whether it is replayed
+/// with the call's own blocks (`false` for the v-forms, whose blocks are all taken of one
+/// size).
 pub fn op_of(call: &str) -> Option<(Op, bool)> {
     let base = call.strip_prefix("MPI_")?;
     // The nonblocking forms replay as their blocking ones (topo-run's schedule).
@@ -35,17 +37,17 @@ pub fn op_of(call: &str) -> Option<(Op, bool)> {
         "Allreduce" => (Op::Allreduce, true),
         "Barrier" => (Op::Barrier, true),
         "Allgather" => (Op::Allgather, true),
-        "Allgatherv" => (Op::Allgather, false),
+        "Allgatherv" => (Op::Allgatherv, false),
         "Gather" => (Op::Gather, true),
-        "Gatherv" => (Op::Gather, false),
+        "Gatherv" => (Op::Gatherv, false),
         "Scatter" => (Op::Scatter, true),
-        "Scatterv" => (Op::Scatter, false),
+        "Scatterv" => (Op::Scatterv, false),
         "Alltoall" => (Op::Alltoall, true),
-        "Alltoallv" => (Op::Alltoall, false),
+        "Alltoallv" => (Op::Alltoallv, false),
         "Reduce_scatter_block" => (Op::ReduceScatter, true),
-        "Reduce_scatter" => (Op::ReduceScatter, false),
+        "Reduce_scatter" => (Op::ReduceScatterV, false),
         "Scan" => (Op::Scan, true),
-        "Exscan" => (Op::Scan, false),
+        "Exscan" => (Op::Exscan, true),
         _ => return None,
     })
 }
@@ -59,7 +61,8 @@ pub struct Row {
     pub comm: String,
     /// The collective simulated for it.
     pub op: Op,
-    /// Whether that is the call itself.
+    /// Whether the call's blocks are replayed as they were (`false` for the v-forms:
+    /// every rank's block of the size this rank's had).
     pub exact: bool,
     /// The busiest rank's calls.
     pub calls: u64,
@@ -206,7 +209,8 @@ pub fn replay(cluster: &Cluster, model: &CostModel, profile: &Profile) -> Result
     }
     if !stand_ins.is_empty() {
         caveats.push(format!(
-            "replayed as their regular forms (Exscan as Scan): {}",
+            "replayed with every rank's block of one size (the profile keeps no other \
+             ranks' counts): {}",
             stand_ins.join(", ")
         ));
     }

@@ -443,7 +443,8 @@ proptest! {
         }
         for op in [
             Op::Barrier, Op::Allgather, Op::Gather, Op::Scatter, Op::Alltoall,
-            Op::ReduceScatter, Op::Scan,
+            Op::ReduceScatter, Op::Scan, Op::Gatherv, Op::Scatterv, Op::Allgatherv,
+            Op::Alltoallv, Op::ReduceScatterV, Op::Exscan,
         ] {
             predict(&cluster, &model, op, bytes).unwrap();
         }
@@ -650,8 +651,8 @@ fn a_profile_replays_its_calls_at_their_sizes_and_counts() {
     assert!(close(ar.topo_run_us, 100.0 * t8 + 3.0 * t4k), "{ar:?}");
     assert!(close(ar.flat_us, 100.0 * f8 + 3.0 * f4k), "{ar:?}");
     let ag = &r.rows[1];
-    let (t64, f64_) = expect(Op::Allgather, 64, false);
-    assert_eq!((ag.op, ag.exact, ag.calls), (Op::Allgather, false, 5));
+    let (t64, f64_) = expect(Op::Allgatherv, 64, false);
+    assert_eq!((ag.op, ag.exact, ag.calls), (Op::Allgatherv, false, 5));
     assert!(
         close(ag.topo_run_us, 5.0 * t64) && close(ag.flat_us, 5.0 * f64_),
         "{ag:?}"
@@ -671,9 +672,105 @@ fn a_profile_replays_its_calls_at_their_sizes_and_counts() {
         ("MPI_Ibarrier", Op::Barrier),
         ("MPI_Ireduce_scatter_block", Op::ReduceScatter),
         ("MPI_Iscan", Op::Scan),
-        ("MPI_Exscan", Op::Scan),
-        ("MPI_Ialltoallv", Op::Alltoall),
+        ("MPI_Exscan", Op::Exscan),
+        ("MPI_Ialltoallv", Op::Alltoallv),
+        ("MPI_Reduce_scatter", Op::ReduceScatterV),
+        ("MPI_Gatherv", Op::Gatherv),
+        ("MPI_Iscatterv", Op::Scatterv),
     ] {
         assert_eq!(crate::replay::op_of(call).map(|o| o.0), Some(op), "{call}");
+    }
+}
+
+/// Bytes sent over every link of a prediction.
+fn all_bytes(p: &crate::Prediction) -> u64 {
+    match &p.result {
+        Predicted::Outcome(o) => o.traffic.values().map(|t| t.bytes).sum(),
+        Predicted::Skipped(why) => panic!("{} skipped: {why}", p.algorithm),
+    }
+}
+
+/// The v-forms run topo-run's own v-form algorithms, with every block of the size given:
+/// the direct forms move each block once (a Gatherv's and Scatterv's `n - 1` blocks, an
+/// Allgatherv's and Alltoallv's `n (n - 1)`), the Allgatherv's flat exchanges too, and the
+/// blocking and nonblocking forms of each move the same bytes; the Reduce_scatter with
+/// per-rank counts takes the Reduce_scatter_block's algorithm for blocks of one size; the
+/// Exscan sends what the Scan does and combines less.
+#[test]
+fn the_v_forms_and_exscan_run_their_own_algorithms() {
+    let model = CostModel::default();
+    for (nodes, rpn, cyclic) in [(1, 4, false), (4, 4, false), (4, 4, true), (3, 5, false)] {
+        let cluster = Cluster::new(job(nodes, rpn, cyclic), None, Settings::default()).unwrap();
+        let n = u64::from(nodes * rpn);
+        // 64 KiB blocks take the Allgatherv's flat exchanges on several nodes.
+        for len in [8u64, 1000, 64 << 10] {
+            let shape = format!("{nodes} x {rpn} cyclic {cyclic}, {len} B");
+            for (op, blocks) in [
+                (Op::Gatherv, n - 1),
+                (Op::Scatterv, n - 1),
+                (Op::Allgatherv, n * (n - 1)),
+                (Op::Alltoallv, n * (n - 1)),
+            ] {
+                let preds = predict(&cluster, &model, op, len).unwrap();
+                for algorithm in [TOPO_RUN, TOPO_RUN_BLOCKING] {
+                    let p = preds.iter().find(|p| p.algorithm == algorithm).unwrap();
+                    // The blocking forms may gather through the leaders: at least once.
+                    let moved = all_bytes(p);
+                    if op == Op::Allgatherv && nodes > 1 && len >= 16 << 10 {
+                        // The remapped exchanges first move each block whose rank's
+                        // position is not its rank to that position.
+                        assert!(
+                            (blocks * len..=(blocks + n) * len).contains(&moved),
+                            "{algorithm} {op}, {shape}: {moved}"
+                        );
+                    } else if algorithm == TOPO_RUN || op == Op::Alltoallv {
+                        assert_eq!(moved, blocks * len, "{algorithm} {op}, {shape}");
+                    } else {
+                        assert!(moved >= blocks * len, "{algorithm} {op}, {shape}: {moved}");
+                    }
+                }
+            }
+            let v = predict(&cluster, &model, Op::ReduceScatterV, len).unwrap();
+            let block = predict(&cluster, &model, Op::ReduceScatter, len).unwrap();
+            let topo = |ps: &[crate::Prediction]| {
+                ps.iter()
+                    .find(|p| p.algorithm == TOPO_RUN)
+                    .map(all_bytes)
+                    .unwrap()
+            };
+            // (The block form's schedule takes the Allreduce's form where its blocking
+            // form goes through the root or the leaders; the v-form recursive halving.)
+            let s = Settings {
+                nodes,
+                ranks: nodes * rpn,
+                ..Settings::default()
+            };
+            use topo_hierarchy::settings::ReduceScatterAlg::{Allreduce, Halving};
+            if matches!(s.reduce_scatter_for(len as usize), Allreduce | Halving) {
+                assert_eq!(topo(&v), topo(&block), "reduce_scatter_v, {shape}");
+            }
+            let ex = predict(&cluster, &model, Op::Exscan, len).unwrap();
+            let scan = predict(&cluster, &model, Op::Scan, len).unwrap();
+            assert_eq!(topo(&ex), topo(&scan), "exscan, {shape}");
+            for p in ex.iter().chain(&v) {
+                assert!(matches!(p.result, Predicted::Outcome(_)), "{p:?}, {shape}");
+            }
+        }
+    }
+    // The flat Exscan: rank 0 sends and combines nothing of another's; the others receive
+    // what the flat Scan's ranks do.
+    for n in [1u32, 2, 5, 8] {
+        for r in 0..n {
+            let steps = |p: &Program| p.rounds.iter().flatten().cloned().collect::<Vec<_>>();
+            let (ex, scan) = (flat::exscan_rd(r, n, 8), flat::scan_rd(r, n, 8));
+            let recvs = |s: Vec<Step>| s.iter().filter(|x| matches!(x, Step::Recv { .. })).count();
+            assert_eq!(
+                recvs(steps(&ex)),
+                recvs(steps(&scan)),
+                "rd, rank {r} of {n}"
+            );
+            let lin = steps(&flat::exscan_linear(r, n, 8));
+            assert_eq!(recvs(lin), usize::from(r > 0), "linear, rank {r} of {n}");
+        }
     }
 }
