@@ -9,9 +9,10 @@
 //! receive buffer holds them so from its start (the usual displacements) the collective
 //! works in it, otherwise in scratch, from which each block is copied to its place.
 //!
-//! On several nodes, from `nonblocking::iallgatherv::FLAT_FROM` bytes per rank on average,
-//! `Topo` runs the flat exchanges instead (remapped recursive doubling or the ring, as
-//! their schedules): the three steps here run one after another, each whole.
+//! On several nodes, from `nonblocking::iallgatherv::FLAT_FROM` bytes per rank on average
+//! (earlier with many ranks per node: `nonblocking::iallgatherv::flat_for`), `Topo` runs the
+//! flat exchanges instead (remapped recursive doubling, Bruck's or the ring, as their
+//! schedules): the three steps here run one after another, each whole.
 
 use std::ops::Range;
 

@@ -351,6 +351,41 @@ fn rabenseifner_in_pieces_overlaps_them_two_rounds_apart() {
     }
 }
 
+/// Bruck's Allgather (a job whose size is not a power of two) keeps two orders: the one
+/// chosen to send the fewest blocks between nodes, and for blocks below
+/// `bruck_small_below` bytes rank order, as MPI libraries run it; the threshold falls with
+/// the ranks per node.
+#[test]
+fn small_bruck_blocks_take_rank_order() {
+    use topo_hierarchy::settings::AllgatherAlg;
+    use topo_runtime::nonblocking::iallgather::{Exchange, bruck_small_below};
+    for (nodes, rpn, below) in [(3u32, 6u32, 836), (5, 2, 4096), (3, 36, 64), (3, 30, 74)] {
+        let node_of: Vec<u32> = (0..nodes * rpn).map(|r| r / rpn).collect();
+        let place = Placement::nodes(&node_of);
+        assert_eq!(bruck_small_below(&place), below, "{nodes} x {rpn}");
+        let order = iallgather::Order::new(AllgatherAlg::RecursiveDoubling, &place).unwrap();
+        let mut differ = false;
+        for rank in 0..nodes * rpn {
+            let e = order.exchange(rank).unwrap();
+            let Exchange::Bruck(large, small) = &e else {
+                panic!("{nodes} x {rpn}, rank {rank}: not Bruck's: {e:?}");
+            };
+            let small_peers = match small {
+                Some((small, b)) => {
+                    assert_eq!(*b, below);
+                    small
+                }
+                None => large,
+            };
+            assert_eq!(small_peers.position, rank, "rank order");
+            assert_eq!(e.bruck_peers(below - 1), Some(small_peers));
+            assert_eq!(e.bruck_peers(below), Some(large));
+            differ |= small.is_some();
+        }
+        assert!(differ, "{nodes} x {rpn}: the chosen order is rank order");
+    }
+}
+
 /// With the switches known, recursive doubling's Allgather keeps two orders: the one that
 /// keeps the heavy steps under a switch, and for blocks below `SMALL_BLOCK` the one chosen
 /// without the switches, which under cyclic placement is plain recursive doubling (no

@@ -435,38 +435,42 @@ impl Cluster {
     }
 
     /// The Allgatherv's schedule on every rank, as the runtime's `sched_all_gather_v`
-    /// chooses it: remapped recursive doubling where the settings' flat Allgather forms
-    /// include it and the job's size allows it (else the ring) for large blocks on several
-    /// nodes, else every rank's block straight to every other rank.
+    /// chooses it (`iallgatherv::schedule_flat`): on several nodes, for large blocks or
+    /// more than 2 ranks per node, the flat exchange the Allgather's rules choose for the
+    /// blocks' total (the ring; recursive doubling where the job's size is a power of two,
+    /// else Bruck's), else every rank's block straight to every other rank.
     fn allgatherv_schedule(&self, at: &[std::ops::Range<usize>]) -> Result<Programs, String> {
         let n = self.size();
         pairs_fit(n)?;
-        if !self.allgatherv_flat(at) {
+        let total: usize = at.iter().map(std::ops::Range::len).sum();
+        if !iallgatherv::schedule_flat(self.settings.nodes, at.len(), total) {
             let one_node = self.settings.nodes == 1;
             return Ok(Programs::build(n, |r| {
                 Program::from_builder(&iallgatherv::build(r, one_node, at, true))
             }));
         }
-        let doubling = self
-            .settings
-            .flat_allgather_algs(n as usize)
-            .contains(&AllgatherAlg::RecursiveDoubling);
-        let rd = doubling
-            .then(|| Order::new(AllgatherAlg::RecursiveDoubling, &self.placement))
-            .flatten();
-        let ring = Order::new(AllgatherAlg::Ring, &self.placement).expect("the ring's order");
+        let s = &self.settings;
+        let doubling = s.allgather_for(total, n as usize) != AllgatherAlg::Ring
+            && s.flat_allgather_algs(n as usize)
+                .contains(&AllgatherAlg::RecursiveDoubling);
+        let order = if doubling {
+            Order::new(AllgatherAlg::RecursiveDoubling, &self.placement)
+        } else {
+            Order::new(AllgatherAlg::Ring, &self.placement)
+        }
+        .expect("a flat exchange's order");
         Ok(Programs::build(n, |r| {
-            if let Some(Exchange::RecursiveDoubling(peers, _)) =
-                rd.as_ref().and_then(|o| o.exchange(r))
-            {
-                return Program::from_builder(&iallgatherv::build_rd(r, &peers, at, true).0);
-            }
-            match ring.exchange(r) {
-                Some(Exchange::Ring(peers)) => {
-                    Program::from_builder(&iallgatherv::build_ring(r, &peers, at, true))
+            let b = match order.exchange(r).expect(PERMUTATION) {
+                Exchange::RecursiveDoubling(peers, _) => {
+                    iallgatherv::build_rd(r, &peers, at, true).0
                 }
-                _ => unreachable!("{PERMUTATION}"),
-            }
+                e @ Exchange::Bruck(..) => {
+                    let peers = e.bruck_peers(total / at.len()).expect("Bruck's exchange");
+                    iallgatherv::build_bruck(r, peers, at, true).0
+                }
+                Exchange::Ring(peers) => iallgatherv::build_ring(r, &peers, at, true),
+            };
+            Program::from_builder(&b)
         }))
     }
 

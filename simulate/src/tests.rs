@@ -702,7 +702,8 @@ fn the_v_forms_and_exscan_run_their_own_algorithms() {
     for (nodes, rpn, cyclic) in [(1, 4, false), (4, 4, false), (4, 4, true), (3, 5, false)] {
         let cluster = Cluster::new(job(nodes, rpn, cyclic), None, Settings::default()).unwrap();
         let n = u64::from(nodes * rpn);
-        // 64 KiB blocks take the Allgatherv's flat exchanges on several nodes.
+        // 64 KiB blocks (and any with more than 2 ranks per node) take the Allgatherv's
+        // flat exchanges on several nodes.
         for len in [8u64, 1000, 64 << 10] {
             let shape = format!("{nodes} x {rpn} cyclic {cyclic}, {len} B");
             for (op, blocks) in [
@@ -716,7 +717,11 @@ fn the_v_forms_and_exscan_run_their_own_algorithms() {
                     let p = preds.iter().find(|p| p.algorithm == algorithm).unwrap();
                     // The blocking forms may gather through the leaders: at least once.
                     let moved = all_bytes(p);
-                    if op == Op::Allgatherv && nodes > 1 && len >= 16 << 10 {
+                    let total = (n * len) as usize;
+                    let flat = topo_runtime::nonblocking::iallgatherv::schedule_flat(
+                        nodes, n as usize, total,
+                    );
+                    if op == Op::Allgatherv && algorithm == TOPO_RUN && flat {
                         // The remapped exchanges first move each block whose rank's
                         // position is not its rank to that position.
                         assert!(

@@ -226,6 +226,26 @@ pub(super) const ALLGATHER_RING_MAX_RANKS: usize = 4096;
 /// See [`ALLGATHER_RING_RANKS`].
 pub(super) const ALLGATHER_RING_BLOCK: usize = 4 << 10;
 
+/// Where such a job's size is not a power of two, nor its number of nodes (where it is,
+/// Bruck's distances meet the node boundaries alike on every node: on 2-32 nodes x 6-36
+/// ranks Bruck's stays ahead of the ring up to 1 KiB per rank, behind it at 4 KiB, as
+/// [`ALLGATHER_RING_BLOCK`] has it), the ring from this many bytes divided by
+/// the ranks per node, per rank (at least [`ALLGATHER_RING_BLOCK_MIN`], at most
+/// [`ALLGATHER_RING_BLOCK`]): Bruck's exchange, which stands in for recursive doubling
+/// there, cannot keep its heavy steps inside the nodes as the remapped recursive doubling
+/// does, and its last steps send about half of every rank's blocks across the network from
+/// every rank, so the more ranks a node has, the sooner the ring (which crosses each node
+/// boundary once) wins. `topo-run simulate --ops allgather` on 3-48 nodes x 2-36 ranks,
+/// block placement, each form forced by a rules file (2026-12-04): the ring became the
+/// faster from 128-512 B per rank with 36 ranks per node, 512 B-2 KiB with 8-12, 1-4 KiB
+/// with 2-6; before, with the 4 KiB of powers of two, Bruck's took up to 14.5 x the ring's
+/// time (12 and 48 nodes x 36, 2 KiB per rank). Of 4, 6 and 8 KiB here, 6 left the fewest
+/// rows of that sweep above the best flat algorithm (docs/simulate.md, "The v-forms").
+pub(super) const ALLGATHER_RING_NODE_BYTES: usize = 6 << 10;
+
+/// See [`ALLGATHER_RING_NODE_BYTES`].
+pub(super) const ALLGATHER_RING_BLOCK_MIN: usize = 128;
+
 /// Alltoall in a job on several nodes takes the spread form (the aggregated one's messages
 /// between nodes, sent by all ranks of a node) while the message between
 /// two nodes (a block for each pair of their ranks: `block x (ranks per node)^2` bytes)

@@ -281,7 +281,14 @@ impl Settings {
     /// nodes.
     fn allgather_defaults(&self, ranks: usize) -> [Rule<AllgatherAlg>; 2] {
         if self.nodes > 1 && (ALLGATHER_RING_RANKS..=ALLGATHER_RING_MAX_RANKS).contains(&ranks) {
-            let below = (ALLGATHER_RING_BLOCK * ranks) as u64;
+            let block = if ranks.is_power_of_two() || self.nodes.is_power_of_two() {
+                ALLGATHER_RING_BLOCK
+            } else {
+                let per_node = ranks.div_ceil(self.nodes as usize);
+                (ALLGATHER_RING_NODE_BYTES / per_node)
+                    .clamp(ALLGATHER_RING_BLOCK_MIN, ALLGATHER_RING_BLOCK)
+            };
+            let below = (block * ranks) as u64;
             below_then(below, AllgatherAlg::RecursiveDoubling, AllgatherAlg::Ring)
         } else if ranks.is_power_of_two() {
             [ALLGATHER_DEFAULTS[0]; 2]

@@ -50,6 +50,29 @@ fn flat_allgather_algs_cover_every_choice() {
         many.allgather_for((64 << 12) - 1, 64),
         AllgatherAlg::RecursiveDoubling
     );
+    // Other sizes: from 6 KiB over the ranks per node, per rank, at least 128 bytes, where
+    // the number of nodes is not a power of two either (3 nodes: 36 ranks per node for
+    // 108, 144 for 432, 7 for 20, 12 for 36); on 4 nodes from 4 KiB.
+    let three = Settings {
+        nodes: 3,
+        ..Settings::default()
+    };
+    for (set, ranks, block) in [
+        (&three, 108, 170),
+        (&three, 432, 128),
+        (&three, 20, 877),
+        (&three, 36, 512),
+        (&many, 108, 4096),
+        (&many, 36, 4096),
+    ] {
+        assert_eq!(set.allgather_for(block * ranks, ranks), AllgatherAlg::Ring);
+        assert_eq!(
+            set.allgather_for(block * ranks - 1, ranks),
+            AllgatherAlg::RecursiveDoubling,
+            "{ranks} ranks on {} nodes",
+            set.nodes
+        );
+    }
     assert_eq!(
         many.flat_allgather_algs(8),
         [AllgatherAlg::RecursiveDoubling]

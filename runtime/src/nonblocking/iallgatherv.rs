@@ -5,12 +5,18 @@
 //!   rounds (in round d to the rank d places on, from the rank d places back, as
 //!   Ialltoall's), across nodes all in one round, so that every network transfer is posted
 //!   at the start.
-//! - [`build_rd`] and [`build_ring`] (large blocks on several nodes, [`FLAT_FROM`]): the
-//!   Allgather's remapped recursive doubling (a job whose size is a power of two) and its
-//!   ring in node-major order, with each rank's own block. Recursive doubling crosses the
-//!   network in its first steps, with one block per rank, and its heavy last steps stay
-//!   inside the nodes; the ring passes on the block that came last, every node boundary
-//!   crossed by one edge of the ring.
+//! - [`build_rd`], [`build_bruck`] and [`build_ring`] (on several nodes: large blocks,
+//!   [`FLAT_FROM`], or more than [`DIRECT_PER_NODE`] ranks per node, [`schedule_flat`]):
+//!   the Allgather's remapped recursive doubling (a job whose size is a power of two) or
+//!   Bruck's exchange (any other size), and its ring in node-major order, with each rank's
+//!   own block, as the Allgather's rules choose for the blocks' total. Recursive doubling
+//!   crosses the network in its first steps, with one block per rank, and its heavy last
+//!   steps stay inside the nodes; the ring passes on the block that came last, every node
+//!   boundary crossed by one edge of the ring. The direct form sends every block over the
+//!   network once per rank of each other node, which with many ranks per node costs the
+//!   network interfaces that many times the flat exchanges' bytes (`topo-run simulate --ops
+//!   allgatherv`: 16 nodes x 32, 4 KiB blocks, 5.0 ms direct against 0.29 ms for the
+//!   ring).
 //!
 //! A block of no bytes is not sent (every rank knows every length). The blocking
 //! Allgatherv's way up the hierarchy, across the top group and down waits at each leader;
@@ -21,7 +27,7 @@
 
 use std::ops::Range;
 
-use topo_hierarchy::remap::{RdPeers, RingPeers};
+use topo_hierarchy::remap::{BruckPeers, RdPeers, RingPeers};
 
 use super::{Action, Buf, Builder, Link, Region};
 
@@ -37,11 +43,55 @@ use super::{Action, Buf, Builder, Link, Region};
 /// 16 KiB the hierarchy is ahead (0.70-0.97 against 0.92-1.12).
 pub const FLAT_FROM: usize = 16 << 10;
 
+/// With at least this many ranks per node, the blocking Allgatherv on several nodes runs a
+/// flat exchange from [`FLAT_FROM_MANY`] bytes per rank (where the job's size or its number
+/// of nodes is a power of two) or [`FLAT_FROM_MANY_ANY`] (otherwise): the hierarchy's
+/// three steps, one after another, cost more than the flat exchanges lose on the network
+/// once a node has many ranks. `topo-run simulate --ops allgatherv`, 2-16 nodes x 4-36
+/// ranks, blocking form against the schedule (2026-12-04): with 8 or more ranks per node
+/// the flat exchange took 0.42-0.98 of the hierarchy's time from 256 B per rank on 2 and 16
+/// nodes and 0.60-0.97 from 1-2 KiB on 3 and 5 nodes (1.3-2.9 below that); with 4 ranks
+/// per node the hierarchy stayed ahead up to 1-2 KiB.
+pub const FLAT_MANY_PER_NODE: usize = 8;
+
+/// See [`FLAT_MANY_PER_NODE`].
+pub const FLAT_FROM_MANY: usize = 256;
+
+/// See [`FLAT_MANY_PER_NODE`].
+pub const FLAT_FROM_MANY_ANY: usize = 2 << 10;
+
 /// Whether an Allgatherv of `total` bytes among `size` ranks on `nodes` nodes runs a flat
-/// exchange, recursive doubling or the ring (the same on every rank: every rank knows
-/// every block's length).
+/// exchange, recursive doubling, Bruck's or the ring (the same on every rank: every rank
+/// knows every block's length): from [`FLAT_FROM`] bytes per rank, or earlier with many
+/// ranks per node ([`FLAT_MANY_PER_NODE`]).
 pub fn flat_for(nodes: u32, size: usize, total: usize) -> bool {
-    nodes > 1 && size > 1 && total / size >= FLAT_FROM
+    if nodes < 2 || size < 2 {
+        return false;
+    }
+    let mean = total / size;
+    let many = size.div_ceil(nodes as usize) >= FLAT_MANY_PER_NODE;
+    let from = match many {
+        true if size.is_power_of_two() || nodes.is_power_of_two() => FLAT_FROM_MANY,
+        true => FLAT_FROM_MANY_ANY,
+        false => FLAT_FROM,
+    };
+    mean >= from
+}
+
+/// With more ranks per node than this, an Iallgatherv on several nodes runs a flat
+/// exchange at every size ([`schedule_flat`]): the direct form's network messages grow
+/// with the ranks per node times the job's ranks. With 2 per node the direct form is
+/// ahead below [`FLAT_FROM`] (`topo-run simulate --ops allgatherv`: 16 nodes x 2, 8-byte
+/// blocks, 2.1 us against 6.5 for Bruck's exchange and 8.0 for the remapped recursive
+/// doubling).
+pub const DIRECT_PER_NODE: usize = 2;
+
+/// Whether an Iallgatherv of `total` bytes among `size` ranks on `nodes` nodes runs a flat
+/// exchange (else [`build`]): where the blocking one does ([`flat_for`]), and at every size
+/// with more than [`DIRECT_PER_NODE`] ranks per node.
+pub fn schedule_flat(nodes: u32, size: usize, total: usize) -> bool {
+    flat_for(nodes, size, total)
+        || (nodes > 1 && size > 1 && size.div_ceil(nodes as usize) > DIRECT_PER_NODE)
 }
 
 /// Remapped recursive doubling (`topo_hierarchy::remap::RdPeers`, as
@@ -128,6 +178,116 @@ pub fn build_rd(rank: u32, peers: &RdPeers, at: &[Range<usize>], send: bool) -> 
         }));
     }
     (b, if packed { 0 } else { total })
+}
+
+/// Bruck's exchange, remapped (`topo_hierarchy::remap::BruckPeers`, as
+/// [`super::iallgather::build_bruck`]), with each rank's own block: round 0 puts the block
+/// of rank `position` first in [`Buf::Tmp`] (exchanging this rank's own for it); round
+/// `k + 1` sends the first `min(2^k, size - 2^k)` blocks of the scratch to the rank `2^k`
+/// positions back and appends as many from the rank `2^k` positions on, so that the
+/// scratch ends with the blocks of ranks `position`, `position + 1`, ... (mod `size`) one
+/// after another, each as long as that rank's (every rank knows every length); the last
+/// round copies each block to its place `at[r]` of [`Buf::Recv`] (its own too where
+/// `send`), in two pieces where the blocks lie one after another in rank order. Returns the builder and the bytes of [`Buf::Tmp`] it uses.
+pub fn build_bruck(
+    rank: u32,
+    peers: &BruckPeers,
+    at: &[Range<usize>],
+    send: bool,
+) -> (Builder, usize) {
+    let mut b = Builder::default();
+    let n = at.len();
+    let p = peers.position as usize;
+    let me = rank as usize;
+    // Where the block of rank `(p + j) mod n` starts in the scratch, and the end.
+    let mut off = vec![0usize; n + 1];
+    for j in 0..n {
+        off[j + 1] = off[j] + at[(p + j) % n].len();
+    }
+    let total = off[n];
+    if total == 0 {
+        return (b, 0);
+    }
+    // Blocks `j..j + k` of the scratch.
+    let tmp = |j: usize, k: usize| Region {
+        buf: Buf::Tmp,
+        off: off[j],
+        len: off[j + k] - off[j],
+    };
+    let own = if send {
+        Region::whole(Buf::Send, at[me].len())
+    } else {
+        Region {
+            buf: Buf::Recv,
+            off: at[me].start,
+            len: at[me].len(),
+        }
+    };
+    if p == me {
+        if own.len > 0 {
+            b.step(
+                Link::Local,
+                Action::Copy {
+                    src: own,
+                    dst: tmp(0, 1),
+                },
+            );
+        }
+    } else {
+        let (to, from) = (peers.send_own_to, peers.start_from);
+        let send = (own.len > 0).then(|| {
+            let to = vec![to];
+            (Link::Peer(to[0]), Action::Send { to, src: own })
+        });
+        let dst = tmp(0, 1);
+        let recv = (dst.len > 0).then_some((Link::Peer(from), Action::Recv { from, dst }));
+        b.round(send.into_iter().chain(recv));
+    }
+    let mut d = 1usize;
+    for (&to, &from) in peers.to.iter().zip(&peers.from) {
+        let blocks = d.min(n - d);
+        let (src, dst) = (tmp(0, blocks), tmp(d, blocks));
+        let send = (src.len > 0).then(|| (Link::Peer(to), Action::Send { to: vec![to], src }));
+        let recv = (dst.len > 0).then_some((Link::Peer(from), Action::Recv { from, dst }));
+        b.round(send.into_iter().chain(recv));
+        d *= 2;
+    }
+    let (start, packed) = crate::allgatherv::rank_order(at);
+    if packed {
+        // Ranks `p..n` are the scratch's first blocks, ranks `0..p` its last: two copies.
+        let (head, tail) = (tmp(0, n - p), tmp(n - p, p));
+        let to = |from: usize, len: usize| Region {
+            buf: Buf::Recv,
+            off: start[from],
+            len,
+        };
+        let copies = [(head, to(p, head.len)), (tail, to(0, tail.len))];
+        b.round(
+            copies
+                .into_iter()
+                .filter(|(src, _)| src.len > 0)
+                .map(|(src, dst)| (Link::Local, Action::Copy { src, dst })),
+        );
+        return (b, total);
+    }
+    b.round((0..n).filter_map(|j| {
+        let r = (p + j) % n;
+        (!at[r].is_empty() && (r != me || send)).then(|| {
+            let dst = Region {
+                buf: Buf::Recv,
+                off: at[r].start,
+                len: at[r].len(),
+            };
+            (
+                Link::Local,
+                Action::Copy {
+                    src: tmp(j, 1),
+                    dst,
+                },
+            )
+        })
+    }));
+    (b, total)
 }
 
 /// The ring (`topo_hierarchy::remap::RingPeers`) with each rank's own block: round `s`

@@ -459,13 +459,24 @@ impl Topo {
         };
         let total = at.iter().map(std::ops::Range::len).sum();
         self.start(scope, args, None, None, |h| {
-            let flat = iallgatherv::flat_for(h.settings.nodes, at.len(), total);
-            let doubling = h.exchanges.get(AllgatherAlg::RecursiveDoubling);
-            let (b, tmp) = match (doubling, h.exchanges.ring()) {
-                (
-                    Some(crate::nonblocking::iallgather::Exchange::RecursiveDoubling(peers, _)),
-                    _,
-                ) if flat => iallgatherv::build_rd(rank, peers, at, has_send),
+            use crate::nonblocking::iallgather::Exchange;
+            let size = at.len();
+            let flat = iallgatherv::schedule_flat(h.settings.nodes, size, total);
+            // The Allgather's rules for the blocks' total choose the exchange: the ring, or
+            // recursive doubling (Bruck's for a size that is not a power of two).
+            let ring = h.exchanges.ring();
+            let doubling = match h.settings.allgather_for(total, size) {
+                AllgatherAlg::Ring if ring.is_some() => None,
+                _ => h.exchanges.get(AllgatherAlg::RecursiveDoubling),
+            };
+            let (b, tmp) = match (doubling, ring) {
+                (Some(Exchange::RecursiveDoubling(peers, _)), _) if flat => {
+                    iallgatherv::build_rd(rank, peers, at, has_send)
+                }
+                (Some(e @ Exchange::Bruck(..)), _) if flat => {
+                    let peers = e.bruck_peers(total / size).expect("Bruck's exchange");
+                    iallgatherv::build_bruck(rank, peers, at, has_send)
+                }
                 (_, Some(peers)) if flat => (iallgatherv::build_ring(rank, peers, at, has_send), 0),
                 _ => (
                     iallgatherv::build(rank, h.settings.nodes == 1, at, has_send),
