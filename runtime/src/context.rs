@@ -117,8 +117,12 @@ impl HierarchicalPath {
     ) -> Option<&crate::nonblocking::ireduce_scatter::HalvingBlocks> {
         let size = self.view.size as usize;
         let mean = total / size.max(1);
+        // (The ring's rules run as halving where the context keeps no ring order.)
         let halving = if block {
-            self.settings.reduce_scatter_for(mean) == ReduceScatterAlg::Halving
+            matches!(
+                self.settings.reduce_scatter_for(mean),
+                ReduceScatterAlg::Halving | ReduceScatterAlg::Ring
+            )
         } else {
             self.settings.reduce_scatter_v_halving(mean)
         };

@@ -213,3 +213,50 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Ireduce_scatter and Ireduce_scatter_block by the ring in node-major order (the
+    /// `ring` form), blocks of any number of elements (none for some ranks) or all alike,
+    /// on any placement of 1-64 ranks on up to 6 nodes, in place and not.
+    #[test]
+    fn ireduce_scatter_by_the_ring_matches_the_reference(
+        node_of in prop::collection::vec(0u32..6, 1..65),
+        counts in prop::collection::vec(prop::sample::select(vec![0usize, 1, 2, 7]), 64),
+        same: bool, in_place: bool,
+    ) {
+        let plans = plans_placed(&node_of);
+        let size = plans.len();
+        let lens: Vec<usize> = if same {
+            vec![8 * counts[0]; size]
+        } else {
+            counts[..size].iter().map(|c| 8 * c).collect()
+        };
+        let ends: Vec<usize> = lens.iter().scan(0, |e, &l| { *e += l; Some(*e) }).collect();
+        let total = ends[size - 1];
+        let ring = topo_hierarchy::remap::ring_positions(&Placement::nodes(&node_of));
+        let (out, _) = run(&plans, |view, fabric| {
+            let me = view.rank;
+            let peers = topo_hierarchy::remap::ring_peers(&ring, me).unwrap();
+            let mine = lens[me as usize];
+            let contribution = bytes(&data(me, total / 8));
+            let mut recv = if in_place { contribution.clone() } else { vec![7u8; mine + 1] };
+            let before = recv.clone();
+            let send = (!in_place).then_some(&contribution[..]);
+            let blocks = if same { Blocks::Same(lens[0]) } else { Blocks::Ends(&ends) };
+            let (steps, tmp) = ireduce_scatter::build_ring(&peers, blocks, total, !in_place);
+            let mut engine = Engine::default();
+            let sched = schedule("MPI_Ireduce_scatter", steps, send, Some(&mut recv[..]), 0, tmp);
+            engine.start(0, sched, fabric).unwrap();
+            finish(&mut engine, fabric);
+            assert_eq!(&recv[mine..], &before[mine..], "rank {me}: past its block");
+            ints(&recv[..mine])
+        });
+        let all = sum(size as u32, total / 8);
+        for (r, got) in out.iter().enumerate() {
+            let at = (ends[r] - lens[r]) / 8..ends[r] / 8;
+            prop_assert_eq!(got, &all[at].to_vec(), "rank {} of {}", r, size);
+        }
+    }
+}

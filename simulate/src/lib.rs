@@ -316,7 +316,29 @@ impl Cluster {
                     Program::from_builder(&b.0)
                 }));
             }
-            Op::ReduceScatter if s.reduce_scatter_for(len) == ReduceScatterAlg::Halving => {
+            // The ring in node-major order (the runtime's `sched_reduce_scatter`), on several
+            // nodes (a context on one node keeps no ring order: halving there).
+            Op::ReduceScatter | Op::ReduceScatterV
+                if s.reduce_scatter_for(len) == ReduceScatterAlg::Ring
+                    && self.job.nodes().len() > 1 =>
+            {
+                ring_fits(n)?;
+                let ring = remap::Positions::new(remap::ring_positions(&self.placement));
+                let total = len * n as usize;
+                return Ok(Programs::build(n, |r| {
+                    let peers = ring.ring_peers(r).expect(PERMUTATION);
+                    let blocks = topo_runtime::subtrees::Blocks::Same(len);
+                    Program::from_builder(
+                        &ireduce_scatter::build_ring(&peers, blocks, total, true).0,
+                    )
+                }));
+            }
+            Op::ReduceScatter
+                if matches!(
+                    s.reduce_scatter_for(len),
+                    ReduceScatterAlg::Halving | ReduceScatterAlg::Ring
+                ) =>
+            {
                 let order = HalvingOrder::new(&self.placement);
                 let of = ireduce_scatter::HalvingBlocks::of(&order);
                 return Ok(Programs::build(n, |r| {
@@ -567,7 +589,7 @@ impl Cluster {
             // recursive halving as its schedule.
             Op::ReduceScatter => matches!(
                 s.reduce_scatter_for(len),
-                ReduceScatterAlg::Allreduce | ReduceScatterAlg::Halving
+                ReduceScatterAlg::Allreduce | ReduceScatterAlg::Halving | ReduceScatterAlg::Ring
             ),
             // Recursive halving (the schedule, waited for) or the Allreduce's form
             // (`Topo::raw_reduce_scatter`).

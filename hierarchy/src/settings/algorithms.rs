@@ -335,6 +335,11 @@ pub enum ReduceScatterAlg {
     /// steps stay inside the nodes, and only the last, smallest ones cross the network,
     /// from every rank of a node at once. Half the Allreduce form's steps.
     Halving,
+    /// The ring over every rank in node-major order (the reduce-scatter half of the
+    /// Allreduce's ring): `n - 1` steps, each rank sending and receiving one block per
+    /// step, every node boundary crossed by one edge. Half the data of the Allreduce's
+    /// form, and no folding where the job's size is not a power of two.
+    Ring,
 }
 
 impl FromStr for ReduceScatterAlg {
@@ -345,8 +350,10 @@ impl FromStr for ReduceScatterAlg {
             "leaders" => Ok(ReduceScatterAlg::Leaders),
             "allreduce" => Ok(ReduceScatterAlg::Allreduce),
             "halving" => Ok(ReduceScatterAlg::Halving),
+            "ring" => Ok(ReduceScatterAlg::Ring),
             _ => Err(format!(
-                "unknown reduce_scatter algorithm {s:?}; use root, leaders, allreduce or halving"
+                "unknown reduce_scatter algorithm {s:?}; use root, leaders, allreduce, halving \
+                 or ring"
             )),
         }
     }
@@ -359,6 +366,7 @@ impl fmt::Display for ReduceScatterAlg {
             ReduceScatterAlg::Leaders => "leaders",
             ReduceScatterAlg::Allreduce => "allreduce",
             ReduceScatterAlg::Halving => "halving",
+            ReduceScatterAlg::Ring => "ring",
         })
     }
 }

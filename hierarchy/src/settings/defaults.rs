@@ -246,6 +246,14 @@ pub(super) const ALLGATHER_RING_NODE_BYTES: usize = 6 << 10;
 /// See [`ALLGATHER_RING_NODE_BYTES`].
 pub(super) const ALLGATHER_RING_BLOCK_MIN: usize = 128;
 
+/// Reduce_scatter on several nodes, where the job's size is not a power of two, takes the
+/// ring from this many bytes per block: recursive halving must fold the ranks beyond a
+/// power of two in and out, and the Allreduce's form moves twice the ring's data.
+/// `topo-run simulate --ops reduce_scatter,reduce_scatter_v` on 3-17 nodes x 2-36 ranks
+/// (2026-12-04): the flat ring took 0.35-0.95 of topo-run's time for 4 and 64 KiB blocks
+/// (the Allreduce's form, or halving), the halving stayed within 1.11 of the best below.
+pub(super) const REDUCE_SCATTER_RING_FROM: usize = 4 << 10;
+
 /// Alltoall in a job on several nodes takes the spread form (the aggregated one's messages
 /// between nodes, sent by all ranks of a node) while the message between
 /// two nodes (a block for each pair of their ranks: `block x (ranks per node)^2` bytes)

@@ -361,7 +361,8 @@ impl Settings {
     /// (`bytes` times the ranks) is below `REDUCE_SCATTER_HALVING_BELOW`, above it
     /// through the leaders on several nodes of at most `REDUCE_SCATTER_LEADERS_PER_NODE`
     /// ranks and as the Allreduce's form on nodes of more; on one node by halving at every
-    /// size, but through rank 0 on a node of at most 2 ranks.
+    /// size, but through rank 0 on a node of at most 2 ranks. On several nodes where the
+    /// job's size is not a power of two, by the ring from `REDUCE_SCATTER_RING_FROM`.
     pub fn reduce_scatter_for(&self, bytes: usize) -> ReduceScatterAlg {
         let per_node = self.ranks.div_ceil(self.nodes.max(1));
         let few = per_node <= REDUCE_SCATTER_LEADERS_PER_NODE;
@@ -374,7 +375,9 @@ impl Settings {
                 algorithm,
             }; 2]
         };
+        let ring = self.nodes > 1 && !self.ranks.is_power_of_two();
         let defaults = match (self.nodes > 1, few) {
+            _ if ring && bytes >= REDUCE_SCATTER_RING_FROM => all(ReduceScatterAlg::Ring),
             (true, true) => below_then(
                 halving_below,
                 ReduceScatterAlg::Halving,
@@ -399,8 +402,9 @@ impl Settings {
     }
 
     /// Whether a Reduce_scatter (blocks of different lengths, `mean` bytes on average)
-    /// goes by recursive halving: wherever [`Settings::reduce_scatter_for`] does not give
-    /// the Allreduce's form, as the leaders' and root forms have no such variant yet. On 2
+    /// runs as a schedule, by recursive halving or the ring (where
+    /// [`Settings::reduce_scatter_for`] gives the ring): wherever it does not give the
+    /// Allreduce's form, as the leaders' and root forms have no such variant yet. On 2
     /// emulated nodes x 2 (`benchmarks/preload-bench.c`) halving took 0.67-0.89 x Open MPI's
     /// from 8 B to 32 KiB blocks and 0.82-1.05 from 256 KiB to 2 MiB, the Allreduce's form
     /// 0.80-1.33 and 1.12-1.43.

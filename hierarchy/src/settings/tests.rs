@@ -486,10 +486,31 @@ fn the_reduce_scatter_form_follows_the_block_and_the_ranks_per_node() {
     let s = Settings::from_pairs(&[("reduce-scatter", "<4K=leaders,*=root")]).unwrap();
     assert_eq!(s.reduce_scatter_for(4095), ReduceScatterAlg::Leaders);
     assert_eq!(s.reduce_scatter_for(4096), ReduceScatterAlg::Root);
-    let e = Settings::from_pairs(&[("reduce-scatter", "ring")]).unwrap_err();
+    // Several nodes, a job size that is not a power of two: the ring from 4 KiB blocks.
+    assert_eq!(
+        job(3, 18).reduce_scatter_for(4095),
+        ReduceScatterAlg::Halving
+    );
+    assert_eq!(job(3, 18).reduce_scatter_for(4096), ReduceScatterAlg::Ring);
+    assert_eq!(
+        job(3, 18).reduce_scatter_for(1 << 20),
+        ReduceScatterAlg::Ring
+    );
+    assert_eq!(
+        job(1, 18).reduce_scatter_for(4096),
+        ReduceScatterAlg::Halving
+    );
+    assert_eq!(
+        job(4, 16).reduce_scatter_for(4096),
+        ReduceScatterAlg::Halving
+    );
+    assert!(job(3, 18).reduce_scatter_v_halving(4096));
+    let r = Settings::from_pairs(&[("reduce-scatter", "ring")]).unwrap();
+    assert_eq!(r.reduce_scatter_for(8), ReduceScatterAlg::Ring);
+    let e = Settings::from_pairs(&[("reduce-scatter", "rings")]).unwrap_err();
     assert!(
         e.to_string()
-            .contains("root, leaders, allreduce or halving"),
+            .contains("root, leaders, allreduce, halving or ring"),
         "{e}"
     );
     // Reduce_scatter (blocks of any lengths): halving but where the rules give the

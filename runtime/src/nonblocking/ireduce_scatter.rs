@@ -7,6 +7,9 @@
 //!   wherever the rules do not give the Allreduce's): recursive halving over every rank in
 //!   the hierarchy's order ([`topo_hierarchy::remap::halving`]), on the blocks put in that
 //!   order first.
+//! - [`build_ring`] (the `ring` form): the reduce-scatter half of the Allreduce's ring, in
+//!   node-major order ([`topo_hierarchy::remap::RingPeers`]), each rank's block of the
+//!   result ending at that rank.
 //!
 //! Buffers: the contribution is [`Buf::Send`], or in place the first `total` bytes of
 //! [`Buf::Recv`] (which the rest of the buffer keeps, as Open MPI's does); [`Buf::Acc`]
@@ -16,6 +19,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use topo_hierarchy::remap::RingPeers;
 use topo_hierarchy::remap::halving::{Fold, HalvingOrder, HalvingPeers};
 
 use super::{Action, Buf, Builder, Link, Region};
@@ -237,4 +241,94 @@ pub fn build(allreduce: Builder, send: bool, total: usize, mine: Range<usize>) -
         );
     }
     b
+}
+
+/// Reduce_scatter_block or Reduce_scatter by the ring in `peers`' order (node-major: every
+/// node boundary crossed by one edge of the ring), rank r's block of the result being
+/// `blocks.at(r)` of the `total` bytes of contribution (`send`: in [`Buf::Send`], else in
+/// place in [`Buf::Recv`]); returns the builder and the bytes of [`Buf::Tmp`] it uses. In
+/// step `s` a rank sends the next rank its running sum of the block of the rank `s + 1`
+/// positions back (at step 0 its own contribution to it) and combines into its sum of the
+/// block of the rank `s + 2` positions back what the previous rank sends: after `n - 1`
+/// steps it holds its own block of the result, which lands at the start of [`Buf::Recv`].
+/// Each block of the contribution is copied into [`Buf::Tmp`] one round before it is first
+/// combined into, beside that round's transfers, as the Allreduce's ring does. Every rank
+/// sends and receives each block but its own once: `(n - 1) / n` of the contribution, where
+/// the Allreduce's form moves twice that.
+pub fn build_ring(
+    peers: &RingPeers,
+    blocks: Blocks<'_>,
+    total: usize,
+    send: bool,
+) -> (Builder, usize) {
+    let mut b = Builder::default();
+    let n = peers.size();
+    let me = peers.rank_at[peers.position as usize];
+    let region = |buf: Buf, r: u32| {
+        let at = blocks.at(r);
+        Region {
+            buf,
+            off: at.start,
+            len: at.len(),
+        }
+    };
+    let contribution = |r: u32| region(if send { Buf::Send } else { Buf::Recv }, r);
+    let acc = |r: u32| region(Buf::Tmp, r);
+    let copy = |r: u32| {
+        let (src, dst) = (contribution(r), acc(r));
+        (src.len > 0).then_some((Link::Local, Action::Copy { src, dst }))
+    };
+    let mine = blocks.at(me).len();
+    let out = Region::whole(Buf::Recv, mine);
+    if n < 2 {
+        if send && mine > 0 {
+            b.step(
+                Link::Local,
+                Action::Copy {
+                    src: contribution(me),
+                    dst: out,
+                },
+            );
+        }
+        return (b, 0);
+    }
+    let (next, prev) = (peers.next(), peers.prev());
+    b.round(copy(peers.step(1).1));
+    for s in 0..n - 1 {
+        let (sent, received) = peers.step(s + 1);
+        let src = if s == 0 {
+            contribution(sent)
+        } else {
+            acc(sent)
+        };
+        let dst = acc(received);
+        let send = (src.len > 0).then(|| {
+            (
+                Link::Peer(next),
+                Action::Send {
+                    to: vec![next],
+                    src,
+                },
+            )
+        });
+        let recv = (dst.len > 0).then_some((
+            Link::Peer(prev),
+            Action::RecvReduce {
+                from: prev,
+                acc: dst,
+            },
+        ));
+        let ahead = (s + 2 < n).then(|| copy(peers.step(s + 2).1)).flatten();
+        b.round(send.into_iter().chain(recv).chain(ahead));
+    }
+    if mine > 0 {
+        b.step(
+            Link::Local,
+            Action::Copy {
+                src: acc(me),
+                dst: out,
+            },
+        );
+    }
+    (b, total)
 }

@@ -397,12 +397,15 @@ impl Topo {
             return false;
         };
         // The Allreduce's form runs as Reduce_scatter does, with the Allreduce's flat forms;
-        // recursive halving runs as its schedule, waited for.
+        // recursive halving and the ring run as their schedules, waited for.
         let alg = context::lock(&self.core)
             .hier
             .as_ref()
             .map(|h| h.settings.reduce_scatter_for(block));
-        if alg == Some(ReduceScatterAlg::Halving) {
+        if matches!(
+            alg,
+            Some(ReduceScatterAlg::Halving | ReduceScatterAlg::Ring)
+        ) {
             let (total, mine) = (block * size, self.rank as usize * block);
             let op = Box::new(*op);
             mpi::request::scope(|scope| {

@@ -5,7 +5,7 @@
 use mpi::collective::Operation;
 use mpi::request::{Scope, StaticScope};
 use mpi::topology::Communicator;
-use topo_hierarchy::settings::{AllgatherAlg, AlltoallAlg};
+use topo_hierarchy::settings::{AllgatherAlg, AlltoallAlg, ReduceScatterAlg};
 
 use crate::combine::Combine;
 use crate::context::{self, HierarchicalPath};
@@ -243,6 +243,13 @@ impl Topo {
             ..shape(name, None, 0, total, has_send)
         });
         self.start(scope, args, keep, shape, |h| {
+            let mean = total / (h.view.size as usize).max(1);
+            if h.settings.reduce_scatter_for(mean) == ReduceScatterAlg::Ring
+                && let Some(peers) = h.exchanges.ring()
+            {
+                let (b, tmp) = ireduce_scatter::build_ring(peers, blocks, total, has_send);
+                return (b, 0, tmp);
+            }
             if let Some(halving) = h.halving_blocks(total, block) {
                 let (b, tmp) = ireduce_scatter::build_halving(halving, blocks, has_send);
                 return (b, 0, tmp);
