@@ -406,12 +406,21 @@ pub fn reduce_scatter_ring(r: u32, n: u32, m: u64) -> Program {
 /// exchanged with rank `r ^ d` (where there is one) and combined into this rank's partial,
 /// and from a lower rank into its result too.
 pub fn scan_rd(r: u32, n: u32, m: u64) -> Program {
+    doubling_scan(r, n, m, false)
+}
+
+/// The recursive-doubling scan (`exclusive` false) or exclusive scan of `m` bytes: the
+/// contribution copied into a running partial (and a scan's into its result too); at the
+/// step of mask `d` the partial exchanged with rank `r ^ d` and combined into this rank's;
+/// what a lower rank sent also goes into the result (an exclusive scan's first one copied
+/// there, as it has no result before).
+fn doubling_scan(r: u32, n: u32, m: u64, exclusive: bool) -> Program {
     let mut p = Program::default();
     p.round(vec![Step::Local {
-        bytes: 2 * m,
+        bytes: if exclusive { m } else { 2 * m },
         combine: false,
     }]);
-    let mut d = 1;
+    let (mut d, mut first) = (1, true);
     while d < n {
         let peer = r ^ d;
         if peer < n {
@@ -419,8 +428,9 @@ pub fn scan_rd(r: u32, n: u32, m: u64) -> Program {
             if peer < r {
                 p.round(vec![Step::Local {
                     bytes: m,
-                    combine: true,
+                    combine: !(exclusive && first),
                 }]);
+                first = false;
             }
         }
         d *= 2;
@@ -448,27 +458,7 @@ pub fn scan_linear(r: u32, n: u32, m: u64) -> Program {
 /// there is one) and combined into this rank's; what a lower rank sent also goes into the
 /// result (copied there the first time, combined after).
 pub fn exscan_rd(r: u32, n: u32, m: u64) -> Program {
-    let mut p = Program::default();
-    p.round(vec![Step::Local {
-        bytes: m,
-        combine: false,
-    }]);
-    let (mut d, mut first) = (1, true);
-    while d < n {
-        let peer = r ^ d;
-        if peer < n {
-            p.round(vec![send(peer, m), recv(peer, m, true)]);
-            if peer < r {
-                p.round(vec![Step::Local {
-                    bytes: m,
-                    combine: !first,
-                }]);
-                first = false;
-            }
-        }
-        d *= 2;
-    }
-    p
+    doubling_scan(r, n, m, true)
 }
 
 /// Linear exclusive scan of `m` bytes (Open MPI's `basic`): rank r receives its result from

@@ -276,6 +276,8 @@ impl Cluster {
             op if op.is_v() => even_blocks(n, len),
             _ => Vec::new(),
         };
+        // (The v-forms' schedules are their direct forms: the runtime's `sched_gather_v`
+        // and `sched_scatter_v` take the leaders' for a Gather and Scatter only.)
         match op {
             // A context that has learned its subtrees (at a blocking collective before)
             // runs the leaders' forms as schedules where the blocking ones would.
@@ -290,13 +292,13 @@ impl Cluster {
                     })
                 }));
             }
-            Op::Gather => {
+            Op::Gather | Op::Gatherv => {
                 return Ok(Programs::build(n, |r| {
                     let at = (r == 0).then_some(&at[..]);
                     Program::from_builder(&igather::build(r, 0, at, true, len))
                 }));
             }
-            Op::Scatter => {
+            Op::Scatter | Op::Scatterv => {
                 return Ok(Programs::build(n, |r| {
                     let at = (r == 0).then_some(&at[..]);
                     Program::from_builder(&iscatter::build(r, 0, at, true, len))
@@ -362,20 +364,6 @@ impl Cluster {
                     let view = self.view(r);
                     let b = iscan::build(&view, hierarchical, true, len, exclusive).0;
                     Program::from_builder(&b)
-                }));
-            }
-            // The v-forms' schedules (the runtime's `sched_gather_v`, `sched_scatter_v`):
-            // straight between the root and every rank.
-            Op::Gatherv => {
-                return Ok(Programs::build(n, |r| {
-                    let at = (r == 0).then_some(&at[..]);
-                    Program::from_builder(&igather::build(r, 0, at, true, len))
-                }));
-            }
-            Op::Scatterv => {
-                return Ok(Programs::build(n, |r| {
-                    let at = (r == 0).then_some(&at[..]);
-                    Program::from_builder(&iscatter::build(r, 0, at, true, len))
                 }));
             }
             Op::Allgatherv => return self.allgatherv_schedule(&at),

@@ -120,15 +120,7 @@ pub fn build_rd(rank: u32, peers: &RdPeers, at: &[Range<usize>], send: bool) -> 
         len: start[to] - start[from],
     };
     let me = rank as usize;
-    let own = if send {
-        Region::whole(Buf::Send, at[me].len())
-    } else {
-        Region {
-            buf: Buf::Recv,
-            off: at[me].start,
-            len: at[me].len(),
-        }
-    };
+    let own = own_block(at, me, send);
     let p = peers.position as usize;
     let mut first = Vec::new();
     if own.len > 0 && own != span(me, me + 1) {
@@ -180,6 +172,20 @@ pub fn build_rd(rank: u32, peers: &RdPeers, at: &[Range<usize>], send: bool) -> 
     (b, if packed { 0 } else { total })
 }
 
+/// Rank `me`'s own block: [`Buf::Send`] where `send`, else in place at `at[me]` of
+/// [`Buf::Recv`].
+fn own_block(at: &[Range<usize>], me: usize, send: bool) -> Region {
+    if send {
+        Region::whole(Buf::Send, at[me].len())
+    } else {
+        Region {
+            buf: Buf::Recv,
+            off: at[me].start,
+            len: at[me].len(),
+        }
+    }
+}
+
 /// Bruck's exchange, remapped (`topo_hierarchy::remap::BruckPeers`, as
 /// [`super::iallgather::build_bruck`]), with each rank's own block: round 0 puts the block
 /// of rank `position` first in [`Buf::Tmp`] (exchanging this rank's own for it); round
@@ -214,15 +220,7 @@ pub fn build_bruck(
         off: off[j],
         len: off[j + k] - off[j],
     };
-    let own = if send {
-        Region::whole(Buf::Send, at[me].len())
-    } else {
-        Region {
-            buf: Buf::Recv,
-            off: at[me].start,
-            len: at[me].len(),
-        }
-    };
+    let own = own_block(at, me, send);
     if p == me {
         if own.len > 0 {
             b.step(
@@ -302,11 +300,7 @@ pub fn build_ring(rank: u32, peers: &RingPeers, at: &[Range<usize>], send: bool)
         off: at[r as usize].start,
         len: at[r as usize].len(),
     };
-    let own = if send {
-        Region::whole(Buf::Send, at[rank as usize].len())
-    } else {
-        region(rank)
-    };
+    let own = own_block(at, rank as usize, send);
     let mut round = Vec::new();
     if send && own.len > 0 {
         round.push((
@@ -353,20 +347,11 @@ pub fn build(me: u32, one_node: bool, at: &[Range<usize>], send: bool) -> Builde
         len: r.len(),
     };
     let mine = &at[me];
-    let src = if send {
-        if !mine.is_empty() {
-            b.step(
-                Link::Local,
-                Action::Copy {
-                    src: Region::whole(Buf::Send, mine.len()),
-                    dst: region(Buf::Recv, mine),
-                },
-            );
-        }
-        Region::whole(Buf::Send, mine.len())
-    } else {
-        region(Buf::Recv, mine)
-    };
+    let src = own_block(at, me, send);
+    if send && !mine.is_empty() {
+        let dst = region(Buf::Recv, mine);
+        b.step(Link::Local, Action::Copy { src, dst });
+    }
     let pair = |d: usize| {
         let (to, from) = ((me + d) % size, (me + size - d) % size);
         let send = (!mine.is_empty()).then(|| {
