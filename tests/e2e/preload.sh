@@ -496,7 +496,8 @@ check_cases() {
 # MPI_Bcast (under MPICH, whose MPI_Pack refuses a null buffer, both aborted); the
 # program's attribute copy callbacks run on the library's own communicators; the library's
 # own MPI_Comm_split (colors and keys gathered through the parent's context, then
-# MPI_Comm_create_group) gives communicators congruent to MPI's split, with the parent's
+# MPI_Comm_create_group, or MPI_Comm_create on one node of Open MPI) gives communicators
+# congruent to MPI's split, with the parent's
 # error handler (MPICH's create_group sets none by itself). And up to 20
 # nonblocking collectives in flight on four communicators, with point-to-point messages in
 # the same request arrays, completed by every Wait and Test form.

@@ -10,6 +10,13 @@ void *const topo_preload_in_place = MPI_IN_PLACE;
 void *const topo_preload_bottom = MPI_BOTTOM;
 const int topo_preload_combiner_named = MPI_COMBINER_NAMED;
 
+/* Whether the MPI library is Open MPI (its header defines OPEN_MPI). */
+#ifdef OPEN_MPI
+const int topo_preload_open_mpi = 1;
+#else
+const int topo_preload_open_mpi = 0;
+#endif
+
 MPI_Datatype topo_preload_packed(void) { return MPI_PACKED; }
 
 MPI_Comm topo_preload_comm_f2c(MPI_Fint f) { return PMPI_Comm_f2c(f); }

@@ -29,6 +29,7 @@ unsafe extern "C" {
     static topo_preload_in_place: *mut c_void;
     static topo_preload_bottom: *mut c_void;
     static topo_preload_combiner_named: c_int;
+    static topo_preload_open_mpi: c_int;
     fn topo_preload_packed() -> MPI_Datatype;
     fn topo_preload_comm_f2c(f: c_int) -> MPI_Comm;
     fn topo_preload_type_f2c(f: c_int) -> MPI_Datatype;
@@ -237,36 +238,64 @@ pub(crate) fn comm_null() -> MPI_Comm {
     unsafe { ffi::RSMPI_COMM_NULL }
 }
 
+/// Whether the MPI library is Open MPI (its `mpi.h` defines `OPEN_MPI`).
+pub(crate) fn open_mpi() -> bool {
+    // SAFETY: a constant initialised at load time and never written.
+    unsafe { topo_preload_open_mpi != 0 }
+}
+
 /// The tag of the library's `MPI_Comm_create_group` calls (any valid tag: they run inside a
 /// call that every rank of the parent makes, below `MPI_THREAD_MULTIPLE`, so none of the
 /// program's can be in progress on the same ranks).
 const CREATE_GROUP_TAG: c_int = 7_411;
 
-/// `MPI_Comm_create_group` over `parent`'s ranks `ranks` (in that order), with `parent`'s
-/// error handler, as `MPI_Comm_split` gives it (MPICH's create_group does not): MPI's
-/// return code and the new communicator. Every rank of `ranks` calls it with the same
-/// `ranks`.
-pub(crate) fn create_group(parent: MPI_Comm, ranks: &[c_int]) -> (c_int, MPI_Comm) {
+/// A new communicator of `parent`'s ranks `ranks` (in that order; none: this rank is in
+/// none), with `parent`'s error handler, as `MPI_Comm_split` gives it (MPICH's
+/// create_group does not): MPI's return code and the new communicator (`MPI_COMM_NULL`
+/// for no ranks). Every rank of `parent` calls it, each with its own group's `ranks`
+/// (disjoint groups, the same `ranks` on the ranks of one group), and the same `by_create`:
+/// `MPI_Comm_create` (collective over `parent`), else `MPI_Comm_create_group` (over the
+/// group only).
+pub(crate) fn create_group(
+    parent: MPI_Comm,
+    ranks: &[c_int],
+    by_create: bool,
+) -> (c_int, MPI_Comm) {
+    if ranks.is_empty() && !by_create {
+        return (SUCCESS, comm_null());
+    }
     // SAFETY: reading constant handles; an error handler handle is a pointer (Open MPI) or
     // an integer (MPICH), for which zero is a valid value; MPI overwrites it.
     let (mut all, mut some, mut comm, mut handler) = unsafe {
         (
             ffi::RSMPI_GROUP_NULL,
-            ffi::RSMPI_GROUP_NULL,
+            ffi::RSMPI_GROUP_EMPTY,
             ffi::RSMPI_COMM_NULL,
             std::mem::zeroed::<ffi::MPI_Errhandler>(),
         )
     };
     // SAFETY: `parent` is a live intracommunicator and `ranks` valid ranks of it (`len`
-    // ints); the groups made here are freed here; MPI writes the new communicator to a
-    // local. The handler fetched is released once set on the new communicator.
+    // ints); the groups made here are freed here (never `MPI_GROUP_EMPTY`); MPI writes the
+    // new communicator to a local. The handler fetched is released once set on the new
+    // communicator.
     unsafe {
-        ffi::PMPI_Comm_group(parent, &mut all);
-        ffi::PMPI_Group_incl(all, ranks.len() as c_int, ranks.as_ptr(), &mut some);
-        let rc = ffi::PMPI_Comm_create_group(parent, some, CREATE_GROUP_TAG, &mut comm);
-        ffi::PMPI_Group_free(&mut some);
-        ffi::PMPI_Group_free(&mut all);
-        if rc == SUCCESS && ffi::PMPI_Comm_get_errhandler(parent, &mut handler) == SUCCESS {
+        if !ranks.is_empty() {
+            ffi::PMPI_Comm_group(parent, &mut all);
+            ffi::PMPI_Group_incl(all, ranks.len() as c_int, ranks.as_ptr(), &mut some);
+            ffi::PMPI_Group_free(&mut all);
+        }
+        let rc = if by_create {
+            ffi::PMPI_Comm_create(parent, some, &mut comm)
+        } else {
+            ffi::PMPI_Comm_create_group(parent, some, CREATE_GROUP_TAG, &mut comm)
+        };
+        if !ranks.is_empty() {
+            ffi::PMPI_Group_free(&mut some);
+        }
+        if rc == SUCCESS
+            && comm != ffi::RSMPI_COMM_NULL
+            && ffi::PMPI_Comm_get_errhandler(parent, &mut handler) == SUCCESS
+        {
             ffi::PMPI_Comm_set_errhandler(comm, handler);
             ffi::PMPI_Errhandler_free(&mut handler);
         }

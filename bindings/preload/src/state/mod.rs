@@ -150,6 +150,9 @@ struct Entry {
     /// What the communicator is to world (its context's `Active::kind`, kept here so that
     /// it is read without the context's lock).
     kind: CommKind,
+    /// Whether all of the communicator's ranks are on this node (read without the
+    /// context's lock, as `kind`).
+    one_node: bool,
     /// When the communicators created from this one offer their kept contexts.
     offers: Offers,
     /// The world ranks of the communicator's ranks, once a split of it needed them (not
@@ -387,6 +390,10 @@ impl State {
         let progress = active.topo.progress_handle();
         let segment = active.topo.has_segment();
         let kind = active.kind;
+        let one_node = active
+            .topo
+            .local()
+            .is_some_and(|(_, local)| local as i32 == active.size);
         let held = Held {
             active,
             types: ByHandle::default(),
@@ -401,6 +408,7 @@ impl State {
                 progress,
                 segment,
                 kind,
+                one_node,
                 offers: Offers::default(),
                 world_ranks: None,
             },

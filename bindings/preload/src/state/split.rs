@@ -1,9 +1,10 @@
 //! `MPI_Comm_split` over a communicator that has a context: the colors and keys gathered
-//! through that context, with each rank's kept contexts in the same exchange, then
-//! `MPI_Comm_create_group` for each color.
+//! through that context, with each rank's kept contexts in the same exchange, then MPI's
+//! constructor of each color's group (`abi::create_group`: `MPI_Comm_create` where the
+//! parent lies on one node of Open MPI, `MPI_Comm_create_group` elsewhere).
 //!
 //! MPI's own split gathers every rank's color and key over MPI and then agrees on the new
-//! communicator's context id; MPI's `MPI_Comm_create_group` does only the second.
+//! communicator's context id; MPI's `MPI_Comm_create(_group)` does only the second.
 //! The gather goes through the parent's context (shared memory inside a node), and the
 //! same rows carry what the kept contexts need agreed (`contexts::take_up_kept` makes a
 //! second exchange after MPI's split instead). What that saves: docs/runtime.md, "Any
@@ -34,6 +35,9 @@ pub(crate) fn split(parent: MPI_Comm, color: c_int, key_arg: c_int) -> Option<(c
         return None;
     }
     let e = st.contexts.get_mut(&key(parent))?;
+    // MPI_Comm_create where the parent lies on one node of Open MPI (docs/runtime.md, "Any
+    // communicator").
+    let by_create = e.one_node && abi::open_mpi();
     // The world ranks of `parent`'s ranks, where they differ from its ranks.
     let world_ranks = if matches!(e.kind, CommKind::World | CommKind::Duplicate) {
         None
@@ -71,15 +75,19 @@ pub(crate) fn split(parent: MPI_Comm, color: c_int, key_arg: c_int) -> Option<(c
     }) {
         return None;
     }
-    if color == undefined {
-        return Some((SUCCESS, abi::comm_null()));
-    }
-    // The new communicator's ranks in `parent`, ordered by key, then by rank in `parent`.
-    let mut ranks: Vec<c_int> = (0..n as c_int)
-        .filter(|&p| row(p as usize)[0] as c_int == color)
-        .collect();
+    // The new communicator's ranks in `parent`, ordered by key, then by rank in `parent`
+    // (none for `MPI_UNDEFINED`: `abi::create_group` gives `MPI_COMM_NULL`, after taking
+    // part in `MPI_Comm_create` where that is the constructor, which every rank of the
+    // parent calls).
+    let mut ranks: Vec<c_int> = if color == undefined {
+        Vec::new()
+    } else {
+        (0..n as c_int)
+            .filter(|&p| row(p as usize)[0] as c_int == color)
+            .collect()
+    };
     ranks.sort_by_key(|&p| (row(p as usize)[1] as c_int, p));
-    let (rc, comm) = abi::create_group(parent, &ranks);
+    let (rc, comm) = abi::create_group(parent, &ranks, by_create);
     if rc != SUCCESS || ranks.len() < 2 {
         return Some((rc, comm));
     }
