@@ -214,7 +214,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    let _profile = profile::span(Call::Bcast, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::Bcast, comm, count, dt);
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -243,7 +243,7 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    let _profile = profile::span(Call::Reduce, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::Reduce, comm, count, dt);
     collective::reduction(
         comm,
         op,
@@ -272,7 +272,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    let _profile = profile::span(Call::Allreduce, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::Allreduce, comm, count, dt);
     collective::reduction(
         comm,
         op,
@@ -301,7 +301,7 @@ pub unsafe extern "C" fn MPI_Scan(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    let _profile = profile::span(Call::Scan, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::Scan, comm, count, dt);
     // SAFETY: the application's arguments of this call.
     unsafe { scan(send, recv, count, dt, op, comm, false) }
 }
@@ -319,7 +319,7 @@ pub unsafe extern "C" fn MPI_Exscan(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    let _profile = profile::span(Call::Exscan, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::Exscan, comm, count, dt);
     // SAFETY: the application's arguments of this call.
     unsafe { scan(send, recv, count, dt, op, comm, true) }
 }
@@ -337,7 +337,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    let _profile = profile::span(Call::ReduceScatterBlock, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::ReduceScatterBlock, comm, count, dt);
     collective::reduction(
         comm,
         op,
@@ -887,7 +887,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
 /// As `MPI_Barrier`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    let _profile = profile::span(Call::Barrier, comm, || 0);
+    let _profile = profile::span_of(Call::Barrier, comm, 0, abi::datatype_null());
     collective::entry(
         comm,
         || calls::barrier(comm),
@@ -914,7 +914,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let _profile = profile::span(Call::Ibcast, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::Ibcast, comm, count, dt);
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -940,7 +940,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let _profile = profile::span(Call::Ireduce, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::Ireduce, comm, count, dt);
     collective::reduction(
         comm,
         op,
@@ -965,7 +965,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let _profile = profile::span(Call::IreduceScatterBlock, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::IreduceScatterBlock, comm, count, dt);
     collective::reduction(
         comm,
         op,
@@ -1018,7 +1018,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let _profile = profile::span(Call::Iallreduce, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::Iallreduce, comm, count, dt);
     collective::reduction(
         comm,
         op,
@@ -1043,7 +1043,7 @@ pub unsafe extern "C" fn MPI_Iscan(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let _profile = profile::span(Call::Iscan, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::Iscan, comm, count, dt);
     // SAFETY: the application's arguments of this call.
     unsafe { iscan(send, recv, count, dt, op, comm, request, false) }
 }
@@ -1062,7 +1062,7 @@ pub unsafe extern "C" fn MPI_Iexscan(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let _profile = profile::span(Call::Iexscan, comm, || abi::bytes_of(count, dt));
+    let _profile = profile::span_of(Call::Iexscan, comm, count, dt);
     // SAFETY: the application's arguments of this call.
     unsafe { iscan(send, recv, count, dt, op, comm, request, true) }
 }
@@ -1103,7 +1103,7 @@ unsafe fn iscan(
 /// As `MPI_Ibarrier`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    let _profile = profile::span(Call::Ibarrier, comm, || 0);
+    let _profile = profile::span_of(Call::Ibarrier, comm, 0, abi::datatype_null());
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.

@@ -232,6 +232,13 @@ pub(crate) fn undefined() -> c_int {
     unsafe { ffi::RSMPI_UNDEFINED }
 }
 
+/// `MPI_DATATYPE_NULL`.
+#[inline(always)]
+pub(crate) fn datatype_null() -> MPI_Datatype {
+    // SAFETY: reading a constant handle.
+    unsafe { ffi::RSMPI_DATATYPE_NULL }
+}
+
 /// `MPI_COMM_NULL`.
 pub(crate) fn comm_null() -> MPI_Comm {
     // SAFETY: reading a constant handle.
@@ -708,11 +715,25 @@ pub(crate) fn bytes_of(count: c_int, dt: MPI_Datatype) -> u64 {
         return 0;
     }
     let key = dt.0 as usize;
-    let slot = &SIZES[(key >> 3 ^ key >> 9) & 7];
+    let slot = &SIZES[slot_of(key)];
     if SIZES_ON.load(Ordering::Relaxed) && key != 0 && slot.0.load(Ordering::Relaxed) == key {
         return count as u64 * slot.1.load(Ordering::Relaxed);
     }
     bytes_of_looked_up(count, dt, slot)
+}
+
+/// The entry of [`SIZES`] for a datatype handle.
+#[inline(always)]
+fn slot_of(key: usize) -> usize {
+    (key >> 3 ^ key >> 9) & 7
+}
+
+/// Whether `dt` is a predefined datatype that [`bytes_of`] met (its size is kept, and
+/// never changes).
+pub(crate) fn predefined(dt: MPI_Datatype) -> bool {
+    let key = dt.0 as usize;
+    let slot = &SIZES[slot_of(key)];
+    SIZES_ON.load(Ordering::Relaxed) && key != 0 && slot.0.load(Ordering::Relaxed) == key
 }
 
 #[inline(never)]
