@@ -8,7 +8,11 @@
 //!   length, and hands them to its place in the top group if that is another rank. Then
 //!   the blocks climb as a Gather's, one after another in rank order. Where the top group
 //!   is the node leaders', the lengths stay inside the nodes: between nodes, one message
-//!   per node, as Gather's.
+//!   per node, as Gather's. In a job on several nodes a block of a Gather's direct size
+//!   and more ([`crate::subtrees::GATHER_DIRECT_BLOCK`]) goes straight from its rank to the
+//!   root instead, as a Gather's blocks of that size do: its rank and the root know its
+//!   length, and its leaders learn it in the first step ([`through_leaders`]), so each
+//!   block goes its own best way, and only the small ones wait for the leaders.
 //! - **direct**: every rank sends its block straight to the root over the link that
 //!   reaches it (the linear Gatherv of Open MPI and MPICH): one step, a message per rank
 //!   into the root, all in flight at once in a job on several nodes; on one node the root
@@ -28,7 +32,7 @@ use topo_hierarchy::settings::RootedVAlg;
 use crate::alltoall::{disjoint, exchange};
 use crate::error::{Error, Result};
 use crate::gather::gather_blocks;
-use crate::subtrees::{Blocks, Subtrees, below_top, piece_for, recv_blocks, send_blocks};
+use crate::subtrees::{Blocks, Subtrees, below_top, direct, piece_for, recv_blocks, send_blocks};
 use crate::transport::Fabric;
 use crate::view::View;
 
@@ -65,8 +69,16 @@ pub fn gatherv(
                 RootedVAlg::Direct => exchange(fabric, s.spin, None, &[(root, block)], &mut []),
                 RootedVAlg::Leaders => {
                     let lens = lengths_up(view, fabric, sub, root, block.len(), None, CALL)?;
-                    let ends = ends_of(&lens);
-                    gather_blocks(view, fabric, sub, s, root, send, None, Blocks::Ends(&ends))
+                    let small = through_leaders(true, s.nodes, root, &lens);
+                    let own: &[u8] = if small[me] == block.len() {
+                        block
+                    } else {
+                        exchange(fabric, s.spin, None, &[(root, block)], &mut [])?;
+                        &[]
+                    };
+                    let ends = ends_of(&small);
+                    let blocks = Blocks::Ends(&ends);
+                    gather_blocks(view, fabric, sub, s, root, Some(own), None, blocks)
                 }
             }
         }
@@ -93,8 +105,21 @@ pub fn gatherv(
             }
             let counts: Vec<usize> = at.iter().map(Range::len).collect();
             let lens = lengths_up(view, fabric, sub, root, counts[me], Some(&counts), CALL)?;
-            let ends = ends_of(&lens);
-            let packed = laid_out(at, &ends);
+            let small = through_leaders(true, s.nodes, root, &lens);
+            let straight = small != lens;
+            if straight {
+                // The large blocks first, straight into their places.
+                let mut from: Vec<(u32, &mut [u8])> = disjoint(buf, at)
+                    .ok_or_else(overlap)?
+                    .into_iter()
+                    .enumerate()
+                    .filter(|&(r, ref p)| small[r] != lens[r] && !p.is_empty())
+                    .map(|(r, p)| (r as u32, p))
+                    .collect();
+                exchange(fabric, s.spin, None, &[], &mut from)?;
+            }
+            let ends = ends_of(&small);
+            let packed = !straight && laid_out(at, &ends);
             let total = ends.last().copied().unwrap_or(0);
             let own: Vec<u8>;
             let mine: Option<&[u8]> = match send {
@@ -114,7 +139,8 @@ pub fn gatherv(
             };
             gather_blocks(view, fabric, sub, s, root, mine, Some(work), blocks)?;
             if !packed {
-                for (r, place) in at.iter().enumerate().filter(|&(r, _)| r != me) {
+                let through = |r: usize| r != me && small[r] == lens[r];
+                for (r, place) in at.iter().enumerate().filter(|&(r, _)| through(r)) {
                     buf[place.clone()].copy_from_slice(&scratch[blocks.at(r as u32)]);
                 }
                 if let Some(b) = mine {
@@ -124,6 +150,26 @@ pub fn gatherv(
             Ok(())
         }
     }
+}
+
+/// The lengths of the blocks that go through the leaders in the leaders' form of a
+/// Gatherv (`gather`) or Scatterv, from every rank's (`lens`, as far as this rank knows
+/// them): the others', of [`crate::subtrees::direct`]'s size and more in a job on several
+/// nodes, go straight between the root and their rank, as a Gather's or Scatter's blocks
+/// of that size do (the root's own never moves), and count 0 here. Every rank that knows a
+/// length decides alike: only the rank and the root know both the length and the rule's
+/// inputs, and the leaders learn the lengths under them in the first step.
+pub(crate) fn through_leaders(gather: bool, nodes: u32, root: u32, lens: &[usize]) -> Vec<usize> {
+    lens.iter()
+        .enumerate()
+        .map(|(r, &l)| {
+            if r as u32 != root && direct(gather, nodes, l) {
+                0
+            } else {
+                l
+            }
+        })
+        .collect()
 }
 
 /// The first step of the leaders' form, for Gatherv and Scatterv alike: every rank's

@@ -7,7 +7,10 @@
 //!   Gatherv's), so that every leader knows the lengths of the ranks under its members;
 //!   the root knows every length. Then the blocks, one after another in rank order, go
 //!   down as a Scatter's. Where the top group is the node leaders', the lengths stay
-//!   inside the nodes: between nodes, one message per node, as Scatter's.
+//!   inside the nodes: between nodes, one message per node, as Scatter's. In a job on
+//!   several nodes a block of a Scatter's direct size and more
+//!   ([`crate::subtrees::SCATTER_DIRECT_BLOCK`]) goes straight from the root to its rank
+//!   first, as a Scatter's blocks of that size do (`crate::gatherv::through_leaders`).
 //! - **direct**: the root sends each rank its block straight (the linear Scatterv of Open
 //!   MPI and MPICH): all at once in a job on several nodes, one after another over shared
 //!   memory on one node (as Gatherv's).
@@ -23,7 +26,7 @@ use topo_hierarchy::settings::RootedVAlg;
 
 use crate::alltoall::exchange;
 use crate::error::Result;
-use crate::gatherv::{ends_of, laid_out, lengths_up};
+use crate::gatherv::{ends_of, laid_out, lengths_up, through_leaders};
 use crate::scatter::scatter_blocks;
 use crate::subtrees::{Blocks, Subtrees};
 use crate::transport::Fabric;
@@ -62,9 +65,16 @@ pub fn scatterv(
                 RootedVAlg::Direct => exchange(fabric, s.spin, None, &[], &mut [(root, block)]),
                 RootedVAlg::Leaders => {
                     let lens = lengths_up(view, fabric, sub, root, block.len(), None, CALL)?;
-                    let ends = ends_of(&lens);
+                    let small = through_leaders(false, s.nodes, root, &lens);
+                    let own: &mut [u8] = if small[me] == block.len() {
+                        block
+                    } else {
+                        exchange(fabric, s.spin, None, &[], &mut [(root, block)])?;
+                        &mut []
+                    };
+                    let ends = ends_of(&small);
                     let blocks = Blocks::Ends(&ends);
-                    scatter_blocks(view, fabric, sub, s, root, None, Some(block), blocks)
+                    scatter_blocks(view, fabric, sub, s, root, None, Some(own), blocks)
                 }
             }
         }
@@ -93,13 +103,23 @@ pub fn scatterv(
             }
             let counts: Vec<usize> = at.iter().map(Range::len).collect();
             let lens = lengths_up(view, fabric, sub, root, counts[me], Some(&counts), CALL)?;
-            let ends = ends_of(&lens);
+            let small = through_leaders(false, s.nodes, root, &lens);
+            let straight = small != lens;
+            if straight {
+                // The large blocks first, straight from their places.
+                let to: Vec<(u32, &[u8])> = (0..at.len())
+                    .filter(|&r| small[r] != lens[r])
+                    .map(|r| (r as u32, &buf[at[r].clone()]))
+                    .collect();
+                exchange(fabric, s.spin, None, &to, &mut [])?;
+            }
+            let ends = ends_of(&small);
             let blocks = Blocks::Ends(&ends);
-            let work: &[u8] = if laid_out(at, &ends) {
+            let work: &[u8] = if !straight && laid_out(at, &ends) {
                 &buf[..ends.last().copied().unwrap_or(0)]
             } else {
                 scratch.clear();
-                for a in at {
+                for (_, a) in at.iter().enumerate().filter(|&(r, _)| small[r] == lens[r]) {
                     scratch.extend_from_slice(&buf[a.clone()]);
                 }
                 scratch

@@ -665,3 +665,93 @@ fn gatherv_and_scatterv_through_the_leaders_cross_nodes_once_per_node() {
         }
     }
 }
+
+#[test]
+fn gatherv_and_scatterv_through_the_leaders_send_large_blocks_straight() {
+    // 8 nodes x 8 ranks, root 0: the odd ranks' blocks are large (a Scatter's direct size,
+    // which a Gather's exceeds too), the even ranks' 8 bytes. Through the leaders, every
+    // large block off the root's node crosses on its own, straight between its rank and
+    // the root, and each other node with small blocks sends (Gatherv) or receives
+    // (Scatterv) them in one message: 28 + 7 with block placement; with cyclic placement
+    // the odd nodes hold only odd ranks (32 straight) and 3 even nodes other than the
+    // root's only even ones (3 messages). The results are the reference's.
+    let big = topo_runtime::subtrees::SCATTER_DIRECT_BLOCK;
+    let len = |r: u32| if r % 2 == 1 { big } else { 8 };
+    for dist in ["block", "cyclic"] {
+        let plans = plans_without_map(8, 8, dist);
+        let mut at = Vec::new();
+        let mut off = 0;
+        for r in 0..64 {
+            at.push(off..off + len(r));
+            off += len(r);
+        }
+        let total = off;
+        let fill = |r: u32| vec![r as u8 + 1; len(r)];
+        let s = Settings {
+            rooted_v: Some(RootedVAlg::Leaders),
+            ..settings_for(&plans)
+        };
+        let count = |what: u8| {
+            let (_, t) = run(&plans, |view, fabric| {
+                let sub = Subtrees::learn(view, fabric).unwrap();
+                let me = view.rank;
+                let is_root = me == 0;
+                let all: Vec<u8> = if is_root {
+                    (0..64).flat_map(fill).collect()
+                } else {
+                    Vec::new()
+                };
+                let mut mine = fill(me);
+                let mut scratch = Vec::new();
+                match what {
+                    1 => {
+                        let mut got = vec![0u8; total];
+                        let recv = is_root.then_some((&mut got[..], &at[..]));
+                        gatherv::gatherv(
+                            view,
+                            fabric,
+                            &sub,
+                            &s,
+                            0,
+                            Some(&mine),
+                            recv,
+                            &mut scratch,
+                        )
+                        .unwrap();
+                        if is_root {
+                            assert_eq!(got, all, "{dist}: the gathered blocks");
+                        }
+                    }
+                    2 => {
+                        let send = is_root.then_some((&all[..], &at[..]));
+                        mine.fill(0);
+                        scatterv::scatterv(
+                            view,
+                            fabric,
+                            &sub,
+                            &s,
+                            0,
+                            send,
+                            Some(&mut mine),
+                            &mut scratch,
+                        )
+                        .unwrap();
+                        assert_eq!(mine, fill(me), "{dist}: rank {me}'s scattered block");
+                    }
+                    _ => {}
+                }
+                Vec::new()
+            });
+            t.get(INTER_NODE).map_or(0, |t| t.messages)
+        };
+        let learning = count(0);
+        let (g, sc) = (count(1) - learning, count(2) - learning);
+        println!(
+            "gatherv / scatterv 8 x 8 {dist}, large odd blocks: {g} / {sc} messages between nodes"
+        );
+        // (Large blocks straight, other nodes with small blocks.)
+        let (straight, small) = if dist == "block" { (28, 7) } else { (32, 3) };
+        let want = straight + small;
+        assert_eq!((g, sc), (want, want), "{dist}");
+    }
+}

@@ -2,8 +2,9 @@
 //!
 //! - [`build`], the direct form of [`crate::gatherv`]: every rank but the root sends its
 //!   block straight to the root over the link that reaches it, and the root receives them
-//!   all, every transfer in one round, so that each is posted at the start. A block of no
-//!   bytes is not sent (both ends know its length).
+//!   all, every transfer in one round, so that each is posted at the start (the root's
+//!   own block is copied in that round too, after the receives are posted). A block of
+//!   no bytes is not sent (both ends know its length).
 //! - [`build_leaders`], Gather's way through the leaders ([`crate::gather`]), for a
 //!   context that has learned its [`Subtrees`] (at a blocking Gather, Scatter, Alltoall or
 //!   Scan before: a start must not wait for the other ranks to learn them): each leader
@@ -44,25 +45,30 @@ pub fn build(me: u32, root: u32, at: Option<&[Range<usize>]>, send: bool, len: u
         }
         Some(at) => {
             let mine = &at[me as usize];
-            if send && !mine.is_empty() {
-                b.step(
+            let from = (0..at.len() as u32).filter(|&r| r != me && !at[r as usize].is_empty());
+            // The root's own block is copied in the same round, once the receives are
+            // posted (the copy does not hold them back).
+            let own = (send && !mine.is_empty()).then(|| {
+                (
                     Link::Local,
                     Action::Copy {
                         src: Region::whole(Buf::Send, mine.len()),
                         dst: region(Buf::Recv, mine),
                     },
-                );
-            }
-            let from = (0..at.len() as u32).filter(|&r| r != me && !at[r as usize].is_empty());
-            b.round(from.map(|r| {
-                (
-                    Link::Peer(r),
-                    Action::Recv {
-                        from: r,
-                        dst: region(Buf::Recv, &at[r as usize]),
-                    },
                 )
-            }));
+            });
+            b.round(
+                from.map(|r| {
+                    (
+                        Link::Peer(r),
+                        Action::Recv {
+                            from: r,
+                            dst: region(Buf::Recv, &at[r as usize]),
+                        },
+                    )
+                })
+                .chain(own),
+            );
         }
     }
     b

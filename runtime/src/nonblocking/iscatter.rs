@@ -1,7 +1,8 @@
 //! Iscatter and Iscatterv: the direct form of [`crate::scatterv`] as a schedule. The root
 //! sends every other rank its block straight over the link that reaches it, every
-//! transfer in one round, so that each is posted at the start; each rank receives its
-//! own. A block of no bytes is not sent (both ends know its length). As for Igather, the
+//! transfer in one round, so that each is posted at the start (the root's own block is
+//! copied in that round too, after the sends); each rank receives its own. A block of no
+//! bytes is not sent (both ends know its length). As for Igather, the
 //! form through the leaders is a later step.
 //!
 //! Buffers: the root's blocks are in [`Buf::Send`]; a rank's block lands in [`Buf::Recv`]
@@ -39,25 +40,30 @@ pub fn build(me: u32, root: u32, at: Option<&[Range<usize>]>, recv: bool, len: u
         }
         Some(at) => {
             let mine = &at[me as usize];
-            if recv && !mine.is_empty() {
-                b.step(
+            let to = (0..at.len() as u32).filter(|&r| r != me && !at[r as usize].is_empty());
+            // The root's own block is copied in the same round, once the sends are out
+            // (the copy does not hold them back).
+            let own = (recv && !mine.is_empty()).then(|| {
+                (
                     Link::Local,
                     Action::Copy {
                         src: region(Buf::Send, mine),
                         dst: Region::whole(Buf::Recv, mine.len()),
                     },
-                );
-            }
-            let to = (0..at.len() as u32).filter(|&r| r != me && !at[r as usize].is_empty());
-            b.round(to.map(|r| {
-                (
-                    Link::Peer(r),
-                    Action::Send {
-                        to: vec![r],
-                        src: region(Buf::Send, &at[r as usize]),
-                    },
                 )
-            }));
+            });
+            b.round(
+                to.map(|r| {
+                    (
+                        Link::Peer(r),
+                        Action::Send {
+                            to: vec![r],
+                            src: region(Buf::Send, &at[r as usize]),
+                        },
+                    )
+                })
+                .chain(own),
+            );
         }
     }
     b
