@@ -113,11 +113,12 @@ pub enum Command {
     /// plan, then runs topo-run-tune (installed beside topo-run). Starting from the
     /// settings given here (the defaults, options, or a rules file with --rules), it tries,
     /// one at a time and against the current choice in the same job: the single-copy
-    /// threshold, the fragment size and the slots per queue (one value each, kept only if
-    /// it pays overall and hurts at no size), then per level and message size the
-    /// broadcast and reduce algorithms, then the allreduce variant and the allgather
-    /// algorithm, and, where ranks have two or more levels, each collective's pipeline
-    /// chunk per message size. It
+    /// threshold, the fragment size and the slots per queue, and on several nodes the form
+    /// of Gatherv and Scatterv (one value each, kept only if it pays overall and hurts at
+    /// no size), then per level and message size the broadcast and reduce algorithms, then
+    /// the allreduce variant, the allgather algorithm and the alltoall and
+    /// Reduce_scatter_block forms, and, where ranks have two or more levels, each
+    /// collective's pipeline chunk per message size. It
     /// ends by timing the settings it started from against the tuned ones at every size,
     /// prints that table and keeps it in the file's comments. Rank 0 writes the file.
     #[command(after_help = TUNE_HELP)]

@@ -5,12 +5,13 @@
 //! It starts from the settings of its plan (the defaults, or what the command line and
 //! `--rules` gave) and improves them one part at a time, each measured against the current
 //! choice in the same job, interleaved:
-//! 1. the queue geometry and thresholds (`single-copy`, `fragment`, `slots`), one value for
-//!    all sizes each, kept only if it pays overall and hurts nowhere;
+//! 1. the queue geometry and thresholds (`single-copy`, `fragment`, `slots`), and on several
+//!    nodes Gatherv's and Scatterv's form (`rooted-v`, measured on those two), one value
+//!    for all sizes each, kept only if it pays overall and hurts nowhere;
 //! 2. per level, bottom-up, the broadcast and reduce algorithm for each message size;
 //! 3. the allreduce variant, the allgather algorithm, the alltoall form (spread, aggregated
-//!    or pairwise) and the Reduce_scatter_block form (root, leaders, allreduce or halving) for each
-//!    message size;
+//!    or pairwise) and the Reduce_scatter_block form (root, leaders, allreduce or halving,
+//!    and ring on several nodes) for each message size;
 //! 4. where some rank has two or more levels, each collective's pipeline chunk for each
 //!    message size (after its algorithms, which the chunk serves).
 //!
@@ -119,16 +120,26 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let single_copy = probe[0].as_ref().is_some_and(|t| t.single_copy().is_some());
     drop(probe);
     let intra = job.levels.iter().any(|l| l.1);
-    let knobs = if intra {
+    let mut knobs = if intra {
         space::knobs(|k| state.value(k), single_copy)
     } else {
         Vec::new()
     };
+    if job.nodes > 1 {
+        knobs.push(space::rooted_v_knob(state.value("rooted-v")));
+    }
     // The plan of work, in candidate x size units, and the time each may take.
     let count = |from: usize, to: usize| sizes.iter().filter(|&&s| s >= from && s <= to).count();
     let mut units: usize = knobs
         .iter()
-        .map(|k| k.values.len() * count(k.from, k.to) * ops.len())
+        .map(|k| {
+            let ops = if k.ops.is_empty() {
+                ops.len()
+            } else {
+                k.ops.len()
+            };
+            k.values.len() * count(k.from, k.to) * ops
+        })
         .sum();
     for &op in &ops {
         let per_level = match op {

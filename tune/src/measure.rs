@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use mpi::Count;
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use topo_runtime::Topo;
@@ -87,6 +88,21 @@ fn call(topo: &mut Topo, op: Op, rank: i32, size: usize, a: &mut [f32], b: &mut 
             let k = a.len() / size;
             topo.reduce_scatter_block_into(&a[..k * size], &mut b[..k], sum);
         }
+        Op::Gatherv | Op::Scatterv => {
+            let k = a.len() / size;
+            let counts = vec![k as Count; size];
+            let displs: Vec<Count> = (0..size).map(|r| (r * k) as Count).collect();
+            match (op, rank) {
+                (Op::Gatherv, 0) => {
+                    topo.gather_varcount_into_root(&a[..k], &mut b[..k * size], &counts, &displs)
+                }
+                (Op::Gatherv, _) => topo.gather_varcount_into(0, &a[..k]),
+                (_, 0) => {
+                    topo.scatter_varcount_into_root(&a[..k * size], &counts, &displs, &mut b[..k])
+                }
+                _ => topo.scatter_varcount_into(0, &mut b[..k]),
+            }
+        }
     }
 }
 
@@ -121,7 +137,9 @@ pub fn compare(
     let size = world.size() as usize;
     // An allgather's `bytes` are the gathered result: at least one element per rank.
     let n = match op {
-        Op::Allgather | Op::Alltoall | Op::ReduceScatter => (bytes / 4).max(size),
+        Op::Allgather | Op::Alltoall | Op::ReduceScatter | Op::Gatherv | Op::Scatterv => {
+            (bytes / 4).max(size)
+        }
         _ => (bytes / 4).max(1),
     };
     // The buffers, at each offset of OFFSETS from a page boundary in turn.

@@ -99,6 +99,7 @@ pub(crate) fn tune_knob(
         .collect();
     let mut cands = run.open(&pairs)?;
     let mut ratios = vec![Vec::new(); knob.values.len()];
+    let ops = if knob.ops.is_empty() { ops } else { knob.ops };
     for &op in ops {
         for &b in &sizes {
             if !run.time_left() {
@@ -142,8 +143,12 @@ pub(crate) fn tune_algorithm(
     };
     let first_current = state.current(op, lvl, intra, members as usize, sizes[0]);
     let algs = space::algorithms(op, members, &first_current);
-    // Algorithms that the settings use now at some size are candidates too.
+    // Algorithms that the settings use now at some size are candidates too; so is the
+    // Reduce_scatter's ring on several nodes (on one it runs as recursive halving).
     let mut algs = algs;
+    if op == Op::ReduceScatter && state.nodes > 1 && !algs.iter().any(|a| a == "ring") {
+        algs.push("ring".to_string());
+    }
     for &b in sizes {
         let c = state.current(op, lvl, intra, members as usize, b);
         if !algs.contains(&c) {

@@ -19,6 +19,11 @@ pub enum Op {
     Allgather,
     Alltoall,
     ReduceScatter,
+    /// Gatherv and Scatterv of equal blocks (sizes as an Allgather's: the whole gathered
+    /// result): measured for the `rooted-v` knob only ([`rooted_v_knob`]), not in
+    /// [`Op::ALL`].
+    Gatherv,
+    Scatterv,
 }
 
 impl Op {
@@ -37,6 +42,8 @@ impl Op {
         match self {
             Op::Alltoall => "alltoall",
             Op::ReduceScatter => "reduce-scatter",
+            Op::Gatherv => "gatherv",
+            Op::Scatterv => "scatterv",
             _ => self.chunked().expect("the others pipeline").key(),
         }
     }
@@ -48,7 +55,7 @@ impl Op {
             Op::Reduce => Some(Collective::Reduce),
             Op::Allreduce => Some(Collective::Allreduce),
             Op::Allgather => Some(Collective::Allgather),
-            Op::Alltoall | Op::ReduceScatter => None,
+            Op::Alltoall | Op::ReduceScatter | Op::Gatherv | Op::Scatterv => None,
         }
     }
 
@@ -139,6 +146,8 @@ pub fn algorithms(op: Op, members: u32, current: &str) -> Vec<String> {
         Op::ReduceScatter => ["root", "leaders", "allreduce", "halving"]
             .map(String::from)
             .to_vec(),
+        // One form for all sizes: a knob ([`rooted_v_knob`]).
+        Op::Gatherv | Op::Scatterv => return Vec::new(),
     };
     if !out.iter().any(|a| a == current) {
         out.push(current.to_string());
@@ -167,6 +176,8 @@ pub struct Knob {
     pub from: usize,
     /// ... and at most this many (`usize::MAX`: no bound).
     pub to: usize,
+    /// The collectives it is measured on (none: those the run tunes).
+    pub ops: &'static [Op],
 }
 
 /// The knobs, in the order they are tuned. `current` gives the current value of a key;
@@ -191,6 +202,7 @@ pub fn knobs(current: impl Fn(&str) -> String, single_copy: bool) -> Vec<Knob> {
             ),
             from: 2 << 10,
             to: 256 << 10,
+            ops: &[],
         });
     }
     out.push(Knob {
@@ -198,14 +210,34 @@ pub fn knobs(current: impl Fn(&str) -> String, single_copy: bool) -> Vec<Knob> {
         values: with_current("fragment", &["2K", "8K", "32K", "64K", "128K", "256K"]),
         from: 1 << 10,
         to: usize::MAX,
+        ops: &[],
     });
     out.push(Knob {
         key: "slots",
         values: with_current("slots", &["4", "8", "16", "32"]),
         from: 4 << 10,
         to: usize::MAX,
+        ops: &[],
     });
     out
+}
+
+/// Gatherv's and Scatterv's form (`rooted-v`: through the leaders, or straight between the
+/// root and each rank), one value for all sizes, measured on those two collectives: for a
+/// job on several nodes, where the two differ (the current value `current` is among the
+/// candidates).
+pub fn rooted_v_knob(current: String) -> Knob {
+    let mut values = vec!["leaders".to_string(), "direct".to_string()];
+    if !values.contains(&current) {
+        values.push(current);
+    }
+    Knob {
+        key: "rooted-v",
+        values,
+        from: 0,
+        to: usize::MAX,
+        ops: &[Op::Gatherv, Op::Scatterv],
+    }
 }
 
 /// The pipeline chunks worth measuring, plus `current` if it is not among them.
@@ -362,6 +394,18 @@ mod tests {
                 Settings::from_pairs(&[(k.key, v.as_str())]).unwrap();
             }
         }
+        // Gatherv's and Scatterv's form: both, measured on those two only.
+        let k = rooted_v_knob("direct".into());
+        assert_eq!(k.values, ["leaders", "direct"]);
+        assert_eq!(k.ops, [Op::Gatherv, Op::Scatterv]);
+        assert!(all.iter().all(|k| k.ops.is_empty()));
+        for v in &k.values {
+            let s = Settings::from_pairs(&[(k.key, v.as_str())]).unwrap();
+            assert_eq!(s.rooted_v_alg().to_string(), *v);
+        }
+        // They are no collective of the command line, and have no rules of their own.
+        assert!("gatherv".parse::<Op>().is_err());
+        assert!(algorithms(Op::Gatherv, 8, "flat").is_empty());
     }
 
     #[test]

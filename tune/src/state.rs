@@ -39,6 +39,11 @@ impl State {
         }
     }
 
+    /// Whether `key` was given (the base) or tuned, rather than its default.
+    fn set(&self, key: &str) -> bool {
+        self.values.contains_key(key) || self.base.iter().any(|(k, _)| k == key)
+    }
+
     pub(crate) fn value(&self, key: &str) -> String {
         if let Some(v) = self.values.get(key) {
             return v.clone();
@@ -51,6 +56,13 @@ impl State {
             "slots" => d.slots.to_string(),
             "fragment" => format_bytes(d.fragment.into()),
             "single-copy" => format_bytes(d.single_copy.into()),
+            "rooted-v" => Settings {
+                nodes: self.nodes,
+                ranks: self.ranks as u32,
+                ..d
+            }
+            .rooted_v_alg()
+            .to_string(),
             _ => d.spin.to_string(),
         }
     }
@@ -123,6 +135,15 @@ impl State {
             };
             out.push((key.to_string(), v));
         }
+        // Gatherv's and Scatterv's form where it was given or tuned (else its default,
+        // which depends on the job's shape).
+        match knob {
+            Some(("rooted-v", v)) => out.push(("rooted-v".to_string(), v.to_string())),
+            _ if self.set("rooted-v") => {
+                out.push(("rooted-v".to_string(), self.value("rooted-v")));
+            }
+            _ => {}
+        }
         for op in Op::ALL {
             let first = match &rule {
                 Some((o, sel, alg)) if *o == op => Some((sel.clone(), alg.clone())),
@@ -166,6 +187,7 @@ impl State {
             Op::Allreduce => s.allreduce_for(bytes).to_string(),
             Op::Allgather => s.allgather_for(bytes, self.ranks).to_string(),
             Op::Alltoall => s.alltoall_for(op.rule_bytes(bytes, self.ranks)).to_string(),
+            Op::Gatherv | Op::Scatterv => self.value("rooted-v"),
             Op::ReduceScatter => s
                 .reduce_scatter_for(op.rule_bytes(bytes, self.ranks))
                 .to_string(),
@@ -197,6 +219,10 @@ impl State {
         }
         for key in ["slots", "fragment", "single-copy"] {
             f.add_line(&format!("{key} {}", self.value(key)))
+                .map_err(anyhow::Error::msg)?;
+        }
+        if self.set("rooted-v") {
+            f.add_line(&format!("rooted-v {}", self.value("rooted-v")))
                 .map_err(anyhow::Error::msg)?;
         }
         if self.base.iter().any(|(k, _)| k == "spin") {
@@ -258,6 +284,40 @@ mod tests {
         s.revert_rules(Op::Allreduce);
         s.values.clear();
         assert_eq!(s.pairs(None, None, None), start.pairs(None, None, None));
+    }
+
+    #[test]
+    fn the_rooted_v_form_is_the_jobs_default_until_given_or_tuned() {
+        let get = |v: &[(String, String)], k: &str| {
+            v.iter().find(|(key, _)| key == k).map(|(_, x)| x.clone())
+        };
+        // 4 nodes x 8: through the leaders by default; 4 x 2: straight.
+        let mut s = State::new(&base(), 32, 4);
+        assert_eq!(s.value("rooted-v"), "leaders");
+        assert_eq!(State::new(&base(), 8, 4).value("rooted-v"), "direct");
+        assert_eq!(
+            s.current(Op::Gatherv, LevelName::World, false, 2, 64),
+            "leaders"
+        );
+        // Not pinned in the settings or the file until tuned.
+        assert_eq!(get(&s.pairs(None, None, None), "rooted-v"), None);
+        assert_eq!(get(&s.file().unwrap().pairs(), "rooted-v"), None);
+        // A candidate, then the tuned value.
+        let p = s.pairs(Some(("rooted-v", "direct")), None, None);
+        assert_eq!(get(&p, "rooted-v").as_deref(), Some("direct"));
+        s.values.insert("rooted-v", "direct".into());
+        assert_eq!(
+            get(&s.pairs(None, None, None), "rooted-v").as_deref(),
+            Some("direct")
+        );
+        assert_eq!(
+            get(&s.file().unwrap().pairs(), "rooted-v").as_deref(),
+            Some("direct")
+        );
+        assert_eq!(
+            s.current(Op::Scatterv, LevelName::World, false, 2, 64),
+            "direct"
+        );
     }
 
     #[test]
