@@ -11,7 +11,7 @@
 //!   per node, as Gather's. In a job on several nodes a block of a Gather's direct size
 //!   and more ([`crate::subtrees::GATHER_DIRECT_BLOCK`]) goes straight from its rank to the
 //!   root instead, as a Gather's blocks of that size do: its rank and the root know its
-//!   length, and its leaders learn it in the first step ([`through_leaders`]), so each
+//!   length, and its leaders learn it in the first step (`through_leaders`), so each
 //!   block goes its own best way, and only the small ones wait for the leaders.
 //! - **direct**: every rank sends its block straight to the root over the link that
 //!   reaches it (the linear Gatherv of Open MPI and MPICH): one step, a message per rank
