@@ -601,6 +601,80 @@ proptest! {
     }
 }
 
+/// The messages between nodes of a Gatherv to root 0 and of a Scatterv back from it, by
+/// `alg`, of rank r's block `fill(r)` at `at[r]` (those of learning the subtrees left
+/// out); both results checked against the blocks.
+fn rooted_v_between_nodes(
+    plans: &[RankPlan],
+    alg: RootedVAlg,
+    at: &[std::ops::Range<usize>],
+    fill: impl Fn(u32) -> Vec<u8> + Sync,
+) -> (u64, u64) {
+    let s = Settings {
+        rooted_v: Some(alg),
+        ..settings_for(plans)
+    };
+    let size = plans.len() as u32;
+    let total = at.iter().map(|a| a.end).max().unwrap_or(0);
+    let count = |what: u8| {
+        let (_, t) = run(plans, |view, fabric| {
+            let sub = Subtrees::learn(view, fabric).unwrap();
+            let me = view.rank;
+            let is_root = me == 0;
+            let all: Vec<u8> = if is_root {
+                (0..size).flat_map(&fill).collect()
+            } else {
+                Vec::new()
+            };
+            let mut mine = fill(me);
+            let mut scratch = Vec::new();
+            match what {
+                1 => {
+                    let mut got = vec![0u8; total];
+                    let recv = is_root.then_some((&mut got[..], at));
+                    gatherv::gatherv(view, fabric, &sub, &s, 0, Some(&mine), recv, &mut scratch)
+                        .unwrap();
+                    if is_root {
+                        assert_eq!(got, all, "{alg}: the gathered blocks");
+                    }
+                }
+                2 => {
+                    let send = is_root.then_some((&all[..], at));
+                    mine.fill(0);
+                    scatterv::scatterv(
+                        view,
+                        fabric,
+                        &sub,
+                        &s,
+                        0,
+                        send,
+                        Some(&mut mine),
+                        &mut scratch,
+                    )
+                    .unwrap();
+                    assert_eq!(mine, fill(me), "{alg}: rank {me}'s scattered block");
+                }
+                _ => {}
+            }
+            Vec::new()
+        });
+        t.get(INTER_NODE).map_or(0, |t| t.messages)
+    };
+    let learning = count(0);
+    (count(1) - learning, count(2) - learning)
+}
+
+/// Places blocks of `len(r)` bytes one after another in rank order.
+fn one_after_another(size: u32, len: impl Fn(u32) -> usize) -> Vec<std::ops::Range<usize>> {
+    let mut off = 0;
+    (0..size)
+        .map(|r| {
+            off += len(r);
+            off - len(r)..off
+        })
+        .collect()
+}
+
 #[test]
 fn gatherv_and_scatterv_through_the_leaders_cross_nodes_once_per_node() {
     // 8 nodes x 8 ranks, 8 bytes each, root 0: through the leaders, each other node sends
@@ -609,56 +683,9 @@ fn gatherv_and_scatterv_through_the_leaders_cross_nodes_once_per_node() {
     // one message (56).
     for dist in ["block", "cyclic"] {
         let plans = plans_without_map(8, 8, dist);
-        let at: Vec<std::ops::Range<usize>> = (0..64).map(|r| r * 8..r * 8 + 8).collect();
-        let count = |what: u8, alg: RootedVAlg| {
-            let s = Settings {
-                rooted_v: Some(alg),
-                ..settings_for(&plans)
-            };
-            let (_, t) = run(&plans, |view, fabric| {
-                let sub = Subtrees::learn(view, fabric).unwrap();
-                let is_root = view.rank == 0;
-                let mut all = vec![0u8; 64 * 8];
-                let mut mine = [view.rank as u8; 8];
-                let mut scratch = Vec::new();
-                match what {
-                    1 => {
-                        let recv = is_root.then_some((&mut all[..], &at[..]));
-                        gatherv::gatherv(
-                            view,
-                            fabric,
-                            &sub,
-                            &s,
-                            0,
-                            Some(&mine),
-                            recv,
-                            &mut scratch,
-                        )
-                        .unwrap();
-                    }
-                    2 => {
-                        let send = is_root.then_some((&all[..], &at[..]));
-                        scatterv::scatterv(
-                            view,
-                            fabric,
-                            &sub,
-                            &s,
-                            0,
-                            send,
-                            Some(&mut mine),
-                            &mut scratch,
-                        )
-                        .unwrap();
-                    }
-                    _ => {}
-                }
-                Vec::new()
-            });
-            t.get(INTER_NODE).map_or(0, |t| t.messages)
-        };
+        let at = one_after_another(64, |_| 8);
         for alg in [RootedVAlg::Leaders, RootedVAlg::Direct] {
-            let learning = count(0, alg);
-            let (g, sc) = (count(1, alg) - learning, count(2, alg) - learning);
+            let (g, sc) = rooted_v_between_nodes(&plans, alg, &at, |r| vec![r as u8 + 1; 8]);
             println!("gatherv / scatterv 8 x 8 {dist}, {alg}: {g} / {sc} messages between nodes");
             let want = if alg == RootedVAlg::Leaders { 7 } else { 56 };
             assert_eq!((g, sc), (want, want), "{dist} {alg}");
@@ -677,75 +704,11 @@ fn gatherv_and_scatterv_through_the_leaders_send_large_blocks_straight() {
     // root's only even ones (3 messages). The results are the reference's.
     let big = topo_runtime::subtrees::SCATTER_DIRECT_BLOCK;
     let len = |r: u32| if r % 2 == 1 { big } else { 8 };
+    let at = one_after_another(64, len);
     for dist in ["block", "cyclic"] {
         let plans = plans_without_map(8, 8, dist);
-        let mut at = Vec::new();
-        let mut off = 0;
-        for r in 0..64 {
-            at.push(off..off + len(r));
-            off += len(r);
-        }
-        let total = off;
         let fill = |r: u32| vec![r as u8 + 1; len(r)];
-        let s = Settings {
-            rooted_v: Some(RootedVAlg::Leaders),
-            ..settings_for(&plans)
-        };
-        let count = |what: u8| {
-            let (_, t) = run(&plans, |view, fabric| {
-                let sub = Subtrees::learn(view, fabric).unwrap();
-                let me = view.rank;
-                let is_root = me == 0;
-                let all: Vec<u8> = if is_root {
-                    (0..64).flat_map(fill).collect()
-                } else {
-                    Vec::new()
-                };
-                let mut mine = fill(me);
-                let mut scratch = Vec::new();
-                match what {
-                    1 => {
-                        let mut got = vec![0u8; total];
-                        let recv = is_root.then_some((&mut got[..], &at[..]));
-                        gatherv::gatherv(
-                            view,
-                            fabric,
-                            &sub,
-                            &s,
-                            0,
-                            Some(&mine),
-                            recv,
-                            &mut scratch,
-                        )
-                        .unwrap();
-                        if is_root {
-                            assert_eq!(got, all, "{dist}: the gathered blocks");
-                        }
-                    }
-                    2 => {
-                        let send = is_root.then_some((&all[..], &at[..]));
-                        mine.fill(0);
-                        scatterv::scatterv(
-                            view,
-                            fabric,
-                            &sub,
-                            &s,
-                            0,
-                            send,
-                            Some(&mut mine),
-                            &mut scratch,
-                        )
-                        .unwrap();
-                        assert_eq!(mine, fill(me), "{dist}: rank {me}'s scattered block");
-                    }
-                    _ => {}
-                }
-                Vec::new()
-            });
-            t.get(INTER_NODE).map_or(0, |t| t.messages)
-        };
-        let learning = count(0);
-        let (g, sc) = (count(1) - learning, count(2) - learning);
+        let (g, sc) = rooted_v_between_nodes(&plans, RootedVAlg::Leaders, &at, fill);
         println!(
             "gatherv / scatterv 8 x 8 {dist}, large odd blocks: {g} / {sc} messages between nodes"
         );
