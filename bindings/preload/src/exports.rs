@@ -35,10 +35,23 @@ pub(crate) fn block(
     other_count: c_int,
     other_type: MPI_Datatype,
 ) -> u64 {
+    let (count, dt) = block_of(buf, count, dt, other_count, other_type);
+    abi::bytes_of(count, dt)
+}
+
+/// The count and datatype of [`block`]'s block, for the profile's span.
+#[inline(always)]
+fn block_of(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    other_count: c_int,
+    other_type: MPI_Datatype,
+) -> (c_int, MPI_Datatype) {
     if buf == abi::in_place() {
-        abi::bytes_of(other_count, other_type)
+        (other_count, other_type)
     } else {
-        abi::bytes_of(count, dt)
+        (count, dt)
     }
 }
 
@@ -435,9 +448,8 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    let _profile = profile::span(Call::Gather, comm, || {
-        block(send, send_count, send_type, recv_count, recv_type)
-    });
+    let (count, dt) = block_of(send, send_count, send_type, recv_count, recv_type);
+    let _profile = profile::span_of(Call::Gather, comm, count, dt);
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -480,9 +492,8 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    let _profile = profile::span(Call::Scatter, comm, || {
-        block(recv, recv_count, recv_type, send_count, send_type)
-    });
+    let (count, dt) = block_of(recv, recv_count, recv_type, send_count, send_type);
+    let _profile = profile::span_of(Call::Scatter, comm, count, dt);
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -524,9 +535,8 @@ pub unsafe extern "C" fn MPI_Allgather(
     recv_type: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    let _profile = profile::span(Call::Allgather, comm, || {
-        block(send, send_count, send_type, recv_count, recv_type)
-    });
+    let (count, dt) = block_of(send, send_count, send_type, recv_count, recv_type);
+    let _profile = profile::span_of(Call::Allgather, comm, count, dt);
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -568,9 +578,8 @@ pub unsafe extern "C" fn MPI_Alltoall(
     recv_type: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    let _profile = profile::span(Call::Alltoall, comm, || {
-        block(send, send_count, send_type, recv_count, recv_type)
-    });
+    let (count, dt) = block_of(send, send_count, send_type, recv_count, recv_type);
+    let _profile = profile::span_of(Call::Alltoall, comm, count, dt);
     collective::entry_rc(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1129,9 +1138,8 @@ pub unsafe extern "C" fn MPI_Iallgather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let _profile = profile::span(Call::Iallgather, comm, || {
-        block(send, send_count, send_type, recv_count, recv_type)
-    });
+    let (count, dt) = block_of(send, send_count, send_type, recv_count, recv_type);
+    let _profile = profile::span_of(Call::Iallgather, comm, count, dt);
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1165,9 +1173,8 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let _profile = profile::span(Call::Ialltoall, comm, || {
-        block(send, send_count, send_type, recv_count, recv_type)
-    });
+    let (count, dt) = block_of(send, send_count, send_type, recv_count, recv_type);
+    let _profile = profile::span_of(Call::Ialltoall, comm, count, dt);
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1202,9 +1209,8 @@ pub unsafe extern "C" fn MPI_Igather(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let _profile = profile::span(Call::Igather, comm, || {
-        block(send, send_count, send_type, recv_count, recv_type)
-    });
+    let (count, dt) = block_of(send, send_count, send_type, recv_count, recv_type);
+    let _profile = profile::span_of(Call::Igather, comm, count, dt);
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
@@ -1239,9 +1245,8 @@ pub unsafe extern "C" fn MPI_Iscatter(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let _profile = profile::span(Call::Iscatter, comm, || {
-        block(recv, recv_count, recv_type, send_count, send_type)
-    });
+    let (count, dt) = block_of(recv, recv_count, recv_type, send_count, send_type);
+    let _profile = profile::span_of(Call::Iscatter, comm, count, dt);
     collective::entry(
         comm,
         // SAFETY: the application's arguments of this call.
