@@ -383,9 +383,12 @@ coll_check "1 node x 2 ranks, TOPO_RUN_BARRIER=root-first" "$HIER" \
   "$TOPO_RUN" -- "$CHECK" --require-topo --quick
 # Pipeline chunks per collective and size, some not a multiple of the element size (each
 # collective rounds its chunk down to whole elements, and every rank must agree on it).
-coll_check "2 nodes x 2 ranks, small and odd chunks per collective" "$HIER" \
+# Alltoall's spread form too, for blocks below 4 KiB (its default is on nodes of 4 ranks
+# and more only, below 64-byte blocks).
+coll_check "2 nodes x 2 ranks, small and odd chunks per collective, spread alltoall" "$HIER" \
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
-  "$TOPO_RUN" --chunk 'allreduce=4K,reduce<100K=12K,bcast=5000,allgather<1M=4K,8K' -- \
+  "$TOPO_RUN" --chunk 'allreduce=4K,reduce<100K=12K,bcast=5000,allgather<1M=4K,8K' \
+  --alltoall '<4K=spread,pairwise' -- \
   "$CHECK" --require-topo --quick
 
 run "$WORK/out" "$WORK/err" env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix \

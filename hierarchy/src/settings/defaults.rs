@@ -212,7 +212,8 @@ pub(super) const ALLGATHER_DEFAULTS_ANY_SIZE: [Rule<AllgatherAlg>; 2] = below_th
 );
 
 /// Jobs of 16 to 4,096 ranks on more than one node take the ring (in switch-major,
-/// node-major order) from 4 KiB per rank: `topo-run simulate` predicts it at the flat
+/// node-major order) from 4 KiB per rank (where the job's size is a power of two, from
+/// [`ALLGATHER_RING_POW2_NODE_BYTES`] per node): `topo-run simulate` predicts it at the flat
 /// ring's time under block placement and 0.75-0.95 of the best flat algorithm under cyclic
 /// placement from 16 KiB, where recursive doubling's network steps and the node's heavy
 /// steps, one after the other, lose to the ring, which overlaps them (docs/simulate.md).
@@ -225,6 +226,22 @@ pub(super) const ALLGATHER_RING_MAX_RANKS: usize = 4096;
 
 /// See [`ALLGATHER_RING_RANKS`].
 pub(super) const ALLGATHER_RING_BLOCK: usize = 4 << 10;
+
+/// Where such a job's size is a power of two, the ring from this many bytes divided by the
+/// ranks per node, per rank (at least [`ALLGATHER_RING_BLOCK`], at most
+/// [`ALLGATHER_RING_POW2_BLOCK_MAX`]): the remapped recursive doubling keeps its heavy steps
+/// inside the nodes, and the fewer ranks a node has, the longer its `log n` rounds beat the
+/// ring's `n - 1`. `topo-run simulate --ops allgather` on 16 and 128 nodes x 2-128 ranks,
+/// block and cyclic placement, each form forced by a rules file (2026-12-04): with 2 ranks
+/// per node recursive doubling took 0.71-1.03 of the best flat algorithm up to 16 KiB per
+/// rank, where the ring took 1.10-2.49 (1.6-2.0 at 4 KiB, the threshold before), and the
+/// ring won from 32 KiB; with 4 ranks the two met at 8 KiB, with 8 the ring won from 16
+/// KiB, with 16 from 4-8 KiB, with 32 and 128 from 4 KiB (recursive doubling 0.25-1.0 up
+/// to 2 KiB, the ring 1.0-3.6).
+pub(super) const ALLGATHER_RING_POW2_NODE_BYTES: usize = 64 << 10;
+
+/// See [`ALLGATHER_RING_POW2_NODE_BYTES`].
+pub(super) const ALLGATHER_RING_POW2_BLOCK_MAX: usize = 32 << 10;
 
 /// Where such a job's size is not a power of two, nor its number of nodes (where it is,
 /// Bruck's distances meet the node boundaries alike on every node: on 2-32 nodes x 6-36
@@ -254,15 +271,26 @@ pub(super) const ALLGATHER_RING_BLOCK_MIN: usize = 128;
 /// (the Allreduce's form, or halving), the halving stayed within 1.11 of the best below.
 pub(super) const REDUCE_SCATTER_RING_FROM: usize = 4 << 10;
 
-/// Alltoall in a job on several nodes takes the spread form (the aggregated one's messages
-/// between nodes, sent by all ranks of a node) while the message between
-/// two nodes (a block for each pair of their ranks: `block x (ranks per node)^2` bytes)
-/// stays below this size, pairwise above; one node always exchanges pairwise (there is no
-/// network to spare messages on). On 2 emulated nodes x 2 the aggregated form took
-/// 0.59-0.77 of Open MPI's time for blocks of 4 B-4 KiB (pairwise 0.72-0.94) and 1.23-1.29
-/// at 8 KiB (pairwise 0.78-0.89), where the 32 KiB message between the nodes passes Open
-/// MPI's eager limit over TCP (docs/runtime.md, "Alltoall").
-pub(super) const ALLTOALL_AGGREGATE_PAIR: u64 = 32 << 10;
+/// Alltoall in a job on several nodes of at least [`ALLTOALL_SPREAD_RANKS`] ranks takes the
+/// spread form (the aggregated one's messages between nodes, sent by all ranks of a node)
+/// for blocks below this size, pairwise from there; one node always exchanges pairwise
+/// (there is no network to spare messages on). The spread form saves messages between
+/// nodes but moves every rank's whole row of blocks through shared memory twice (three
+/// passes more as a schedule), which `topo-run simulate` prices above the messages saved
+/// from 64-byte blocks on (16 and 128 nodes x 4-32 ranks, each form forced by a rules
+/// file, the default model, 2026-12-04: spread 0.34-0.73 of the best flat algorithm for
+/// 8-byte blocks where pairwise took 0.97-3.6, and 0.97-1.65 for 64-byte blocks where
+/// pairwise took 1.00-1.03; up to 3.6 x at 4 KiB, the threshold before being a message
+/// of 32 KiB between two nodes). With LogP's per-message overheads (`--models logp`) it
+/// stays ahead up to 256 B-1 KiB; docs/simulate.md has both.
+pub(super) const ALLTOALL_SPREAD_BELOW: u64 = 64;
+
+/// See [`ALLTOALL_SPREAD_BELOW`]: on nodes of fewer ranks (2 per node, 16-1,024 nodes) the
+/// spread form saves too few messages: 1.1-2.7 x pairwise's time for 8-byte blocks on 16
+/// and 1,024 nodes (0.75 on 128), more from there. On 2 emulated nodes x 2 of the dev
+/// cluster it measured 0.64-0.92 of Open MPI's time for blocks of 4 B to 4 KiB, pairwise
+/// 0.72-0.94 (docs/runtime.md, "Alltoall").
+pub(super) const ALLTOALL_SPREAD_RANKS: u32 = 4;
 
 /// Reduce_scatter_block runs by recursive halving in the hierarchy's order on several
 /// nodes while the whole contribution (the block times the ranks) is below this many
@@ -287,6 +315,14 @@ pub(super) const REDUCE_SCATTER_HALVING_BELOW: u64 = 256 << 10;
 /// of more, by halving at every size (predicted 0.93-0.99 of the best flat algorithm on
 /// 1 x 32 and 1 x 128, the root form 1.9-2.7).
 pub(super) const REDUCE_SCATTER_LEADERS_PER_NODE: u32 = 2;
+
+/// Reduce_scatter_block goes through the leaders (above) only on jobs of at most this
+/// many nodes: the leaders' form was measured on 2 emulated nodes x 2 only, and at scale
+/// `topo-run simulate` predicts it far behind the flat ring (blocks of 4 and 64 KiB, the
+/// default model, 2026-12-04: 1.5-2.0 x on 16 nodes x 2, 4.4-8.5 x on 128 x 2; each
+/// leader combines the whole contribution once per rank of its node, then rings it among
+/// the leaders), where the Allreduce's form took 0.83-0.98 x.
+pub(super) const REDUCE_SCATTER_LEADERS_NODES: u32 = 2;
 
 /// Gatherv and Scatterv go straight between the root and each rank in jobs of this many
 /// ranks per node or fewer (and on one node), through the leaders above

@@ -281,10 +281,13 @@ impl Settings {
     /// nodes.
     fn allgather_defaults(&self, ranks: usize) -> [Rule<AllgatherAlg>; 2] {
         if self.nodes > 1 && (ALLGATHER_RING_RANKS..=ALLGATHER_RING_MAX_RANKS).contains(&ranks) {
-            let block = if ranks.is_power_of_two() || self.nodes.is_power_of_two() {
+            let per_node = ranks.div_ceil(self.nodes as usize);
+            let block = if ranks.is_power_of_two() {
+                (ALLGATHER_RING_POW2_NODE_BYTES / per_node)
+                    .clamp(ALLGATHER_RING_BLOCK, ALLGATHER_RING_POW2_BLOCK_MAX)
+            } else if self.nodes.is_power_of_two() {
                 ALLGATHER_RING_BLOCK
             } else {
-                let per_node = ranks.div_ceil(self.nodes as usize);
                 (ALLGATHER_RING_NODE_BYTES / per_node)
                     .clamp(ALLGATHER_RING_BLOCK_MIN, ALLGATHER_RING_BLOCK)
             };
@@ -331,13 +334,16 @@ impl Settings {
     }
 
     /// The alltoall algorithm for blocks of `bytes` (each rank's block for one rank): on
-    /// several nodes the spread form while a message between two nodes stays below
-    /// `ALLTOALL_AGGREGATE_PAIR` bytes, else (and on one node) pairwise.
+    /// several nodes of at least `ALLTOALL_SPREAD_RANKS` ranks the spread form for blocks
+    /// below `ALLTOALL_SPREAD_BELOW` bytes, else (and on one node) pairwise.
     pub fn alltoall_for(&self, bytes: usize) -> AlltoallAlg {
-        let defaults = if self.nodes > 1 {
-            let per_node = u64::from(self.ranks.div_ceil(self.nodes).max(1));
-            let below = (ALLTOALL_AGGREGATE_PAIR / (per_node * per_node)).max(1);
-            below_then(below, AlltoallAlg::Spread, AlltoallAlg::Pairwise)
+        let per_node = self.ranks.div_ceil(self.nodes.max(1));
+        let defaults = if self.nodes > 1 && per_node >= ALLTOALL_SPREAD_RANKS {
+            below_then(
+                ALLTOALL_SPREAD_BELOW,
+                AlltoallAlg::Spread,
+                AlltoallAlg::Pairwise,
+            )
         } else {
             [Rule {
                 scope: Scope::Any,
@@ -359,8 +365,9 @@ impl Settings {
     /// The Reduce_scatter_block form for blocks of `bytes` (each rank's block of the
     /// result): by recursive halving in the hierarchy's order while the whole contribution
     /// (`bytes` times the ranks) is below `REDUCE_SCATTER_HALVING_BELOW`, above it
-    /// through the leaders on several nodes of at most `REDUCE_SCATTER_LEADERS_PER_NODE`
-    /// ranks and as the Allreduce's form on nodes of more; on one node by halving at every
+    /// through the leaders on at most `REDUCE_SCATTER_LEADERS_NODES` nodes of at most
+    /// `REDUCE_SCATTER_LEADERS_PER_NODE` ranks and as the Allreduce's form on more nodes or
+    /// nodes of more ranks; on one node by halving at every
     /// size, but through rank 0 on a node of at most 2 ranks. On several nodes where the
     /// job's size is not a power of two, by the ring from `REDUCE_SCATTER_RING_FROM`.
     pub fn reduce_scatter_for(&self, bytes: usize) -> ReduceScatterAlg {
@@ -378,12 +385,12 @@ impl Settings {
         let ring = self.nodes > 1 && !self.ranks.is_power_of_two();
         let defaults = match (self.nodes > 1, few) {
             _ if ring && bytes >= REDUCE_SCATTER_RING_FROM => all(ReduceScatterAlg::Ring),
-            (true, true) => below_then(
+            (true, true) if self.nodes <= REDUCE_SCATTER_LEADERS_NODES => below_then(
                 halving_below,
                 ReduceScatterAlg::Halving,
                 ReduceScatterAlg::Leaders,
             ),
-            (true, false) => below_then(
+            (true, _) => below_then(
                 halving_below,
                 ReduceScatterAlg::Halving,
                 ReduceScatterAlg::Allreduce,

@@ -36,7 +36,8 @@ fn flat_allgather_algs_cover_every_choice() {
         s.flat_allgather_algs(4),
         [AllgatherAlg::Ring, AllgatherAlg::RecursiveDoubling]
     );
-    // Large jobs on several nodes: the ring from 4 KiB per rank, up to 4,096 ranks.
+    // Large jobs on several nodes: the ring from 4 KiB per rank (64 ranks on 4 nodes), up
+    // to 4,096 ranks.
     let many = Settings {
         nodes: 4,
         ..Settings::default()
@@ -52,12 +53,23 @@ fn flat_allgather_algs_cover_every_choice() {
     );
     // Other sizes: from 6 KiB over the ranks per node, per rank, at least 128 bytes, where
     // the number of nodes is not a power of two either (3 nodes: 36 ranks per node for
-    // 108, 144 for 432, 7 for 20, 12 for 36); on 4 nodes from 4 KiB.
+    // 108, 144 for 432, 7 for 20, 12 for 36); on 4 nodes from 4 KiB. Sizes that are a
+    // power of two: from 64 KiB over the ranks per node, 4 to 32 KiB (4 nodes: 8 ranks
+    // per node for 32, 4 for 16; 16 nodes: 2 for 32, 1 for 16).
     let three = Settings {
         nodes: 3,
         ..Settings::default()
     };
+    let sixteen = Settings {
+        nodes: 16,
+        ..Settings::default()
+    };
     for (set, ranks, block) in [
+        (&many, 32, 8 << 10),
+        (&many, 16, 16 << 10),
+        (&sixteen, 32, 32 << 10),
+        (&sixteen, 16, 32 << 10),
+        (&sixteen, 4096, 4 << 10),
         (&three, 108, 170),
         (&three, 432, 128),
         (&three, 20, 877),
@@ -411,25 +423,29 @@ fn bad_settings_are_named() {
 fn alltoall_rules_by_the_block_size() {
     let one = Settings::default();
     assert_eq!(one.alltoall_for(1), AlltoallAlg::Pairwise);
-    // Spread while a message between two nodes (block x per node^2) is below 32 KiB.
-    for (nodes, ranks, last) in [
-        (2, 4, (8 << 10) - 1),
-        (8, 64, 511),
-        (4, 128, 31),
-        (2, 512, 0),
+    // Spread below 64-byte blocks on several nodes of at least 4 ranks, else pairwise.
+    for (nodes, ranks, spread) in [
+        (2, 4, false),
+        (16, 32, false),
+        (2, 8, true),
+        (8, 64, true),
+        (4, 128, true),
+        (2, 512, true),
+        (1, 64, false),
     ] {
         let s = Settings {
             nodes,
             ranks,
             ..Settings::default()
         };
+        let small = if spread {
+            AlltoallAlg::Spread
+        } else {
+            AlltoallAlg::Pairwise
+        };
+        assert_eq!(s.alltoall_for(63), small, "{nodes} x {ranks}");
         assert_eq!(
-            s.alltoall_for(last),
-            AlltoallAlg::Spread,
-            "{nodes} x {ranks}"
-        );
-        assert_eq!(
-            s.alltoall_for(last + 1),
+            s.alltoall_for(64),
             AlltoallAlg::Pairwise,
             "{nodes} x {ranks}"
         );
@@ -460,7 +476,7 @@ fn the_reduce_scatter_form_follows_the_block_and_the_ranks_per_node() {
         ReduceScatterAlg::Halving
     );
     // Several nodes: by halving while the whole contribution is below 256 KiB, then
-    // through the leaders on nodes of 2 ranks, as the Allreduce on nodes of more.
+    // through the leaders on 2 nodes of 2 ranks, as the Allreduce on nodes of more.
     assert_eq!(job(2, 4).reduce_scatter_for(8), ReduceScatterAlg::Halving);
     assert_eq!(
         job(2, 4).reduce_scatter_for((64 << 10) - 1),
@@ -469,6 +485,15 @@ fn the_reduce_scatter_form_follows_the_block_and_the_ranks_per_node() {
     assert_eq!(
         job(2, 4).reduce_scatter_for(64 << 10),
         ReduceScatterAlg::Leaders
+    );
+    // More than 2 nodes of 2 ranks: the Allreduce's form from there.
+    assert_eq!(
+        job(16, 32).reduce_scatter_for((8 << 10) - 1),
+        ReduceScatterAlg::Halving
+    );
+    assert_eq!(
+        job(16, 32).reduce_scatter_for(8 << 10),
+        ReduceScatterAlg::Allreduce
     );
     assert_eq!(job(2, 6).reduce_scatter_for(8), ReduceScatterAlg::Halving);
     assert_eq!(
