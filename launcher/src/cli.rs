@@ -453,7 +453,7 @@ pub struct RuntimeArgs {
     /// among the top group, bcast), or over every rank in the hierarchy's order `ring`,
     /// `rabenseifner` (the default on more than one node from 64K; from 4K with 16 ranks or
     /// more, as `rabenseifner:64K`: in pieces of 64 KiB that overlap) or `rd` (recursive
-    /// doubling: the default for small messages with 5 to 32 ranks per node), by size, e.g.
+    /// doubling: the default for small messages with up to 32 ranks per node), by size, e.g.
     /// `<64K=rab:rd,*=rabenseifner:256K`.
     #[arg(long, value_name = "RULES", env = "TOPO_RUN_ALLREDUCE")]
     pub allreduce: Option<String>,

@@ -163,12 +163,13 @@ pub(super) const ALLREDUCE_DEFAULTS_MANY: [Rule<AllreduceAlg>; 2] = below_then(
 /// predicts the hierarchical form at 1.002-1.21 x recursive doubling below 1 KiB with 8 and
 /// 16 ranks per node and below 256 B with 32, where this form takes exactly recursive
 /// doubling's time, and the hierarchical form ahead beyond those sizes, and at every size
-/// with 4 or fewer and with 48 or more ranks per node. Each entry: the most ranks per node
-/// and the size below which recursive doubling runs.
-pub(super) const ALLREDUCE_RD_BELOW: [(u32, u64); 2] = [(16, 1 << 10), (32, 256)];
-
-/// The fewest ranks per node that take [`ALLREDUCE_RD_BELOW`]'s recursive doubling.
-pub(super) const ALLREDUCE_RD_MIN_PER_NODE: u32 = 5;
+/// with 48 or more ranks per node. With 1 to 4 ranks per node (16 and 128 nodes, block and
+/// cyclic placement, 2026-12-04) the hierarchical form took 1.004-1.076 x at 1 KiB and
+/// Rabenseifner's 1.02-1.18 x at 4 KiB, where recursive doubling took the best flat
+/// algorithm's time, and Rabenseifner's won from 8 KiB (recursive doubling 1.03-1.37 x
+/// there). Each entry: the most ranks per node and the size below which recursive
+/// doubling runs.
+pub(super) const ALLREDUCE_RD_BELOW: [(u32, u64); 3] = [(4, 8 << 10), (16, 1 << 10), (32, 256)];
 
 /// [`ALLREDUCE_DEFAULTS_MANY`] with recursive doubling over every rank below `below`.
 pub(super) const fn rd_then_many(below: u64) -> [Rule<AllreduceAlg>; 3] {
@@ -185,9 +186,10 @@ pub(super) const fn rd_then_many(below: u64) -> [Rule<AllreduceAlg>; 3] {
 }
 
 /// See [`ALLREDUCE_RD_BELOW`].
-pub(super) const ALLREDUCE_DEFAULTS_FEW_PER_NODE: [[Rule<AllreduceAlg>; 3]; 2] = [
+pub(super) const ALLREDUCE_DEFAULTS_FEW_PER_NODE: [[Rule<AllreduceAlg>; 3]; 3] = [
     rd_then_many(ALLREDUCE_RD_BELOW[0].1),
     rd_then_many(ALLREDUCE_RD_BELOW[1].1),
+    rd_then_many(ALLREDUCE_RD_BELOW[2].1),
 ];
 
 /// Recursive doubling for jobs whose size is a power of two: on 1 node x 2 it took

@@ -447,22 +447,22 @@ impl Settings {
     }
 
     /// For a job of [`ALLREDUCE_EARLY_RANKS`] ranks or more on more than one node with
-    /// [`ALLREDUCE_RD_MIN_PER_NODE`] to 32 ranks per node, the entry of
+    /// at most 32 ranks per node, the entry of
     /// [`ALLREDUCE_RD_BELOW`] its ranks per node fall under; `None` for other jobs.
     fn few_per_node(&self) -> Option<usize> {
         let per_node = self.ranks.div_ceil(self.nodes.max(1));
         ALLREDUCE_RD_BELOW
             .iter()
             .position(|&(most, _)| per_node <= most)
-            .filter(|_| per_node >= ALLREDUCE_RD_MIN_PER_NODE)
             .filter(|_| self.nodes > 1 && self.ranks >= ALLREDUCE_EARLY_RANKS)
     }
 
     /// The barrier: the user's, else the flat dissemination with the nodes interleaved for
-    /// the jobs whose small Allreduce takes recursive doubling over every rank (5 to 32
+    /// the jobs whose small Allreduce takes recursive doubling over every rank (up to 32
     /// ranks per node, `Settings::few_per_node`): there the simulator predicts the
-    /// hierarchy's barrier at up to 1.05 x a dissemination over ranks placed cyclically,
-    /// which this one is in any placement (docs/simulate.md); else the hierarchy's, with a
+    /// hierarchy's barrier at up to 1.05 x a dissemination over ranks placed cyclically
+    /// (1.01-1.04 x with 2 ranks per node), which this one is in any placement
+    /// (docs/simulate.md); else the hierarchy's, with a
     /// dissemination among the node leaders.
     pub fn barrier_alg(&self) -> BarrierAlg {
         self.barrier.unwrap_or(if self.few_per_node().is_some() {

@@ -154,11 +154,12 @@ fn the_barrier_is_dissemination_unless_root_first_is_asked_for() {
         let s = Settings::from_pairs(&[("barrier", a.to_string())]).unwrap();
         assert_eq!(s.barrier_alg(), a);
     }
-    // By shape: flat with 5 to 32 ranks per node on more than one node, from 16 ranks.
+    // By shape: flat with up to 32 ranks per node on more than one node, from 16 ranks.
     for (nodes, ranks, alg) in [
         (16, 512, BarrierAlg::Flat),
         (2, 16, BarrierAlg::Flat),
-        (16, 64, BarrierAlg::Dissemination),
+        (16, 64, BarrierAlg::Flat),
+        (16, 32, BarrierAlg::Flat),
         (16, 768, BarrierAlg::Dissemination),
         (1, 32, BarrierAlg::Dissemination),
         (2, 4, BarrierAlg::Dissemination),
@@ -240,8 +241,8 @@ fn flat_allreduce_algorithms_are_named_and_listed() {
         many.allreduce_for((4 << 10) - 1),
         AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling)
     );
-    // With 5 to 32 ranks per node, recursive doubling over every rank for small
-    // messages: below 1 KiB up to 16 per node, below 256 B up to 32.
+    // With up to 32 ranks per node, recursive doubling over every rank for small
+    // messages: below 8 KiB up to 4 per node, below 1 KiB up to 16, below 256 B up to 32.
     let rab_rd = AllreduceAlg::ReduceAllreduceBcast(TopAlg::RecursiveDoubling);
     let rd = AllreduceAlg::RecursiveDoubling;
     assert_eq!(many.allreduce_for(1023), rd);
@@ -261,7 +262,16 @@ fn flat_allreduce_algorithms_are_named_and_listed() {
         (16, 17, 256, rab_rd),
         (16, 16, 1023, rd),
         (16, 5, 8, rd),
-        (16, 4, 8, rab_rd),
+        (16, 4, 8, rd),
+        (16, 2, (8 << 10) - 1, rd),
+        (128, 1, (8 << 10) - 1, rd),
+        (
+            16,
+            2,
+            8 << 10,
+            AllreduceAlg::Rabenseifner(RABENSEIFNER_PIECE),
+        ),
+        (2, 4, 8, rab_rd),
         (16, 48, 8, rab_rd),
         (1, 32, 8, rab_rd),
         (3, 5, 8, rab_rd),
