@@ -166,7 +166,7 @@ pub(super) const ALLREDUCE_DEFAULTS_MANY: [Rule<AllreduceAlg>; 2] = below_then(
 /// with 48 or more ranks per node. With 1 to 4 ranks per node (16 and 128 nodes, block and
 /// cyclic placement, 2026-12-04) the hierarchical form took 1.004-1.076 x at 1 KiB and
 /// Rabenseifner's 1.02-1.18 x at 4 KiB, where recursive doubling took the best flat
-/// algorithm's time, and Rabenseifner's won from 8 KiB (recursive doubling 1.03-1.37 x
+/// algorithm's time, and Rabenseifner's won from 8 KiB (recursive doubling 1.03-1.46 x
 /// there). Each entry: the most ranks per node and the size below which recursive
 /// doubling runs.
 pub(super) const ALLREDUCE_RD_BELOW: [(u32, u64); 3] = [(4, 8 << 10), (16, 1 << 10), (32, 256)];
