@@ -163,9 +163,9 @@ pub(super) const ALLREDUCE_DEFAULTS_MANY: [Rule<AllreduceAlg>; 2] = below_then(
 /// predicts the hierarchical form at 1.002-1.21 x recursive doubling below 1 KiB with 8 and
 /// 16 ranks per node and below 256 B with 32, where this form takes exactly recursive
 /// doubling's time, and the hierarchical form ahead beyond those sizes, and at every size
-/// with 48 or more ranks per node. With 1 to 4 ranks per node (16 and 128 nodes, block and
+/// with 48 or more ranks per node. With 1 to 4 ranks per node (4, 16 and 128 nodes, block and
 /// cyclic placement, 2026-12-04) the hierarchical form took 1.004-1.076 x at 1 KiB and
-/// Rabenseifner's 1.02-1.18 x at 4 KiB, where recursive doubling took the best flat
+/// Rabenseifner's 1.02-1.26 x at 4 KiB, where recursive doubling took the best flat
 /// algorithm's time, and Rabenseifner's won from 8 KiB (recursive doubling 1.03-1.46 x
 /// there). Each entry: the most ranks per node and the size below which recursive
 /// doubling runs.
