@@ -393,7 +393,7 @@ fn small_bruck_blocks_take_rank_order() {
 #[test]
 fn small_allgather_blocks_take_the_order_chosen_without_switches() {
     use topo_hierarchy::settings::AllgatherAlg;
-    use topo_runtime::nonblocking::iallgather::{Exchange, SMALL_BLOCK};
+    use topo_runtime::nonblocking::iallgather::{Exchange, SMALL_BLOCK, rd_plain_below};
     // 8 nodes x 4 ranks, cyclic; nodes 0-3 under one switch, 4-7 under another.
     let nodes: Vec<u32> = (0..32).map(|r| r % 8).collect();
     let switches: Vec<u32> = nodes.iter().map(|&n| n / 4).collect();
@@ -401,22 +401,67 @@ fn small_allgather_blocks_take_the_order_chosen_without_switches() {
     let order = iallgather::Order::new(AllgatherAlg::RecursiveDoubling, &place).unwrap();
     let plain =
         iallgather::Order::new(AllgatherAlg::RecursiveDoubling, &Placement::nodes(&nodes)).unwrap();
+    // Rank order is the one chosen without switches here: up to SMALL_BLOCK or
+    // rd_plain_below, whichever is larger.
+    let below = rd_plain_below(&place).max(SMALL_BLOCK);
     for rank in 0..32 {
         let e = order.exchange(rank).unwrap();
-        let Exchange::RecursiveDoubling(large, Some(small)) = &e else {
-            panic!("rank {rank}: one order only: {e:?}");
+        let Exchange::RecursiveDoubling(large, smaller) = &e else {
+            panic!("rank {rank}: not recursive doubling: {e:?}");
         };
+        let small = &smaller.last().expect("an order for small blocks").0;
         assert_eq!(
             small.position, rank,
             "plain recursive doubling under cyclic placement"
         );
         assert_ne!(small, large);
-        assert_eq!(e.doubling_peers(SMALL_BLOCK - 1), Some(small));
-        assert_eq!(e.doubling_peers(SMALL_BLOCK), Some(large));
+        assert_eq!(e.doubling_peers(8), Some(small));
+        assert_eq!(e.doubling_peers(below - 1), Some(small));
+        assert_eq!(e.doubling_peers(below), Some(large));
         // Without switches there is one order, the small blocks' one.
         let p = plain.exchange(rank).unwrap();
-        assert!(matches!(&p, Exchange::RecursiveDoubling(_, None)), "{p:?}");
+        assert!(
+            matches!(&p, Exchange::RecursiveDoubling(_, s) if s.is_empty()),
+            "{p:?}"
+        );
         assert_eq!(p.doubling_peers(8), Some(small));
+    }
+}
+
+/// Under block placement the chosen order starts with an exchange into the positions
+/// across the network; the smallest blocks skip it and run in rank order, below a size
+/// that shrinks as rank order's extra blocks between nodes grow.
+#[test]
+fn the_smallest_allgather_blocks_take_rank_order_under_block_placement() {
+    use topo_hierarchy::settings::AllgatherAlg;
+    use topo_runtime::nonblocking::iallgather::{Exchange, rd_plain_below};
+    for (nodes, per_node, below) in [
+        (2, 2, 4096),
+        (16, 2, 1170),
+        (2, 8, 682),
+        (128, 2, 130),
+        (2, 32, 34),
+    ] {
+        let node_of: Vec<u32> = (0..nodes * per_node).map(|r| r / per_node).collect();
+        let place = Placement::nodes(&node_of);
+        assert_eq!(rd_plain_below(&place), below, "{nodes} x {per_node}");
+        let order = iallgather::Order::new(AllgatherAlg::RecursiveDoubling, &place).unwrap();
+        let mut remapped = false;
+        for rank in 0..nodes * per_node {
+            let e = order.exchange(rank).unwrap();
+            let Exchange::RecursiveDoubling(large, _) = &e else {
+                panic!("{nodes} x {per_node}: not recursive doubling: {e:?}");
+            };
+            let small = e.doubling_peers(below - 1).unwrap();
+            assert_eq!(small.position, rank, "{nodes} x {per_node}: rank order");
+            assert_eq!(small.send_own_to, rank, "no first exchange");
+            assert_eq!(e.doubling_peers(below), Some(large));
+            remapped |= large.position != rank;
+        }
+        assert!(
+            remapped,
+            "{nodes} x {per_node}: the chosen order is rank order"
+        );
     }
 }
 

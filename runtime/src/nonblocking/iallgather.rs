@@ -17,9 +17,11 @@ use super::{Action, Buf, Builder, Link, Region};
 /// remapped Bruck; for `ring`, the ring's order.
 #[derive(Debug, Clone)]
 pub enum Order {
-    /// Recursive doubling with ranks at these positions; below [`SMALL_BLOCK`] bytes per
-    /// rank at the second ones, where they differ.
-    RecursiveDoubling(Positions, Option<Positions>),
+    /// Recursive doubling with ranks at these positions; for smaller blocks at others,
+    /// where they differ: each with the bytes per rank it runs below, the lowest first
+    /// (rank order below [`rd_plain_below`], the order chosen without the switches below
+    /// [`SMALL_BLOCK`]).
+    RecursiveDoubling(Positions, Vec<(Positions, usize)>),
     /// Bruck's exchange with ranks at these positions; below the second's bytes per rank
     /// ([`bruck_small_below`]) in rank order, where that differs.
     Bruck(Positions, Option<(Positions, usize)>),
@@ -35,6 +37,17 @@ impl Order {
             AllgatherAlg::Ring => Some(Order::Ring(Positions::new(remap::ring_positions(place)))),
             AllgatherAlg::RecursiveDoubling => Some(match remap::chosen(place) {
                 Some(pos) => {
+                    // The smallest blocks: rank order, which needs no first exchange
+                    // into the positions.
+                    let n = place.node_of().len();
+                    let plain: Vec<u32> = (0..n as u32).collect();
+                    let mut smaller = Vec::new();
+                    let mut plain_below = rd_plain_below(place);
+                    if plain == pos {
+                        plain_below = 0;
+                    } else if plain_below > 0 {
+                        smaller.push((plain, plain_below));
+                    }
                     // Small blocks: the order chosen as if the switches were unknown (it
                     // keeps the heavy steps inside the nodes only, and under cyclic
                     // placement needs no first exchange across the network).
@@ -47,7 +60,14 @@ impl Order {
                         .then(|| remap::chosen(&Placement::nodes(place.node_of())))
                         .flatten()
                         .filter(|p| *p != pos);
-                    Order::RecursiveDoubling(Positions::new(pos), small.map(Positions::new))
+                    if let Some(small) = small.filter(|_| plain_below < SMALL_BLOCK) {
+                        smaller.push((small, SMALL_BLOCK));
+                    }
+                    let smaller = smaller
+                        .into_iter()
+                        .map(|(p, below)| (Positions::new(p), below))
+                        .collect();
+                    Order::RecursiveDoubling(Positions::new(pos), smaller)
                 }
                 None => {
                     let pos = remap::bruck_chosen(place);
@@ -64,13 +84,13 @@ impl Order {
     /// Rank `rank`'s part of it; `None` if `rank` is outside the job.
     pub fn exchange(&self, rank: u32) -> Option<Exchange> {
         match self {
-            Order::RecursiveDoubling(pos, small) => {
-                let small = match small {
-                    Some(small) => Some(small.rd_peers(rank)?),
-                    None => None,
-                };
+            Order::RecursiveDoubling(pos, smaller) => {
+                let smaller = smaller
+                    .iter()
+                    .map(|(p, below)| Some((p.rd_peers(rank)?, *below)))
+                    .collect::<Option<Vec<_>>>()?;
                 pos.rd_peers(rank)
-                    .map(|peers| Exchange::RecursiveDoubling(peers, small))
+                    .map(|peers| Exchange::RecursiveDoubling(peers, smaller))
             }
             Order::Bruck(pos, small) => {
                 let small = match small {
@@ -94,6 +114,37 @@ impl Order {
 /// 64-byte ones (the upper ends with the network 5 x slower), and at 0.83-0.97 from 256
 /// bytes; the order without switches is plain recursive doubling there (1.000).
 pub const SMALL_BLOCK: usize = 256;
+
+/// Blocks below this many bytes per rank take recursive doubling in rank order, as MPI
+/// libraries run it, where the chosen order differs (block placement): the chosen order
+/// starts with an exchange into the positions, across the network, a round of latency
+/// more; rank order sends more blocks between nodes (with `h` nodes of `s` ranks, `n` in
+/// all, block placement: `n - s` blocks per rank against `h`, through the node's one
+/// network interface). So rank order runs while those extra blocks cost less than a round:
+/// 32 KiB (about two network latencies' worth of bytes) over the node's extra blocks, `s
+/// (n - s - h)`, at most 4 KiB. `topo-run simulate --ops allgather` (2026-12-04,
+/// block placement, the map): the chosen order took 1.16-1.25 x the best flat algorithm
+/// for 8 and 256-byte blocks on 16 nodes x 2 and 1.16 at 8 B on 128 x 2 and 1.25 on 2 x 32,
+/// rank order (plain recursive doubling) 1.000 there.
+pub fn rd_plain_below(place: &Placement) -> usize {
+    let n = place.node_of().len();
+    let h = place
+        .node_of()
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let s = n.div_ceil(h.max(1));
+    match n.saturating_sub(s + h) * s {
+        0 => RD_PLAIN_MAX,
+        extra => (RD_PLAIN_BYTES / extra).min(RD_PLAIN_MAX),
+    }
+}
+
+/// See [`rd_plain_below`].
+const RD_PLAIN_BYTES: usize = 32 << 10;
+
+/// See [`rd_plain_below`].
+const RD_PLAIN_MAX: usize = 4 << 10;
 
 /// Blocks below this many bytes per rank take Bruck's exchange in rank order, as MPI
 /// libraries run it, rather than in the order chosen to send the fewest blocks between nodes
@@ -120,9 +171,9 @@ pub fn bruck_small_below(place: &Placement) -> usize {
 /// One rank's part of a flat Allgather exchange.
 #[derive(Debug, Clone)]
 pub enum Exchange {
-    /// Remapped recursive doubling; for blocks below [`SMALL_BLOCK`] bytes the second
-    /// peers, if any ([`Exchange::doubling_peers`]).
-    RecursiveDoubling(RdPeers, Option<RdPeers>),
+    /// Remapped recursive doubling; for smaller blocks the other peers, each with the
+    /// bytes per rank it runs below, the lowest first ([`Exchange::doubling_peers`]).
+    RecursiveDoubling(RdPeers, Vec<(RdPeers, usize)>),
     /// Remapped Bruck; for blocks below the second's bytes the rank-order peers, if they
     /// differ ([`Exchange::bruck_peers`]).
     Bruck(BruckPeers, Option<(BruckPeers, usize)>),
@@ -141,8 +192,12 @@ impl Exchange {
     /// exchanges.
     pub fn doubling_peers(&self, len: usize) -> Option<&RdPeers> {
         match self {
-            Exchange::RecursiveDoubling(_, Some(small)) if len < SMALL_BLOCK => Some(small),
-            Exchange::RecursiveDoubling(peers, _) => Some(peers),
+            Exchange::RecursiveDoubling(peers, smaller) => Some(
+                smaller
+                    .iter()
+                    .find(|(_, below)| len < *below)
+                    .map_or(peers, |(small, _)| small),
+            ),
             _ => None,
         }
     }
