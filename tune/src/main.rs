@@ -132,14 +132,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let count = |from: usize, to: usize| sizes.iter().filter(|&&s| s >= from && s <= to).count();
     let mut units: usize = knobs
         .iter()
-        .map(|k| {
-            let ops = if k.ops.is_empty() {
-                ops.len()
-            } else {
-                k.ops.len()
-            };
-            k.values.len() * count(k.from, k.to) * ops
-        })
+        .map(|k| k.values.len() * count(k.from, k.to) * k.ops(&ops).len())
         .sum();
     for &op in &ops {
         let per_level = match op {

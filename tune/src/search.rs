@@ -99,7 +99,7 @@ pub(crate) fn tune_knob(
         .collect();
     let mut cands = run.open(&pairs)?;
     let mut ratios = vec![Vec::new(); knob.values.len()];
-    let ops = if knob.ops.is_empty() { ops } else { knob.ops };
+    let ops = knob.ops(ops);
     for &op in ops {
         for &b in &sizes {
             if !run.time_left() {

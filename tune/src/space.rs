@@ -222,6 +222,13 @@ pub fn knobs(current: impl Fn(&str) -> String, single_copy: bool) -> Vec<Knob> {
     out
 }
 
+impl Knob {
+    /// The collectives it is measured on: its own, else `ops` (those the run tunes).
+    pub fn ops<'a>(&self, ops: &'a [Op]) -> &'a [Op] {
+        if self.ops.is_empty() { ops } else { self.ops }
+    }
+}
+
 /// Gatherv's and Scatterv's form (`rooted-v`: through the leaders, or straight between the
 /// root and each rank), one value for all sizes, measured on those two collectives: for a
 /// job on several nodes, where the two differ (the current value `current` is among the

@@ -277,6 +277,11 @@ impl Settings {
         )
     }
 
+    /// The job's ranks per node, rounded up.
+    fn per_node(&self) -> u32 {
+        self.ranks.div_ceil(self.nodes.max(1))
+    }
+
     /// The built-in Allgather rules for a job of `ranks` ranks on [`Settings::nodes`]
     /// nodes.
     fn allgather_defaults(&self, ranks: usize) -> [Rule<AllgatherAlg>; 2] {
@@ -337,7 +342,7 @@ impl Settings {
     /// several nodes of at least `ALLTOALL_SPREAD_RANKS` ranks the spread form for blocks
     /// below `ALLTOALL_SPREAD_BELOW` bytes, else (and on one node) pairwise.
     pub fn alltoall_for(&self, bytes: usize) -> AlltoallAlg {
-        let per_node = self.ranks.div_ceil(self.nodes.max(1));
+        let per_node = self.per_node();
         let defaults = if self.nodes > 1 && per_node >= ALLTOALL_SPREAD_RANKS {
             below_then(
                 ALLTOALL_SPREAD_BELOW,
@@ -371,7 +376,7 @@ impl Settings {
     /// size, but through rank 0 on a node of at most 2 ranks. On several nodes where the
     /// job's size is not a power of two, by the ring from `REDUCE_SCATTER_RING_FROM`.
     pub fn reduce_scatter_for(&self, bytes: usize) -> ReduceScatterAlg {
-        let per_node = self.ranks.div_ceil(self.nodes.max(1));
+        let per_node = self.per_node();
         let few = per_node <= REDUCE_SCATTER_LEADERS_PER_NODE;
         let halving_below = (REDUCE_SCATTER_HALVING_BELOW / u64::from(self.ranks.max(1))).max(1);
         let all = |algorithm| {
@@ -450,7 +455,7 @@ impl Settings {
     /// at most 32 ranks per node, the entry of
     /// [`ALLREDUCE_RD_BELOW`] its ranks per node fall under; `None` for other jobs.
     fn few_per_node(&self) -> Option<usize> {
-        let per_node = self.ranks.div_ceil(self.nodes.max(1));
+        let per_node = self.per_node();
         ALLREDUCE_RD_BELOW
             .iter()
             .position(|&(most, _)| per_node <= most)
@@ -478,7 +483,7 @@ impl Settings {
     /// rank, in one step instead of the leaders' two.
     pub fn rooted_v_alg(&self) -> RootedVAlg {
         self.rooted_v.unwrap_or(
-            if self.nodes > 1 && self.ranks.div_ceil(self.nodes) > ROOTED_V_DIRECT_PER_NODE {
+            if self.nodes > 1 && self.per_node() > ROOTED_V_DIRECT_PER_NODE {
                 RootedVAlg::Leaders
             } else {
                 RootedVAlg::Direct

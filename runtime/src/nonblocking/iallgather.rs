@@ -128,12 +128,7 @@ pub const SMALL_BLOCK: usize = 256;
 /// rank order (plain recursive doubling) 1.000 there.
 pub fn rd_plain_below(place: &Placement) -> usize {
     let n = place.node_of().len();
-    let h = place
-        .node_of()
-        .iter()
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    let s = n.div_ceil(h.max(1));
+    let (h, s) = nodes_and_per_node(place);
     match n.saturating_sub(s + h) * s {
         0 => RD_PLAIN_MAX,
         extra => (RD_PLAIN_BYTES / extra).min(RD_PLAIN_MAX),
@@ -159,13 +154,18 @@ const RD_PLAIN_MAX: usize = 4 << 10;
 /// about 64 bytes with 36 ranks per node, 512 with 8-12, 2 KiB with 4 and not below 4 KiB
 /// with 2.
 pub fn bruck_small_below(place: &Placement) -> usize {
+    let per_node = nodes_and_per_node(place).1 as f64;
+    ((12288.0 / per_node.powf(1.5)) as usize).clamp(64, 4096)
+}
+
+/// How many nodes `place` has, and how many ranks per node (rounded up).
+fn nodes_and_per_node(place: &Placement) -> (usize, usize) {
     let nodes = place
         .node_of()
         .iter()
         .collect::<std::collections::BTreeSet<_>>()
         .len();
-    let per_node = place.node_of().len().div_ceil(nodes.max(1)) as f64;
-    ((12288.0 / per_node.powf(1.5)) as usize).clamp(64, 4096)
+    (nodes, place.node_of().len().div_ceil(nodes.max(1)))
 }
 
 /// One rank's part of a flat Allgather exchange.
