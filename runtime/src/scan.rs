@@ -30,11 +30,12 @@
 
 use crate::allreduce;
 use crate::alltoall;
+use crate::backoff::Backoff;
 use crate::combine::{Combine, FnCombine};
 use crate::error::Result;
 use crate::reduce::Scratch;
 use crate::subtrees::Subtrees;
-use crate::transport::Fabric;
+use crate::transport::{Fabric, Transfer, Transport};
 use crate::view::View;
 use topo_hierarchy::Settings;
 
@@ -87,32 +88,37 @@ pub fn scan(
         return Ok(());
     }
     let (tot, tmp, spare) = scratch.triple(len);
-    let mut run = |fabric: &mut dyn Fabric, x: &[u8], off: Option<&mut [u8]>| {
+    // Whether `run` left the result complete (`Last`).
+    let mut run = |fabric: &mut dyn Fabric, x: &[u8], off: Option<&mut [u8]>, last: Last<'_>| {
         if hierarchical {
-            up_down(view, fabric, x, off, tot, tmp, op)
+            up_down(view, fabric, spin, x, off, last, tot, tmp, op)
         } else {
-            doubling(view, fabric, spin, x, off, tot, tmp, op)
+            doubling(view, fabric, spin, x, off, tot, tmp, op).map(|()| false)
         }
     };
     match (send, recv) {
         // Rank 0's offset is empty: its Scan is its contribution, its Exscan nothing.
-        (Some(x), out) if view.rank == 0 => {
-            run(fabric, x, None)?;
-            if let (Some(out), false) = (out, exclusive) {
+        (Some(x), Some(out)) if view.rank == 0 && !exclusive => {
+            if !run(fabric, x, None, Last::Copy(&mut *out))? {
                 out.copy_from_slice(x);
             }
         }
-        (None, Some(buf)) if view.rank == 0 => run(fabric, buf, None)?,
+        (Some(x), _) if view.rank == 0 => {
+            run(fabric, x, None, Last::Offset)?;
+        }
+        (None, Some(buf)) if view.rank == 0 => {
+            run(fabric, buf, None, Last::Offset)?;
+        }
         (Some(x), Some(out)) => {
-            run(fabric, x, Some(&mut *out))?;
-            if !exclusive {
+            let last = if exclusive { Last::Offset } else { Last::Fold };
+            if !run(fabric, x, Some(&mut *out), last)? && !exclusive {
                 op.combine(out, x);
             }
         }
         // In place: the offset comes into scratch, and the contribution, read where it
         // is, is combined with it there at the end (the operation commutes).
         (None, Some(buf)) => {
-            run(fabric, buf, Some(&mut *spare))?;
+            run(fabric, buf, Some(&mut *spare), Last::Offset)?;
             if exclusive {
                 buf.copy_from_slice(spare);
             } else {
@@ -124,17 +130,36 @@ pub fn scan(
     Ok(())
 }
 
+/// What [`up_down`] does beside leaving a rank's offset, where the rank hands its offset
+/// to nobody (it leads no group below the top).
+enum Last<'a> {
+    /// Nothing: the offset is the result (Exscan), or is needed whole.
+    Offset,
+    /// The contribution is combined into the offset as the last message arrives, fragment
+    /// by fragment where the transport can, instead of a pass over the whole result after
+    /// it (an inclusive Scan whose result is the offset's buffer).
+    Fold,
+    /// Rank 0's inclusive Scan: the contribution is copied into this buffer (its result)
+    /// while its last message is on its way, instead of after.
+    Copy(&'a mut [u8]),
+}
+
 /// The hierarchical form (see the module's doc): leaves this rank's offset in `off`
-/// (`None` at rank 0, which has none). `tot` and `tmp` are scratch of `x`'s length.
+/// (`None` at rank 0, which has none), and does what `last` asks where it applies;
+/// returns whether it did (the Scan's result is then complete). `tot` and `tmp` are
+/// scratch of `x`'s length.
+#[allow(clippy::too_many_arguments)]
 fn up_down(
     view: &View,
     fabric: &mut dyn Fabric,
+    spin: u32,
     x: &[u8],
     mut off: Option<&mut [u8]>,
+    mut last: Last<'_>,
     tot: &mut [u8],
     tmp: &mut [u8],
     op: &dyn Combine,
-) -> Result<()> {
+) -> Result<bool> {
     let n = view.levels.len();
     // The job's top group runs its own exclusive scan; below it, leaders and members.
     let until = if n > 0 && view.is_top(n - 1) {
@@ -142,6 +167,11 @@ fn up_down(
     } else {
         n
     };
+    // A member at the lowest level leads nothing, nor does a top member without levels
+    // below the top: their offsets go nowhere but into the result.
+    let fold =
+        |entry: usize, last: &Last<'_>| matches!(last, Last::Fold) && (entry == 0 || until == 0);
+    let mut done = false;
     // Whether `tot` holds the total of the ranks under this one; until something is
     // added, the total is `x` itself (not copied).
     let mut added = false;
@@ -154,11 +184,24 @@ fn up_down(
             // Everything under the group before this rank's subtree.
             let out = off.as_deref_mut().expect("a member has an offset");
             let leader = l.members[0];
-            t.sendrecv(leader, if added { tot } else { x }, leader, out)?;
+            let data = if added { &*tot } else { x };
+            done = fold(i, &last);
+            if done && leader == 0 {
+                // The only message: combined onto the contribution as it comes.
+                t.sendrecv_onto(leader, data, leader, out, x, tmp, op)?;
+            } else {
+                t.sendrecv(leader, data, leader, out)?;
+            }
             if leader != 0 {
-                // The leader's own offset, sent on its way down.
-                t.recv(leader, tmp)?;
-                op.combine(out, tmp);
+                // The leader's own offset, sent on its way down; with `fold` the
+                // contribution goes in while it comes, and the offset as it arrives.
+                if done {
+                    op.combine(out, x);
+                    t.recv_reduce(leader, out, tmp, op)?;
+                } else {
+                    t.recv(leader, tmp)?;
+                    op.combine(out, tmp);
+                }
             }
             entry = i;
             break;
@@ -185,16 +228,69 @@ fn up_down(
             let to = (me + d < k).then(|| l.members[me + d]);
             let Some(from) = (me >= d).then(|| l.members[me - d]) else {
                 if let Some(to) = to {
-                    t.send(&[to], if added { tot } else { x })?;
+                    let data = if added { &*tot } else { x };
+                    if me == 0 && 2 * d >= k {
+                        // The first member's last message goes as a nonblocking
+                        // transfer (its receiver knows it), so that rank 0's result is
+                        // copied while it goes.
+                        send_meanwhile(t, spin, to, data, || {
+                            if let Last::Copy(dst) = &mut last {
+                                dst.copy_from_slice(x);
+                                done = true;
+                            }
+                        })?;
+                    } else {
+                        t.send(&[to], data)?;
+                    }
                 }
                 d *= 2;
                 continue;
             };
             // The first message lands in the offset itself, later ones are added to it.
             let out = off.as_deref_mut().expect("a member has an offset");
+            let data = if added { &*tot } else { x };
+            if me == d && 2 * d >= k {
+                // The first member's last message, a nonblocking transfer (above); no
+                // rank comes after this one at this distance (`to` is none).
+                let folding = fold(entry, &last);
+                if folding {
+                    if have {
+                        op.combine(out, x);
+                    } else {
+                        out.copy_from_slice(x);
+                    }
+                }
+                recv_polled(t, spin, from, out, (have || folding).then_some(op))?;
+                done = folding;
+                break;
+            }
+            if 2 * d >= k && fold(entry, &last) {
+                // The last message, needed for the result only: combined onto the
+                // contribution (and what came before) as it arrives.
+                done = true;
+                match (to, have) {
+                    (Some(to), false) => t.sendrecv_onto(to, data, from, out, x, tmp, op)?,
+                    // The contribution is copied while the message is on its way.
+                    (None, false) => {
+                        out.copy_from_slice(x);
+                        t.recv_reduce(from, out, tmp, op)?;
+                    }
+                    (to, true) => {
+                        op.combine(out, x);
+                        match to {
+                            Some(to) => {
+                                t.sendrecv(to, data, from, tmp)?;
+                                op.combine(out, tmp);
+                            }
+                            None => t.recv_reduce(from, out, tmp, op)?,
+                        }
+                    }
+                }
+                break;
+            }
             let dst: &mut [u8] = if have { &mut *tmp } else { &mut *out };
             match to {
-                Some(to) => t.sendrecv(to, if added { tot } else { x }, from, dst)?,
+                Some(to) => t.sendrecv(to, data, from, dst)?,
                 None => t.recv(from, dst)?,
             }
             let incoming: &[u8] = if have {
@@ -220,6 +316,47 @@ fn up_down(
         for i in (0..entry.min(until)).rev() {
             let l = &view.levels[i];
             fabric.level(i).send(&l.members[1..], out)?;
+        }
+    }
+    Ok(done)
+}
+
+/// Receives the message that [`send_meanwhile`] sends from `from` into `buf`, combined
+/// into it with `op` if given.
+fn recv_polled(
+    t: &mut dyn Transport,
+    spin: u32,
+    from: u32,
+    buf: &mut [u8],
+    op: Option<&dyn Combine>,
+) -> Result<()> {
+    let mut transfer = Transfer::default();
+    let mut backoff = Backoff::new(spin);
+    while !t.poll_recv(&mut transfer, from, buf, op)? {
+        if backoff.pause() {
+            t.check_peer(from)?;
+        }
+    }
+    Ok(())
+}
+
+/// Sends `data` to `to` over `t`, and runs `meanwhile` once the message is on its way
+/// (posted, or as much of it in the queues as fits), before waiting for the rest.
+fn send_meanwhile(
+    t: &mut dyn Transport,
+    spin: u32,
+    to: u32,
+    data: &[u8],
+    meanwhile: impl FnOnce(),
+) -> Result<()> {
+    let mut transfer = Transfer::default();
+    let mut sent = t.poll_send(&mut transfer, &[to], data)?;
+    meanwhile();
+    let mut backoff = Backoff::new(spin);
+    while !sent {
+        sent = t.poll_send(&mut transfer, &[to], data)?;
+        if !sent && backoff.pause() {
+            t.check_peer(to)?;
         }
     }
     Ok(())
