@@ -121,8 +121,16 @@ pub fn alltoallv(
     let Some(mut recvs) = disjoint(recv, recv_at) else {
         return Ok(false);
     };
-    recvs[me].copy_from_slice(&send[send_at[me].clone()]);
-    let sends: Vec<&[u8]> = send_at.iter().map(|r| &send[r.clone()]).collect();
+    // An empty range may lie anywhere, also past the buffer's end.
+    let block = |r: &Range<usize>| {
+        if r.is_empty() {
+            &[][..]
+        } else {
+            &send[r.clone()]
+        }
+    };
+    recvs[me].copy_from_slice(block(&send_at[me]));
+    let sends: Vec<&[u8]> = send_at.iter().map(block).collect();
     if view.size == 1 {
         return Ok(true);
     }
@@ -137,6 +145,27 @@ pub fn alltoallv(
 /// The parts of `buf` at `at`, by their index in `at`, if they do not overlap and lie in
 /// `buf`.
 pub(crate) fn disjoint<'b>(buf: &'b mut [u8], at: &[Range<usize>]) -> Option<Vec<&'b mut [u8]>> {
+    // The usual layout first: the non-empty ranges ascend in `at`'s order.
+    let (mut end, mut ascending) = (0, true);
+    for r in at.iter().filter(|r| !r.is_empty()) {
+        ascending &= r.start >= end && r.end <= buf.len();
+        end = r.end;
+    }
+    if ascending {
+        let (mut rest, mut base) = (buf, 0usize);
+        let mut parts = Vec::with_capacity(at.len());
+        for r in at {
+            if r.is_empty() {
+                parts.push(&mut [][..]);
+                continue;
+            }
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - base);
+            let (part, tail) = tail.split_at_mut(r.len());
+            parts.push(part);
+            (rest, base) = (tail, r.end);
+        }
+        return Some(parts);
+    }
     let mut order: Vec<usize> = (0..at.len()).collect();
     order.sort_by_key(|&i| (at[i].start, at[i].end));
     let mut parts: Vec<Option<&'b mut [u8]>> = (0..at.len()).map(|_| None).collect();

@@ -233,12 +233,12 @@ fn up_down(
                         // The first member's last message goes as a nonblocking
                         // transfer (its receiver knows it), so that rank 0's result is
                         // copied while it goes.
-                        send_meanwhile(t, spin, to, data, || {
-                            if let Last::Copy(dst) = &mut last {
-                                dst.copy_from_slice(x);
-                                done = true;
-                            }
-                        })?;
+                        let copy = match &mut last {
+                            Last::Copy(dst) => Some((&mut **dst, x)),
+                            _ => None,
+                        };
+                        done = copy.is_some();
+                        send_copying(t, spin, to, data, copy)?;
                     } else {
                         t.send(&[to], data)?;
                     }
@@ -321,7 +321,7 @@ fn up_down(
     Ok(done)
 }
 
-/// Receives the message that [`send_meanwhile`] sends from `from` into `buf`, combined
+/// Receives the message that [`send_copying`] sends from `from` into `buf`, combined
 /// into it with `op` if given.
 fn recv_polled(
     t: &mut dyn Transport,
@@ -340,25 +340,31 @@ fn recv_polled(
     Ok(())
 }
 
-/// Sends `data` to `to` over `t`, and runs `meanwhile` once the message is on its way
-/// (posted, or as much of it in the queues as fits), before waiting for the rest.
-fn send_meanwhile(
+/// Sends `data` to `to` over `t` as a nonblocking transfer, and copies `copy`'s source
+/// into its destination a piece at a time while the transfer waits on its receiver (the
+/// queues full, or the receiver reading by single copy); what is left of the copy after
+/// the transfer is done then.
+fn send_copying(
     t: &mut dyn Transport,
     spin: u32,
     to: u32,
     data: &[u8],
-    meanwhile: impl FnOnce(),
+    copy: Option<(&mut [u8], &[u8])>,
 ) -> Result<()> {
+    /// The piece copied between two polls of the transfer.
+    const PIECE: usize = 8 << 10;
+    let (dst, src) = copy.unwrap_or((&mut [], &[]));
+    let mut pieces = dst.chunks_mut(PIECE).zip(src.chunks(PIECE));
     let mut transfer = Transfer::default();
-    let mut sent = t.poll_send(&mut transfer, &[to], data)?;
-    meanwhile();
     let mut backoff = Backoff::new(spin);
-    while !sent {
-        sent = t.poll_send(&mut transfer, &[to], data)?;
-        if !sent && backoff.pause() {
+    while !t.poll_send(&mut transfer, &[to], data)? {
+        if let Some((d, s)) = pieces.next() {
+            d.copy_from_slice(s);
+        } else if backoff.pause() {
             t.check_peer(to)?;
         }
     }
+    pieces.for_each(|(d, s)| d.copy_from_slice(s));
     Ok(())
 }
 

@@ -308,17 +308,11 @@ impl Topo {
         recv_at: &[std::ops::Range<usize>],
     ) -> bool {
         let me = self.rank as usize;
-        let Some((send_at, recv_at)) = v_ranges(
-            self.world.size() as usize,
-            me,
-            send.map(|(b, at)| (b.len(), at)),
-            recv.len(),
-            recv_at,
-        ) else {
+        let size = self.world.size() as usize;
+        let sent = send.map(|(b, at)| (b.len(), at));
+        if !v_ranges_fit(size, me, sent, recv.len(), recv_at) {
             return false;
-        };
-        let recv_at = &recv_at;
-        let send = send.map(|(b, _)| b).zip(send_at.as_deref());
+        }
         let mut core = self.quiesced();
         let Some(h) = &mut core.hier else {
             return false;
@@ -720,9 +714,44 @@ pub(super) fn rooted_v(
 /// A v-form's byte ranges, one per rank.
 pub(super) type Ranges = Vec<std::ops::Range<usize>>;
 
-/// An Alltoallv's ranges checked ([`Topo::raw_all_to_all_v`]): one per rank on each side,
-/// non-empty ones inside their buffers (of `send.0` and `recv_len` bytes), the receive
-/// ones apart, this rank's two of one length; every empty range made `0..0`.
+/// Whether an Alltoallv's ranges fit ([`Topo::raw_all_to_all_v`]): one per rank on each
+/// side, non-empty ones inside their buffers (of `send.0` and `recv_len` bytes), the
+/// receive ones apart, this rank's two of one length. Allocates nothing where the
+/// receive ranges ascend with the ranks (the usual layout).
+pub(super) fn v_ranges_fit(
+    size: usize,
+    me: usize,
+    send: Option<(usize, &[std::ops::Range<usize>])>,
+    recv_len: usize,
+    recv_at: &[std::ops::Range<usize>],
+) -> bool {
+    let inside = |at: &[std::ops::Range<usize>], len: usize| {
+        at.len() == size && at.iter().all(|r| r.is_empty() || r.end <= len)
+    };
+    if !inside(recv_at, recv_len) || !apart(recv_at) {
+        return false;
+    }
+    send.is_none_or(|(len, at)| inside(at, len) && at[me].len() == recv_at[me].len())
+}
+
+/// Whether the non-empty ranges of `at` do not overlap.
+fn apart(at: &[std::ops::Range<usize>]) -> bool {
+    let mut taken = at.iter().filter(|r| !r.is_empty());
+    let mut end = 0;
+    if taken.all(|r| {
+        let ok = r.start >= end;
+        end = r.end;
+        ok
+    }) {
+        return true;
+    }
+    let mut taken: Vec<&std::ops::Range<usize>> = at.iter().filter(|r| !r.is_empty()).collect();
+    taken.sort_by_key(|r| r.start);
+    taken.windows(2).all(|w| w[0].end <= w[1].start)
+}
+
+/// [`v_ranges_fit`]'s ranges, owned, with every empty range made `0..0` (for a schedule
+/// that holds them).
 pub(super) fn v_ranges(
     size: usize,
     me: usize,
@@ -730,22 +759,6 @@ pub(super) fn v_ranges(
     recv_len: usize,
     recv_at: &[std::ops::Range<usize>],
 ) -> Option<(Option<Ranges>, Ranges)> {
-    let inside = |at: &[std::ops::Range<usize>], len: usize| {
-        at.len() == size && at.iter().all(|r| r.is_empty() || r.end <= len)
-    };
-    let mut taken: Vec<&std::ops::Range<usize>> =
-        recv_at.iter().filter(|r| !r.is_empty()).collect();
-    taken.sort_by_key(|r| r.start);
-    let apart = taken.windows(2).all(|w| w[0].end <= w[1].start);
-    if !inside(recv_at, recv_len) || !apart {
-        return None;
-    }
-    let send_at = match send {
-        Some((len, at)) if inside(at, len) && at[me].len() == recv_at[me].len() => {
-            Some(emptied(at))
-        }
-        Some(_) => return None,
-        None => None,
-    };
-    Some((send_at, emptied(recv_at)))
+    v_ranges_fit(size, me, send, recv_len, recv_at)
+        .then(|| (send.map(|(_, at)| emptied(at)), emptied(recv_at)))
 }
