@@ -136,11 +136,11 @@ fn run(args: &Args) -> anyhow::Result<()> {
         .sum();
     for &op in &ops {
         let per_level = match op {
-            _ if op.job_wide() => space::algorithms(op, 2, "rb").len(),
+            _ if op.job_wide() => space::algorithms(op, 2, job.nodes, "rb").len(),
             _ => job
                 .levels
                 .iter()
-                .map(|l| space::algorithms(op, l.2, "flat").len())
+                .map(|l| space::algorithms(op, l.2, job.nodes, "flat").len())
                 .sum(),
         };
         units += per_level * sizes.len() + 2 * sizes.len();

@@ -142,13 +142,8 @@ pub(crate) fn tune_algorithm(
         None => ("*".to_string(), LevelName::World, false, 2),
     };
     let first_current = state.current(op, lvl, intra, members as usize, sizes[0]);
-    let algs = space::algorithms(op, members, &first_current);
-    // Algorithms that the settings use now at some size are candidates too; so is the
-    // Reduce_scatter's ring on several nodes (on one it runs as recursive halving).
-    let mut algs = algs;
-    if op == Op::ReduceScatter && state.nodes > 1 && !algs.iter().any(|a| a == "ring") {
-        algs.push("ring".to_string());
-    }
+    // Algorithms that the settings use now at some size are candidates too.
+    let mut algs = space::algorithms(op, members, state.nodes, &first_current);
     for &b in sizes {
         let c = state.current(op, lvl, intra, members as usize, b);
         if !algs.contains(&c) {

@@ -110,9 +110,10 @@ pub fn sizes(min: usize, max: usize) -> Vec<usize> {
 }
 
 /// The algorithms worth measuring for `op` at a level whose largest group has `members`
-/// ranks, plus `current` (what the settings pick now) if it is not among them. Radixes at
-/// least the group size are left out: such a tree is the flat one.
-pub fn algorithms(op: Op, members: u32, current: &str) -> Vec<String> {
+/// ranks in a job of `nodes` nodes, plus `current` (what the settings pick now) if it is
+/// not among them. Radixes at least the group size are left out: such a tree is the flat
+/// one; so is the Reduce_scatter's ring on one node, where it runs as recursive halving.
+pub fn algorithms(op: Op, members: u32, nodes: u32, current: &str) -> Vec<String> {
     let trees = |extra: &str| {
         let mut v = vec!["flat".to_string(), "binomial".to_string()];
         for k in [4, 8] {
@@ -143,9 +144,11 @@ pub fn algorithms(op: Op, members: u32, current: &str) -> Vec<String> {
         Op::Alltoall => ["spread", "aggregated", "pairwise"]
             .map(String::from)
             .to_vec(),
-        Op::ReduceScatter => ["root", "leaders", "allreduce", "halving"]
+        Op::ReduceScatter => ["root", "leaders", "allreduce", "halving", "ring"]
+            .into_iter()
+            .filter(|&a| a != "ring" || nodes > 1)
             .map(String::from)
-            .to_vec(),
+            .collect(),
         // One form for all sizes: a knob ([`rooted_v_knob`]).
         Op::Gatherv | Op::Scatterv => return Vec::new(),
     };
@@ -348,11 +351,11 @@ mod tests {
     #[test]
     fn candidates_skip_radixes_as_large_as_the_group_and_keep_the_current_choice() {
         assert_eq!(
-            algorithms(Op::Bcast, 2, "flat"),
+            algorithms(Op::Bcast, 2, 1, "flat"),
             ["flat", "binomial", "scatter-allgather"]
         );
         assert_eq!(
-            algorithms(Op::Reduce, 16, "knomial:3"),
+            algorithms(Op::Reduce, 16, 1, "knomial:3"),
             [
                 "flat",
                 "binomial",
@@ -362,13 +365,13 @@ mod tests {
                 "knomial:3"
             ]
         );
-        assert_eq!(algorithms(Op::Allreduce, 64, "rab:rd").len(), 7);
+        assert_eq!(algorithms(Op::Allreduce, 64, 1, "rab:rd").len(), 7);
         assert_eq!(
-            algorithms(Op::Allgather, 4, "hier"),
+            algorithms(Op::Allgather, 4, 1, "hier"),
             ["rd", "ring", "hier:rd", "hier:ring", "hier"]
         );
         // Every candidate is one the settings accept, under the name they print.
-        for a in algorithms(Op::Allgather, 4, "rd") {
+        for a in algorithms(Op::Allgather, 4, 1, "rd") {
             let s = Settings::from_pairs(&[("allgather", a.as_str())]).unwrap();
             assert_eq!(s.allgather_for(64, 4).to_string(), a);
         }
@@ -412,7 +415,7 @@ mod tests {
         }
         // They are no collective of the command line, and have no rules of their own.
         assert!("gatherv".parse::<Op>().is_err());
-        assert!(algorithms(Op::Gatherv, 8, "flat").is_empty());
+        assert!(algorithms(Op::Gatherv, 8, 1, "flat").is_empty());
     }
 
     #[test]
@@ -508,16 +511,19 @@ mod tests {
                 "{b}-byte blocks"
             );
         }
-        for a in algorithms(Op::Alltoall, 2, "pairwise") {
+        for a in algorithms(Op::Alltoall, 2, 1, "pairwise") {
             Settings::from_pairs(&[("alltoall", a.as_str())]).unwrap();
         }
         assert_eq!("alltoall".parse::<Op>(), Ok(Op::Alltoall));
         assert!(Op::Alltoall.chunked().is_none() && Op::Alltoall.job_wide());
         // The same for Reduce_scatter_block's forms.
-        for a in algorithms(Op::ReduceScatter, 2, "root") {
+        for a in algorithms(Op::ReduceScatter, 2, 2, "root") {
             let s = Settings::from_pairs(&[("reduce-scatter", a.as_str())]).unwrap();
             assert_eq!(s.reduce_scatter_for(64).to_string(), a);
         }
+        // The ring only on several nodes (on one it runs as recursive halving).
+        let ring = |nodes| algorithms(Op::ReduceScatter, 2, nodes, "root").contains(&"ring".into());
+        assert!(ring(2) && !ring(1));
         assert_eq!("reduce-scatter".parse::<Op>(), Ok(Op::ReduceScatter));
         assert_eq!(Op::ReduceScatter.rule_bytes(4096, 4), 1024);
     }

@@ -39,14 +39,15 @@ impl Order {
                 Some(pos) => {
                     // The smallest blocks: rank order, which needs no first exchange
                     // into the positions.
-                    let n = place.node_of().len();
-                    let plain: Vec<u32> = (0..n as u32).collect();
+                    let in_rank_order = pos.iter().enumerate().all(|(i, &p)| p as usize == i);
                     let mut smaller = Vec::new();
-                    let mut plain_below = rd_plain_below(place);
-                    if plain == pos {
-                        plain_below = 0;
-                    } else if plain_below > 0 {
-                        smaller.push((plain, plain_below));
+                    let mut plain_below = 0;
+                    if !in_rank_order {
+                        plain_below = rd_plain_below(place);
+                        if plain_below > 0 {
+                            let n = place.node_of().len() as u32;
+                            smaller.push(((0..n).collect(), plain_below));
+                        }
                     }
                     // Small blocks: the order chosen as if the switches were unknown (it
                     // keeps the heavy steps inside the nodes only, and under cyclic
