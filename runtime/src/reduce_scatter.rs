@@ -25,6 +25,12 @@
 //!
 //! (Reduce_scatter, whose blocks differ in length, runs as an Allreduce of which each
 //! rank keeps its part: `Topo::raw_reduce_scatter`.)
+//!
+//! On a context of two ranks every form comes down to one exchange ([`pair`]): each rank
+//! sends the other's block of its contribution and combines the block it gets onto its
+//! own, the schedules' steps and the root form's second message left out. The context's
+//! blocking entry points (`Topo::raw_reduce_scatter_block`, `Topo::raw_reduce_scatter`)
+//! take it there whatever the settings say.
 
 use topo_hierarchy::Settings;
 use topo_hierarchy::settings::ReduceScatterAlg;
@@ -39,6 +45,39 @@ use crate::scatter;
 use crate::subtrees::{self, Blocks, Subtrees};
 use crate::transport::{Fabric, Transport};
 use crate::view::View;
+
+/// Reduce_scatter(_block) on a context of two ranks: one exchange with the other rank,
+/// which gets `theirs` of this rank's contribution (`send`, or in place `recv`'s), while
+/// the block it sends for `mine` is combined onto this rank's own into the first
+/// `mine.len()` bytes of `recv` (in place, the rest of `recv` keeps the contribution).
+/// `tmp` is scratch of at least `mine.len()` bytes.
+#[allow(clippy::too_many_arguments)]
+pub fn pair(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    mine: Range<usize>,
+    theirs: Range<usize>,
+    op: &dyn Combine,
+    tmp: &mut [u8],
+) -> Result<()> {
+    debug_assert_eq!(view.size, 2);
+    let other = 1 - view.rank;
+    let t = fabric.peer(other);
+    let n = mine.len();
+    match send {
+        Some(c) => t.sendrecv_onto(other, &c[theirs], other, &mut recv[..n], &c[mine], tmp, op),
+        None => {
+            let tmp = &mut tmp[..n];
+            t.sendrecv(other, &recv[theirs], other, tmp)?;
+            // What went out may lie where the result goes: sent first, then overwritten.
+            recv.copy_within(mine, 0);
+            op.combine(&mut recv[..n], tmp);
+            Ok(())
+        }
+    }
+}
 
 /// Reduces every rank's `size * block` bytes with `op` and leaves block r of the result
 /// at rank r: in `recv` (`block` bytes) with `send` (`size * block` bytes), or in place

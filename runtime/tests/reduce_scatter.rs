@@ -260,3 +260,43 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Two ranks, on one node or two: the one exchange of `reduce_scatter::pair`, blocks
+    /// of different lengths (zero among them), in place and not.
+    #[test]
+    fn two_ranks_exchange_their_blocks_once(
+        nodes in 1u32..3, lens in prop::array::uniform2(0usize..40), in_place: bool,
+    ) {
+        let plans = plans(nodes, 3 - nodes, 2, LEVELS[0], false);
+        prop_assert_eq!(plans.len(), 2);
+        let total = lens[0] + lens[1];
+        let (out, _) = run(&plans, |view, fabric| {
+            let me = view.rank as usize;
+            let at = [0..8 * lens[0], 8 * lens[0]..8 * total];
+            let mine = bytes(&data(view.rank, total));
+            let mut recv = if in_place { mine.clone() } else { vec![0u8; 8 * total] };
+            let send = (!in_place).then_some(&mine[..]);
+            let mut tmp = vec![0u8; 8 * lens[me]];
+            topo_runtime::reduce_scatter::pair(
+                view, fabric, send, &mut recv, at[me].clone(), at[1 - me].clone(),
+                &sum_i64(), &mut tmp,
+            )
+            .unwrap();
+            let n = 8 * lens[me];
+            // In place, the rest of the buffer must keep the contribution.
+            let kept = !in_place || recv[n..] == mine[n..];
+            let mut out = ints(&recv[..n]);
+            out.push(i64::from(kept));
+            out
+        });
+        let all = sum(2, total);
+        for (r, got) in out.iter().enumerate() {
+            let at = if r == 0 { 0..lens[0] } else { lens[0]..total };
+            prop_assert_eq!(&got[..lens[r]], &all[at], "rank {}", r);
+            prop_assert_eq!(got[lens[r]], 1, "rank {}: in place, the rest changed", r);
+        }
+    }
+}

@@ -390,6 +390,11 @@ impl Topo {
         let Some(block) = block_of(size, send.map(<[u8]>::len), recv.len()) else {
             return false;
         };
+        if size == 2 {
+            let me = self.rank as usize;
+            let at = |r: usize| r * block..(r + 1) * block;
+            return self.raw_reduce_scatter_pair(send, recv, at(me), at(1 - me), op);
+        }
         // The Allreduce's form runs as Reduce_scatter does, with the Allreduce's flat forms;
         // recursive halving and the ring run as their schedules, waited for.
         let alg = context::lock(&self.core)
@@ -465,6 +470,14 @@ impl Topo {
         else {
             return false;
         };
+        if size == 2 {
+            let theirs = if self.rank == 0 {
+                mine.end..total
+            } else {
+                0..mine.start
+            };
+            return self.raw_reduce_scatter_pair(send, recv, mine, theirs, op);
+        }
         let halving = context::lock(&self.core)
             .hier
             .as_ref()
@@ -500,6 +513,34 @@ impl Topo {
             h.reduced = full;
         }
         done
+    }
+
+    /// Reduce_scatter(_block) on a context of two ranks, whatever the settings' form: one
+    /// exchange ([`reduce_scatter::pair`]); `mine` and `theirs` are the two ranks' blocks
+    /// in the contribution.
+    fn raw_reduce_scatter_pair(
+        &mut self,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        mine: std::ops::Range<usize>,
+        theirs: std::ops::Range<usize>,
+        op: &MpiCombine,
+    ) -> bool {
+        if mine.is_empty() && theirs.is_empty() {
+            return true;
+        }
+        let mut core = self.quiesced();
+        let Some(h) = &mut core.hier else {
+            return false;
+        };
+        let r = h.on_lane(|h| {
+            let (tmp, _) = h.scratch.pair(mine.len());
+            reduce_scatter::pair(&h.view, &mut h.links, send, recv, mine, theirs, op, tmp)
+        });
+        if let Err(e) = r {
+            self.abort("MPI_Reduce_scatter", e);
+        }
+        true
     }
 
     /// Broadcasts the bytes of `buf` from `root`.
