@@ -574,14 +574,20 @@ impl Cluster {
                 _ => true,
             },
             // The Allreduce's form runs as the schedule does (`Topo::raw_reduce_scatter`),
-            // recursive halving as its schedule.
-            Op::ReduceScatter => matches!(
-                s.reduce_scatter_for(len),
-                ReduceScatterAlg::Allreduce | ReduceScatterAlg::Halving | ReduceScatterAlg::Ring
-            ),
+            // recursive halving as its schedule; on two ranks every form is one exchange
+            // (`reduce_scatter::pair`, recorded).
+            Op::ReduceScatter => {
+                n > 2
+                    && matches!(
+                        s.reduce_scatter_for(len),
+                        ReduceScatterAlg::Allreduce
+                            | ReduceScatterAlg::Halving
+                            | ReduceScatterAlg::Ring
+                    )
+            }
             // Recursive halving (the schedule, waited for) or the Allreduce's form
-            // (`Topo::raw_reduce_scatter`).
-            Op::ReduceScatterV => true,
+            // (`Topo::raw_reduce_scatter`); two ranks' exchange as Reduce_scatter_block's.
+            Op::ReduceScatterV => n > 2,
             Op::Alltoall | Op::Alltoallv | Op::Allgatherv if self.size() > RING_UP_TO => {
                 return Err(format!(
                     "{op} over more than {RING_UP_TO} ranks is not simulated"
@@ -600,6 +606,7 @@ impl Cluster {
                 | Op::Scatter
                 | Op::Alltoall
                 | Op::ReduceScatter
+                | Op::ReduceScatterV
                 | Op::Gatherv
                 | Op::Scatterv
                 | Op::Allgatherv
@@ -760,6 +767,25 @@ impl Cluster {
                         Some(&send),
                         &mut recv,
                         len,
+                    )
+                }
+                // Two ranks: one exchange (`Topo::raw_reduce_scatter_block`, and
+                // `raw_reduce_scatter` with every block of one length).
+                _ if n == 2 => {
+                    send.resize(2 * len, 0);
+                    recv.resize(len, 0);
+                    let me = r as usize;
+                    let block = |x: usize| x * len..(x + 1) * len;
+                    let (tmp, _) = scratch.pair(len);
+                    reduce_scatter::pair(
+                        view,
+                        &mut tape,
+                        Some(&send),
+                        &mut recv,
+                        block(me),
+                        block(1 - me),
+                        &combine,
+                        tmp,
                     )
                 }
                 _ => {
