@@ -117,15 +117,17 @@ impl HierarchicalPath {
     ) -> Option<&crate::nonblocking::ireduce_scatter::HalvingBlocks> {
         let size = self.view.size as usize;
         let mean = total / size.max(1);
-        // (The ring's rules run as halving where the context keeps no ring order.)
-        let halving = if block {
-            matches!(
-                self.settings.reduce_scatter_for(mean),
-                ReduceScatterAlg::Halving | ReduceScatterAlg::Ring
-            )
-        } else {
-            self.settings.reduce_scatter_v_halving(mean)
-        };
+        // (The ring's rules run as halving where the context keeps no ring order.) On two
+        // ranks halving is one exchange, whatever the rules: the other forms move more.
+        let halving = size == 2
+            || if block {
+                matches!(
+                    self.settings.reduce_scatter_for(mean),
+                    ReduceScatterAlg::Halving | ReduceScatterAlg::Ring
+                )
+            } else {
+                self.settings.reduce_scatter_v_halving(mean)
+            };
         halving
             .then(|| self.exchanges.halving_blocks(size, self.view.rank))
             .flatten()

@@ -335,11 +335,13 @@ impl Cluster {
                     )
                 }));
             }
+            // On two ranks every form is halving's one exchange (`halving_blocks`).
             Op::ReduceScatter
-                if matches!(
-                    s.reduce_scatter_for(len),
-                    ReduceScatterAlg::Halving | ReduceScatterAlg::Ring
-                ) =>
+                if n == 2
+                    || matches!(
+                        s.reduce_scatter_for(len),
+                        ReduceScatterAlg::Halving | ReduceScatterAlg::Ring
+                    ) =>
             {
                 let order = HalvingOrder::new(&self.placement);
                 let of = ireduce_scatter::HalvingBlocks::of(&order);
@@ -379,7 +381,7 @@ impl Cluster {
                 }));
             }
             // The runtime's `sched_reduce_scatter` with the blocks' ends.
-            Op::ReduceScatterV if s.reduce_scatter_v_halving(len) => {
+            Op::ReduceScatterV if n == 2 || s.reduce_scatter_v_halving(len) => {
                 let order = HalvingOrder::new(&self.placement);
                 let of = ireduce_scatter::HalvingBlocks::of(&order);
                 let ends: Vec<usize> = at.iter().map(|r| r.end).collect();
