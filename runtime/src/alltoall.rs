@@ -142,16 +142,23 @@ pub fn alltoallv(
     Ok(true)
 }
 
+/// Whether the non-empty ranges of `at` ascend in its order without overlapping (each
+/// starts at or after the previous one's end): the usual layout of a v-form's blocks.
+pub(crate) fn ascending(at: &[Range<usize>]) -> bool {
+    let mut end = 0;
+    at.iter().filter(|r| !r.is_empty()).all(|r| {
+        let ok = r.start >= end;
+        end = r.end;
+        ok
+    })
+}
+
 /// The parts of `buf` at `at`, by their index in `at`, if they do not overlap and lie in
 /// `buf`.
 pub(crate) fn disjoint<'b>(buf: &'b mut [u8], at: &[Range<usize>]) -> Option<Vec<&'b mut [u8]>> {
     // The usual layout first: the non-empty ranges ascend in `at`'s order.
-    let (mut end, mut ascending) = (0, true);
-    for r in at.iter().filter(|r| !r.is_empty()) {
-        ascending &= r.start >= end && r.end <= buf.len();
-        end = r.end;
-    }
-    if ascending {
+    let last_end = at.iter().rev().find(|r| !r.is_empty()).map_or(0, |r| r.end);
+    if ascending(at) && last_end <= buf.len() {
         let (mut rest, mut base) = (buf, 0usize);
         let mut parts = Vec::with_capacity(at.len());
         for r in at {

@@ -777,13 +777,7 @@ pub(super) fn v_ranges_fit(
 
 /// Whether the non-empty ranges of `at` do not overlap.
 fn apart(at: &[std::ops::Range<usize>]) -> bool {
-    let mut taken = at.iter().filter(|r| !r.is_empty());
-    let mut end = 0;
-    if taken.all(|r| {
-        let ok = r.start >= end;
-        end = r.end;
-        ok
-    }) {
+    if crate::alltoall::ascending(at) {
         return true;
     }
     let mut taken: Vec<&std::ops::Range<usize>> = at.iter().filter(|r| !r.is_empty()).collect();
