@@ -75,6 +75,7 @@ pub struct Scratch {
     a: Vec<u8>,
     b: Vec<u8>,
     c: Vec<u8>,
+    d: Vec<u8>,
 }
 
 impl Scratch {
@@ -95,6 +96,24 @@ impl Scratch {
             }
         }
         (&mut self.a[..len], &mut self.b[..len], &mut self.c[..len])
+    }
+
+    /// Three buffers of `len` bytes and one of `extra`.
+    pub fn quad(
+        &mut self,
+        len: usize,
+        extra: usize,
+    ) -> (&mut [u8], &mut [u8], &mut [u8], &mut [u8]) {
+        self.triple(len);
+        if self.d.len() < extra {
+            self.d.resize(extra, 0);
+        }
+        (
+            &mut self.a[..len],
+            &mut self.b[..len],
+            &mut self.c[..len],
+            &mut self.d[..extra],
+        )
     }
 }
 

@@ -34,7 +34,7 @@ use crate::backoff::Backoff;
 use crate::combine::{Combine, FnCombine};
 use crate::error::Result;
 use crate::reduce::Scratch;
-use crate::subtrees::Subtrees;
+use crate::subtrees::{Subtrees, below_top};
 use crate::transport::{Fabric, Transfer, Transport};
 use crate::view::View;
 use topo_hierarchy::Settings;
@@ -68,15 +68,16 @@ pub fn in_order(
 /// Scan (`exclusive` false) or Exscan (`exclusive` true) with `op`. `send` is this rank's
 /// contribution, or `None` in place (the contribution is in `recv`). `recv` gets the
 /// result; it is `None` only where nothing is written to it: Exscan's rank 0, whose
-/// receive buffer MPI leaves undefined (and this leaves untouched). `hierarchical` is
-/// [`in_order`]'s answer, the same on every rank; `spin` the settings' (how long a wait
-/// spins before it yields).
+/// receive buffer MPI leaves undefined (and this leaves untouched). `hierarchical` is the
+/// context's [`Subtrees`] where [`in_order`] answered yes (the same on every rank),
+/// `None` for recursive doubling; `spin` the settings' (how long a wait spins before it
+/// yields).
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     view: &View,
     fabric: &mut dyn Fabric,
     spin: u32,
-    hierarchical: bool,
+    hierarchical: Option<&Subtrees>,
     send: Option<&[u8]>,
     recv: Option<&mut [u8]>,
     exclusive: bool,
@@ -87,11 +88,23 @@ pub fn scan(
     if len == 0 {
         return Ok(());
     }
-    let (tot, tmp, spare) = scratch.triple(len);
+    // What a leader keeps of its members' totals: nothing at rank 0, whose members get
+    // their offsets on the way up.
+    let held = match hierarchical {
+        Some(_) if view.rank != 0 => {
+            let leads = view.levels[..below_top(view)]
+                .iter()
+                .take_while(|l| l.me == 0)
+                .count();
+            held_below(view, len, leads)
+        }
+        _ => 0,
+    };
+    let (tot, tmp, spare, held) = scratch.quad(len, held);
     // Whether `run` left the result complete (`Last`).
     let mut run = |fabric: &mut dyn Fabric, x: &[u8], off: Option<&mut [u8]>, last: Last<'_>| {
-        if hierarchical {
-            up_down(view, fabric, spin, x, off, last, tot, tmp, op)
+        if let Some(sub) = hierarchical {
+            up_down(view, fabric, spin, sub, x, off, last, tot, tmp, held, op)
         } else {
             doubling(view, fabric, spin, x, off, tot, tmp, op).map(|()| false)
         }
@@ -144,29 +157,73 @@ enum Last<'a> {
     Copy(&'a mut [u8]),
 }
 
+/// The most bytes a leader keeps of one level's members' totals until its own offset is
+/// known ([`one_way`]); a level that would need more takes the exchange with a second
+/// message down, which keeps nothing.
+const HELD_MAX: usize = 1 << 20;
+
+/// The bytes the leader of `view.levels[i]` keeps in the one-way form: the total of its
+/// own subtree below the level (above level 0, where it is more than the contribution),
+/// and the totals of the members but the last (each later member's offset adds them).
+fn held_at(view: &View, len: usize, i: usize) -> usize {
+    let k = view.levels[i].members.len();
+    (k.saturating_sub(2) + usize::from(i > 0)) * len
+}
+
+/// Whether the group `view.levels[i]` (below the top group, its leader not rank 0) takes
+/// the one-way form for contributions of `len` bytes: each member sends its total up and
+/// gets its whole offset in one message, once the leader knows its own; otherwise the
+/// member exchanges its total for the part of its offset from inside the group, and gets
+/// the leader's offset in a second message. Leader and member decide alike: both see
+/// the group's size.
+fn one_way(view: &View, len: usize, i: usize) -> bool {
+    held_at(view, len, i) <= HELD_MAX
+}
+
+/// Where level `i`'s totals are kept in a leader's `held` (see [`held_at`]): the levels
+/// below it that take the one-way form come first.
+fn held_range(view: &View, len: usize, i: usize) -> std::ops::Range<usize> {
+    let start = held_below(view, len, i);
+    start..start + held_at(view, len, i)
+}
+
+/// What the leader of the groups `view.levels[..i]` keeps of them (see [`held_at`]).
+fn held_below(view: &View, len: usize, i: usize) -> usize {
+    (0..i)
+        .filter(|&j| one_way(view, len, j))
+        .map(|j| held_at(view, len, j))
+        .sum()
+}
+
+/// Whether the total of the ranks in `ranks` (consecutive and sorted) is wanted by
+/// anyone: only where some rank comes after them (the last ranks' total enters nobody's
+/// offset, so the member over them sends nothing up).
+fn wanted(ranks: Option<&[u32]>, size: u32) -> bool {
+    ranks.and_then(<[u32]>::last) != Some(&(size - 1))
+}
 /// The hierarchical form (see the module's doc): leaves this rank's offset in `off`
 /// (`None` at rank 0, which has none), and does what `last` asks where it applies;
-/// returns whether it did (the Scan's result is then complete). `tot` and `tmp` are
-/// scratch of `x`'s length.
+/// returns whether it did (the Scan's result is then complete). `sub` tells which
+/// members' totals anyone wants; `tot` and `tmp` are scratch of `x`'s length, `held` of
+/// the sum of [`held_range`]s of the groups this rank leads below the top.
 #[allow(clippy::too_many_arguments)]
 fn up_down(
     view: &View,
     fabric: &mut dyn Fabric,
     spin: u32,
+    sub: &Subtrees,
     x: &[u8],
     mut off: Option<&mut [u8]>,
     mut last: Last<'_>,
     tot: &mut [u8],
     tmp: &mut [u8],
+    held: &mut [u8],
     op: &dyn Combine,
 ) -> Result<bool> {
     let n = view.levels.len();
+    let len = x.len();
     // The job's top group runs its own exclusive scan; below it, leaders and members.
-    let until = if n > 0 && view.is_top(n - 1) {
-        n - 1
-    } else {
-        n
-    };
+    let until = below_top(view);
     // A member at the lowest level leads nothing, nor does a top member without levels
     // below the top: their offsets go nowhere but into the result.
     let fold =
@@ -180,34 +237,76 @@ fn up_down(
     let mut entry = n;
     for (i, l) in view.levels[..until].iter().enumerate() {
         let t = fabric.level(i);
+        let k = l.members.len();
         if l.me != 0 {
             // Everything under the group before this rank's subtree.
             let out = off.as_deref_mut().expect("a member has an offset");
             let leader = l.members[0];
             let data = if added { &*tot } else { x };
+            let sends = wanted(Some(sub.mine()), view.size);
             done = fold(i, &last);
-            if done && leader == 0 {
-                // The only message: combined onto the contribution as it comes.
-                t.sendrecv_onto(leader, data, leader, out, x, tmp, op)?;
-            } else {
-                t.sendrecv(leader, data, leader, out)?;
-            }
-            if leader != 0 {
-                // The leader's own offset, sent on its way down; with `fold` the
-                // contribution goes in while it comes, and the offset as it arrives.
-                if done {
-                    op.combine(out, x);
-                    t.recv_reduce(leader, out, tmp, op)?;
-                } else {
-                    t.recv(leader, tmp)?;
-                    op.combine(out, tmp);
-                }
-            }
             entry = i;
+            if leader == 0 || one_way(view, len, i) {
+                // The offset whole in one message: at once from rank 0's groups (its
+                // offset is empty), from other leaders once they know theirs.
+                if leader != 0 && sends {
+                    t.send(&[leader], data)?;
+                }
+                match (leader == 0 && sends, done) {
+                    (true, true) => t.sendrecv_onto(leader, data, leader, out, x, tmp, op)?,
+                    (true, false) => t.sendrecv(leader, data, leader, out)?,
+                    (false, true) => t.recv_reduce_onto(leader, out, x, tmp, op)?,
+                    (false, false) => t.recv(leader, out)?,
+                }
+                break;
+            }
+            if sends {
+                t.sendrecv(leader, data, leader, out)?;
+            } else {
+                t.recv(leader, out)?;
+            }
+            // The leader's own offset, sent on its way down; with `fold` the contribution
+            // goes in while it comes, and the offset as it arrives.
+            if done {
+                op.combine(out, x);
+                t.recv_reduce(leader, out, tmp, op)?;
+            } else {
+                t.recv(leader, tmp)?;
+                op.combine(out, tmp);
+            }
             break;
         }
-        for &m in &l.members[1..] {
-            if added {
+        let wants_last = wanted(sub.under(i, k - 1), view.size);
+        if view.rank != 0 && one_way(view, len, i) {
+            // Members' totals come one way; those that later members' offsets add are
+            // kept (with this rank's own total so far) until this rank's offset is known.
+            let keep = &mut held[held_range(view, len, i)];
+            let (own, kept) = keep.split_at_mut(if i > 0 { len } else { 0 });
+            if i > 0 {
+                own.copy_from_slice(if added { &*tot } else { x });
+            }
+            for (j, &m) in l.members.iter().enumerate().skip(1) {
+                let into: &mut [u8] = if j + 1 < k {
+                    &mut kept[(j - 1) * len..j * len]
+                } else if wants_last {
+                    &mut *tmp
+                } else {
+                    break;
+                };
+                t.recv(m, into)?;
+                if !added {
+                    tot.copy_from_slice(x);
+                    added = true;
+                }
+                op.combine(tot, into);
+            }
+            continue;
+        }
+        for (j, &m) in l.members.iter().enumerate().skip(1) {
+            let data = if added { &*tot } else { x };
+            if j + 1 == k && !wants_last {
+                t.send(&[m], data)?;
+            } else if added {
                 t.sendrecv(m, tot, m, tmp)?;
                 op.combine(tot, tmp);
             } else {
@@ -315,11 +414,29 @@ fn up_down(
             d *= 2;
         }
     }
-    // Down: the offset to the members of every group this rank leads.
+    // Down: the offset to the members of every group this rank leads, the farthest
+    // first.
     if let Some(out) = off {
         for i in (0..entry.min(until)).rev() {
             let l = &view.levels[i];
-            fabric.level(i).send(&l.members[1..], out)?;
+            let t = fabric.level(i);
+            if !one_way(view, len, i) {
+                // The members have the rest from the exchange on the way up.
+                t.send(&l.members[1..], out)?;
+                continue;
+            }
+            // Each member's whole offset: this rank's, its own subtree's below the
+            // level, and the members' before it.
+            let keep = &held[held_range(view, len, i)];
+            let (own, kept) = keep.split_at(if i > 0 { len } else { 0 });
+            tmp.copy_from_slice(out);
+            op.combine(tmp, if i > 0 { own } else { x });
+            for (j, &m) in l.members.iter().enumerate().skip(1) {
+                t.send(&[m], tmp)?;
+                if j + 1 < l.members.len() {
+                    op.combine(tmp, &kept[(j - 1) * len..j * len]);
+                }
+            }
         }
     }
     Ok(done)

@@ -45,7 +45,7 @@ fn scans(plans: &[RankPlan], len: usize, in_place: bool) -> (Vec<Vec<i64>>, Vec<
                 view,
                 fabric,
                 0,
-                ordered,
+                ordered.then_some(&sub),
                 send,
                 Some(&mut recv),
                 exclusive,
@@ -122,6 +122,23 @@ fn block_placement_takes_the_hierarchical_form_and_cyclic_recursive_doubling() {
     }
     // One node: a single group, consecutive whatever the distribution.
     assert!(check(&plans_without_map(1, 5, "cyclic"), 2, true).unwrap());
+}
+
+#[test]
+fn large_contributions_take_the_exchange_where_a_leader_would_keep_too_much() {
+    // 40,000 numbers (320,000 bytes): a socket of 8 ranks in one group would keep 6 of
+    // its members' totals (over the 1 MiB a leader keeps), and takes the exchange with a
+    // second message down; in groups of 4 per NUMA node, 2 per socket and 2 per node,
+    // each level keeps at most 2 and takes the one-way form.
+    for (sockets, rpn, levels) in [
+        (1, 8, "socket,node,switch2,world"),
+        (2, 16, "numa,socket,node,switch2,world"),
+    ] {
+        for in_place in [false, true] {
+            let plans = plans(3, rpn, sockets, levels, false);
+            assert!(check(&plans, 40_000, in_place).unwrap(), "{levels}");
+        }
+    }
 }
 
 /// Each rank's Iscan and Iexscan of `len` numbers, both in flight at once, in the form

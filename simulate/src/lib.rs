@@ -633,7 +633,13 @@ impl Cluster {
         let (send, mut recv) = (vec![0u8; len], vec![0u8; len]);
         let mut scratch = Scratch::default();
         let elem = elem_of(len);
-        let hierarchical = matches!(op, Op::Scan | Op::Exscan) && self.scan_in_order();
+        // The Scan's hierarchical form where it serves the job (`scan_in_order`).
+        let subtrees = if matches!(op, Op::Scan | Op::Exscan) {
+            let (_, sub) = self.views_and_subtrees();
+            sub.iter().all(Subtrees::consecutive).then_some(sub)
+        } else {
+            None
+        };
         let mut failed = None;
         let programs = Programs::build(n, |r| {
             let view = self.view(r);
@@ -645,7 +651,7 @@ impl Cluster {
                     &view,
                     &mut tape,
                     s.spin,
-                    hierarchical,
+                    subtrees.as_ref().map(|sub| &sub[r as usize]),
                     Some(&send),
                     (op == Op::Scan || r > 0).then_some(&mut recv[..]),
                     op == Op::Exscan,

@@ -361,7 +361,7 @@ impl Topo {
                 view,
                 links,
                 spin,
-                hierarchical,
+                h.subtrees.as_ref().filter(|_| hierarchical),
                 send,
                 recv,
                 exclusive,
