@@ -166,7 +166,7 @@ enum Last<'a> {
 }
 
 /// The most bytes a leader combines into its members' offsets once its own is known, in
-/// the one-way form ([`one_way`]): that work is on every member's critical path, where in
+/// the one-way form ([`Form::OneWay`]): that work is on every member's critical path, where in
 /// the exchange each member combines its own in parallel (`topo-run simulate`, 128 nodes
 /// x 32 ranks, 4 KiB: 31 combines of 4 KiB by each leaf switch's leader made the Scan
 /// 1.14 x the flat recursive doubling, against 0.83 with the exchange).
@@ -180,16 +180,56 @@ fn held_at(view: &View, len: usize, i: usize) -> usize {
     (k.saturating_sub(2) + usize::from(i > 0)) * len
 }
 
-/// Whether the group `view.levels[i]` (below the top group, its leader not rank 0) takes
-/// the one-way form for contributions of `len` bytes: each member sends its total up and
-/// gets its whole offset in one message, once the leader knows its own; otherwise the
-/// member exchanges its total for the part of its offset from inside the group, and gets
-/// the leader's offset in a second message. One-way where the leader's combines are few
-/// ([`ONE_WAY_COMBINES`]), and in groups of two, where the leader's one combine replaces
-/// its member's. Leader and member decide alike: both see the group's size.
-fn one_way(view: &View, len: usize, i: usize) -> bool {
+/// How the members of a group below the top group learn the part of their offsets from
+/// inside the group, and the leader the group's total.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// Each member sends its total up and gets its whole offset in one message, once the
+    /// leader knows its own (at once in rank 0's groups, whose leader's offset is empty,
+    /// where the member's total goes in an exchange).
+    OneWay,
+    /// Each member exchanges its total with the leader for the part of its offset from
+    /// inside the group, and gets the leader's offset in a second message (but in rank
+    /// 0's groups).
+    Exchange,
+    /// The members run an exclusive scan of their totals among themselves (recursive
+    /// doubling, `ceil(log2 k)` rounds, as the top group does); the last sends the group's
+    /// total to the leader, and each gets the leader's offset in a second message (but in
+    /// rank 0's groups).
+    Doubling,
+}
+
+/// The most members of a group below the top whose totals its leader takes one after
+/// another however large they are ([`Form::Exchange`]).
+const LEADER_TAKES: usize = 4;
+
+/// Whether a group of `k` members below the top runs [`Form::Doubling`] for
+/// contributions of `len` bytes, in the blocking form and the nonblocking one alike: in
+/// groups of more than [`LEADER_TAKES`] whose totals would pass through the leader one
+/// after another with more than [`ONE_WAY_COMBINES`] in all. Recursive doubling takes
+/// `ceil(log2 k) + 1` steps up where the leader takes `k - 1` messages; for small totals
+/// those arrive at once and cost the leader little, so the leader's way is the faster
+/// (`topo-run simulate`, 128 nodes x 2 ranks under leaf switches of 32 nodes, each leaf
+/// switch's leader taking its 31 node leaders' totals: 4 KiB 2.1 x the flat recursive
+/// doubling, 1.5 with recursive doubling among them; 8 B 0.68, 1.29).
+pub(crate) fn doubling_at(k: usize, len: usize) -> bool {
+    k > LEADER_TAKES && (k - 1).saturating_mul(len) > ONE_WAY_COMBINES
+}
+
+/// How group `view.levels[i]` (below the top group) runs for contributions of `len`
+/// bytes: by recursive doubling where [`doubling_at`] says so; one-way where the
+/// leader's combines are few ([`ONE_WAY_COMBINES`]), and in groups of two, where the
+/// leader's one combine replaces its member's; else the exchange. Leader and members
+/// decide alike: all see the group's size.
+fn form(view: &View, len: usize, i: usize) -> Form {
     let k = view.levels[i].members.len();
-    k <= 2 || (k - 1) * len <= ONE_WAY_COMBINES
+    if doubling_at(k, len) {
+        Form::Doubling
+    } else if k <= 2 || (k - 1) * len <= ONE_WAY_COMBINES {
+        Form::OneWay
+    } else {
+        Form::Exchange
+    }
 }
 
 /// Where level `i`'s totals are kept in a leader's `held` (see [`held_at`]): the levels
@@ -202,7 +242,7 @@ fn held_range(view: &View, len: usize, i: usize) -> std::ops::Range<usize> {
 /// What the leader of the groups `view.levels[..i]` keeps of them (see [`held_at`]).
 fn held_below(view: &View, len: usize, i: usize) -> usize {
     (0..i)
-        .filter(|&j| one_way(view, len, j))
+        .filter(|&j| form(view, len, j) == Form::OneWay)
         .map(|j| held_at(view, len, j))
         .sum()
 }
@@ -258,7 +298,23 @@ fn up_down(
             let sends = wanted(Some(sub.mine()), view.size);
             done = fold(i, &last);
             entry = i;
-            if leader == 0 || one_way(view, len, i) {
+            let form = form(view, len, i);
+            if form == Form::Doubling {
+                done = false;
+                doubling_in(t, l, x, tot, &mut added, out, tmp, op)?;
+                if l.me + 1 == k && sends {
+                    // The last member: the group's total (its offset inside the group
+                    // and its own total, which its running total still is) to the leader.
+                    tmp.copy_from_slice(out);
+                    op.combine(tmp, if added { &*tot } else { x });
+                    t.send(&[leader], tmp)?;
+                }
+                if leader != 0 {
+                    t.recv_reduce(leader, out, tmp, op)?;
+                }
+                break;
+            }
+            if leader == 0 || form == Form::OneWay {
                 // The offset whole in one message: at once from rank 0's groups (its
                 // offset is empty), from other leaders once they know theirs.
                 if leader != 0 && sends {
@@ -289,7 +345,23 @@ fn up_down(
             break;
         }
         let wants_last = wanted(sub.under(i, k - 1), view.size);
-        if view.rank != 0 && one_way(view, len, i) {
+        let form = form(view, len, i);
+        if form == Form::Doubling {
+            // This rank's total to the members 1, 2, 4, ... on (it receives nothing in
+            // the scan), then the group's total from the last member.
+            let own = if added { &*tot } else { x };
+            let mut d = 1;
+            while d < k {
+                t.send(&[l.members[d]], own)?;
+                d *= 2;
+            }
+            if wants_last {
+                t.recv(l.members[k - 1], tot)?;
+                added = true;
+            }
+            continue;
+        }
+        if view.rank != 0 && form == Form::OneWay {
             // Members' totals come one way; those that later members' offsets add are
             // kept (with this rank's own total so far) until this rank's offset is known.
             let keep = &mut held[held_range(view, len, i)];
@@ -432,7 +504,7 @@ fn up_down(
         for i in (0..entry.min(until)).rev() {
             let l = &view.levels[i];
             let t = fabric.level(i);
-            if !one_way(view, len, i) {
+            if form(view, len, i) != Form::OneWay {
                 // The members have the rest from the exchange on the way up.
                 t.send(&l.members[1..], out)?;
                 continue;
@@ -452,6 +524,61 @@ fn up_down(
         }
     }
     Ok(done)
+}
+
+/// The exclusive scan of the members' totals among the members of group `l` (not its
+/// leader, which only sends) by recursive doubling over `t`: in the round of distance
+/// `d`, each member sends the total of the members it has heard of (itself and up to
+/// `2d - 1` before it) to the member `d` on, and adds the one from the member `d` back to
+/// its prefix. This member's total is `tot` if `added`, else `x`; the running total
+/// grows in `tot` (`x` copied there first), so `tot` no longer holds the member's own
+/// total after, but in the last member, whose running total never grows. Leaves the
+/// prefix in `out` (every member hears from the one before it).
+#[allow(clippy::too_many_arguments)]
+fn doubling_in(
+    t: &mut dyn Transport,
+    l: &crate::view::Level,
+    x: &[u8],
+    tot: &mut [u8],
+    added: &mut bool,
+    out: &mut [u8],
+    tmp: &mut [u8],
+    op: &dyn Combine,
+) -> Result<()> {
+    let (k, me) = (l.members.len(), l.me);
+    let mut have = false;
+    let mut d = 1;
+    while d < k {
+        let to = (me + d < k).then(|| l.members[me + d]);
+        let from = (me >= d).then(|| l.members[me - d]);
+        let data: &[u8] = if *added { &*tot } else { x };
+        let dst: &mut [u8] = if have { &mut *tmp } else { &mut *out };
+        match (to, from) {
+            (Some(to), Some(from)) => t.sendrecv(to, data, from, dst)?,
+            (Some(to), None) => t.send(&[to], data)?,
+            (None, Some(from)) => t.recv(from, dst)?,
+            (None, None) => {}
+        }
+        if from.is_some() {
+            let incoming: &[u8] = if have {
+                op.combine(out, tmp);
+                tmp
+            } else {
+                have = true;
+                out
+            };
+            // The running total is sent no more once no member lies that far on.
+            if me + 2 * d < k {
+                if !*added {
+                    tot.copy_from_slice(x);
+                    *added = true;
+                }
+                op.combine(tot, incoming);
+            }
+        }
+        d *= 2;
+    }
+    Ok(())
 }
 
 /// Receives the message that [`send_copying`] sends from `from` into `buf`, combined

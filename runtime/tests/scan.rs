@@ -125,12 +125,14 @@ fn block_placement_takes_the_hierarchical_form_and_cyclic_recursive_doubling() {
 }
 
 #[test]
-fn groups_take_the_exchange_where_a_leader_would_combine_too_much() {
-    // 4,000 numbers (32,000 bytes): the leader of a socket of 8 ranks, or of a NUMA node
-    // of 4, would combine 7 or 3 offsets of them after its own is known (over the 16 KiB
-    // it combines), and takes the exchange with a second message down; groups of 2 (the
-    // 2 NUMA nodes of a socket, the 2 nodes under a switch) take the one-way form whatever
-    // the size.
+fn groups_below_the_top_take_each_form() {
+    // 4,000 numbers (32,000 bytes). A socket of 8 ranks in one group runs recursive
+    // doubling among its members (more than 4, whose totals come to over 16 KiB), in the
+    // blocking and the nonblocking form; the leader of a NUMA node of 4 would
+    // combine 3 offsets of them after its own is known (over the 16 KiB it combines), and
+    // exchanges with each member, who gets the leader's offset in a second message; groups
+    // of 2 (the 2 NUMA nodes of a socket, the 2 nodes under a switch) take the one-way
+    // form whatever the size.
     for (sockets, rpn, levels) in [
         (1, 8, "socket,node,switch2,world"),
         (2, 8, "numa,socket,node,switch2,world"),
@@ -138,6 +140,12 @@ fn groups_take_the_exchange_where_a_leader_would_combine_too_much() {
         for in_place in [false, true] {
             let plans = plans(3, rpn, sockets, levels, false);
             assert!(check(&plans, 4_000, in_place).unwrap(), "{levels}");
+            let (blocking, _) = scans(&plans, 4_000, in_place);
+            let nonblocking = nonblocking_scans(&plans, 4_000, in_place, None);
+            assert!(
+                nonblocking == blocking,
+                "{levels}: the nonblocking form differs"
+            );
         }
     }
 }

@@ -7,6 +7,7 @@
 //! ranks this one has heard of), and [`Buf::Tmp`]'s first half takes what comes in.
 
 use super::{Action, Buf, Builder, Link, Region};
+use crate::scan::doubling_at;
 use crate::view::View;
 
 /// The steps of this rank's part in a Scan (`exclusive` false) or Exscan of `len` bytes,
@@ -70,6 +71,72 @@ fn up_down(b: &mut Builder, view: &View, x: Region, len: usize) {
     let mut entry = n;
     for (i, l) in view.levels[..until].iter().enumerate() {
         let link = Link::Level(i);
+        let k = l.members.len();
+        if doubling_at(k, len) {
+            // Recursive doubling among the members (`crate::scan`'s `Form::Doubling`):
+            // the leader sends its total to the members 1, 2, 4, ... on and gets the
+            // group's total from the last member; the members get the leader's offset
+            // after (but in rank 0's groups).
+            if l.me == 0 {
+                let mut d = 1;
+                while d < k {
+                    let to = vec![l.members[d]];
+                    b.step(link, Action::Send { to, src: tot });
+                    d *= 2;
+                }
+                let from = l.members[k - 1];
+                b.step(link, Action::Recv { from, dst: tot });
+                continue;
+            }
+            let me = l.me;
+            let mut have = false;
+            let mut d = 1;
+            while d < k {
+                let send = (me + d < k).then(|| {
+                    let to = vec![l.members[me + d]];
+                    (link, Action::Send { to, src: tot })
+                });
+                let from = (me >= d).then(|| l.members[me - d]);
+                let dst = if have { tmp } else { out };
+                let recv = from.map(|from| (link, Action::Recv { from, dst }));
+                b.round(send.into_iter().chain(recv));
+                if from.is_some() {
+                    if have {
+                        b.step(Link::Local, Action::Combine { acc: out, src: tmp });
+                    }
+                    if me + 2 * d < k {
+                        b.step(Link::Local, Action::Combine { acc: tot, src: dst });
+                    }
+                    have = true;
+                }
+                d *= 2;
+            }
+            let leader = l.members[0];
+            if me + 1 == k {
+                // The group's total: this member's offset inside the group and its own
+                // total (its running total never grew).
+                b.step(Link::Local, Action::Copy { src: out, dst: tmp });
+                b.step(Link::Local, Action::Combine { acc: tmp, src: tot });
+                b.step(
+                    link,
+                    Action::Send {
+                        to: vec![leader],
+                        src: tmp,
+                    },
+                );
+            }
+            if leader != 0 {
+                b.step(
+                    link,
+                    Action::RecvReduce {
+                        from: leader,
+                        acc: out,
+                    },
+                );
+            }
+            entry = i;
+            break;
+        }
         if l.me != 0 {
             let leader = l.members[0];
             b.round([
