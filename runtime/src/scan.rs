@@ -16,6 +16,9 @@
 //!   leader's combines for its members are few (groups of two, or small contributions:
 //!   `one_way`); in larger groups the member gets the part from inside the group in the
 //!   exchange, in parallel with the others' combines, and the leader's offset after.
+//!   In groups of more than four whose totals would come to more than 16 KiB, the members
+//!   run an exclusive scan of their totals among themselves by recursive doubling (as the
+//!   top group does), and the last sends the group's total to the leader (`Form`).
 //! - **Top.** The members of the job's top group run an exclusive scan of their totals
 //!   among themselves (recursive doubling, `ceil(log2 k)` rounds): each learns its
 //!   offset without a round trip through a leader.

@@ -373,6 +373,12 @@ start_cluster 2
 coll_check "2 nodes x 2 ranks" "$HIER" \
   env OMPI_MCA_mpi_yield_when_idle=1 srun -N2 -n4 --exclusive --mpi=pmix --cpu-bind=cores \
   "$TOPO_RUN" -- "$CHECK" --require-topo --quick
+# 5 ranks per node, unbound (no levels inside the node): each node one group of 5 below
+# the top, more than a leader takes one after another, so Scan's larger messages run
+# recursive doubling among the node's ranks.
+coll_check "2 nodes x 5 ranks unbound (groups of 5 below the top)" "$HIER" \
+  env OMPI_MCA_mpi_yield_when_idle=1 salloc -N2 -n4 --quiet srun -O -N2 -n10 --ntasks-per-node=5 \
+  --mpi=pmix "$TOPO_RUN" --spin 0 --allow-unbound -- "$CHECK" --require-topo --quick
 # The barrier's top group root-first: between the node leaders through MPI (empty
 # messages in and out), inside a node through the signal lines.
 coll_check "2 nodes x 2 ranks, --barrier root-first" "$HIER" \
