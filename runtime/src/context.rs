@@ -38,6 +38,9 @@ pub(crate) struct HierarchicalPath {
     /// The view whose network part is one group of every rank that reaches the network
     /// ([`View::over_network`]), for Barrier and small Allreduce.
     pub(crate) network_view: View,
+    /// The view whose network part is one group of every rank that reaches the network in
+    /// rank order, for Scan's larger messages ([`crate::scan::view_for`]).
+    pub(crate) scan_view: View,
     pub(crate) settings: Settings,
     pub(crate) links: Links<MpiTransport>,
     pub(crate) scratch: Scratch,

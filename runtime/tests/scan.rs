@@ -11,7 +11,9 @@ use topo_runtime::scan;
 use topo_runtime::subtrees::Subtrees;
 
 use crate::nonblocking::{finish, schedule};
-use crate::sim::{LEVELS, bytes, data, ints, plans, plans_placed, plans_without_map, run};
+use crate::sim::{
+    LEVELS, bytes, data, ints, network_of, plans, plans_placed, plans_without_map, run,
+};
 
 /// The prefix sums of `data` over ranks `0..end`.
 fn prefix(end: u32, len: usize) -> Vec<i64> {
@@ -26,8 +28,22 @@ fn prefix(end: u32, len: usize) -> Vec<i64> {
 /// Each rank's Scan and Exscan of `len` numbers (Exscan's rank 0: what its receive
 /// buffer held before, untouched), and whether the context took the hierarchical form.
 fn scans(plans: &[RankPlan], len: usize, in_place: bool) -> (Vec<Vec<i64>>, Vec<bool>) {
+    scans_on(plans, len, in_place, false)
+}
+
+/// [`scans`], the hierarchical form on the view whose network part is one group of the
+/// ranks that reach it, in rank order, if `flat` (`scan::network_in_order`: what larger
+/// Scans run on).
+fn scans_on(
+    plans: &[RankPlan],
+    len: usize,
+    in_place: bool,
+    flat: bool,
+) -> (Vec<Vec<i64>>, Vec<bool>) {
     let s = Settings::default();
+    let network = network_of(plans);
     let (out, _) = run(plans, |view, fabric| {
+        let net_view = scan::network_in_order(view, &network);
         let sub = Subtrees::learn(view, fabric).unwrap();
         let mut scratch = Scratch::default();
         let ordered = scan::in_order(view, fabric, &sub, &s, &mut scratch).unwrap();
@@ -42,7 +58,7 @@ fn scans(plans: &[RankPlan], len: usize, in_place: bool) -> (Vec<Vec<i64>>, Vec<
             let send = (!in_place).then_some(&mine[..]);
             let op = sum_i64();
             scan::scan(
-                view,
+                if flat && ordered { &net_view } else { view },
                 fabric,
                 0,
                 ordered.then_some(&sub),
@@ -62,7 +78,17 @@ fn scans(plans: &[RankPlan], len: usize, in_place: bool) -> (Vec<Vec<i64>>, Vec<
 }
 
 fn check(plans: &[RankPlan], len: usize, in_place: bool) -> Result<bool, TestCaseError> {
-    let (out, ordered) = scans(plans, len, in_place);
+    check_on(plans, len, in_place, false)
+}
+
+/// [`check`] with [`scans_on`]'s `flat`.
+fn check_on(
+    plans: &[RankPlan],
+    len: usize,
+    in_place: bool,
+    flat: bool,
+) -> Result<bool, TestCaseError> {
+    let (out, ordered) = scans_on(plans, len, in_place, flat);
     for (r, got) in out.iter().enumerate() {
         let r = r as u32;
         let mut expect = prefix(r + 1, len);
@@ -92,11 +118,11 @@ proptest! {
     fn scan_and_exscan_match_the_reference(
         nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
         cyclic: bool, len in prop::sample::select(vec![0usize, 1, 3, 257, 1700]),
-        in_place: bool,
+        in_place: bool, flat: bool,
     ) {
         let rpn = rpn.min(sockets * 8);
         let plans = plans(nodes, rpn, sockets, LEVELS[levels], cyclic);
-        check(&plans, len, in_place)?;
+        check_on(&plans, len, in_place, flat)?;
     }
 
     #[test]
@@ -159,8 +185,21 @@ fn nonblocking_scans(
     in_place: bool,
     hierarchical: Option<bool>,
 ) -> Vec<Vec<i64>> {
+    nonblocking_scans_on(plans, len, in_place, hierarchical, false)
+}
+
+/// [`nonblocking_scans`], the hierarchical form on [`scans_on`]'s view if `flat`.
+fn nonblocking_scans_on(
+    plans: &[RankPlan],
+    len: usize,
+    in_place: bool,
+    hierarchical: Option<bool>,
+    flat: bool,
+) -> Vec<Vec<i64>> {
     let s = Settings::default();
+    let network = network_of(plans);
     let (out, _) = run(plans, |view, fabric| {
+        let net_view = scan::network_in_order(view, &network);
         let form = hierarchical.unwrap_or_else(|| {
             let sub = Subtrees::learn(view, fabric).unwrap();
             scan::in_order(view, fabric, &sub, &s, &mut Scratch::default()).unwrap()
@@ -174,7 +213,8 @@ fn nonblocking_scans(
         let mut engine = Engine::default();
         let [a, b] = &mut recvs;
         for (recv, exclusive) in [(a, false), (b, true)] {
-            let (steps, acc, tmp) = iscan::build(view, form, !in_place, 8 * len, exclusive);
+            let on = if flat && form { &net_view } else { view };
+            let (steps, acc, tmp) = iscan::build(on, form, !in_place, 8 * len, exclusive);
             let name = if exclusive {
                 "MPI_Iexscan"
             } else {
@@ -196,10 +236,10 @@ proptest! {
     fn nonblocking_scans_match_the_reference(
         nodes in 1u32..5, rpn in 1u32..9, levels in 0usize..5, cyclic: bool,
         len in prop::sample::select(vec![0usize, 1, 3, 257]), in_place: bool,
-        form in prop::sample::select(vec![None, Some(false)]),
+        form in prop::sample::select(vec![None, Some(false)]), flat: bool,
     ) {
         let plans = plans(nodes, rpn, 2, LEVELS[levels], cyclic);
-        let out = nonblocking_scans(&plans, len, in_place, form);
+        let out = nonblocking_scans_on(&plans, len, in_place, form, flat);
         let (blocking, _) = scans(&plans, len, in_place);
         prop_assert_eq!(out, blocking);
     }

@@ -364,7 +364,13 @@ impl Cluster {
                 let exclusive = op == Op::Exscan;
                 return Ok(Programs::build(n, |r| {
                     let view = self.view(r);
-                    let b = iscan::build(&view, hierarchical, true, len, exclusive).0;
+                    let network = scan::network_in_order(&view, &self.network);
+                    let view = if hierarchical {
+                        scan::view_for(&view, &network, len)
+                    } else {
+                        &view
+                    };
+                    let b = iscan::build(view, hierarchical, true, len, exclusive).0;
                     Program::from_builder(&b)
                 }));
             }
@@ -648,7 +654,11 @@ impl Cluster {
             let done = match op {
                 // (Exscan's rank 0 has no result.)
                 Op::Scan | Op::Exscan => scan::scan(
-                    &view,
+                    &if subtrees.is_some() && scan::flat_network(len) {
+                        scan::network_in_order(&view, &self.network)
+                    } else {
+                        view.clone()
+                    },
                     &mut tape,
                     s.spin,
                     subtrees.as_ref().map(|sub| &sub[r as usize]),

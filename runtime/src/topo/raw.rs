@@ -356,7 +356,13 @@ impl Topo {
         };
         let r = h.on_lane(|h| {
             let hierarchical = h.scan_is_hierarchical()?;
-            let (view, links, spin) = (&h.view, &mut h.links, h.settings.spin);
+            let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
+            let view = if hierarchical {
+                scan::view_for(&h.view, &h.scan_view, len)
+            } else {
+                &h.view
+            };
+            let (links, spin) = (&mut h.links, h.settings.spin);
             scan::scan(
                 view,
                 links,

@@ -280,6 +280,7 @@ impl Topo {
         let links = Links::new(&view, plan.peers.clone(), shm, net);
         let hier = HierarchicalPath {
             network_view: view.over_network(&network),
+            scan_view: crate::scan::network_in_order(&view, &network),
             view,
             settings,
             links,

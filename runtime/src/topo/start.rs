@@ -297,7 +297,12 @@ impl Topo {
             ..shape(args.name, None, i32::from(hierarchical), len, has_send)
         };
         self.start(scope, args, keep, Some(shape), |h| {
-            iscan::build(&h.view, hierarchical, has_send, len, exclusive)
+            let view = if hierarchical {
+                crate::scan::view_for(&h.view, &h.scan_view, len)
+            } else {
+                &h.view
+            };
+            iscan::build(view, hierarchical, has_send, len, exclusive)
         })
     }
 
