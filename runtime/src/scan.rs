@@ -13,8 +13,8 @@
 //!   offset is empty, so in its groups the member's total goes in an exchange that brings
 //!   back its whole offset (the leader's subtree and the members before it). Elsewhere the
 //!   total goes one way and the member waits for its offset in one message, where the
-//!   leader's combines for its members are few (groups of two, or small contributions:
-//!   `one_way`); in larger groups the member gets the part from inside the group in the
+//!   leader's combines for its members are few (groups of two at the lowest level, or
+//!   small contributions: `form`); in larger groups the member gets the part from inside the group in the
 //!   exchange, in parallel with the others' combines, and the leader's offset after.
 //!   In groups of more than four whose totals would come to more than 16 KiB, the members
 //!   run an exclusive scan of their totals among themselves by recursive doubling (as the
@@ -256,14 +256,16 @@ pub(crate) fn doubling_at(k: usize, len: usize) -> bool {
 
 /// How group `view.levels[i]` (below the top group) runs for contributions of `len`
 /// bytes: by recursive doubling where [`doubling_at`] says so; one-way where the
-/// leader's combines are few ([`ONE_WAY_COMBINES`]), and in groups of two, where the
-/// leader's one combine replaces its member's; else the exchange. Leader and members
-/// decide alike: all see the group's size.
+/// leader's combines are few ([`ONE_WAY_COMBINES`]), and in groups of two at the lowest
+/// level, where the leader's one combine replaces its member's and it keeps nothing (above
+/// it, it would keep its own subtree's total, a contribution's length per level for as
+/// long as the context lives); else the exchange. Leader and members decide alike: all
+/// see the group's size.
 fn form(view: &View, len: usize, i: usize) -> Form {
     let k = view.levels[i].members.len();
     if doubling_at(k, len) {
         Form::Doubling
-    } else if k <= 2 || (k - 1) * len <= ONE_WAY_COMBINES {
+    } else if (k <= 2 && i == 0) || (k - 1) * len <= ONE_WAY_COMBINES {
         Form::OneWay
     } else {
         Form::Exchange

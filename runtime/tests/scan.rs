@@ -156,10 +156,12 @@ fn groups_below_the_top_take_each_form() {
     // doubling among its members (more than 4, whose totals come to over 16 KiB), in the
     // blocking and the nonblocking form; the leader of a NUMA node of 4 would
     // combine 3 offsets of them after its own is known (over the 16 KiB it combines), and
-    // exchanges with each member, who gets the leader's offset in a second message; groups
-    // of 2 (the 2 NUMA nodes of a socket, the 2 nodes under a switch) take the one-way
-    // form whatever the size.
+    // exchanges with each member, who gets the leader's offset in a second message, as do
+    // groups of 2 above the lowest level (the 2 NUMA nodes of a socket, the 2 nodes under
+    // a switch), whose leader would keep its own total; at the lowest level groups of 2
+    // (nodes of 2 ranks) take the one-way form whatever the size.
     for (sockets, rpn, levels) in [
+        (1, 2, "node,switch2,world"),
         (1, 8, "socket,node,switch2,world"),
         (2, 8, "numa,socket,node,switch2,world"),
     ] {
