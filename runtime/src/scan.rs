@@ -520,21 +520,8 @@ fn up_down(
                 Some(to) => t.sendrecv(to, data, from, dst)?,
                 None => t.recv(from, dst)?,
             }
-            let incoming: &[u8] = if have {
-                op.combine(out, tmp);
-                tmp
-            } else {
-                have = true;
-                out
-            };
             // `tot` is sent no more after the last round.
-            if 2 * d < k {
-                if !added {
-                    tot.copy_from_slice(x);
-                    added = true;
-                }
-                op.combine(tot, incoming);
-            }
+            take_in(out, tmp, &mut have, 2 * d < k, tot, &mut added, x, op);
             d *= 2;
         }
     }
@@ -600,25 +587,43 @@ fn doubling_in(
             (None, None) => {}
         }
         if from.is_some() {
-            let incoming: &[u8] = if have {
-                op.combine(out, tmp);
-                tmp
-            } else {
-                have = true;
-                out
-            };
             // The running total is sent no more once no member lies that far on.
-            if me + 2 * d < k {
-                if !*added {
-                    tot.copy_from_slice(x);
-                    *added = true;
-                }
-                op.combine(tot, incoming);
-            }
+            take_in(out, tmp, &mut have, me + 2 * d < k, tot, added, x, op);
         }
         d *= 2;
     }
     Ok(())
+}
+
+/// What a round of recursive doubling does with the message it received (into `out` the
+/// first time, `have` false, into `tmp` after): adds it to the offset, and if `grow` (the
+/// running total goes out again in a later round) to the running total, `tot` if
+/// `added`, else `x` copied into `tot` first.
+#[allow(clippy::too_many_arguments)]
+fn take_in(
+    out: &mut [u8],
+    tmp: &[u8],
+    have: &mut bool,
+    grow: bool,
+    tot: &mut [u8],
+    added: &mut bool,
+    x: &[u8],
+    op: &dyn Combine,
+) {
+    let incoming: &[u8] = if *have {
+        op.combine(out, tmp);
+        tmp
+    } else {
+        *have = true;
+        out
+    };
+    if grow {
+        if !*added {
+            tot.copy_from_slice(x);
+            *added = true;
+        }
+        op.combine(tot, incoming);
+    }
 }
 
 /// Receives the message that [`send_copying`] sends from `from` into `buf`, combined
@@ -704,21 +709,8 @@ fn doubling(
                     .expect("a rank after rank 0 has an offset");
                 let dst: &mut [u8] = if have { &mut *tmp } else { &mut *out };
                 alltoall::exchange(fabric, spin, None, &sends, &mut [(from, dst)])?;
-                let incoming: &[u8] = if have {
-                    op.combine(out, tmp);
-                    tmp
-                } else {
-                    have = true;
-                    out
-                };
                 // `tot` is sent no more after the last round.
-                if 2 * d < n {
-                    if !added {
-                        tot.copy_from_slice(x);
-                        added = true;
-                    }
-                    op.combine(tot, incoming);
-                }
+                take_in(out, tmp, &mut have, 2 * d < n, tot, &mut added, x, op);
             }
         }
         d *= 2;
