@@ -11,11 +11,11 @@
 //! - **Up.** Below the top group, each member sends its group's leader the total of the
 //!   ranks under it; the leader adds them to its own, and hands the sum on up. Rank 0's
 //!   offset is empty, so in its groups the member's total goes in an exchange that brings
-//!   back its whole offset (the leader's subtree and the members before it). Elsewhere the
-//!   total goes one way and the member waits for its offset in one message, where the
-//!   leader's combines for its members are few (groups of two at the lowest level, or
-//!   small contributions: `form`); in larger groups the member gets the part from inside the group in the
-//!   exchange, in parallel with the others' combines, and the leader's offset after.
+//!   back its whole offset (the leader's subtree and the members before it). Elsewhere,
+//!   in groups of two, the total goes one way and the member waits for its offset in one
+//!   message (`form`); in larger groups the member gets the part from inside the group
+//!   in the exchange, in parallel with the others' combines, and the leader's offset
+//!   after.
 //!   In groups of more than four whose totals would come to more than 16 KiB, the members
 //!   run an exclusive scan of their totals among themselves by recursive doubling (as the
 //!   top group does), and the last sends the group's total to the leader (`Form`).
@@ -23,7 +23,7 @@
 //!   among themselves (recursive doubling, `ceil(log2 k)` rounds): each learns its
 //!   offset without a round trip through a leader.
 //! - **Down.** A leader whose offset is not empty (every rank but rank 0, which precedes
-//!   everything) sends each member its whole offset (one-way form), or its own offset to
+//!   everything) sends its member its whole offset (one-way form), or its own offset to
 //!   them all, which they add to what they got on the way up.
 //!
 //! Nobody wants the total of the last ranks (those under a member whose subtree ends at
@@ -66,23 +66,29 @@ pub fn network_in_order(view: &View, network: &[u32]) -> View {
 /// switches) would pass their totals up and their offsets down in steps of their own,
 /// while recursive doubling among all the nodes takes `ceil(log2 nodes)` steps across
 /// the network. Below it the leaf switches' leaders take their nodes' totals at once
-/// and send each its offset (the one-way form), fewer steps than the doubling. Every
+/// and send them their offsets, fewer steps than the doubling. Every
 /// rank that reaches the network decides alike (the other ranks' groups are the same in
 /// both views).
 pub fn flat_network(len: usize) -> bool {
     len >= FLAT_NETWORK_FROM
 }
 
-/// `network` where [`flat_network`] says so, else `view`.
-pub fn view_for<'a>(view: &'a View, network: &'a View, len: usize) -> &'a View {
-    if flat_network(len) { network } else { view }
+/// The view a Scan of `len` bytes runs on: `network` (the context's
+/// [`network_in_order`]) where the hierarchical form runs and [`flat_network`] says so,
+/// else `view`.
+pub fn view_for<'a>(hierarchical: bool, view: &'a View, network: &'a View, len: usize) -> &'a View {
+    if hierarchical && flat_network(len) {
+        network
+    } else {
+        view
+    }
 }
 
 /// See [`flat_network`]: `topo-run simulate`, block placement under leaf switches of 32
 /// nodes, the Scan's time over the flat recursive doubling's with the switches' levels
-/// and with one group of all nodes: 128 nodes x 2 ranks, 256 B 0.96 and 1.02, 512 B
-/// 1.23 and 1.01, 4 KiB 1.48 and 0.99; 128 x 32 at 512 B 1.19 and 1.01, 4 KiB 0.64 and
-/// 0.48; 1,024 x 2 at 4 KiB 1.58 and 0.99.
+/// and with one group of all nodes: 128 nodes x 2 ranks, 256 B 0.85 and 1.02, 512 B
+/// 1.02 and 1.01, 1 KiB 1.36 and 1.00, 4 KiB 1.46 and 0.98; 1,024 x 2 at 512 B 0.91 and
+/// 1.01, 1 KiB 1.23 and 1.00; 1,024 x 32 at 1 KiB 1.01 and 0.84.
 pub const FLAT_NETWORK_FROM: usize = 512;
 
 /// Whether the ranks under every member of every group are consecutive, with the
@@ -203,25 +209,23 @@ enum Last<'a> {
     Copy(&'a mut [u8]),
 }
 
-/// The most bytes a leader combines into its members' offsets once its own is known, in
-/// the one-way form ([`Form::OneWay`]): that work is on every member's critical path, where in
-/// the exchange each member combines its own in parallel (`topo-run simulate`, 128 nodes
-/// x 32 ranks, 4 KiB: 31 combines of 4 KiB by each leaf switch's leader made the Scan
-/// 1.14 x the flat recursive doubling, against 0.83 with the exchange).
+/// The largest contribution for which a group of two above the lowest level takes the
+/// one-way form ([`Form::OneWay`]), whose leader keeps its own subtree's total for the
+/// context's life; and the most bytes of members' totals a group's leader takes one after
+/// another before its members run recursive doubling instead ([`doubling_at`]).
 const ONE_WAY_COMBINES: usize = 16 << 10;
 
-/// The bytes the leader of `view.levels[i]` keeps in the one-way form: the total of its
-/// own subtree below the level (above level 0, where it is more than the contribution),
-/// and the totals of the members but the last (each later member's offset adds them).
-fn held_at(view: &View, len: usize, i: usize) -> usize {
-    let k = view.levels[i].members.len();
-    (k.saturating_sub(2) + usize::from(i > 0)) * len
+/// The bytes the leader of `view.levels[i]` keeps in the one-way form (groups of two):
+/// the total of its own subtree below the level, until its offset is known (above level
+/// 0; at level 0 that total is the contribution itself).
+fn held_at(len: usize, i: usize) -> usize {
+    usize::from(i > 0) * len
 }
 
 /// How the members of a group below the top group learn the part of their offsets from
 /// inside the group, and the leader the group's total.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Form {
+pub(crate) enum Form {
     /// Each member sends its total up and gets its whole offset in one message, once the
     /// leader knows its own (at once in rank 0's groups, whose leader's offset is empty,
     /// where the member's total goes in an exchange).
@@ -250,22 +254,28 @@ const LEADER_TAKES: usize = 4;
 /// (`topo-run simulate`, 128 nodes x 2 ranks under leaf switches of 32 nodes, each leaf
 /// switch's leader taking its 31 node leaders' totals: 4 KiB 2.1 x the flat recursive
 /// doubling, 1.5 with recursive doubling among them; 8 B 0.68, 1.29).
-pub(crate) fn doubling_at(k: usize, len: usize) -> bool {
+fn doubling_at(k: usize, len: usize) -> bool {
     k > LEADER_TAKES && (k - 1).saturating_mul(len) > ONE_WAY_COMBINES
 }
 
 /// How group `view.levels[i]` (below the top group) runs for contributions of `len`
-/// bytes: by recursive doubling where [`doubling_at`] says so; one-way where the
-/// leader's combines are few ([`ONE_WAY_COMBINES`]), and in groups of two at the lowest
-/// level, where the leader's one combine replaces its member's and it keeps nothing (above
-/// it, it would keep its own subtree's total, a contribution's length per level for as
-/// long as the context lives); else the exchange. Leader and members decide alike: all
-/// see the group's size.
-fn form(view: &View, len: usize, i: usize) -> Form {
+/// bytes: by recursive doubling where [`doubling_at`] says so; one-way in groups of two,
+/// where the leader's one combine replaces its member's and one message of the three
+/// goes (at the lowest level whatever the size; above it up to [`ONE_WAY_COMBINES`],
+/// where the leader keeps its own subtree's total, a contribution's length per level for
+/// as long as the context lives); else the exchange. In larger groups the leader would
+/// combine every member's offset one after another once its own is known, where in the
+/// exchange each member combines its own in parallel: `topo-run simulate`, block
+/// placement, the Scan's time over the flat recursive doubling's with the one-way form
+/// in groups of up to 16 KiB of totals and with the exchange there: 2 nodes x 4 ranks at
+/// 4 KiB 1.20 and 0.92, 2 x 8 at 4 KiB 1.16 and 1.00, 16 x 8 at 1 KiB 1.08 and 1.03,
+/// 128 x 32 at 256 B 0.97 and 0.86. Leader and members decide alike: all see the
+/// group's size.
+pub(crate) fn form(view: &View, len: usize, i: usize) -> Form {
     let k = view.levels[i].members.len();
     if doubling_at(k, len) {
         Form::Doubling
-    } else if (k <= 2 && i == 0) || (k - 1) * len <= ONE_WAY_COMBINES {
+    } else if k == 2 && (i == 0 || len <= ONE_WAY_COMBINES) {
         Form::OneWay
     } else {
         Form::Exchange
@@ -276,21 +286,21 @@ fn form(view: &View, len: usize, i: usize) -> Form {
 /// below it that take the one-way form come first.
 fn held_range(view: &View, len: usize, i: usize) -> std::ops::Range<usize> {
     let start = held_below(view, len, i);
-    start..start + held_at(view, len, i)
+    start..start + held_at(len, i)
 }
 
 /// What the leader of the groups `view.levels[..i]` keeps of them (see [`held_at`]).
 fn held_below(view: &View, len: usize, i: usize) -> usize {
     (0..i)
         .filter(|&j| form(view, len, j) == Form::OneWay)
-        .map(|j| held_at(view, len, j))
+        .map(|j| held_at(len, j))
         .sum()
 }
 
 /// Whether the total of the ranks in `ranks` (consecutive and sorted) is wanted by
 /// anyone: only where some rank comes after them (the last ranks' total enters nobody's
 /// offset, so the member over them sends nothing up).
-fn wanted(ranks: Option<&[u32]>, size: u32) -> bool {
+pub(crate) fn wanted(ranks: Option<&[u32]>, size: u32) -> bool {
     ranks.and_then(<[u32]>::last) != Some(&(size - 1))
 }
 /// The hierarchical form (see the module's doc): leaves this rank's offset in `off`
@@ -402,27 +412,18 @@ fn up_down(
             continue;
         }
         if view.rank != 0 && form == Form::OneWay {
-            // Members' totals come one way; those that later members' offsets add are
-            // kept (with this rank's own total so far) until this rank's offset is known.
-            let keep = &mut held[held_range(view, len, i)];
-            let (own, kept) = keep.split_at_mut(if i > 0 { len } else { 0 });
+            // The one member's total comes one way; this rank's own total so far is
+            // kept until its offset is known (above level 0: at level 0 it is `x`).
             if i > 0 {
-                own.copy_from_slice(if added { &*tot } else { x });
+                held[held_range(view, len, i)].copy_from_slice(if added { &*tot } else { x });
             }
-            for (j, &m) in l.members.iter().enumerate().skip(1) {
-                let into: &mut [u8] = if j + 1 < k {
-                    &mut kept[(j - 1) * len..j * len]
-                } else if wants_last {
-                    &mut *tmp
-                } else {
-                    break;
-                };
-                t.recv(m, into)?;
+            if wants_last {
+                t.recv(l.members[1], tmp)?;
                 if !added {
                     tot.copy_from_slice(x);
                     added = true;
                 }
-                op.combine(tot, into);
+                op.combine(tot, tmp);
             }
             continue;
         }
@@ -536,18 +537,18 @@ fn up_down(
                 t.send(&l.members[1..], out)?;
                 continue;
             }
-            // Each member's whole offset: this rank's, its own subtree's below the
-            // level, and the members' before it.
-            let keep = &held[held_range(view, len, i)];
-            let (own, kept) = keep.split_at(if i > 0 { len } else { 0 });
+            // The member's whole offset: this rank's and its own subtree's below the
+            // level.
             tmp.copy_from_slice(out);
-            op.combine(tmp, if i > 0 { own } else { x });
-            for (j, &m) in l.members.iter().enumerate().skip(1) {
-                t.send(&[m], tmp)?;
-                if j + 1 < l.members.len() {
-                    op.combine(tmp, &kept[(j - 1) * len..j * len]);
-                }
-            }
+            op.combine(
+                tmp,
+                if i > 0 {
+                    &held[held_range(view, len, i)]
+                } else {
+                    x
+                },
+            );
+            t.send(&l.members[1..], tmp)?;
         }
     }
     Ok(done)

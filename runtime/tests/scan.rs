@@ -152,28 +152,31 @@ fn block_placement_takes_the_hierarchical_form_and_cyclic_recursive_doubling() {
 
 #[test]
 fn groups_below_the_top_take_each_form() {
-    // 4,000 numbers (32,000 bytes). A socket of 8 ranks in one group runs recursive
+    // 4,000 numbers (32,000 bytes): a socket of 8 ranks in one group runs recursive
     // doubling among its members (more than 4, whose totals come to over 16 KiB), in the
-    // blocking and the nonblocking form; the leader of a NUMA node of 4 would
-    // combine 3 offsets of them after its own is known (over the 16 KiB it combines), and
-    // exchanges with each member, who gets the leader's offset in a second message, as do
-    // groups of 2 above the lowest level (the 2 NUMA nodes of a socket, the 2 nodes under
-    // a switch), whose leader would keep its own total; at the lowest level groups of 2
-    // (nodes of 2 ranks) take the one-way form whatever the size.
-    for (sockets, rpn, levels) in [
-        (1, 2, "node,switch2,world"),
-        (1, 8, "socket,node,switch2,world"),
-        (2, 8, "numa,socket,node,switch2,world"),
-    ] {
-        for in_place in [false, true] {
-            let plans = plans(3, rpn, sockets, levels, false);
-            assert!(check(&plans, 4_000, in_place).unwrap(), "{levels}");
-            let (blocking, _) = scans(&plans, 4_000, in_place);
-            let nonblocking = nonblocking_scans(&plans, 4_000, in_place, None);
-            assert!(
-                nonblocking == blocking,
-                "{levels}: the nonblocking form differs"
-            );
+    // blocking and the nonblocking form; a NUMA node of 4 exchanges with each member, who
+    // gets the leader's offset in a second message, as do groups of 2 above the lowest
+    // level (the 2 NUMA nodes of a socket, the 2 nodes under a switch), whose leader
+    // would keep its own total; at the lowest level groups of 2 (nodes of 2 ranks) take
+    // the one-way form whatever the size. 1,000 numbers (8,000 bytes): the socket of 8
+    // and the NUMA nodes of 4 exchange, and every group of 2 takes the one-way form, its
+    // leader keeping its own total above the lowest level.
+    for len in [4_000, 1_000] {
+        for (sockets, rpn, levels) in [
+            (1, 2, "node,switch2,world"),
+            (1, 8, "socket,node,switch2,world"),
+            (2, 8, "numa,socket,node,switch2,world"),
+        ] {
+            for in_place in [false, true] {
+                let plans = plans(3, rpn, sockets, levels, false);
+                assert!(check(&plans, len, in_place).unwrap(), "{levels}");
+                let (blocking, _) = scans(&plans, len, in_place);
+                let nonblocking = nonblocking_scans(&plans, len, in_place, None);
+                assert!(
+                    nonblocking == blocking,
+                    "{levels}, {len} numbers: the nonblocking form differs"
+                );
+            }
         }
     }
 }
@@ -202,8 +205,8 @@ fn nonblocking_scans_on(
     let network = network_of(plans);
     let (out, _) = run(plans, |view, fabric| {
         let net_view = scan::network_in_order(view, &network);
+        let sub = Subtrees::learn(view, fabric).unwrap();
         let form = hierarchical.unwrap_or_else(|| {
-            let sub = Subtrees::learn(view, fabric).unwrap();
             scan::in_order(view, fabric, &sub, &s, &mut Scratch::default()).unwrap()
         });
         let mine = bytes(&data(view.rank, len));
@@ -216,7 +219,8 @@ fn nonblocking_scans_on(
         let [a, b] = &mut recvs;
         for (recv, exclusive) in [(a, false), (b, true)] {
             let on = if flat && form { &net_view } else { view };
-            let (steps, acc, tmp) = iscan::build(on, form, !in_place, 8 * len, exclusive);
+            let sub = form.then_some(&sub);
+            let (steps, acc, tmp) = iscan::build(on, sub, !in_place, 8 * len, exclusive);
             let name = if exclusive {
                 "MPI_Iexscan"
             } else {

@@ -360,18 +360,18 @@ impl Cluster {
                 }));
             }
             Op::Scan | Op::Exscan => {
-                let hierarchical = self.scan_in_order();
+                // The hierarchical form where the blocking Scan takes it (below).
+                let (views, subs) = self.views_and_subtrees();
+                let hierarchical = subs.iter().all(Subtrees::consecutive);
                 let exclusive = op == Op::Exscan;
                 return Ok(Programs::build(n, |r| {
-                    let view = self.view(r);
-                    let network = scan::network_in_order(&view, &self.network);
-                    let view = if hierarchical {
-                        scan::view_for(&view, &network, len)
-                    } else {
-                        &view
-                    };
-                    let b = iscan::build(view, hierarchical, true, len, exclusive).0;
-                    Program::from_builder(&b)
+                    let (view, sub) = (&views[r as usize], &subs[r as usize]);
+                    // The network's view is built only where the Scan runs on it.
+                    let network = (hierarchical && scan::flat_network(len))
+                        .then(|| scan::network_in_order(view, &self.network));
+                    let view = network.as_ref().unwrap_or(view);
+                    let sub = hierarchical.then_some(sub);
+                    Program::from_builder(&iscan::build(view, sub, true, len, exclusive).0)
                 }));
             }
             Op::Allgatherv => return self.allgatherv_schedule(&at),
@@ -547,13 +547,6 @@ impl Cluster {
         (views, sub)
     }
 
-    /// Whether the Scan's hierarchical form serves this job, as a context agrees at its
-    /// first Scan: the ranks under every member of every group are consecutive.
-    fn scan_in_order(&self) -> bool {
-        let (_, sub) = self.views_and_subtrees();
-        sub.iter().all(Subtrees::consecutive)
-    }
-
     /// topo-run's blocking form of `op` of `bytes` on every rank, chosen as the runtime's
     /// blocking entry points choose it (`Topo::raw_*`), or why it is not simulated (the
     /// hierarchical Allgather, whose messages tell their receivers which ranks' blocks they
@@ -639,7 +632,8 @@ impl Cluster {
         let (send, mut recv) = (vec![0u8; len], vec![0u8; len]);
         let mut scratch = Scratch::default();
         let elem = elem_of(len);
-        // The Scan's hierarchical form where it serves the job (`scan_in_order`).
+        // The Scan's hierarchical form where it serves the job, as a context agrees at
+        // its first Scan: the ranks under every member of every group are consecutive.
         let subtrees = if matches!(op, Op::Scan | Op::Exscan) {
             let (_, sub) = self.views_and_subtrees();
             sub.iter().all(Subtrees::consecutive).then_some(sub)
@@ -653,21 +647,21 @@ impl Cluster {
             let combine = tape.combine(elem);
             let done = match op {
                 // (Exscan's rank 0 has no result.)
-                Op::Scan | Op::Exscan => scan::scan(
-                    &if subtrees.is_some() && scan::flat_network(len) {
-                        scan::network_in_order(&view, &self.network)
-                    } else {
-                        view.clone()
-                    },
-                    &mut tape,
-                    s.spin,
-                    subtrees.as_ref().map(|sub| &sub[r as usize]),
-                    Some(&send),
-                    (op == Op::Scan || r > 0).then_some(&mut recv[..]),
-                    op == Op::Exscan,
-                    &combine,
-                    &mut scratch,
-                ),
+                Op::Scan | Op::Exscan => {
+                    let network = (subtrees.is_some() && scan::flat_network(len))
+                        .then(|| scan::network_in_order(&view, &self.network));
+                    scan::scan(
+                        network.as_ref().unwrap_or(&view),
+                        &mut tape,
+                        s.spin,
+                        subtrees.as_ref().map(|sub| &sub[r as usize]),
+                        Some(&send),
+                        (op == Op::Scan || r > 0).then_some(&mut recv[..]),
+                        op == Op::Exscan,
+                        &combine,
+                        &mut scratch,
+                    )
+                }
                 Op::Bcast => bcast::bcast(&view, &mut tape, s, 0, &mut recv),
                 Op::Reduce => reduce::reduce(
                     &view,

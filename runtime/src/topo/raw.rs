@@ -357,11 +357,7 @@ impl Topo {
         let r = h.on_lane(|h| {
             let hierarchical = h.scan_is_hierarchical()?;
             let len = send.map_or_else(|| recv.as_ref().map_or(0, |r| r.len()), <[u8]>::len);
-            let view = if hierarchical {
-                scan::view_for(&h.view, &h.scan_view, len)
-            } else {
-                &h.view
-            };
+            let view = scan::view_for(hierarchical, &h.view, &h.scan_view, len);
             let (links, spin) = (&mut h.links, h.settings.spin);
             scan::scan(
                 view,

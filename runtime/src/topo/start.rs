@@ -297,12 +297,9 @@ impl Topo {
             ..shape(args.name, None, i32::from(hierarchical), len, has_send)
         };
         self.start(scope, args, keep, Some(shape), |h| {
-            let view = if hierarchical {
-                crate::scan::view_for(&h.view, &h.scan_view, len)
-            } else {
-                &h.view
-            };
-            iscan::build(view, hierarchical, has_send, len, exclusive)
+            let view = crate::scan::view_for(hierarchical, &h.view, &h.scan_view, len);
+            let sub = h.subtrees.as_ref().filter(|_| hierarchical);
+            iscan::build(view, sub, has_send, len, exclusive)
         })
     }
 
