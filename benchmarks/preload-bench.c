@@ -2,7 +2,8 @@
  * times MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Reduce_scatter (every rank's block the
  * size given, so the contribution is ranks times it) and MPI_Barrier (ten back to back),
  * and MPI_Ibcast (of MPI_BYTE),
- * MPI_Iallreduce, MPI_Ibarrier and MPI_Ireduce_scatter_block (blocks of the size given)
+ * MPI_Iallreduce, MPI_Ibarrier, MPI_Ireduce_scatter_block (blocks of the size given) and
+ * MPI_Iscan (after one MPI_Scan, at which topo-run's context agrees on the Scan's form)
  * each followed at once by MPI_Wait (the pure nonblocking
  * time, nothing to overlap), as the program calls them (through
  * libtopo_preload.so when topo-run preloads it) and the same calls made to MPI's own
@@ -84,6 +85,12 @@ static double timed(int op, int native, double *s, double *r, int count) {
         else MPI_Ireduce_scatter_block(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
         break;
     }
+    case 9: {
+        MPI_Request q;
+        if (native) PMPI_Iscan(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
+        else MPI_Iscan(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
+    }
     default:
         /* Ten back to back: one barrier is too short to time alone. */
         for (int k = 0; k < 10; k++) {
@@ -108,9 +115,9 @@ int main(int argc, char **argv) {
      * own MPI_Comm_dup (with TOPO_RUN_MAX_COMMS=1 its context is on the node's lanes). */
     on = MPI_COMM_WORLD;
     if (argc > 2 && !strcmp(argv[2], "dup")) MPI_Comm_dup(MPI_COMM_WORLD, &on);
-    const char *names[9] = {"bcast",    "reduce",         "allreduce",   "ibcast",
-                            "iallreduce", "ibarrier",     "reduce_scatter", "barrier x10",
-                            "ireduce_scatter_block"};
+    const char *names[10] = {"bcast",    "reduce",         "allreduce",   "ibcast",
+                             "iallreduce", "ibarrier",     "reduce_scatter", "barrier x10",
+                             "ireduce_scatter_block", "iscan"};
     const char *only = argc > 3 ? argv[3] : NULL;
     counts = malloc(size * sizeof(int));
     const int max = 1 << 21; /* doubles: 16 MiB */
@@ -118,8 +125,10 @@ int main(int argc, char **argv) {
     double *a = malloc(iters * sizeof(double)), *b = malloc(iters * sizeof(double));
     for (int i = 0; i < max; i++) s[i] = rank + i % 7, r[i] = 0;
     if (rank == 0) printf("op,bytes,ranks,topo_us,native_us,ratio\n");
-    for (int op = 0; op < 9; op++) {
+    for (int op = 0; op < 10; op++) {
         if (only && strcmp(names[op], only)) continue;
+        /* The Scan's hierarchical form is agreed at a blocking Scan (a start does not wait). */
+        if (op == 9) MPI_Scan(s, r, 1, MPI_DOUBLE, MPI_SUM, on);
         /* A barrier has no size: one row; a Reduce_scatter's contribution is ranks blocks. */
         long most = op == 5 || op == 7 ? 8 : op == 6 || op == 8 ? 8L * max / size : 8L * max;
         for (long bytes = 8; bytes <= most; bytes *= 8) {

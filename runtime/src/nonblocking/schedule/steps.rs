@@ -205,6 +205,21 @@ impl Builder {
         self.round([(link, action)]);
     }
 
+    /// Adds `action` to the last round (a round of its own where there is none), to run
+    /// beside that round's steps: the caller keeps the rounds' rules (no step of the
+    /// round writes what `action` reads or writes, nor the other way round).
+    pub fn beside_last(&mut self, link: Link, action: Action) {
+        match self.rounds.last_mut() {
+            Some(last) => last.push(Step {
+                link,
+                action,
+                transfer: Transfer::default(),
+                done: false,
+            }),
+            None => self.step(link, action),
+        }
+    }
+
     /// Appends the rounds of `other`, after this one's.
     pub fn append(&mut self, other: Builder) {
         self.rounds.extend(other.rounds);
