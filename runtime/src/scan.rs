@@ -155,7 +155,9 @@ pub fn scan(
     let (tot, tmp, spare, held) = scratch.quad(len, held);
     // Whether `run` left the result complete (`Last`).
     let mut run = |fabric: &mut dyn Fabric, x: &[u8], off: Option<&mut [u8]>, last: Last<'_>| {
-        if let Some(sub) = hierarchical {
+        if chain_at(view.size, spin) {
+            chain(view, fabric, x, off, last, tmp, op)
+        } else if let Some(sub) = hierarchical {
             up_down(view, fabric, spin, sub, x, off, last, tot, tmp, held, op)
         } else {
             doubling(view, fabric, spin, x, off, tot, tmp, op).map(|()| false)
@@ -193,6 +195,71 @@ pub fn scan(
         (_, None) => unreachable!("every rank but Exscan's rank 0 passes a receive buffer"),
     }
     Ok(())
+}
+
+/// The most ranks on which the Scan passes the prefix along the chain of ranks (`chain`)
+/// where ranks outnumber cores ([`chain_at`]).
+pub const CHAIN_UP_TO: u32 = 4;
+
+/// Whether a Scan over `size` ranks with the settings' `spin` runs `chain`, whatever the
+/// placement: on at most [`CHAIN_UP_TO`] ranks that outnumber their cores (`spin` 0, as
+/// `topo-run` sets it then), where every wait is a yield to a rank that shares the core.
+/// The chain takes `size - 1` messages one after another, no more steps than the
+/// hierarchy's way up and down on 2 nodes x 2 (three), and makes each rank wait once at
+/// most, where recursive doubling makes each wait twice and the hierarchy makes the node
+/// leaders wait for their members first; a rank that only sends returns at once, so calls
+/// back to back overlap along the chain. The dev cluster's 2 emulated nodes x 2 (block,
+/// `--spin 0`), `coll-bench --ops scan,exscan --chain` at 4-256 B: the hierarchical form
+/// 11.7-13.6 us a call, recursive doubling 23.4-24.2 us, the chain 6.6-7.8 us (Open MPI's
+/// linear Scan 10.2-12.5 us). Where each rank has a core of its own, recursive doubling's
+/// concurrent rounds are the shorter (`topo-run simulate`, 4 nodes x 1 at 8 B: the chain
+/// 1.47 x recursive doubling), so the chain is left to that case. Every rank sees the same
+/// size and settings.
+pub fn chain_at(size: u32, spin: u32) -> bool {
+    size <= CHAIN_UP_TO && spin == 0
+}
+
+/// The prefix along the chain of ranks (Open MPI's linear Scan): each rank but the first
+/// receives its offset from the rank before it, and each but the last sends the rank after
+/// it its offset and its contribution, each message over the transport that reaches its
+/// peer. With `last` [`Last::Fold`] the offset is received onto the contribution (the
+/// result is then complete: returns true), which goes on from there.
+fn chain(
+    view: &View,
+    fabric: &mut dyn Fabric,
+    x: &[u8],
+    off: Option<&mut [u8]>,
+    last: Last<'_>,
+    tmp: &mut [u8],
+    op: &dyn Combine,
+) -> Result<bool> {
+    let (me, n) = (view.rank, view.size);
+    let next = (me + 1 < n).then_some(me + 1);
+    let Some(out) = off else {
+        // Rank 0: its contribution is the next rank's offset.
+        if let Some(to) = next {
+            fabric.peer(to).send(&[to], x)?;
+        }
+        return Ok(false);
+    };
+    let from = me - 1;
+    let fold = matches!(last, Last::Fold);
+    if fold {
+        fabric.peer(from).recv_reduce_onto(from, out, x, tmp, op)?;
+    } else {
+        fabric.peer(from).recv(from, out)?;
+    }
+    if let Some(to) = next {
+        let data: &[u8] = if fold {
+            out
+        } else {
+            tmp.copy_from_slice(out);
+            op.combine(tmp, x);
+            tmp
+        };
+        fabric.peer(to).send(&[to], data)?;
+    }
+    Ok(fold)
 }
 
 /// What [`up_down`] does beside leaving a rank's offset, where the rank hands its offset

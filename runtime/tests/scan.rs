@@ -28,17 +28,22 @@ fn prefix(end: u32, len: usize) -> Vec<i64> {
 /// Each rank's Scan and Exscan of `len` numbers (Exscan's rank 0: what its receive
 /// buffer held before, untouched), and whether the context took the hierarchical form.
 fn scans(plans: &[RankPlan], len: usize, in_place: bool) -> (Vec<Vec<i64>>, Vec<bool>) {
-    scans_on(plans, len, in_place, false)
+    scans_on(plans, len, in_place, false, NO_CHAIN)
 }
+
+/// A `spin` setting with which no Scan takes the chain of ranks (`scan::chain_at`); with
+/// 0, those of at most 4 ranks do.
+const NO_CHAIN: u32 = 1;
 
 /// [`scans`], the hierarchical form on the view whose network part is one group of the
 /// ranks that reach it, in rank order, if `flat` (`scan::network_in_order`: what larger
-/// Scans run on).
+/// Scans run on), with the settings' `spin`.
 fn scans_on(
     plans: &[RankPlan],
     len: usize,
     in_place: bool,
     flat: bool,
+    spin: u32,
 ) -> (Vec<Vec<i64>>, Vec<bool>) {
     let s = Settings::default();
     let network = network_of(plans);
@@ -60,7 +65,7 @@ fn scans_on(
             scan::scan(
                 if flat && ordered { &net_view } else { view },
                 fabric,
-                0,
+                spin,
                 ordered.then_some(&sub),
                 send,
                 Some(&mut recv),
@@ -78,17 +83,18 @@ fn scans_on(
 }
 
 fn check(plans: &[RankPlan], len: usize, in_place: bool) -> Result<bool, TestCaseError> {
-    check_on(plans, len, in_place, false)
+    check_on(plans, len, in_place, false, NO_CHAIN)
 }
 
-/// [`check`] with [`scans_on`]'s `flat`.
+/// [`check`] with [`scans_on`]'s `flat` and `spin`.
 fn check_on(
     plans: &[RankPlan],
     len: usize,
     in_place: bool,
     flat: bool,
+    spin: u32,
 ) -> Result<bool, TestCaseError> {
-    let (out, ordered) = scans_on(plans, len, in_place, flat);
+    let (out, ordered) = scans_on(plans, len, in_place, flat, spin);
     for (r, got) in out.iter().enumerate() {
         let r = r as u32;
         let mut expect = prefix(r + 1, len);
@@ -118,11 +124,11 @@ proptest! {
     fn scan_and_exscan_match_the_reference(
         nodes in 1u32..5, rpn in 1u32..17, sockets in 1u32..3, levels in 0usize..5,
         cyclic: bool, len in prop::sample::select(vec![0usize, 1, 3, 257, 1700]),
-        in_place: bool, flat: bool,
+        in_place: bool, flat: bool, chain: bool,
     ) {
         let rpn = rpn.min(sockets * 8);
         let plans = plans(nodes, rpn, sockets, LEVELS[levels], cyclic);
-        check_on(&plans, len, in_place, flat)?;
+        check_on(&plans, len, in_place, flat, if chain { 0 } else { NO_CHAIN })?;
     }
 
     #[test]
@@ -148,6 +154,38 @@ fn block_placement_takes_the_hierarchical_form_and_cyclic_recursive_doubling() {
     }
     // One node: a single group, consecutive whatever the distribution.
     assert!(check(&plans_without_map(1, 5, "cyclic"), 2, true).unwrap());
+}
+
+#[test]
+fn jobs_of_up_to_four_ranks_pass_the_prefix_along_the_chain() {
+    // `scan::CHAIN_UP_TO`: any placement, in place and not, blocking against the
+    // reference and the nonblocking schedule against the blocking results, 1 number and
+    // 3,000 (24,000 bytes).
+    for (nodes, rpn, dist) in [
+        (1, 2, "block"),
+        (1, 3, "block"),
+        (1, 4, "cyclic"),
+        (2, 2, "block"),
+        (2, 2, "cyclic"),
+        (3, 1, "block"),
+        (4, 1, "block"),
+    ] {
+        let plans = plans_without_map(nodes, rpn, dist);
+        assert!(scan::chain_at(plans.len() as u32, 0));
+        for len in [1, 3_000] {
+            for in_place in [false, true] {
+                check_on(&plans, len, in_place, false, 0).unwrap();
+                let (blocking, _) = scans_on(&plans, len, in_place, false, 0);
+                let nonblocking = nonblocking_scans_on(&plans, len, in_place, None, false, 0);
+                assert!(
+                    nonblocking == blocking,
+                    "{nodes} x {rpn} {dist}, {len} numbers: the nonblocking form differs"
+                );
+            }
+        }
+    }
+    assert!(!scan::chain_at(5, 0));
+    assert!(!scan::chain_at(4, 1024));
 }
 
 #[test]
@@ -190,16 +228,18 @@ fn nonblocking_scans(
     in_place: bool,
     hierarchical: Option<bool>,
 ) -> Vec<Vec<i64>> {
-    nonblocking_scans_on(plans, len, in_place, hierarchical, false)
+    nonblocking_scans_on(plans, len, in_place, hierarchical, false, NO_CHAIN)
 }
 
-/// [`nonblocking_scans`], the hierarchical form on [`scans_on`]'s view if `flat`.
+/// [`nonblocking_scans`], the hierarchical form on [`scans_on`]'s view if `flat`, with
+/// the settings' `spin`.
 fn nonblocking_scans_on(
     plans: &[RankPlan],
     len: usize,
     in_place: bool,
     hierarchical: Option<bool>,
     flat: bool,
+    spin: u32,
 ) -> Vec<Vec<i64>> {
     let s = Settings::default();
     let network = network_of(plans);
@@ -220,7 +260,7 @@ fn nonblocking_scans_on(
         for (recv, exclusive) in [(a, false), (b, true)] {
             let on = if flat && form { &net_view } else { view };
             let sub = form.then_some(&sub);
-            let (steps, acc, tmp) = iscan::build(on, sub, !in_place, 8 * len, exclusive);
+            let (steps, acc, tmp) = iscan::build(on, spin, sub, !in_place, 8 * len, exclusive);
             let name = if exclusive {
                 "MPI_Iexscan"
             } else {
@@ -242,11 +282,12 @@ proptest! {
     fn nonblocking_scans_match_the_reference(
         nodes in 1u32..5, rpn in 1u32..9, levels in 0usize..5, cyclic: bool,
         len in prop::sample::select(vec![0usize, 1, 3, 257]), in_place: bool,
-        form in prop::sample::select(vec![None, Some(false)]), flat: bool,
+        form in prop::sample::select(vec![None, Some(false)]), flat: bool, chain: bool,
     ) {
         let plans = plans(nodes, rpn, 2, LEVELS[levels], cyclic);
-        let out = nonblocking_scans_on(&plans, len, in_place, form, flat);
-        let (blocking, _) = scans(&plans, len, in_place);
+        let spin = if chain { 0 } else { NO_CHAIN };
+        let out = nonblocking_scans_on(&plans, len, in_place, form, flat, spin);
+        let (blocking, _) = scans_on(&plans, len, in_place, false, spin);
         prop_assert_eq!(out, blocking);
     }
 }

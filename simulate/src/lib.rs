@@ -371,7 +371,8 @@ impl Cluster {
                         .then(|| scan::network_in_order(view, &self.network));
                     let view = network.as_ref().unwrap_or(view);
                     let sub = hierarchical.then_some(sub);
-                    Program::from_builder(&iscan::build(view, sub, true, len, exclusive).0)
+                    let b = iscan::build(view, s.spin, sub, true, len, exclusive).0;
+                    Program::from_builder(&b)
                 }));
             }
             Op::Allgatherv => return self.allgatherv_schedule(&at),

@@ -10,17 +10,19 @@
 //! total until its offset is known.
 
 use super::{Action, Buf, Builder, Link, Region};
-use crate::scan::{Form, form, wanted};
+use crate::scan::{Form, chain_at, form, wanted};
 use crate::subtrees::{Subtrees, below_top};
 use crate::view::View;
 
 /// The steps of this rank's part in a Scan (`exclusive` false) or Exscan of `len` bytes:
+/// along the chain of ranks where [`chain_at`] says so for the settings' `spin`,
 /// hierarchical where `hierarchical` gives the context's [`Subtrees`] (where
 /// [`crate::scan::in_order`] answered yes), else by recursive doubling. `send`: the
 /// contribution is in [`Buf::Send`] (else in place, in [`Buf::Recv`]). Returns the
 /// builder and how many bytes of [`Buf::Acc`] and [`Buf::Tmp`] it uses.
 pub fn build(
     view: &View,
+    spin: u32,
     hierarchical: Option<&Subtrees>,
     send: bool,
     len: usize,
@@ -53,6 +55,7 @@ pub fn build(
     // arrives (`fold`).
     let fold = !exclusive && view.rank != 0;
     let folded = match hierarchical {
+        _ if chain_at(view.size, spin) => chain(&mut b, view, &mut total, fold),
         Some(sub) => {
             let (end, folded) = up_down(&mut b, view, sub, &mut total, fold, tmp_bytes);
             tmp_bytes = end;
@@ -76,6 +79,59 @@ pub fn build(
         (false, false) => b.step(Link::Local, Action::Combine { acc: out, src: x }),
     }
     (b, total.acc_bytes(), tmp_bytes)
+}
+
+/// [`crate::scan`]'s chain of ranks: the offset from the rank before (onto the
+/// contribution if `fold`: then returns true, the result is complete), the offset and the
+/// contribution to the rank after.
+fn chain(b: &mut Builder, view: &View, total: &mut Total, fold: bool) -> bool {
+    let (me, n) = (view.rank, view.size);
+    let x = total.x;
+    let out = Region::whole(Buf::Recv, x.len);
+    let next = (me + 1 < n).then_some(me + 1);
+    if me == 0 {
+        if let Some(to) = next {
+            b.step(
+                Link::Peer(to),
+                Action::Send {
+                    to: vec![to],
+                    src: x,
+                },
+            );
+        }
+        return false;
+    }
+    let from = me - 1;
+    let onward = if fold {
+        b.step(Link::Local, Action::Copy { src: x, dst: out });
+        b.step(Link::Peer(from), Action::RecvReduce { from, acc: out });
+        out
+    } else {
+        let recv = (Link::Peer(from), Action::Recv { from, dst: out });
+        if next.is_none() {
+            b.round([recv]);
+            return false;
+        }
+        b.round([recv].into_iter().chain(total.grow()));
+        b.step(
+            Link::Local,
+            Action::Combine {
+                acc: total.acc,
+                src: out,
+            },
+        );
+        total.acc
+    };
+    if let Some(to) = next {
+        b.step(
+            Link::Peer(to),
+            Action::Send {
+                to: vec![to],
+                src: onward,
+            },
+        );
+    }
+    fold
 }
 
 /// [`Buf::Tmp`]'s first `len` bytes, where messages land that are added to something.

@@ -299,7 +299,7 @@ impl Topo {
         self.start(scope, args, keep, Some(shape), |h| {
             let view = crate::scan::view_for(hierarchical, &h.view, &h.scan_view, len);
             let sub = h.subtrees.as_ref().filter(|_| hierarchical);
-            iscan::build(view, sub, has_send, len, exclusive)
+            iscan::build(view, h.settings.spin, sub, has_send, len, exclusive)
         })
     }
 
