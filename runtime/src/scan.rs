@@ -202,8 +202,9 @@ pub fn scan(
 pub const CHAIN_UP_TO: u32 = 4;
 
 /// Whether a Scan over `size` ranks with the settings' `spin` runs `chain`, whatever the
-/// placement: on at most [`CHAIN_UP_TO`] ranks that outnumber their cores (`spin` 0, as
-/// `topo-run` sets it then), where every wait is a yield to a rank that shares the core.
+/// placement: on at most [`CHAIN_UP_TO`] ranks that outnumber their cores (`spin` 0,
+/// `topo-run --spin 0`, the setting for that case), where every wait is a yield to a rank
+/// that shares the core.
 /// The chain takes `size - 1` messages one after another, no more steps than the
 /// hierarchy's way up and down on 2 nodes x 2 (three), and makes each rank wait once at
 /// most, where recursive doubling makes each wait twice and the hierarchy makes the node
