@@ -518,7 +518,8 @@ pub struct RuntimeArgs {
     pub spin: Option<String>,
 
     /// Messages of at least this size are copied once, straight from the sender's buffer
-    /// (`process_vm_readv`), instead of through the queues; 0 turns that off (default 16K).
+    /// (`process_vm_readv`), instead of through the queues; 0 turns that off (default 16K;
+    /// 64K with `--spin 0`).
     /// Among ranks that share their nearest cache or memory (their lowest group inside the
     /// node), from twice this size, and a reduce's partial results stay in the queues.
     #[arg(long, value_name = "BYTES", env = "TOPO_RUN_SINGLE_COPY")]

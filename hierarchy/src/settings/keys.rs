@@ -30,9 +30,9 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "single-copy",
         "TOPO_RUN_SINGLE_COPY",
         "messages of at least this size are copied once, straight from the sender's buffer \
-         (process_vm_readv), instead of through the queues; 0 turns that off (default 16K); \
-         among ranks of one group inside the node (a shared cache or memory) from twice \
-         this size, and a reduce's partial results stay in the queues",
+         (process_vm_readv), instead of through the queues; 0 turns that off (default 16K, \
+         64K with spin 0); among ranks of one group inside the node (a shared cache or \
+         memory) from twice this size, and a reduce's partial results stay in the queues",
     ),
     (
         "progress",

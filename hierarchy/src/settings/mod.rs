@@ -52,6 +52,19 @@ pub const DEFAULT_SPIN: u32 = 1 << 10;
 /// not set.
 pub const DEFAULT_SINGLE_COPY: u32 = 16 << 10;
 
+/// [`DEFAULT_SINGLE_COPY`] where `spin` is 0 (ranks outnumber cores): a single-copy
+/// sender waits until its readers have copied, and a reader is often off its core then,
+/// while a message through the queues leaves its sender free once written. The dev
+/// cluster's 2 emulated nodes x 2 (`--spin 0`), 10 collectives of 8-64 KiB against Open
+/// MPI's in the same job, two runs each, with 16K and with 64K: back to back 14 of 40
+/// rows faster by more than 5 % and 7 slower (Scan of 32 KiB 1.27 -> 0.66 x Open MPI's
+/// time, Reduce_scatter_block of 64 KiB 1.06 -> 0.67, Allgather of 64 KiB 1.43 -> 1.00;
+/// Bcast of 32 KiB 1.75 -> 1.89), with a barrier between calls 20 faster and 4 slower
+/// (Scatter of 32 KiB 1.37 -> 0.85). Larger messages keep single copy: without it at all,
+/// Gather of 1 MiB went from 0.43 to 0.62 and Allgather of 256 KiB from 0.68 to 1.23
+/// (benchmarks/records.md).
+pub const OVERSUBSCRIBED_SINGLE_COPY: u32 = 64 << 10;
+
 /// The validated runtime settings of a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -177,8 +190,11 @@ impl Settings {
     }
 
     /// Reads `key:value` pairs (as stored in a plan), rejecting unknown keys and bad values.
+    /// With `spin` 0 and no `single-copy`, single copy starts at
+    /// [`OVERSUBSCRIBED_SINGLE_COPY`].
     pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<Self> {
         let mut s = Settings::default();
+        let mut single_copy_set = false;
         for (key, value) in pairs {
             let (key, value) = (key.as_ref(), value.as_ref());
             let bad = |reason: String| Error::Settings {
@@ -213,7 +229,10 @@ impl Settings {
                         .parse()
                         .map_err(|_| bad("must be a number of rounds".into()))?;
                 }
-                "single-copy" => s.single_copy = bytes(0, 1 << 30)?,
+                "single-copy" => {
+                    s.single_copy = bytes(0, 1 << 30)?;
+                    single_copy_set = true;
+                }
                 "progress" => {
                     s.progress_thread = match value {
                         "none" => false,
@@ -236,6 +255,9 @@ impl Settings {
                     )));
                 }
             }
+        }
+        if s.spin == 0 && !single_copy_set {
+            s.single_copy = OVERSUBSCRIBED_SINGLE_COPY;
         }
         Ok(s)
     }

@@ -577,3 +577,25 @@ fn gatherv_and_scatterv_go_through_the_leaders_with_more_than_two_ranks_per_node
     let e = Settings::from_pairs(&[("rooted-v", "linear")]).unwrap_err();
     assert!(e.to_string().contains("use leaders or direct"), "{e}");
 }
+
+#[test]
+fn single_copy_starts_later_where_ranks_outnumber_cores() {
+    let none: [(&str, &str); 0] = [];
+    assert_eq!(
+        Settings::from_pairs(&none).unwrap().single_copy,
+        DEFAULT_SINGLE_COPY
+    );
+    let s = Settings::from_pairs(&[("spin", "0")]).unwrap();
+    assert_eq!(s.single_copy, OVERSUBSCRIBED_SINGLE_COPY);
+    // Set, in either order, it stays as set.
+    for pairs in [
+        [("spin", "0"), ("single-copy", "16K")],
+        [("single-copy", "16K"), ("spin", "0")],
+    ] {
+        assert_eq!(Settings::from_pairs(&pairs).unwrap().single_copy, 16 << 10);
+    }
+    let s = Settings::from_pairs(&[("spin", "0"), ("single-copy", "0")]).unwrap();
+    assert_eq!(s.single_copy, 0);
+    let s = Settings::from_pairs(&[("spin", "64")]).unwrap();
+    assert_eq!(s.single_copy, DEFAULT_SINGLE_COPY);
+}
