@@ -89,24 +89,17 @@ fn chain(b: &mut Builder, view: &View, total: &mut Total, fold: bool) -> bool {
     let x = total.x;
     let out = Region::whole(Buf::Recv, x.len);
     let next = (me + 1 < n).then_some(me + 1);
-    if me == 0 {
-        if let Some(to) = next {
-            b.step(
-                Link::Peer(to),
-                Action::Send {
-                    to: vec![to],
-                    src: x,
-                },
-            );
-        }
-        return false;
-    }
-    let from = me - 1;
-    let onward = if fold {
+    // What goes to the next rank: rank 0's contribution (`fold` is false there), or this
+    // rank's offset with its contribution.
+    let onward = if me == 0 {
+        x
+    } else if fold {
+        let from = me - 1;
         b.step(Link::Local, Action::Copy { src: x, dst: out });
         b.step(Link::Peer(from), Action::RecvReduce { from, acc: out });
         out
     } else {
+        let from = me - 1;
         let recv = (Link::Peer(from), Action::Recv { from, dst: out });
         if next.is_none() {
             b.round([recv]);
