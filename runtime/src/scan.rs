@@ -204,12 +204,11 @@ pub const CHAIN_UP_TO: u32 = 4;
 /// Whether a Scan over `size` ranks with the settings' `spin` runs `chain`, whatever the
 /// placement: on at most [`CHAIN_UP_TO`] ranks that outnumber their cores (`spin` 0,
 /// `topo-run --spin 0`, the setting for that case), where every wait is a yield to a rank
-/// that shares the core.
-/// The chain takes `size - 1` messages one after another, no more steps than the
-/// hierarchy's way up and down on 2 nodes x 2 (three), and makes each rank wait once at
-/// most, where recursive doubling makes each wait twice and the hierarchy makes the node
-/// leaders wait for their members first; a rank that only sends returns at once, so calls
-/// back to back overlap along the chain. The dev cluster's 2 emulated nodes x 2 (block,
+/// that shares the core. The chain takes `size - 1` messages one after another, no more
+/// steps than the hierarchy's way up and down on 2 nodes x 2 (three), and makes each rank
+/// wait once at most, where recursive doubling makes each wait twice and the hierarchy
+/// makes the node leaders wait for their members first; a rank that only sends returns
+/// at once, so calls back to back overlap along the chain. The dev cluster's 2 emulated nodes x 2 (block,
 /// `--spin 0`), `coll-bench --ops scan,exscan --chain` at 4-256 B: the hierarchical form
 /// 11.7-13.6 us a call, recursive doubling 23.4-24.2 us, the chain 6.6-7.8 us (Open MPI's
 /// linear Scan 10.2-12.5 us). Where each rank has a core of its own, recursive doubling's

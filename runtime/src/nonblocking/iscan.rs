@@ -181,8 +181,9 @@ impl Total {
 /// [`crate::scan`]'s hierarchical form, each group below the top in the form the blocking
 /// one takes ([`form`]): leaves the offset in [`Buf::Recv`] (rank 0 has none), with the
 /// contribution added if `fold` where the offset comes whole in one message to a rank
-/// that leads no group (then it returns true: the result is complete). The total a one-way leader keeps goes into
-/// [`Buf::Tmp`] from byte `end`; returns where its use of `Tmp` ends.
+/// that leads no group (then it returns true: the result is complete). The total a
+/// one-way leader keeps goes into [`Buf::Tmp`] from byte `end`; returns where its use of
+/// `Tmp` ends.
 fn up_down(
     b: &mut Builder,
     view: &View,
@@ -209,16 +210,19 @@ fn up_down(
             let leader = l.members[0];
             // Nobody wants the total of the last ranks.
             let sends = wanted(Some(sub.mine()), view.size);
-            let up = sends.then(|| {
-                let to = vec![leader];
-                (
-                    link,
-                    Action::Send {
-                        to,
-                        src: total.at(),
-                    },
-                )
-            });
+            // The total up, beside what the member gets first (not in the doubling).
+            let up = |total: &Total| {
+                sends.then(|| {
+                    let to = vec![leader];
+                    (
+                        link,
+                        Action::Send {
+                            to,
+                            src: total.at(),
+                        },
+                    )
+                })
+            };
             if form == Form::Doubling {
                 let member = |p: usize| l.members[p];
                 doubling_in(b, k, l.me, member, |_| link, total, out, tmp);
@@ -253,7 +257,7 @@ fn up_down(
                         dst: out,
                     },
                 );
-                b.round(up.into_iter().chain([copy]));
+                b.round(up(total).into_iter().chain([copy]));
                 b.step(
                     link,
                     Action::RecvReduce {
@@ -272,7 +276,7 @@ fn up_down(
                         dst: out,
                     },
                 );
-                b.round(up.into_iter().chain([down]));
+                b.round(up(total).into_iter().chain([down]));
             }
             if leader != 0 && form != Form::OneWay {
                 // The leader's own offset, sent on its way down.
