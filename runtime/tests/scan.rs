@@ -25,19 +25,15 @@ fn prefix(end: u32, len: usize) -> Vec<i64> {
     })
 }
 
-/// Each rank's Scan and Exscan of `len` numbers (Exscan's rank 0: what its receive
-/// buffer held before, untouched), and whether the context took the hierarchical form.
-fn scans(plans: &[RankPlan], len: usize, in_place: bool) -> (Vec<Vec<i64>>, Vec<bool>) {
-    scans_on(plans, len, in_place, false, NO_CHAIN)
-}
-
 /// A `spin` setting with which no Scan takes the chain of ranks (`scan::chain_at`); with
 /// 0, those of at most 4 ranks do.
 const NO_CHAIN: u32 = 1;
 
-/// [`scans`], the hierarchical form on the view whose network part is one group of the
-/// ranks that reach it, in rank order, if `flat` (`scan::network_in_order`: what larger
-/// Scans run on), with the settings' `spin`.
+/// Each rank's Scan and Exscan of `len` numbers (Exscan's rank 0: what its receive
+/// buffer held before, untouched), and whether the context took the hierarchical form:
+/// that form on the view whose network part is one group of the ranks that reach it, in
+/// rank order, if `flat` (`scan::network_in_order`: what larger Scans run on), with the
+/// settings' `spin`.
 fn scans_on(
     plans: &[RankPlan],
     len: usize,
@@ -156,6 +152,20 @@ fn block_placement_takes_the_hierarchical_form_and_cyclic_recursive_doubling() {
     assert!(check(&plans_without_map(1, 5, "cyclic"), 2, true).unwrap());
 }
 
+/// [`check_on`] (not `flat`) with `spin`, and the nonblocking schedules against the
+/// blocking results (`what` names the case); returns whether the context took the
+/// hierarchical form.
+fn check_both(plans: &[RankPlan], len: usize, in_place: bool, spin: u32, what: &str) -> bool {
+    let ordered = check_on(plans, len, in_place, false, spin).unwrap();
+    let (blocking, _) = scans_on(plans, len, in_place, false, spin);
+    let nonblocking = nonblocking_scans_on(plans, len, in_place, None, false, spin);
+    assert!(
+        nonblocking == blocking,
+        "{what}, {len} numbers: the nonblocking form differs"
+    );
+    ordered
+}
+
 #[test]
 fn jobs_of_up_to_four_ranks_pass_the_prefix_along_the_chain() {
     // `scan::CHAIN_UP_TO`: any placement, in place and not, blocking against the
@@ -174,13 +184,7 @@ fn jobs_of_up_to_four_ranks_pass_the_prefix_along_the_chain() {
         assert!(scan::chain_at(plans.len() as u32, 0));
         for len in [1, 3_000] {
             for in_place in [false, true] {
-                check_on(&plans, len, in_place, false, 0).unwrap();
-                let (blocking, _) = scans_on(&plans, len, in_place, false, 0);
-                let nonblocking = nonblocking_scans_on(&plans, len, in_place, None, false, 0);
-                assert!(
-                    nonblocking == blocking,
-                    "{nodes} x {rpn} {dist}, {len} numbers: the nonblocking form differs"
-                );
+                check_both(&plans, len, in_place, 0, &format!("{nodes} x {rpn} {dist}"));
             }
         }
     }
@@ -207,12 +211,9 @@ fn groups_below_the_top_take_each_form() {
         ] {
             for in_place in [false, true] {
                 let plans = plans(3, rpn, sockets, levels, false);
-                assert!(check(&plans, len, in_place).unwrap(), "{levels}");
-                let (blocking, _) = scans(&plans, len, in_place);
-                let nonblocking = nonblocking_scans(&plans, len, in_place, None);
                 assert!(
-                    nonblocking == blocking,
-                    "{levels}, {len} numbers: the nonblocking form differs"
+                    check_both(&plans, len, in_place, NO_CHAIN, levels),
+                    "{levels}"
                 );
             }
         }
@@ -220,19 +221,9 @@ fn groups_below_the_top_take_each_form() {
 }
 
 /// Each rank's Iscan and Iexscan of `len` numbers, both in flight at once, in the form
-/// `hierarchical` says (`None`: the one [`scan::in_order`] agrees on), with the results
-/// laid out as [`scans`] lays them.
-fn nonblocking_scans(
-    plans: &[RankPlan],
-    len: usize,
-    in_place: bool,
-    hierarchical: Option<bool>,
-) -> Vec<Vec<i64>> {
-    nonblocking_scans_on(plans, len, in_place, hierarchical, false, NO_CHAIN)
-}
-
-/// [`nonblocking_scans`], the hierarchical form on [`scans_on`]'s view if `flat`, with
-/// the settings' `spin`.
+/// `hierarchical` says (`None`: the one [`scan::in_order`] agrees on), the hierarchical
+/// form on [`scans_on`]'s view if `flat`, with the settings' `spin`; the results laid out
+/// as [`scans_on`] lays them.
 fn nonblocking_scans_on(
     plans: &[RankPlan],
     len: usize,
