@@ -15,7 +15,9 @@
 # speed, the jobs' own ratios do not mix them); and the worst of the three, the ratio to
 # the best component. The cache-line floor of each run (coll-bench's first line) is
 # printed too: this machine changes speed between runs, and the floor says in which
-# state a run was.
+# state a run was. Each row ends with the range over the runs of each run's ratio to its
+# best component and a verdict: ahead (worst at most 1.00), parity (above, but some run at
+# most 1.00: the gap lies inside the spread of interleaved runs) or behind (every run above).
 # Extra options go to coll-bench (for example --max 1048576, --vary, or --comm reversed to
 # run both sides on world in reversed order: dup, node, parity, half and reversed are the
 # communicators coll-bench can make). Without --ops it
@@ -79,17 +81,27 @@ for c in comps:
 order = {"barrier": 0, "bcast": 1, "reduce": 2, "allreduce": 3, "allgather": 4}
 med = statistics.median
 print(f"{'op':<10} {'bytes':>9} {'topo_us':>8} " + " ".join(f"{c + '_us':>8}" for c in comps)
-      + " " + " ".join(f"{'/' + c:>7}" for c in comps) + f" {'worst':>6}")
+      + " " + " ".join(f"{'/' + c:>7}" for c in comps) + f" {'worst':>6} {'runs':>11} verdict")
 worst = (0.0, None)
+verdicts = {}
 for key in sorted(topo, key=lambda k: (order.get(k[0], 9), k[1])):
     r = {c: med(ratio[c][key]) for c in comps}
     w = max(r.values())
     worst = max(worst, (w, key))
+    # Run by run, the ratio to the best component of that run (the highest of its three).
+    per_run = [max(ratio[c][key][i] for c in comps) for i in range(runs)]
+    lo, hi = min(per_run), max(per_run)
+    verdict = "ahead" if w <= 1.0 else ("parity" if lo <= 1.0 else "behind")
+    verdicts[verdict] = verdicts.get(verdict, 0) + 1
     print(f"{key[0]:<10} {key[1]:>9} {med(topo[key]):>8.3f} "
           + " ".join(f"{med(native[c][key]):>8.3f}" for c in comps) + " "
-          + " ".join(f"{r[c]:>7.2f}" for c in comps) + f" {w:>6.2f}")
+          + " ".join(f"{r[c]:>7.2f}" for c in comps) + f" {w:>6.2f} {lo:>5.2f}-{hi:<5.2f} {verdict}")
 print(f"times: medians over the runs (topo-run's over all {3 * runs}); /tuned, /sm, /han: the "
       f"median over {runs} runs of topo-run's time over the component's in the same job; "
-      f"worst: the highest of the three (the ratio to the best component). "
-      f"Highest: {worst[0]:.2f} ({worst[1][0]} {worst[1][1]} bytes)")
+      f"worst: the highest of the three (the ratio to the best component); runs: the lowest "
+      f"and highest over the runs of each run's ratio to its best component; verdict: ahead "
+      f"where worst is at most 1.00, parity where it is above but some run was at most 1.00 "
+      f"(the gap lies inside the spread of the runs), behind where every run was above. "
+      f"Highest: {worst[0]:.2f} ({worst[1][0]} {worst[1][1]} bytes). "
+      + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
 EOF
