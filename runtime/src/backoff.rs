@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::ffi::comm::poke_mpi;
+use crate::ffi::comm::{poke_mpi, took_progress};
 use crate::progress_hook::run_hook;
 
 /// Spinning waits probe MPI once every this many rounds (a probe costs about as much as
@@ -100,11 +100,21 @@ impl Backoff {
         run_hook();
         let spinning = self.0.spinning();
         let check = self.0.pause();
-        if !spinning || self.0.round.is_multiple_of(PROBE_EVERY) {
+        // A wait whose own MPI requests were just tested has driven MPI's progress already:
+        // another probe would only add a pass of MPI's progress engine (a poll of every
+        // network interface) to each round.
+        if probes(spinning, self.0.round, took_progress()) {
             poke_mpi();
         }
         check
     }
+}
+
+/// Whether a pause probes MPI: every pause once the wait yields, every `PROBE_EVERY`th
+/// while it spins, but none where this round's tests of the wait's own MPI requests drove
+/// MPI's progress already (`progressed`).
+fn probes(spinning: bool, round: u32, progressed: bool) -> bool {
+    (!spinning || round.is_multiple_of(PROBE_EVERY)) && !progressed
 }
 
 #[cfg(test)]
@@ -134,6 +144,20 @@ mod tests {
         Backoff::new(0).pause();
         assert_eq!(calls, 10);
         assert!(!nested);
+    }
+
+    #[test]
+    fn a_round_that_tested_mpi_requests_does_not_probe_as_well() {
+        assert!(probes(false, 1, false));
+        assert!(!probes(false, 1, true));
+        assert!(probes(true, PROBE_EVERY, false) && !probes(true, PROBE_EVERY + 1, false));
+        assert!(!probes(true, PROBE_EVERY, true));
+        // A pause takes the mark, so that it spares one probe only.
+        crate::ffi::comm::note_progress();
+        Backoff::new(0).pause();
+        assert!(!crate::ffi::comm::took_progress());
+        crate::ffi::comm::note_progress();
+        assert!(crate::ffi::comm::took_progress() && !crate::ffi::comm::took_progress());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! context make theirs here. And the few MPI calls a context's setup makes before it has
 //! a transport: small collectives over `PMPI_*`, MPI's thread level, the progress probe.
 
+use std::cell::Cell;
 use std::os::raw::c_int;
 use std::sync::OnceLock;
 
@@ -267,6 +268,25 @@ pub(crate) fn enable_mpi_progress() {
         // The communicator (local: over MPI_COMM_SELF) lives until MPI_Finalize.
         ProbeComm(private_comm(unsafe { ffi::RSMPI_COMM_SELF }))
     });
+}
+
+thread_local! {
+    /// Whether MPI's progress engine ran on this thread (a test of topo-run's own requests
+    /// that found them incomplete) since a wait last asked ([`took_progress`]).
+    static PROGRESSED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Notes that MPI's progress engine just ran on this thread: an `MPI_Test` or
+/// `MPI_Testall` that did not complete its requests (Open MPI's and MPICH's both progress
+/// then).
+pub(crate) fn note_progress() {
+    PROGRESSED.set(true);
+}
+
+/// Whether MPI's progress engine ran on this thread since the last call ([`note_progress`]);
+/// a wait that has just tested its own requests need not probe as well.
+pub(crate) fn took_progress() -> bool {
+    PROGRESSED.replace(false)
 }
 
 /// Drives MPI's progress engine once, if [`enable_mpi_progress`] was called.

@@ -343,6 +343,9 @@ impl NativeRequest {
         // SAFETY: an active request posted by `Native::start`; MPI_Test frees it and sets it
         // to null once it completes.
         unsafe { ffi::MPI_Test(&mut self.req, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+        if flag == 0 {
+            crate::ffi::comm::note_progress();
+        }
         flag != 0
     }
 }

@@ -122,6 +122,8 @@ impl Messages {
         }
         if flag != 0 {
             self.0.clear();
+        } else {
+            crate::ffi::comm::note_progress();
         }
         flag != 0
     }
