@@ -208,13 +208,13 @@ pub const CHAIN_UP_TO: u32 = 4;
 /// steps than the hierarchy's way up and down on 2 nodes x 2 (three), and makes each rank
 /// wait once at most, where recursive doubling makes each wait twice and the hierarchy
 /// makes the node leaders wait for their members first; a rank that only sends returns
-/// at once, so calls back to back overlap along the chain. The dev cluster's 2 emulated nodes x 2 (block,
-/// `--spin 0`), `coll-bench --ops scan,exscan --chain` at 4-256 B: the hierarchical form
-/// 11.7-13.6 us a call, recursive doubling 23.4-24.2 us, the chain 6.6-7.8 us (Open MPI's
-/// linear Scan 10.2-12.5 us). Where each rank has a core of its own, recursive doubling's
-/// concurrent rounds are the shorter (`topo-run simulate`, 4 nodes x 1 at 8 B: the chain
-/// 1.47 x recursive doubling), so the chain is left to that case. Every rank sees the same
-/// size and settings.
+/// at once, so calls back to back overlap along the chain. The dev cluster's 2 emulated
+/// nodes x 2 (block, `--spin 0`), `coll-bench --ops scan,exscan --chain` at 4-256 B: the
+/// hierarchical form 11.7-13.6 us a call, recursive doubling 23.4-24.2 us, the chain
+/// 6.6-7.8 us (Open MPI's linear Scan 10.2-12.5 us). Where each rank has a core of its
+/// own, recursive doubling's concurrent rounds are the shorter (`topo-run simulate`, 4
+/// nodes x 1 at 8 B: the chain 1.47 x recursive doubling), so the chain is left to that
+/// case. Every rank sees the same size and settings.
 pub fn chain_at(size: u32, spin: u32) -> bool {
     size <= CHAIN_UP_TO && spin == 0
 }
