@@ -18,6 +18,10 @@
 # state a run was. Each row ends with the range over the runs of each run's ratio to its
 # best component and a verdict: ahead (worst at most 1.00), parity (above, but some run at
 # most 1.00: the gap lies inside the spread of interleaved runs) or behind (every run above).
+# In every iteration the two columns take turns going first (coll-bench's default since
+# 2026-12-05; --topo-first for the old fixed order, which favoured MPI's column by up to
+# 1.5 x in some rows). With --control both columns run MPI's own collective: the ratios
+# then show how far the measurement itself leans and spreads, row by row.
 # Extra options go to coll-bench (for example --max 1048576, --vary, or --comm reversed to
 # run both sides on world in reversed order: dup, node, parity, half and reversed are the
 # communicators coll-bench can make). Without --ops it

@@ -203,6 +203,16 @@ if [[ $RC -eq 0 && $got == "$expect" ]] && grep -q 'shuffled order (--seed 7)' "
    && (( $(shm_leftovers) == 0 )); then
   ok "coll-bench --seed 7 --offset 16: $(grep -o 'a cache line takes [0-9]* ns' "$WORK/err"); 16 cases shuffled, rows sorted"
 else bad "coll-bench" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
+# coll-bench --control: MPI's own collective in both columns (how far the measurement
+# itself leans), said on stderr, the rows as usual; with --topo-first too (the old order).
+run "$WORK/out" "$WORK/err" srun -N1 -n2 --mpi=pmix --cpu-bind=cores "$TOPO_RUN" -- \
+  "$BIN/coll-bench" --csv --min 4 --max 8 --iters 5 --warmup 1 --seed 7 --ops gatherv,barrier \
+  --control --topo-first
+got=$(grep -E '^(gatherv|barrier),' "$WORK/out" | cut -d, -f1,2 | tr '\n' ' ')
+if [[ $RC -eq 0 && $got == "gatherv,4 gatherv,8 barrier,0 " ]] \
+   && grep -q 'a control run (--control): both columns are MPI' "$WORK/err"; then
+  ok "coll-bench --control --topo-first: both columns MPI's, 3 rows"
+else bad "coll-bench --control" "exit $RC" "$(head -5 "$WORK/out")" "$(head -4 "$WORK/err")"; fi
 # queue-floor, briefly: every layer of a small broadcast, then the barriers, then the
 # one-way layers, between two pinned threads, and its segment is gone afterwards.
 timeout 60 "$BIN/queue-floor" --calls 2000 --rounds 1 >"$WORK/out" 2>"$WORK/err"; RC=$?

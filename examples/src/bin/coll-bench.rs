@@ -96,6 +96,19 @@ struct Args {
     /// prints its part's rows.
     #[arg(long, default_value = "world", value_parser = ["world", "dup", "node", "parity", "half", "reversed"], conflicts_with = "overlap")]
     comm: String,
+    /// A control run: MPI's own collective (and barrier) in both columns, timed exactly as
+    /// the two sides are, the first column first in every iteration. Its ratios, which
+    /// would all be 1 on a quiet machine, show how far the measurement itself leans and
+    /// spreads per collective and size, to set beside topo-run's.
+    #[arg(long, conflicts_with = "overlap")]
+    control: bool,
+    /// Run topo-run's column first in every iteration (chain with --chain). By default the
+    /// two take turns going first, topo-run's in even iterations and MPI's in odd ones:
+    /// a fixed order can favour one column by as much as 1.5 x where a collective's time
+    /// depends on what ran just before it (Open MPI's han Gatherv against itself after a
+    /// barrier, see --control).
+    #[arg(long, conflicts_with = "overlap")]
+    topo_first: bool,
     /// Print CSV lines `op,bytes,ranks,topo_us,native_us,ratio` instead of a table.
     #[arg(long)]
     csv: bool,
@@ -203,13 +216,14 @@ fn measure(
     let iters = iterations(args, bytes);
     let (mut t_topo, mut t_native) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
     for it in 0..args.warmup + iters {
-        for side in [0, 1] {
+        for side in sides(args, it) {
             if args.vary {
                 let v = (it * 2 + side + rank as usize) as f32;
                 send.iter_mut().for_each(|x| *x = v);
             }
             let t_sync = Instant::now();
-            if args.sync == "topo" || (args.sync == "own" && side == 0) {
+            let who = if args.control { 1 } else { side };
+            if args.sync == "topo" || (args.sync == "own" && who == 0) {
                 topo.barrier();
             } else {
                 world.barrier();
@@ -219,7 +233,7 @@ fn measure(
             } else {
                 Instant::now()
             };
-            call(topo, world, op, side, args.root, send, recv, &mut all);
+            call(topo, world, op, who, args.root, send, recv, &mut all);
             let dt = t0.elapsed().as_secs_f64() * 1e6;
             if it >= args.warmup {
                 if side == 0 {
@@ -235,6 +249,16 @@ fn measure(
         bytes: if op == "barrier" { 0 } else { n * 4 },
         topo_us: slowest_median(world, &t_topo),
         native_us: slowest_median(world, &t_native),
+    }
+}
+
+/// The columns in the order iteration `it` runs them: topo-run's (0) first in even
+/// iterations, MPI's (1) in odd ones, or topo-run's always (`--topo-first`).
+fn sides(args: &Args, it: usize) -> [usize; 2] {
+    if !args.topo_first && it % 2 == 1 {
+        [1, 0]
+    } else {
+        [0, 1]
     }
 }
 
@@ -382,10 +406,11 @@ fn measure_chain(
     let samples = iterations(args, bytes);
     let (mut t_topo, mut t_native) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
     for it in 0..args.warmup + samples {
-        for side in [0, 1] {
+        for side in sides(args, it) {
             world.barrier();
             let t0 = Instant::now();
             let mut in_calls = 0.0;
+            let who = if args.control { 1 } else { side };
             for k in 0..CHAIN {
                 let root = (k % size as usize) as i32;
                 if args.vary {
@@ -394,10 +419,10 @@ fn measure_chain(
                     let v = ((it * 2 + side) * CHAIN + k + rank as usize) as f32;
                     send.iter_mut().for_each(|x| *x = v);
                     let t = Instant::now();
-                    call(topo, world, op, side, root, &mut send, &mut recv, &mut all);
+                    call(topo, world, op, who, root, &mut send, &mut recv, &mut all);
                     in_calls += t.elapsed().as_secs_f64() * 1e6;
                 } else {
-                    call(topo, world, op, side, root, &mut send, &mut recv, &mut all);
+                    call(topo, world, op, who, root, &mut send, &mut recv, &mut all);
                 }
             }
             let dt = if args.vary {
@@ -836,6 +861,9 @@ fn main() -> anyhow::Result<()> {
              and {peer} (median of 9 x 2000 round trips)",
             topo.node()
         );
+    }
+    if printer && args.control {
+        eprintln!("coll-bench: a control run (--control): both columns are MPI's own");
     }
     if printer && !topo.is_hierarchical() {
         eprintln!(

@@ -539,10 +539,6 @@ impl Topo {
         })
     }
 
-    /// Whether a Gather or Scatter of `len`-byte blocks goes through the leaders as a
-    /// schedule: where the blocking one would ([`crate::subtrees::direct`] says no) and the
-    /// context has learned its subtrees (at a blocking Gather, Scatter, Alltoall or Scan
-    /// before; every rank has seen the same calls, so all choose alike).
     /// Whether an Allgatherv with blocks at `at` runs a flat exchange, recursive doubling
     /// or the ring ([`iallgatherv::flat_for`]), whose order the context worked out at setup.
     pub(super) fn all_gather_v_flat(&self, at: &[std::ops::Range<usize>]) -> bool {
@@ -552,6 +548,10 @@ impl Topo {
         })
     }
 
+    /// Whether a Gather or Scatter of `len`-byte blocks goes through the leaders as a
+    /// schedule: where the blocking one would ([`crate::subtrees::direct`] says no) and the
+    /// context has learned its subtrees (at a blocking Gather, Scatter, Alltoall or Scan
+    /// before; every rank has seen the same calls, so all choose alike).
     fn leaders_know(&self, gather: bool, len: usize) -> bool {
         context::lock(&self.core).hier.as_ref().is_some_and(|h| {
             h.subtrees.is_some() && !crate::subtrees::direct(gather, h.settings.nodes, len)
