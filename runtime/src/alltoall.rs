@@ -417,6 +417,7 @@ pub(crate) fn exchange(
     let mut back: Vec<(usize, Transfer)> =
         (0..recvs.len()).map(|i| (i, Transfer::default())).collect();
     let mut backoff = Backoff::new(spin);
+    let mut first = crate::subtrees::tests_at_once(!sends.is_empty());
     while !(out.is_empty() && back.is_empty()) {
         let before = out.len() + back.len();
         let mut k = 0;
@@ -439,7 +440,8 @@ pub(crate) fn exchange(
                 k += 1;
             }
         }
-        if out.len() + back.len() == before && backoff.pause() {
+        let posted = std::mem::take(&mut first);
+        if out.len() + back.len() == before && !posted && backoff.pause() {
             let waiting = out.iter().map(|&(i, _)| sends[i].0);
             let waiting: Vec<u32> = waiting
                 .chain(back.iter().map(|&(i, _)| recvs[i].0))

@@ -72,13 +72,13 @@ pub fn gather_blocks(
         return match recv {
             Some(all) => {
                 let mut parts: Vec<&mut [u8]> = all.chunks_mut(len).collect();
-                root_exchange(view, fabric, s.spin, |link, r, t| {
+                root_exchange(view, fabric, s.spin, false, |link, r, t| {
                     link.poll_recv(t, r, parts[r as usize], None)
                 })
             }
             None => {
                 let block = send.expect("a rank other than the root passes its block");
-                with_root(fabric, s.spin, root, |link, t| {
+                with_root(fabric, s.spin, root, true, |link, t| {
                     link.poll_send(t, &[root], block)
                 })
             }

@@ -73,7 +73,7 @@ pub(crate) fn scatter_blocks(
     {
         if me != root {
             let recv = recv.expect("a rank other than the root passes its buffer");
-            return with_root(fabric, s.spin, root, |link, t| {
+            return with_root(fabric, s.spin, root, false, |link, t| {
                 link.poll_recv(t, root, recv, None)
             });
         }
@@ -81,7 +81,7 @@ pub(crate) fn scatter_blocks(
         if let Some(r) = recv {
             r.copy_from_slice(&send[at(me)]);
         }
-        return root_exchange(view, fabric, s.spin, |link, r, t| {
+        return root_exchange(view, fabric, s.spin, true, |link, r, t| {
             link.poll_send(t, &[r], &send[at(r)])
         });
     }
