@@ -595,3 +595,46 @@ fn aggregated(
     recv.copy_from_slice(&got[own * row..(own + 1) * row]);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::progress_hook::with_progress_hook;
+    use crate::subtrees::with_root;
+    use crate::transport::testing::Posting;
+
+    /// A network-like transport on which a transfer completes at its second poll (a small
+    /// send, or a message that has arrived already), the first having posted it.
+    fn eager() -> Posting {
+        Posting {
+            open: true,
+            ..Posting::default()
+        }
+    }
+
+    /// See [`crate::subtrees::tests_at_once`].
+    #[test]
+    fn a_wait_tests_the_sends_it_has_just_posted_before_it_pauses() {
+        let pauses = std::cell::Cell::new(0);
+        let mut hook = || pauses.set(pauses.get() + 1);
+        with_progress_hook(&mut hook, || {
+            with_root(&mut eager(), 0, 1, true, |l, t| l.poll_send(t, &[1], &[7])).unwrap();
+            let mut buf = [0u8; 1];
+            let sends = [(1, &[7u8][..]), (2, &[8u8][..])];
+            let mut recvs = [(3, &mut buf[..])];
+            exchange(&mut eager(), 0, None, &sends, &mut recvs).unwrap();
+        });
+        assert_eq!(pauses.get(), 0);
+        // A wait over receives alone pauses once first.
+        with_progress_hook(&mut hook, || {
+            let mut buf = [0u8; 1];
+            with_root(&mut eager(), 0, 1, false, |l, t| {
+                l.poll_recv(t, 1, &mut buf, None)
+            })
+            .unwrap();
+            let mut recvs = [(3, &mut buf[..])];
+            exchange(&mut eager(), 0, None, &[], &mut recvs).unwrap();
+        });
+        assert_eq!(pauses.get(), 2);
+    }
+}

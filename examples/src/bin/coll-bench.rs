@@ -97,9 +97,9 @@ struct Args {
     #[arg(long, default_value = "world", value_parser = ["world", "dup", "node", "parity", "half", "reversed"], conflicts_with = "overlap")]
     comm: String,
     /// A control run: MPI's own collective (and barrier) in both columns, timed exactly as
-    /// the two sides are, the first column first in every iteration. Its ratios, which
-    /// would all be 1 on a quiet machine, show how far the measurement itself leans and
-    /// spreads per collective and size, to set beside topo-run's.
+    /// the two sides are, in the same order. Its ratios, which would all be 1 on a quiet
+    /// machine, show how far the measurement itself leans and spreads per collective and
+    /// size, to set beside topo-run's.
     #[arg(long, conflicts_with = "overlap")]
     control: bool,
     /// Run topo-run's column first in every iteration (chain with --chain). By default the

@@ -8,6 +8,8 @@
 pub mod mpi;
 pub mod shm;
 pub mod sim;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use crate::combine::Combine;
 use crate::error::Result;

@@ -1,6 +1,7 @@
 use super::*;
 use crate::error::Error;
 use crate::transport::Transfer;
+use crate::transport::testing::Posting;
 
 /// A transport whose transfers never complete and on which one peer has died.
 struct Stuck {
@@ -47,63 +48,6 @@ impl Transport for Stuck {
 }
 
 impl Fabric for Stuck {
-    fn level(&mut self, _: usize) -> &mut dyn Transport {
-        self
-    }
-    fn peer(&mut self, _: u32) -> &mut dyn Transport {
-        self
-    }
-}
-
-/// A network-like transport: the first poll of a transfer posts it (recorded), and no
-/// transfer completes until `open`.
-#[derive(Default)]
-struct Posting {
-    posted: Vec<(&'static str, u32, usize)>,
-    open: bool,
-}
-
-impl Transport for Posting {
-    fn send(&mut self, _: &[u32], _: &[u8]) -> Result<()> {
-        unreachable!()
-    }
-    fn recv(&mut self, _: u32, _: &mut [u8]) -> Result<()> {
-        unreachable!()
-    }
-    fn sendrecv(&mut self, _: u32, _: &[u8], _: u32, _: &mut [u8]) -> Result<()> {
-        unreachable!()
-    }
-    fn posts_ahead(&self) -> bool {
-        true
-    }
-    fn calls_mpi(&self) -> bool {
-        true
-    }
-    fn poll_send(&mut self, transfer: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
-        if !transfer.started {
-            transfer.started = true;
-            self.posted.push(("send", to[0], data.len()));
-            return Ok(false);
-        }
-        Ok(self.open)
-    }
-    fn poll_recv(
-        &mut self,
-        transfer: &mut Transfer,
-        from: u32,
-        buf: &mut [u8],
-        _: Option<&dyn Combine>,
-    ) -> Result<bool> {
-        if !transfer.started {
-            transfer.started = true;
-            self.posted.push(("recv", from, buf.len()));
-            return Ok(false);
-        }
-        Ok(self.open)
-    }
-}
-
-impl Fabric for Posting {
     fn level(&mut self, _: usize) -> &mut dyn Transport {
         self
     }
