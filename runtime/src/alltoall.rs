@@ -412,6 +412,19 @@ pub(crate) fn exchange(
     sends: &[(u32, &[u8])],
     recvs: &mut [(u32, &mut [u8])],
 ) -> Result<()> {
+    exchange_meanwhile(fabric, spin, via, sends, recvs, None::<fn()>)
+}
+
+/// [`exchange`], running `meanwhile` (if any) once after the first round has posted every
+/// transfer, as [`crate::subtrees::root_exchange`] does.
+pub(crate) fn exchange_meanwhile(
+    fabric: &mut dyn Fabric,
+    spin: u32,
+    via: Option<usize>,
+    sends: &[(u32, &[u8])],
+    recvs: &mut [(u32, &mut [u8])],
+    mut meanwhile: Option<impl FnOnce()>,
+) -> Result<()> {
     let mut out: Vec<(usize, Transfer)> =
         (0..sends.len()).map(|i| (i, Transfer::default())).collect();
     let mut back: Vec<(usize, Transfer)> =
@@ -440,6 +453,9 @@ pub(crate) fn exchange(
                 k += 1;
             }
         }
+        if let Some(m) = meanwhile.take() {
+            m();
+        }
         let posted = std::mem::take(&mut first);
         if out.len() + back.len() == before && !posted && backoff.pause() {
             let waiting = out.iter().map(|&(i, _)| sends[i].0);
@@ -450,6 +466,10 @@ pub(crate) fn exchange(
                 link(fabric, via, r).check_peer(r)?;
             }
         }
+    }
+    // (Every transfer completed in the first round.)
+    if let Some(m) = meanwhile.take() {
+        m();
     }
     Ok(())
 }
@@ -636,5 +656,38 @@ mod tests {
             exchange(&mut eager(), 0, None, &[], &mut recvs).unwrap();
         });
         assert_eq!(pauses.get(), 2);
+    }
+
+    /// The root's own copy runs once, after the first round has posted every transfer and
+    /// before the second polls them: it overlaps the transfers (see `scatter`).
+    #[test]
+    fn the_step_meanwhile_runs_once_after_every_transfer_is_posted() {
+        let mut net = eager();
+        let polls = net.polls.clone();
+        let seen = std::cell::Cell::new(Vec::new());
+        let note = || seen.set([seen.take(), vec![polls.get()]].concat());
+        let sends = [(1, &[7u8][..]), (2, &[8u8][..])];
+        let mut buf = [0u8; 1];
+        let mut recvs = [(3, &mut buf[..])];
+        exchange_meanwhile(&mut net, 0, None, &sends, &mut recvs, Some(note)).unwrap();
+        assert_eq!((seen.take(), polls.get()), (vec![3], 6));
+        // The root's side of a direct Scatter over 3 other ranks.
+        let view = View {
+            rank: 0,
+            size: 4,
+            levels: Vec::new(),
+            top: None,
+            pipeline: false,
+        };
+        let mut net = eager();
+        let polls = net.polls.clone();
+        let step = |l: &mut dyn Transport, r: u32, t: &mut Transfer| l.poll_send(t, &[r], &[1]);
+        let note = || seen.set([seen.take(), vec![polls.get()]].concat());
+        crate::subtrees::root_exchange(&view, &mut net, 0, true, step, Some(note)).unwrap();
+        assert_eq!((seen.take(), polls.get()), (vec![3], 6));
+        // Without a step meanwhile, nothing changes.
+        let mut net = eager();
+        exchange_meanwhile(&mut net, 0, None, &sends, &mut [], None::<fn()>).unwrap();
+        assert_eq!(net.polls.get(), 4);
     }
 }

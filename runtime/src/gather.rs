@@ -60,21 +60,28 @@ pub fn gather_blocks(
     let me = view.rank;
     let at = |r: u32| blocks.at(r);
     let total = at(view.size - 1).end;
-    if let (Some(r), Some(b)) = (recv.as_deref_mut(), send) {
-        r[at(me)].copy_from_slice(b);
-    }
-    if total == 0 || size == 1 {
-        return Ok(());
-    }
-    if let Blocks::Same(len) = blocks
-        && direct(true, s.nodes, len)
-    {
+    let straight = match blocks {
+        Blocks::Same(len) => (total > 0 && size > 1 && direct(true, s.nodes, len)).then_some(len),
+        _ => None,
+    };
+    if let Some(len) = straight {
         return match recv {
             Some(all) => {
-                let mut parts: Vec<&mut [u8]> = all.chunks_mut(len).collect();
-                root_exchange(view, fabric, s.spin, false, |link, r, t| {
-                    link.poll_recv(t, r, parts[r as usize], None)
-                })
+                // The root copies its own block while the others' arrive.
+                let mut parts: Vec<Option<&mut [u8]>> = all.chunks_mut(len).map(Some).collect();
+                let own = parts[me as usize].take().expect("the root's own place");
+                let copy = send.map(|b| move || own.copy_from_slice(b));
+                root_exchange(
+                    view,
+                    fabric,
+                    s.spin,
+                    false,
+                    |link, r, t| {
+                        let part = parts[r as usize].as_deref_mut();
+                        link.poll_recv(t, r, part.expect("another rank's place"), None)
+                    },
+                    copy,
+                )
             }
             None => {
                 let block = send.expect("a rank other than the root passes its block");
@@ -83,6 +90,12 @@ pub fn gather_blocks(
                 })
             }
         };
+    }
+    if let (Some(r), Some(b)) = (recv.as_deref_mut(), send) {
+        r[at(me)].copy_from_slice(b);
+    }
+    if total == 0 || size == 1 {
+        return Ok(());
     }
     let n = view.levels.len();
     let until = below_top(view);

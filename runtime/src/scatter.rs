@@ -10,7 +10,9 @@
 //! Blocks under a member that are consecutive ranks travel straight out of their places
 //! in the leader's buffer; others travel packed in rank order. Blocks of
 //! [`crate::subtrees::SCATTER_DIRECT_BLOCK`] bytes and more, in a job on more than one node, go
-//! straight from the root to every rank instead, all at once.
+//! straight from the root to every rank instead, all at once (on one node, from
+//! [`crate::subtrees::ONE_NODE_SCATTER_DIRECT_BLOCK`]), the root copying its own block
+//! while they leave.
 
 use topo_hierarchy::Settings;
 
@@ -78,12 +80,16 @@ pub(crate) fn scatter_blocks(
             });
         }
         let send = send.expect("the root passes its blocks");
-        if let Some(r) = recv {
-            r.copy_from_slice(&send[at(me)]);
-        }
-        return root_exchange(view, fabric, s.spin, true, |link, r, t| {
-            link.poll_send(t, &[r], &send[at(r)])
-        });
+        // The root copies its own block while the others' leave.
+        let copy = recv.map(|r| || r.copy_from_slice(&send[at(me)]));
+        return root_exchange(
+            view,
+            fabric,
+            s.spin,
+            true,
+            |link, r, t| link.poll_send(t, &[r], &send[at(r)]),
+            copy,
+        );
     }
     let n = view.levels.len();
     let until = below_top(view);

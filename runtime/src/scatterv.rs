@@ -12,8 +12,10 @@
 //!   ([`crate::subtrees::SCATTER_DIRECT_BLOCK`]) goes straight from the root to its rank
 //!   first, as a Scatter's blocks of that size do (`crate::gatherv::through_leaders`).
 //! - **direct**: the root sends each rank its block straight (the linear Scatterv of Open
-//!   MPI and MPICH): all at once in a job on several nodes, one after another over shared
-//!   memory on one node (as Gatherv's).
+//!   MPI and MPICH): all at once in a job on several nodes, or on one node where some
+//!   block has [`crate::subtrees::ONE_NODE_SCATTER_DIRECT_BLOCK`] bytes or more (the root
+//!   copying its own block while they leave), else one after another over shared memory
+//!   (as Gatherv's).
 //!
 //! Where the root's buffer holds the blocks one after another from its start, the
 //! leaders' form sends straight out of it; otherwise the root first packs them in scratch.
@@ -24,11 +26,11 @@ use std::ops::Range;
 use topo_hierarchy::Settings;
 use topo_hierarchy::settings::RootedVAlg;
 
-use crate::alltoall::exchange;
+use crate::alltoall::{exchange, exchange_meanwhile};
 use crate::error::Result;
 use crate::gatherv::{ends_of, laid_out, lengths_up, through_leaders};
 use crate::scatter::scatter_blocks;
-use crate::subtrees::{Blocks, Subtrees};
+use crate::subtrees::{Blocks, Subtrees, direct};
 use crate::transport::Fabric;
 use crate::view::View;
 
@@ -79,12 +81,16 @@ pub fn scatterv(
             }
         }
         Some((buf, at)) => {
-            if let Some(r) = recv {
-                r.copy_from_slice(&buf[at[me].clone()]);
-            }
+            let own = &buf[at[me].clone()];
+            let mut recv = recv;
             if view.size == 1 {
+                if let Some(r) = recv {
+                    r.copy_from_slice(own);
+                }
                 return Ok(());
             }
+            // The root copies its own block while the others' leave, where they leave at once.
+            let copy = |recv| copy_into(recv, own);
             if s.rooted_v_alg() == RootedVAlg::Direct {
                 let to: Vec<(u32, &[u8])> = at
                     .iter()
@@ -92,26 +98,32 @@ pub fn scatterv(
                     .filter(|(r, a)| *r != me && !a.is_empty())
                     .map(|(r, a)| (r as u32, &buf[a.clone()]))
                     .collect();
-                if s.nodes == 1 {
+                if s.nodes == 1 && !to.iter().any(|(_, b)| direct(false, 1, b.len())) {
                     // Every rank over shared memory: one after another, in rank order.
+                    if let Some(r) = recv {
+                        r.copy_from_slice(own);
+                    }
                     for (r, block) in to {
                         fabric.peer(r).send(&[r], block)?;
                     }
                     return Ok(());
                 }
-                return exchange(fabric, s.spin, None, &to, &mut []);
+                return exchange_meanwhile(fabric, s.spin, None, &to, &mut [], copy(recv));
             }
             let counts: Vec<usize> = at.iter().map(Range::len).collect();
             let lens = lengths_up(view, fabric, sub, root, counts[me], Some(&counts), CALL)?;
             let small = through_leaders(false, s.nodes, root, &lens);
             let straight = small != lens;
             if straight {
-                // The large blocks first, straight from their places.
+                // The large blocks first, straight from their places, the root copying its
+                // own while they leave.
                 let to: Vec<(u32, &[u8])> = (0..at.len())
                     .filter(|&r| small[r] != lens[r])
                     .map(|r| (r as u32, &buf[at[r].clone()]))
                     .collect();
-                exchange(fabric, s.spin, None, &to, &mut [])?;
+                exchange_meanwhile(fabric, s.spin, None, &to, &mut [], copy(recv.take()))?;
+            } else if let Some(r) = recv.take() {
+                r.copy_from_slice(own);
             }
             let ends = ends_of(&small);
             let blocks = Blocks::Ends(&ends);
@@ -128,4 +140,9 @@ pub fn scatterv(
             scatter_blocks(view, fabric, sub, s, root, Some(work), None, blocks)
         }
     }
+}
+
+/// The copy of `own` into `recv`, to run later, if there is a `recv`.
+fn copy_into<'a>(recv: Option<&'a mut [u8]>, own: &'a [u8]) -> Option<impl FnOnce() + 'a> {
+    recv.map(|r| move || r.copy_from_slice(own))
 }

@@ -12,6 +12,8 @@ pub(crate) struct Posting {
     pub(crate) posted: Vec<(&'static str, u32, usize)>,
     /// Whether transfers complete (at their second poll).
     pub(crate) open: bool,
+    /// How many polls there were, to be read while a wait has the transport.
+    pub(crate) polls: std::rc::Rc<std::cell::Cell<usize>>,
 }
 
 impl Transport for Posting {
@@ -31,6 +33,7 @@ impl Transport for Posting {
         true
     }
     fn poll_send(&mut self, transfer: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
+        self.polls.set(self.polls.get() + 1);
         if !transfer.started {
             transfer.started = true;
             self.posted.push(("send", to[0], data.len()));
@@ -45,6 +48,7 @@ impl Transport for Posting {
         buf: &mut [u8],
         _: Option<&dyn Combine>,
     ) -> Result<bool> {
+        self.polls.set(self.polls.get() + 1);
         if !transfer.started {
             transfer.started = true;
             self.posted.push(("recv", from, buf.len()));

@@ -262,8 +262,8 @@ fn a_completed_schedule_of_a_shape_serves_the_next_call_of_that_shape_once() {
     };
     let mut engine = crate::nonblocking::Engine::default();
     let mut net = Posting {
-        posted: Vec::new(),
         open: true,
+        ..Posting::default()
     };
     let mut outs = [[1u8; 8], [1u8; 8]];
     for (call, out) in outs.iter_mut().enumerate() {
