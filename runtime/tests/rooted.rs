@@ -246,9 +246,22 @@ fn large_blocks_go_straight_between_the_root_and_each_rank() {
     // leaders: 2 nodes x 2 blocks in pieces of NETWORK_PIECE bytes).
     let (g, s) = inter_node_messages(&plans, 3, 8 * len);
     assert_eq!((g, s), (4, 4));
-    // One node: the hierarchy's form whatever the size (there is no network to spare).
+    // One node, below ONE_NODE_SCATTER_DIRECT_BLOCK: the hierarchy's form.
     let one = plans_without_map(1, 4, "block");
     check(&one, 2, len, false).unwrap();
+    // From there a Scatter goes straight from the root to every rank of its node at once,
+    // the root copying its own block meanwhile: the reference's results for roots that
+    // lead a group and roots that do not, in place and not, with levels inside the node
+    // and with cyclic placement.
+    let len = topo_runtime::subtrees::ONE_NODE_SCATTER_DIRECT_BLOCK / 8;
+    for (root, in_place) in [(0u32, false), (2, true), (3, false)] {
+        check(&one, root, len, in_place).unwrap();
+        check(&one, root, len + 1, !in_place).unwrap();
+    }
+    let sockets = crate::sim::plans(1, 6, 2, LEVELS[0], true);
+    for (root, in_place) in [(0u32, true), (1, false), (5, false)] {
+        check(&sockets, root, len, in_place).unwrap();
+    }
 }
 
 /// The value a rank appends to its result when the ring's, recursive doubling's or
