@@ -12,10 +12,11 @@
 //!   ([`crate::subtrees::SCATTER_DIRECT_BLOCK`]) goes straight from the root to its rank
 //!   first, as a Scatter's blocks of that size do (`crate::gatherv::through_leaders`).
 //! - **direct**: the root sends each rank its block straight (the linear Scatterv of Open
-//!   MPI and MPICH): all at once in a job on several nodes, or on one node where some
-//!   block has [`crate::subtrees::ONE_NODE_SCATTER_DIRECT_BLOCK`] bytes or more (the root
-//!   copying its own block while they leave), else one after another over shared memory
-//!   (as Gatherv's).
+//!   MPI and MPICH): all at once in a job on several nodes; on one node one after another
+//!   over shared memory (as Gatherv's), but the blocks of
+//!   [`crate::subtrees::ONE_NODE_SCATTER_DIRECT_BLOCK`] bytes and more all at once after
+//!   the others (each rank knows which its own is), the root copying its own block while
+//!   they leave.
 //!
 //! Where the root's buffer holds the blocks one after another from its start, the
 //! leaders' form sends straight out of it; otherwise the root first packs them in scratch.
@@ -63,7 +64,10 @@ pub fn scatterv(
             }
             match s.rooted_v_alg() {
                 RootedVAlg::Direct if block.is_empty() => Ok(()),
-                RootedVAlg::Direct if s.nodes == 1 => fabric.peer(root).recv(root, block),
+                // (A large block comes at once with the others, as the root sends it.)
+                RootedVAlg::Direct if s.nodes == 1 && !direct(false, 1, block.len()) => {
+                    fabric.peer(root).recv(root, block)
+                }
                 RootedVAlg::Direct => exchange(fabric, s.spin, None, &[], &mut [(root, block)]),
                 RootedVAlg::Leaders => {
                     let lens = lengths_up(view, fabric, sub, root, block.len(), None, CALL)?;
@@ -98,17 +102,23 @@ pub fn scatterv(
                     .filter(|(r, a)| *r != me && !a.is_empty())
                     .map(|(r, a)| (r as u32, &buf[a.clone()]))
                     .collect();
-                if s.nodes == 1 && !to.iter().any(|(_, b)| direct(false, 1, b.len())) {
-                    // Every rank over shared memory: one after another, in rank order.
-                    if let Some(r) = recv {
-                        r.copy_from_slice(own);
-                    }
-                    for (r, block) in to {
-                        fabric.peer(r).send(&[r], block)?;
-                    }
-                    return Ok(());
+                if s.nodes > 1 {
+                    return exchange_meanwhile(fabric, s.spin, None, &to, &mut [], copy(recv));
                 }
-                return exchange_meanwhile(fabric, s.spin, None, &to, &mut [], copy(recv));
+                // One node: the small blocks one after another, in rank order; then the
+                // large ones (each rank knows which its own is) all at once, the root
+                // copying its own block while they leave.
+                let (large, small): (Vec<_>, Vec<_>) =
+                    to.into_iter().partition(|(_, b)| direct(false, 1, b.len()));
+                if large.is_empty()
+                    && let Some(r) = recv.take()
+                {
+                    r.copy_from_slice(own);
+                }
+                for (r, block) in small {
+                    fabric.peer(r).send(&[r], block)?;
+                }
+                return exchange_meanwhile(fabric, s.spin, None, &large, &mut [], copy(recv));
             }
             let counts: Vec<usize> = at.iter().map(Range::len).collect();
             let lens = lengths_up(view, fabric, sub, root, counts[me], Some(&counts), CALL)?;

@@ -730,4 +730,17 @@ fn gatherv_and_scatterv_through_the_leaders_send_large_blocks_straight() {
         let want = straight + small;
         assert_eq!((g, sc), (want, want), "{dist}");
     }
+    // One node: a Scatterv with some block of ONE_NODE_SCATTER_DIRECT_BLOCK bytes sends
+    // its large blocks at once in either form, the root copying its own (large or small)
+    // meanwhile; the results are the reference's.
+    let big = topo_runtime::subtrees::ONE_NODE_SCATTER_DIRECT_BLOCK;
+    let plans = plans_without_map(1, 6, "block");
+    for large in [0, 1] {
+        let len = |r: u32| if r % 2 == large { big } else { 8 };
+        let at = one_after_another(6, len);
+        for alg in [RootedVAlg::Leaders, RootedVAlg::Direct] {
+            let fill = |r: u32| vec![r as u8 + 1; len(r)];
+            assert_eq!(rooted_v_between_nodes(&plans, alg, &at, fill), (0, 0));
+        }
+    }
 }
