@@ -71,42 +71,26 @@ static double timed(int op, int native, double *s, double *r, int count) {
         if (native) PMPI_Allreduce(s, r, count, MPI_DOUBLE, MPI_SUM, on);
         else MPI_Allreduce(s, r, count, MPI_DOUBLE, MPI_SUM, on);
         break;
-    case 3: {
-        MPI_Request q;
-        if (native) PMPI_Ibcast(r, count * 8, MPI_BYTE, 0, on, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
-        else MPI_Ibcast(r, count * 8, MPI_BYTE, 0, on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
+    case 3:
+        NB(native, MPI_Ibcast, r, count * 8, MPI_BYTE, 0, on);
         break;
-    }
-    case 4: {
-        MPI_Request q;
-        if (native) PMPI_Iallreduce(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
-        else MPI_Iallreduce(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
+    case 4:
+        NB(native, MPI_Iallreduce, s, r, count, MPI_DOUBLE, MPI_SUM, on);
         break;
-    }
-    case 5: {
-        MPI_Request q;
-        if (native) PMPI_Ibarrier(on, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
-        else MPI_Ibarrier(on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
+    case 5:
+        NB(native, MPI_Ibarrier, on);
         break;
-    }
     case 6: {
         if (native) PMPI_Reduce_scatter(s, r, counts, MPI_DOUBLE, MPI_SUM, on);
         else MPI_Reduce_scatter(s, r, counts, MPI_DOUBLE, MPI_SUM, on);
         break;
     }
-    case 8: {
-        MPI_Request q;
-        if (native)
-            PMPI_Ireduce_scatter_block(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
-        else MPI_Ireduce_scatter_block(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
+    case 8:
+        NB(native, MPI_Ireduce_scatter_block, s, r, count, MPI_DOUBLE, MPI_SUM, on);
         break;
-    }
-    case 9: {
-        MPI_Request q;
-        if (native) PMPI_Iscan(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), PMPI_Wait(&q, MPI_STATUS_IGNORE);
-        else MPI_Iscan(s, r, count, MPI_DOUBLE, MPI_SUM, on, &q), MPI_Wait(&q, MPI_STATUS_IGNORE);
+    case 9:
+        NB(native, MPI_Iscan, s, r, count, MPI_DOUBLE, MPI_SUM, on);
         break;
-    }
     case 10:
         NB(native, MPI_Iexscan, s, r, count, MPI_DOUBLE, MPI_SUM, on);
         break;
