@@ -44,6 +44,7 @@ pub(super) fn shape(
         len,
         has_send,
         elem: 0,
+        blocks: Vec::new(),
     }
 }
 
@@ -75,7 +76,7 @@ impl Topo {
             .map_or(0, <[u8]>::len)
             .max(recv.as_ref().map_or(0, |r| r.len()));
         let mut core = context::lock(&self.core);
-        let (b, acc, tmp) = match shape.and_then(|shape| core.reuse(&shape)) {
+        let (b, acc, tmp) = match shape.as_ref().and_then(|shape| core.reuse(shape)) {
             Some(kept) => kept,
             None => build(
                 core.hier
@@ -210,8 +211,8 @@ impl Topo {
     /// of the contribution (`send`, or in place `recv`'s first `total`), of which this rank
     /// keeps `mine` in the first bytes of `recv` ([`ireduce_scatter::build`]), or recursive
     /// halving where the settings choose it for the blocks' mean length
-    /// ([`ireduce_scatter::build_halving`]). The steps of a Reduce_scatter_block serve
-    /// later calls of its shape; a Reduce_scatter's depend on its counts.
+    /// ([`ireduce_scatter::build_halving`]). The steps serve later calls of the shape (a
+    /// Reduce_scatter's, of the same blocks).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn sched_reduce_scatter<'a, S: Scope<'a>>(
         &mut self,
@@ -238,11 +239,16 @@ impl Topo {
             recv: Some(recv),
             op: Some(op),
         };
-        let shape = block.then(|| Shape {
+        let key = match blocks {
+            Blocks::Same(_) => Vec::new(),
+            Blocks::Ends(ends) => (0..ends.len() as u32).map(|r| blocks.at(r)).collect(),
+        };
+        let shape = Shape {
             elem,
+            blocks: key,
             ..shape(name, None, 0, total, has_send)
-        });
-        self.start(scope, args, keep, shape, |h| {
+        };
+        self.start(scope, args, keep, Some(shape), |h| {
             let mean = total / (h.view.size as usize).max(1);
             if h.settings.reduce_scatter_for(mean) == ReduceScatterAlg::Ring
                 && let Some(peers) = h.exchanges.ring()
@@ -335,8 +341,8 @@ impl Topo {
         })
     }
 
-    /// An Alltoallv's schedule (see [`Topo::raw_immediate_all_to_all_v`]); its steps depend
-    /// on the call's blocks, so they are not kept for later calls.
+    /// An Alltoallv's schedule (see [`Topo::raw_immediate_all_to_all_v`]); its steps serve
+    /// later calls of the same blocks.
     pub(super) fn sched_all_to_all_v<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
@@ -353,7 +359,12 @@ impl Topo {
             recv: Some(recv),
             op: None,
         };
-        self.start(scope, args, None, None, |h| {
+        let blocks = send_at.unwrap_or_default().iter().chain(recv_at).cloned();
+        let shape = Shape {
+            blocks: blocks.collect(),
+            ..shape(args.name, None, 0, recv_len, send_at.is_some())
+        };
+        self.start(scope, args, None, Some(shape), |h| {
             let one_node = h.settings.nodes == 1;
             let by_node = h.exchanges.by_node();
             let (b, tmp) = ialltoall::build_v(rank, one_node, by_node, send_at, recv_at, recv_len);
@@ -363,8 +374,8 @@ impl Topo {
 
     /// A Gather's or Gatherv's schedule, the direct form (see
     /// [`Topo::raw_immediate_gather_v`]): `at` places each rank's block at the root (`None`
-    /// elsewhere); `same` is the one length of every block, where the blocks are a Gather's
-    /// (then the steps are kept for later calls of that shape).
+    /// elsewhere); `same` is the one length of every block, where the blocks are a Gather's.
+    /// The steps serve later calls of the shape (a Gatherv's, of the same blocks).
     pub(super) fn sched_gather_v<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
@@ -394,11 +405,17 @@ impl Topo {
             recv,
             op: None,
         };
-        let shape = same.map(|n| Shape {
-            elem: usize::from(leaders),
-            ..shape(name, None, root, n, has_send)
-        });
-        self.start(scope, args, None, shape, |h| match (same, &h.subtrees) {
+        let shape = match same {
+            Some(n) => Shape {
+                elem: usize::from(leaders),
+                ..shape(name, None, root, n, has_send)
+            },
+            None => Shape {
+                blocks: at.map(<[_]>::to_vec).unwrap_or_default(),
+                ..shape(name, None, root, len, has_send)
+            },
+        };
+        self.start(scope, args, None, Some(shape), |h| match (same, &h.subtrees) {
             (Some(n), Some(sub)) if leaders => {
                 igather::build_leaders(&h.view, sub, root as u32, has_send, n)
             }
@@ -437,11 +454,17 @@ impl Topo {
             recv,
             op: None,
         };
-        let shape = same.map(|n| Shape {
-            elem: usize::from(leaders),
-            ..shape(name, None, root, n, has_recv)
-        });
-        self.start(scope, args, None, shape, |h| match (same, &h.subtrees) {
+        let shape = match same {
+            Some(n) => Shape {
+                elem: usize::from(leaders),
+                ..shape(name, None, root, n, has_recv)
+            },
+            None => Shape {
+                blocks: at.map(<[_]>::to_vec).unwrap_or_default(),
+                ..shape(name, None, root, len, has_recv)
+            },
+        };
+        self.start(scope, args, None, Some(shape), |h| match (same, &h.subtrees) {
             (Some(n), Some(sub)) if leaders => {
                 iscatter::build_leaders(&h.view, sub, root as u32, has_recv, n)
             }
@@ -449,8 +472,8 @@ impl Topo {
         })
     }
 
-    /// An Allgatherv's schedule (see [`Topo::raw_immediate_all_gather_v`]); its steps
-    /// depend on the call's blocks, so they are not kept for later calls.
+    /// An Allgatherv's schedule (see [`Topo::raw_immediate_all_gather_v`]); its steps serve
+    /// later calls of the same blocks.
     pub(super) fn sched_all_gather_v<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
@@ -467,7 +490,11 @@ impl Topo {
             op: None,
         };
         let total = at.iter().map(std::ops::Range::len).sum();
-        self.start(scope, args, None, None, |h| {
+        let shape = Shape {
+            blocks: at.to_vec(),
+            ..shape(args.name, None, 0, total, has_send)
+        };
+        self.start(scope, args, None, Some(shape), |h| {
             use crate::nonblocking::iallgather::Exchange;
             let size = at.len();
             let flat = iallgatherv::schedule_flat(h.settings.nodes, size, total);

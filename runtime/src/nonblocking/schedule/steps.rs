@@ -271,9 +271,8 @@ impl Builder {
 
 /// What a schedule's steps depend on besides its context (view and settings): calls of
 /// one shape on one context build the same steps, so the steps of a completed schedule,
-/// reset, serve the next call of its shape (`Engine::reuse`) without building
-/// or allocating anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// reset, serve the next call of its shape (`Engine::reuse`) without building them again.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {
     /// The collective (its MPI name) and, for an Allgather, its algorithm.
     pub op: &'static str,
@@ -289,6 +288,11 @@ pub struct Shape {
     /// (an Allreduce's); for a Gather or Scatter 1 when it goes through the leaders; 0
     /// elsewhere.
     pub elem: usize,
+    /// The blocks of a collective of varied blocks as the builder was given them (an
+    /// Alltoallv's send ranges, if any, then its receive ranges; the root's ranges of a
+    /// Gatherv or Scatterv; an Allgatherv's; a Reduce_scatter's): equal blocks, equal
+    /// steps. Empty for the other collectives.
+    pub blocks: Vec<std::ops::Range<usize>>,
 }
 
 impl Builder {

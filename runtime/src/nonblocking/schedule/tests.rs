@@ -259,6 +259,7 @@ fn a_completed_schedule_of_a_shape_serves_the_next_call_of_that_shape_once() {
         len: 8,
         has_send: false,
         elem: 8,
+        blocks: Vec::new(),
     };
     let mut engine = crate::nonblocking::Engine::default();
     let mut net = Posting {
@@ -288,7 +289,7 @@ fn a_completed_schedule_of_a_shape_serves_the_next_call_of_that_shape_once() {
                 Some(Box::new(Sum)),
             )
         }
-        .shaped(shape);
+        .shaped(shape.clone());
         engine.start(call as u64, s, &mut net).unwrap();
         let polls = (0..10).find(|_| {
             engine.progress(&mut net, Reach::All).unwrap();
@@ -300,7 +301,7 @@ fn a_completed_schedule_of_a_shape_serves_the_next_call_of_that_shape_once() {
     assert_eq!(net.posted[..2], net.posted[2..]);
     assert_eq!(outs[0], outs[1]);
     // Another shape finds nothing; the kept steps serve one call at a time.
-    assert!(engine.reuse(&Shape { len: 16, ..shape }).is_none());
+    assert!(engine.reuse(&Shape { len: 16, ..shape.clone() }).is_none());
     assert!(engine.reuse(&shape).is_some());
     assert!(engine.reuse(&shape).is_none());
 }
