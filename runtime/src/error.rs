@@ -129,13 +129,14 @@ pub enum Error {
         op: &'static str,
     },
 
-    /// Reading a local peer's buffer directly failed.
+    /// Reading or writing a local peer's buffer directly failed.
     #[error(
-        "reading rank {rank}'s buffer on node {node} with process_vm_readv failed: {source}; \
+        "reading or writing rank {rank}'s buffer on node {node} with process_vm_readv or \
+         process_vm_writev failed: {source}; \
          set TOPO_RUN_SINGLE_COPY=0 to keep every message in the shared-memory queues"
     )]
     SingleCopy {
-        /// The rank whose buffer was read.
+        /// The rank whose buffer was read or written.
         rank: u32,
         /// Its node.
         node: String,

@@ -11,14 +11,16 @@
 //! consecutive ranks (a node's, with block placement) travel straight into their places
 //! in the leader's buffer; others travel packed in rank order and are put in place on
 //! arrival. Blocks of [`crate::subtrees::GATHER_DIRECT_BLOCK`] bytes and more, in a job on more
-//! than one node, go straight from every rank to the root instead, all at once.
+//! than one node, go straight from every rank to the root instead, all at once. On one
+//! node, blocks of [`ONE_NODE_GATHER_WRITTEN_BLOCK`] bytes and more are written by their
+//! ranks straight into the root's buffer while the root copies its own.
 
 use topo_hierarchy::Settings;
 
 use crate::error::Result;
 use crate::subtrees::{
-    Blocks, Subtrees, below_top, direct, piece_for, recv_blocks, root_exchange, send_blocks,
-    with_root,
+    Blocks, ONE_NODE_GATHER_WRITTEN_BLOCK, Subtrees, below_top, direct, lent_to_root, piece_for,
+    recv_blocks, root_exchange, send_blocks, with_root,
 };
 use crate::transport::Fabric;
 use crate::view::View;
@@ -64,6 +66,24 @@ pub fn gather_blocks(
         Blocks::Same(len) => (total > 0 && size > 1 && direct(true, s.nodes, len)).then_some(len),
         _ => None,
     };
+    if let Blocks::Same(len) = blocks
+        && s.nodes == 1
+        && size > 1
+        && len >= ONE_NODE_GATHER_WRITTEN_BLOCK
+    {
+        return match recv {
+            Some(all) => {
+                let mut parts: Vec<(u32, &mut [u8])> = (0..).zip(all.chunks_mut(len)).collect();
+                let (_, own) = parts.remove(me as usize);
+                let copy = send.map(|b| move || own.copy_from_slice(b));
+                lent_to_root(fabric, &mut parts, copy)
+            }
+            None => {
+                let block = send.expect("a rank other than the root passes its block");
+                fabric.peer(root).write_into(root, block)
+            }
+        };
+    }
     if let Some(len) = straight {
         return match recv {
             Some(all) => {

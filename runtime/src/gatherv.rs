@@ -18,7 +18,9 @@
 //!   into the root, all in flight at once in a job on several nodes; on one node the root
 //!   receives them one after another over shared memory (plain queue transfers, which on
 //!   1 x 2 took 0.19-0.21 us for a small block where transfers polled in flight took
-//!   0.28-0.31).
+//!   0.28-0.31), but for blocks that go by single copy, which their ranks write straight
+//!   into the root's buffer while the root copies its own
+//!   ([`Transport::write_into`](crate::transport::Transport::write_into)).
 //!
 //! Where the root's buffer holds the blocks one after another from its start (the usual
 //! displacements), the leaders' form gathers straight into it; otherwise into scratch,
@@ -32,7 +34,9 @@ use topo_hierarchy::settings::RootedVAlg;
 use crate::alltoall::{disjoint, exchange};
 use crate::error::{Error, Result};
 use crate::gather::gather_blocks;
-use crate::subtrees::{Blocks, Subtrees, below_top, direct, piece_for, recv_blocks, send_blocks};
+use crate::subtrees::{
+    Blocks, Subtrees, below_top, direct, lent_to_root, piece_for, recv_blocks, send_blocks,
+};
 use crate::transport::Fabric;
 use crate::view::View;
 
@@ -65,7 +69,7 @@ pub fn gatherv(
             }
             match s.rooted_v_alg() {
                 RootedVAlg::Direct if block.is_empty() => Ok(()),
-                RootedVAlg::Direct if s.nodes == 1 => fabric.peer(root).send(&[root], block),
+                RootedVAlg::Direct if s.nodes == 1 => fabric.peer(root).write_into(root, block),
                 RootedVAlg::Direct => exchange(fabric, s.spin, None, &[(root, block)], &mut []),
                 RootedVAlg::Leaders => {
                     let lens = lengths_up(view, fabric, sub, root, block.len(), None, CALL)?;
@@ -85,9 +89,8 @@ pub fn gatherv(
         Some((buf, at)) => {
             if view.size == 1 || s.rooted_v_alg() == RootedVAlg::Direct {
                 let mut parts = disjoint(buf, at).ok_or_else(overlap)?;
-                if let Some(b) = send {
-                    parts[me].copy_from_slice(b);
-                }
+                let own = std::mem::take(&mut parts[me]);
+                let copy = send.map(|b| move || own.copy_from_slice(b));
                 let mut from: Vec<(u32, &mut [u8])> = parts
                     .into_iter()
                     .enumerate()
@@ -95,11 +98,12 @@ pub fn gatherv(
                     .map(|(r, p)| (r as u32, p))
                     .collect();
                 if s.nodes == 1 {
-                    // Every rank over shared memory: one after another, in rank order.
-                    for (r, part) in from {
-                        fabric.peer(r).recv(r, part)?;
-                    }
-                    return Ok(());
+                    // Every rank over shared memory, in rank order: each large block
+                    // written by its rank while the root copies its own.
+                    return lent_to_root(fabric, &mut from, copy);
+                }
+                if let Some(mut copy) = copy {
+                    copy();
                 }
                 return exchange(fabric, s.spin, None, &[], &mut from);
             }

@@ -422,6 +422,53 @@ fn rank_main(me: usize) -> i32 {
     for round in 0..80u32 {
         std::fs::remove_file(mark(round, rank)).unwrap();
     }
+    // Lent buffers (a one-node Gather's large blocks): rank 0 lends each other rank its
+    // place, which that rank writes straight into where the message goes by single copy
+    // (in "-single": 3000 bytes from the far ranks 2 and 3, 70,000 from every rank) or
+    // sends through the queues; rank 0 copies its own block meanwhile.
+    for len in [7usize, 3000, 70_000] {
+        use topo_runtime::transport::Transport;
+        let t = links.shm.as_mut().unwrap();
+        if rank == 0 {
+            let mut all = vec![0u8; len * RANKS as usize];
+            let mut parts: Vec<&mut [u8]> = all.chunks_mut(len).collect();
+            for (r, part) in (1..).zip(parts[1..].iter_mut()) {
+                t.lend(r, part).unwrap();
+            }
+            parts[0].copy_from_slice(&vec![0u8; len]);
+            for (r, part) in (1..).zip(parts[1..].iter_mut()) {
+                t.wait_lent(r, part).unwrap();
+            }
+            for (r, part) in all.chunks(len).enumerate() {
+                let want: Vec<u8> = (0..len).map(|i| (i * 7 + r) as u8).collect();
+                let want = if r == 0 { vec![0u8; len] } else { want };
+                assert_eq!(part, want, "lent {len} bytes to rank {r}");
+            }
+        } else {
+            let block: Vec<u8> = (0..len).map(|i| (i * 7 + rank as usize) as u8).collect();
+            t.write_into(0, &block).unwrap();
+        }
+    }
+    // A writer given a buffer of another length than its message's says so and writes
+    // nothing (here it then tells the lender anyway, which would wait otherwise).
+    if scenario.ends_with("-single") && !fallback {
+        use topo_runtime::transport::Transport;
+        let t = links.shm.as_mut().unwrap();
+        if rank == 0 {
+            let mut buf = vec![5u8; 70_000];
+            t.lend(1, &mut buf).unwrap();
+            t.wait_lent(1, &mut buf).unwrap();
+            assert!(buf.iter().all(|&b| b == 5), "nothing written");
+        } else if rank == 1 {
+            let e = t.write_into(0, &[1u8; 70_008]).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("rank 0 lent a buffer of 70000 bytes for a message of 70008"),
+                "{e}"
+            );
+            t.send(&[0], &[]).unwrap();
+        }
+    }
     // A small receive whose length differs from the message's is named, not misread (its
     // first look at the hinted slot leaves the message to the general path). Last: the
     // message stays in the queue.

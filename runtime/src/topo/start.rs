@@ -415,11 +415,13 @@ impl Topo {
                 ..shape(name, None, root, len, has_send)
             },
         };
-        self.start(scope, args, None, Some(shape), |h| match (same, &h.subtrees) {
-            (Some(n), Some(sub)) if leaders => {
-                igather::build_leaders(&h.view, sub, root as u32, has_send, n)
+        self.start(scope, args, None, Some(shape), |h| {
+            match (same, &h.subtrees) {
+                (Some(n), Some(sub)) if leaders => {
+                    igather::build_leaders(&h.view, sub, root as u32, has_send, n)
+                }
+                _ => (igather::build(rank, root as u32, at, has_send, len), 0, 0),
             }
-            _ => (igather::build(rank, root as u32, at, has_send, len), 0, 0),
         })
     }
 
@@ -464,11 +466,13 @@ impl Topo {
                 ..shape(name, None, root, len, has_recv)
             },
         };
-        self.start(scope, args, None, Some(shape), |h| match (same, &h.subtrees) {
-            (Some(n), Some(sub)) if leaders => {
-                iscatter::build_leaders(&h.view, sub, root as u32, has_recv, n)
+        self.start(scope, args, None, Some(shape), |h| {
+            match (same, &h.subtrees) {
+                (Some(n), Some(sub)) if leaders => {
+                    iscatter::build_leaders(&h.view, sub, root as u32, has_recv, n)
+                }
+                _ => (iscatter::build(rank, root as u32, at, has_recv, len), 0, 0),
             }
-            _ => (iscatter::build(rank, root as u32, at, has_recv, len), 0, 0),
         })
     }
 

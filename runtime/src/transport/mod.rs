@@ -127,6 +127,30 @@ pub trait Transport {
         Ok(())
     }
 
+    /// The receiver's first half of a message that its sender may write straight into the
+    /// receiver's buffer ([`Transport::write_into`]): tells `from` where `buf` is, if the
+    /// message goes that way. The message is in `buf` once [`Transport::wait_lent`] with
+    /// the same arguments returns; until then the caller leaves `buf` alone. Both sides
+    /// know the message's length. By default nothing: the message comes as a plain one.
+    fn lend(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
+        let _ = (from, buf);
+        Ok(())
+    }
+
+    /// The receiver's second half of a message begun with [`Transport::lend`]: returns
+    /// once the message is in `buf`. By default [`Transport::recv`].
+    fn wait_lent(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
+        self.recv(from, buf)
+    }
+
+    /// The sender's side of a message that `to` receives with [`Transport::lend`] and
+    /// [`Transport::wait_lent`]. Shared memory writes a message it would send by single
+    /// copy straight into the lent buffer, so that the receiver does nothing meanwhile
+    /// but wait. By default [`Transport::send`].
+    fn write_into(&mut self, to: u32, data: &[u8]) -> Result<()> {
+        self.send(&[to], data)
+    }
+
     /// The nonblocking form of [`Transport::send`]: makes what progress it can without
     /// waiting and returns whether `data` may be reused. Call it again with the same
     /// arguments and `transfer` until it returns true; `data` must stay put until then.

@@ -301,7 +301,14 @@ fn a_completed_schedule_of_a_shape_serves_the_next_call_of_that_shape_once() {
     assert_eq!(net.posted[..2], net.posted[2..]);
     assert_eq!(outs[0], outs[1]);
     // Another shape finds nothing; the kept steps serve one call at a time.
-    assert!(engine.reuse(&Shape { len: 16, ..shape.clone() }).is_none());
+    assert!(
+        engine
+            .reuse(&Shape {
+                len: 16,
+                ..shape.clone()
+            })
+            .is_none()
+    );
     assert!(engine.reuse(&shape).is_some());
     assert!(engine.reuse(&shape).is_none());
 }

@@ -40,11 +40,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use std::io::IoSliceMut;
+use std::io::{IoSlice, IoSliceMut};
 
 use nix::errno::Errno;
 use nix::sys::signal::kill;
-use nix::sys::uio::{RemoteIoVec, process_vm_readv};
+use nix::sys::uio::{RemoteIoVec, process_vm_readv, process_vm_writev};
 use nix::unistd::Pid;
 
 pub use layout::Layout;
@@ -423,6 +423,18 @@ impl Transport for ShmTransport {
             at += part.len();
             combine_onto(op, frag, part, mine, ready)
         })
+    }
+
+    fn lend(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
+        self.lend_to(from, buf)
+    }
+
+    fn wait_lent(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
+        self.wait_lent_from(from, buf)
+    }
+
+    fn write_into(&mut self, to: u32, data: &[u8]) -> Result<()> {
+        self.write_to(to, data)
     }
 
     fn poll_send(&mut self, transfer: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {

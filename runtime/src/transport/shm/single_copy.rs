@@ -1,6 +1,7 @@
 //! Single copy: a reader copies (or combines) a large fragment straight out of the
-//! writer's buffer with `process_vm_readv`, as Open MPI's CMA path does, and the check
-//! that this rank may read its peers' memory.
+//! writer's buffer with `process_vm_readv`, as Open MPI's CMA path does; a lent buffer
+//! ([`Transport::lend`]) that its sender writes into with `process_vm_writev`; and the
+//! check that this rank may read its peers' memory.
 
 use super::*;
 
@@ -28,6 +29,26 @@ pub(super) fn read_remote(pid: i32, addr: u64, dst: &mut [u8]) -> nix::Result<()
     }
     Ok(())
 }
+
+/// Copies `src` to `addr` in process `pid`.
+fn write_remote(pid: i32, addr: u64, src: &[u8]) -> nix::Result<()> {
+    let mut done = 0;
+    while done < src.len() {
+        let remote = [RemoteIoVec {
+            base: addr as usize + done,
+            len: src.len() - done,
+        }];
+        let local = [IoSlice::new(&src[done..])];
+        match process_vm_writev(Pid::from_raw(pid), &local, &remote)? {
+            0 => return Err(Errno::EFAULT),
+            n => done += n,
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of a lent buffer's descriptor: its address and its length.
+const LENT: usize = 16;
 
 /// Combines a fragment into `acc`. A remote buffer is read and combined in pieces of at
 /// most [`REDUCE_PIECE`] bytes through `tmp` (not empty; a piece is as long as `tmp`
@@ -91,6 +112,57 @@ pub(super) fn copy_out(frag: Frag<'_>, dst: &mut [u8]) -> nix::Result<()> {
 }
 
 impl ShmTransport {
+    /// Whether a message of `len` bytes between this rank and local rank `j` goes into a
+    /// lent buffer: where a send to `j` alone would go by single copy (both sides agree).
+    fn lends(&self, j: usize, len: usize) -> bool {
+        self.single_copy_one_way(self.near[j], len)
+    }
+
+    /// [`Transport::lend`]: the buffer's address and length to `from` where the message
+    /// goes by single copy.
+    pub(super) fn lend_to(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
+        if !self.lends(self.local(from)?, buf.len()) {
+            return Ok(());
+        }
+        let mut desc = [0u8; LENT];
+        desc[..8].copy_from_slice(&(buf.as_mut_ptr() as u64).to_ne_bytes());
+        desc[8..].copy_from_slice(&(buf.len() as u64).to_ne_bytes());
+        self.send(&[from], &desc)
+    }
+
+    /// [`Transport::wait_lent`]: the sender's word that it has written, or the message
+    /// itself where it does not go by single copy.
+    pub(super) fn wait_lent_from(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
+        if !self.lends(self.local(from)?, buf.len()) {
+            return self.recv(from, buf);
+        }
+        self.recv(from, &mut [])
+    }
+
+    /// [`Transport::write_into`]: where the message goes by single copy, waits for the
+    /// receiver's buffer, writes `data` there and tells the receiver; else sends it.
+    pub(super) fn write_to(&mut self, to: u32, data: &[u8]) -> Result<()> {
+        let j = self.local(to)?;
+        if !self.lends(j, data.len()) {
+            return self.send(&[to], data);
+        }
+        let mut desc = [0u8; LENT];
+        self.recv(to, &mut desc)?;
+        let word = |at: usize| u64::from_ne_bytes(desc[at..at + 8].try_into().expect("8 bytes"));
+        let (addr, len) = (word(0), word(8));
+        if len != data.len() as u64 {
+            return Err(Error::Mismatch {
+                reason: format!(
+                    "rank {to} lent a buffer of {len} bytes for a message of {} bytes: the \
+                     ranks called different collectives or counts",
+                    data.len()
+                ),
+            });
+        }
+        write_remote(self.pid(j), addr, data).map_err(|e| self.consume_failed(j, e))?;
+        self.send(&[to], &[])
+    }
+
     /// Checks that this rank may read every local peer's memory with `process_vm_readv`
     /// (by reading the segment's magic through each peer's mapping). Call after every
     /// local rank has attached.
