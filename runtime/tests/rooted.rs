@@ -250,9 +250,10 @@ fn large_blocks_go_straight_between_the_root_and_each_rank() {
     let one = plans_without_map(1, 4, "block");
     check(&one, 2, len, false).unwrap();
     // From there a Scatter goes straight from the root to every rank of its node at once,
-    // the root copying its own block meanwhile: the reference's results for roots that
-    // lead a group and roots that do not, in place and not, with levels inside the node
-    // and with cyclic placement.
+    // the root copying its own block meanwhile, and a Gather's blocks are written into the
+    // root's buffer (ONE_NODE_GATHER_WRITTEN_BLOCK; over `sim`, plain messages): the
+    // reference's results for roots that lead a group and roots that do not, in place and
+    // not, with levels inside the node and with cyclic placement.
     let len = topo_runtime::subtrees::ONE_NODE_SCATTER_DIRECT_BLOCK / 8;
     for (root, in_place) in [(0u32, false), (2, true), (3, false)] {
         check(&one, root, len, in_place).unwrap();
@@ -539,7 +540,8 @@ fn check_rooted_v(
             iall[at[me as usize].clone()].copy_from_slice(&mine);
         }
         let root_at = is_root.then_some(&at[..]);
-        let steps = igather::build(me, root, root_at, !(is_root && in_place), mine.len());
+        let send = !(is_root && in_place);
+        let steps = igather::build(me, root, root_at, send, mine.len(), s.nodes == 1);
         let send = (!(is_root && in_place)).then_some(&mine[..]);
         let recv = is_root.then_some(&mut iall[..]);
         let mut engine = Engine::default();

@@ -295,7 +295,7 @@ impl Cluster {
             Op::Gather | Op::Gatherv => {
                 return Ok(Programs::build(n, |r| {
                     let at = (r == 0).then_some(&at[..]);
-                    Program::from_builder(&igather::build(r, 0, at, true, len))
+                    Program::from_builder(&igather::build(r, 0, at, true, len, s.nodes == 1))
                 }));
             }
             Op::Scatter | Op::Scatterv => {

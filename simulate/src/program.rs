@@ -54,11 +54,20 @@ impl Program {
                             to: to.clone(),
                             bytes: src.len as u64,
                         }],
-                        Action::Recv { from, dst } => vec![Step::Recv {
-                            from: *from,
-                            bytes: dst.len as u64,
-                            combine: false,
+                        // A lent region's message is modelled as a plain one: sent by
+                        // its writer, received at its wait.
+                        Action::WriteInto { to, src } => vec![Step::Send {
+                            to: vec![*to],
+                            bytes: src.len as u64,
                         }],
+                        Action::Lend { .. } => Vec::new(),
+                        Action::Recv { from, dst } | Action::WaitLent { from, dst } => {
+                            vec![Step::Recv {
+                                from: *from,
+                                bytes: dst.len as u64,
+                                combine: false,
+                            }]
+                        }
                         Action::RecvReduce { from, acc } => vec![Step::Recv {
                             from: *from,
                             bytes: acc.len as u64,

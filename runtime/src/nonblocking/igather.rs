@@ -17,35 +17,50 @@
 use std::ops::Range;
 
 use super::{Action, Buf, Builder, Link, Region};
-use crate::subtrees::{Subtrees, below_top};
+use crate::subtrees::{ONE_NODE_GATHER_WRITTEN_BLOCK, Subtrees, below_top};
 use crate::view::View;
 
 /// The steps of rank `me`'s part in a Gatherv to `root`: at the root, `at` places rank r's
 /// block at `at[r]` of [`Buf::Recv`] and `send` says whether its own is in [`Buf::Send`]
 /// (else in place); elsewhere `at` is `None` and the rank's block is the `len` bytes of
-/// [`Buf::Send`].
-pub fn build(me: u32, root: u32, at: Option<&[Range<usize>]>, send: bool, len: usize) -> Builder {
+/// [`Buf::Send`]. With `one_node`, blocks of [`ONE_NODE_GATHER_WRITTEN_BLOCK`] bytes and
+/// more are written by their ranks into the root's buffer, as a blocking Gather's
+/// ([`crate::subtrees::ONE_NODE_GATHER_WRITTEN_BLOCK`]): the root lends each its place
+/// and copies its own block in the first round, and waits for them in the second.
+pub fn build(
+    me: u32,
+    root: u32,
+    at: Option<&[Range<usize>]>,
+    send: bool,
+    len: usize,
+    one_node: bool,
+) -> Builder {
     let mut b = Builder::default();
     let region = |buf: Buf, r: &Range<usize>| Region {
         buf,
         off: r.start,
         len: r.len(),
     };
+    let written = |len: usize| one_node && len >= ONE_NODE_GATHER_WRITTEN_BLOCK;
     match at {
         None => {
             if len > 0 {
-                b.round([(
-                    Link::Peer(root),
+                let src = Region::whole(Buf::Send, len);
+                let action = if written(len) {
+                    Action::WriteInto { to: root, src }
+                } else {
                     Action::Send {
                         to: vec![root],
-                        src: Region::whole(Buf::Send, len),
-                    },
-                )]);
+                        src,
+                    }
+                };
+                b.round([(Link::Peer(root), action)]);
             }
         }
         Some(at) => {
             let mine = &at[me as usize];
             let from = (0..at.len() as u32).filter(|&r| r != me && !at[r as usize].is_empty());
+            let place = |r: u32| region(Buf::Recv, &at[r as usize]);
             // The root's own block is copied in the same round, once the receives are
             // posted (the copy does not hold them back).
             let own = (send && !mine.is_empty()).then(|| {
@@ -57,18 +72,29 @@ pub fn build(me: u32, root: u32, at: Option<&[Range<usize>]>, send: bool, len: u
                     },
                 )
             });
+            let lent = |r: &u32| written(at[*r as usize].len());
             b.round(
-                from.map(|r| {
-                    (
-                        Link::Peer(r),
-                        Action::Recv {
-                            from: r,
-                            dst: region(Buf::Recv, &at[r as usize]),
-                        },
-                    )
-                })
-                .chain(own),
+                from.clone()
+                    .map(|r| {
+                        let dst = place(r);
+                        let action = if lent(&r) {
+                            Action::Lend { from: r, dst }
+                        } else {
+                            Action::Recv { from: r, dst }
+                        };
+                        (Link::Peer(r), action)
+                    })
+                    .chain(own),
             );
+            b.round(from.filter(lent).map(|r| {
+                (
+                    Link::Peer(r),
+                    Action::WaitLent {
+                        from: r,
+                        dst: place(r),
+                    },
+                )
+            }));
         }
     }
     b

@@ -420,7 +420,11 @@ impl Topo {
                 (Some(n), Some(sub)) if leaders => {
                     igather::build_leaders(&h.view, sub, root as u32, has_send, n)
                 }
-                _ => (igather::build(rank, root as u32, at, has_send, len), 0, 0),
+                _ => {
+                    let one_node = h.settings.nodes == 1;
+                    let b = igather::build(rank, root as u32, at, has_send, len, one_node);
+                    (b, 0, 0)
+                }
             }
         })
     }

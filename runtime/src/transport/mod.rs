@@ -167,6 +167,30 @@ pub trait Transport {
         op: Option<&dyn Combine>,
     ) -> Result<bool>;
 
+    /// The nonblocking form of [`Transport::lend`]: call it again with the same arguments
+    /// and `transfer` until it returns true. By default nothing to do.
+    fn poll_lend(&mut self, transfer: &mut Transfer, from: u32, buf: &mut [u8]) -> Result<bool> {
+        let _ = (transfer, from, buf);
+        Ok(true)
+    }
+
+    /// The nonblocking form of [`Transport::wait_lent`] (with a transfer of its own, not
+    /// [`Transport::poll_lend`]'s). By default [`Transport::poll_recv`].
+    fn poll_wait_lent(
+        &mut self,
+        transfer: &mut Transfer,
+        from: u32,
+        buf: &mut [u8],
+    ) -> Result<bool> {
+        self.poll_recv(transfer, from, buf, None)
+    }
+
+    /// The nonblocking form of [`Transport::write_into`]. By default
+    /// [`Transport::poll_send`].
+    fn poll_write_into(&mut self, transfer: &mut Transfer, to: u32, data: &[u8]) -> Result<bool> {
+        self.poll_send(transfer, &[to], data)
+    }
+
     /// Whether its transfers call MPI (then only threads that MPI allows may poll them).
     fn calls_mpi(&self) -> bool {
         false

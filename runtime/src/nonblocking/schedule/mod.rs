@@ -296,12 +296,16 @@ pub enum Reach {
 fn starts(fabric: &mut dyn Fabric, step: &Step) -> bool {
     match step.action {
         // A signal's first poll announces this rank; it waits for nothing.
+        // A lend tells its sender where to write; a write takes place at once if the
+        // receiver has lent its region already, else later.
         Action::Copy { .. }
         | Action::Permute { .. }
         | Action::Send { .. }
+        | Action::Lend { .. }
+        | Action::WriteInto { .. }
         | Action::Signal { .. } => true,
         Action::Combine { .. } => false,
-        Action::Recv { .. } | Action::RecvReduce { .. } => {
+        Action::Recv { .. } | Action::RecvReduce { .. } | Action::WaitLent { .. } => {
             !step.transfer.started && link(fabric, step.link).posts_ahead()
         }
     }
@@ -420,6 +424,15 @@ fn run(
         }
         Action::Signal { round, to, from } => {
             link(fabric, step.link).poll_signal(transfer, *round, *to, *from)
+        }
+        Action::Lend { from, dst } => {
+            link(fabric, step.link).poll_lend(transfer, *from, mem.get_mut(*dst))
+        }
+        Action::WaitLent { from, dst } => {
+            link(fabric, step.link).poll_wait_lent(transfer, *from, mem.get_mut(*dst))
+        }
+        Action::WriteInto { to, src } => {
+            link(fabric, step.link).poll_write_into(transfer, *to, mem.get(*src))
         }
     }
 }

@@ -96,6 +96,29 @@ pub enum Action {
         /// The source block of each destination block.
         order: std::sync::Arc<[u32]>,
     },
+    /// Tell `from` where `dst` is, so that it may write its message there itself
+    /// (`Transport::poll_lend`); a [`Action::WaitLent`] in a later round waits for it.
+    Lend {
+        /// The sender, which writes with [`Action::WriteInto`].
+        from: u32,
+        /// Where the message lands.
+        dst: Region,
+    },
+    /// Wait until the message of a [`Action::Lend`] is in `dst`
+    /// (`Transport::poll_wait_lent`).
+    WaitLent {
+        /// The sender.
+        from: u32,
+        /// Where the message lands (the lent region).
+        dst: Region,
+    },
+    /// Write `src` into the region that `to` lends (`Transport::poll_write_into`).
+    WriteInto {
+        /// The receiver, which lends its region with [`Action::Lend`].
+        to: u32,
+        /// What to write.
+        src: Region,
+    },
     /// Round `round` of a dissemination barrier: tell `to` that this rank has reached it,
     /// and hear the same from `from` (`Transport::poll_signal`).
     Signal {
@@ -124,8 +147,11 @@ impl Action {
     pub(super) fn regions(&self) -> impl Iterator<Item = Region> {
         let (a, b) = match *self {
             Action::Send { src, .. } => (src, None),
-            Action::Recv { dst, .. } => (dst, None),
+            Action::Recv { dst, .. } | Action::Lend { dst, .. } | Action::WaitLent { dst, .. } => {
+                (dst, None)
+            }
             Action::RecvReduce { acc, .. } => (acc, None),
+            Action::WriteInto { src, .. } => (src, None),
             Action::Copy { src, dst } | Action::Permute { src, dst, .. } => (dst, Some(src)),
             Action::Combine { acc, src } => (acc, Some(src)),
             Action::Signal { .. } => (Region::whole(Buf::Acc, 0), None),
@@ -138,8 +164,12 @@ impl Action {
     /// carry nothing else), which its data alone does not show.
     pub(super) fn sender(&self) -> Option<u32> {
         match *self {
-            Action::Recv { from, .. } | Action::RecvReduce { from, .. } => Some(from),
+            Action::Recv { from, .. }
+            | Action::RecvReduce { from, .. }
+            | Action::WaitLent { from, .. } => Some(from),
             Action::Send { .. }
+            | Action::Lend { .. }
+            | Action::WriteInto { .. }
             | Action::Copy { .. }
             | Action::Permute { .. }
             | Action::Combine { .. }
@@ -151,7 +181,9 @@ impl Action {
     /// completed: one that is combined lands in the transfer's own memory until its round.
     pub(super) fn lands_clear_of(&self, pending: &[Region]) -> bool {
         match self {
-            Action::Recv { dst, .. } => !pending.iter().any(|r| r.overlaps(dst)),
+            Action::Recv { dst, .. } | Action::WaitLent { dst, .. } => {
+                !pending.iter().any(|r| r.overlaps(dst))
+            }
             _ => true,
         }
     }
@@ -163,7 +195,10 @@ impl Action {
             Action::Send { to, .. } => to,
             Action::Recv { from, .. }
             | Action::RecvReduce { from, .. }
+            | Action::Lend { from, .. }
+            | Action::WaitLent { from, .. }
             | Action::Signal { from, .. } => std::slice::from_ref(from),
+            Action::WriteInto { to, .. } => std::slice::from_ref(to),
             Action::Copy { .. } | Action::Permute { .. } | Action::Combine { .. } => &[],
         }
     }
@@ -245,7 +280,10 @@ impl Builder {
             match &mut step.action {
                 Action::Send { src: r, .. }
                 | Action::Recv { dst: r, .. }
-                | Action::RecvReduce { acc: r, .. } => mv(r),
+                | Action::RecvReduce { acc: r, .. }
+                | Action::Lend { dst: r, .. }
+                | Action::WaitLent { dst: r, .. }
+                | Action::WriteInto { src: r, .. } => mv(r),
                 Action::Copy { src, dst } | Action::Permute { src, dst, .. } => {
                     mv(src);
                     mv(dst);

@@ -437,6 +437,23 @@ impl Transport for ShmTransport {
         self.write_to(to, data)
     }
 
+    fn poll_lend(&mut self, transfer: &mut Transfer, from: u32, buf: &mut [u8]) -> Result<bool> {
+        self.poll_lend_to(transfer, from, buf)
+    }
+
+    fn poll_wait_lent(
+        &mut self,
+        transfer: &mut Transfer,
+        from: u32,
+        buf: &mut [u8],
+    ) -> Result<bool> {
+        self.poll_wait_lent_from(transfer, from, buf)
+    }
+
+    fn poll_write_into(&mut self, transfer: &mut Transfer, to: u32, data: &[u8]) -> Result<bool> {
+        self.poll_write_to(transfer, to, data)
+    }
+
     fn poll_send(&mut self, transfer: &mut Transfer, to: &[u32], data: &[u8]) -> Result<bool> {
         if Self::ringed(data.len()) {
             // `done` counts the readers whose ring has the record.

@@ -88,11 +88,12 @@ impl ShmTransport {
                     break n;
                 }
                 if backoff.pause() {
-                    self.check_alive(w)?;
-                    self.check_not_in_barrier(w)?;
+                    // As in `ring_take`: a message of another length first.
                     if off == 0 {
                         self.check_ring_form(w, buf.len())?;
                     }
+                    self.check_alive(w)?;
+                    self.check_not_in_barrier(w)?;
                 }
             };
             off += n;

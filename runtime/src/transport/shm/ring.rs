@@ -177,9 +177,11 @@ impl ShmTransport {
         let mut backoff = Backoff::new(self.spin);
         while !self.try_ring_take(w, buf, consume)? {
             if backoff.pause() {
+                // A message of another length is named even if its writer has exited
+                // since (it ran on past the mismatch).
+                self.check_ring_form(w, buf.len())?;
                 self.check_alive(w)?;
                 self.check_not_in_barrier(w)?;
-                self.check_ring_form(w, buf.len())?;
             }
         }
         Ok(())

@@ -50,6 +50,14 @@ fn write_remote(pid: i32, addr: u64, src: &[u8]) -> nix::Result<()> {
 /// Bytes of a lent buffer's descriptor: its address and its length.
 const LENT: usize = 16;
 
+/// The descriptor of a lent buffer.
+fn descriptor(buf: &mut [u8]) -> [u8; LENT] {
+    let mut desc = [0u8; LENT];
+    desc[..8].copy_from_slice(&(buf.as_mut_ptr() as u64).to_ne_bytes());
+    desc[8..].copy_from_slice(&(buf.len() as u64).to_ne_bytes());
+    desc
+}
+
 /// Combines a fragment into `acc`. A remote buffer is read and combined in pieces of at
 /// most [`REDUCE_PIECE`] bytes through `tmp` (not empty; a piece is as long as `tmp`
 /// allows).
@@ -124,10 +132,20 @@ impl ShmTransport {
         if !self.lends(self.local(from)?, buf.len()) {
             return Ok(());
         }
-        let mut desc = [0u8; LENT];
-        desc[..8].copy_from_slice(&(buf.as_mut_ptr() as u64).to_ne_bytes());
-        desc[8..].copy_from_slice(&(buf.len() as u64).to_ne_bytes());
-        self.send(&[from], &desc)
+        self.send(&[from], &descriptor(buf))
+    }
+
+    /// [`Transport::poll_lend`]: as [`ShmTransport::lend_to`], without waiting.
+    pub(super) fn poll_lend_to(
+        &mut self,
+        t: &mut Transfer,
+        from: u32,
+        buf: &mut [u8],
+    ) -> Result<bool> {
+        if !self.lends(self.local(from)?, buf.len()) {
+            return Ok(true);
+        }
+        self.poll_send(t, &[from], &descriptor(buf))
     }
 
     /// [`Transport::wait_lent`]: the sender's word that it has written, or the message
@@ -139,6 +157,20 @@ impl ShmTransport {
         self.recv(from, &mut [])
     }
 
+    /// [`Transport::poll_wait_lent`]: as [`ShmTransport::wait_lent_from`], without
+    /// waiting.
+    pub(super) fn poll_wait_lent_from(
+        &mut self,
+        t: &mut Transfer,
+        from: u32,
+        buf: &mut [u8],
+    ) -> Result<bool> {
+        if !self.lends(self.local(from)?, buf.len()) {
+            return self.poll_recv(t, from, buf, None);
+        }
+        self.poll_recv(t, from, &mut [], None)
+    }
+
     /// [`Transport::write_into`]: where the message goes by single copy, waits for the
     /// receiver's buffer, writes `data` there and tells the receiver; else sends it.
     pub(super) fn write_to(&mut self, to: u32, data: &[u8]) -> Result<()> {
@@ -148,19 +180,46 @@ impl ShmTransport {
         }
         let mut desc = [0u8; LENT];
         self.recv(to, &mut desc)?;
+        self.write_lent(j, &desc, data)?;
+        self.send(&[to], &[])
+    }
+
+    /// [`Transport::poll_write_into`]: as [`ShmTransport::write_to`], without waiting:
+    /// `t.started` once written.
+    pub(super) fn poll_write_to(&mut self, t: &mut Transfer, to: u32, data: &[u8]) -> Result<bool> {
+        let j = self.local(to)?;
+        if !self.lends(j, data.len()) {
+            return self.poll_send(t, &[to], data);
+        }
+        if !t.started {
+            // A descriptor rides in the ring: it is taken whole or not at all.
+            let mut desc = [0u8; LENT];
+            if !self.poll_recv(&mut Transfer::default(), to, &mut desc, None)? {
+                return Ok(false);
+            }
+            self.write_lent(j, &desc, data)?;
+            t.started = true;
+        }
+        // The word that it is written (`t.done` counts the one reader told).
+        self.poll_send(t, &[to], &[])
+    }
+
+    /// Writes `data` into the buffer that local rank `j` lent (`desc`), if its length is
+    /// the message's.
+    fn write_lent(&self, j: usize, desc: &[u8; LENT], data: &[u8]) -> Result<()> {
         let word = |at: usize| u64::from_ne_bytes(desc[at..at + 8].try_into().expect("8 bytes"));
         let (addr, len) = (word(0), word(8));
         if len != data.len() as u64 {
             return Err(Error::Mismatch {
                 reason: format!(
-                    "rank {to} lent a buffer of {len} bytes for a message of {} bytes: the \
+                    "rank {} lent a buffer of {len} bytes for a message of {} bytes: the \
                      ranks called different collectives or counts",
+                    self.peers[j],
                     data.len()
                 ),
             });
         }
-        write_remote(self.pid(j), addr, data).map_err(|e| self.consume_failed(j, e))?;
-        self.send(&[to], &[])
+        write_remote(self.pid(j), addr, data).map_err(|e| self.consume_failed(j, e))
     }
 
     /// Checks that this rank may read every local peer's memory with `process_vm_readv`
