@@ -12,15 +12,15 @@
 //! in the leader's buffer; others travel packed in rank order and are put in place on
 //! arrival. Blocks of [`crate::subtrees::GATHER_DIRECT_BLOCK`] bytes and more, in a job on more
 //! than one node, go straight from every rank to the root instead, all at once. On one
-//! node, blocks of [`ONE_NODE_GATHER_WRITTEN_BLOCK`] bytes and more are written by their
+//! node, blocks of [`crate::subtrees::ONE_NODE_GATHER_WRITTEN_BLOCK`] bytes and more are written by their
 //! ranks straight into the root's buffer while the root copies its own.
 
 use topo_hierarchy::Settings;
 
 use crate::error::Result;
 use crate::subtrees::{
-    Blocks, ONE_NODE_GATHER_WRITTEN_BLOCK, Subtrees, below_top, direct, lent_to_root, piece_for,
-    recv_blocks, root_exchange, send_blocks, with_root,
+    Blocks, Subtrees, below_top, direct, lent_to_root, piece_for, recv_blocks, root_exchange,
+    send_blocks, with_root, written,
 };
 use crate::transport::Fabric;
 use crate::view::View;
@@ -69,14 +69,18 @@ pub fn gather_blocks(
     if let Blocks::Same(len) = blocks
         && s.nodes == 1
         && size > 1
-        && len >= ONE_NODE_GATHER_WRITTEN_BLOCK
+        && written(len)
     {
         return match recv {
             Some(all) => {
                 let mut parts: Vec<(u32, &mut [u8])> = (0..).zip(all.chunks_mut(len)).collect();
                 let (_, own) = parts.remove(me as usize);
-                let copy = send.map(|b| move || own.copy_from_slice(b));
-                lent_to_root(fabric, &mut parts, copy)
+                lent_to_root(fabric, &mut parts, |_| {
+                    if let Some(b) = send {
+                        own.copy_from_slice(b);
+                    }
+                    Ok(())
+                })
             }
             None => {
                 let block = send.expect("a rank other than the root passes its block");

@@ -35,7 +35,7 @@ use crate::alltoall::{disjoint, exchange};
 use crate::error::{Error, Result};
 use crate::gather::gather_blocks;
 use crate::subtrees::{
-    Blocks, Subtrees, below_top, direct, lent_to_root, piece_for, recv_blocks, send_blocks,
+    Blocks, Subtrees, below_top, direct, lent_to_root, piece_for, recv_blocks, send_blocks, written,
 };
 use crate::transport::Fabric;
 use crate::view::View;
@@ -69,7 +69,10 @@ pub fn gatherv(
             }
             match s.rooted_v_alg() {
                 RootedVAlg::Direct if block.is_empty() => Ok(()),
-                RootedVAlg::Direct if s.nodes == 1 => fabric.peer(root).write_into(root, block),
+                RootedVAlg::Direct if s.nodes == 1 && written(block.len()) => {
+                    fabric.peer(root).write_into(root, block)
+                }
+                RootedVAlg::Direct if s.nodes == 1 => fabric.peer(root).send(&[root], block),
                 RootedVAlg::Direct => exchange(fabric, s.spin, None, &[(root, block)], &mut []),
                 RootedVAlg::Leaders => {
                     let lens = lengths_up(view, fabric, sub, root, block.len(), None, CALL)?;
@@ -87,25 +90,48 @@ pub fn gatherv(
             }
         }
         Some((buf, at)) => {
-            if view.size == 1 || s.rooted_v_alg() == RootedVAlg::Direct {
+            let direct_form = view.size == 1 || s.rooted_v_alg() == RootedVAlg::Direct;
+            let others = || (0..at.len()).filter(|&r| r != me && !at[r].is_empty());
+            if direct_form && s.nodes == 1 && !others().any(|r| written(at[r].len())) {
+                // One node, small blocks only: one after another, in rank order (with
+                // nothing to collect first: this is a small call's whole time).
+                if let Some(b) = send {
+                    buf[at[me].clone()].copy_from_slice(b);
+                }
+                for r in others() {
+                    fabric
+                        .peer(r as u32)
+                        .recv(r as u32, &mut buf[at[r].clone()])?;
+                }
+                return Ok(());
+            }
+            if direct_form {
                 let mut parts = disjoint(buf, at).ok_or_else(overlap)?;
                 let own = std::mem::take(&mut parts[me]);
-                let copy = send.map(|b| move || own.copy_from_slice(b));
-                let mut from: Vec<(u32, &mut [u8])> = parts
+                let (mut large, mut small): (Vec<(u32, &mut [u8])>, Vec<_>) = parts
                     .into_iter()
                     .enumerate()
                     .filter(|(r, p)| *r != me && !p.is_empty())
                     .map(|(r, p)| (r as u32, p))
-                    .collect();
+                    .partition(|(_, p)| s.nodes == 1 && written(p.len()));
                 if s.nodes == 1 {
-                    // Every rank over shared memory, in rank order: each large block
-                    // written by its rank while the root copies its own.
-                    return lent_to_root(fabric, &mut from, copy);
+                    // Every rank over shared memory: each large block written by its rank
+                    // while the root receives the small ones, in rank order, and copies
+                    // its own.
+                    return lent_to_root(fabric, &mut large, |fabric| {
+                        for (r, part) in small.iter_mut() {
+                            fabric.peer(*r).recv(*r, part)?;
+                        }
+                        if let Some(b) = send {
+                            own.copy_from_slice(b);
+                        }
+                        Ok(())
+                    });
                 }
-                if let Some(mut copy) = copy {
-                    copy();
+                if let Some(b) = send {
+                    own.copy_from_slice(b);
                 }
-                return exchange(fabric, s.spin, None, &[], &mut from);
+                return exchange(fabric, s.spin, None, &[], &mut small);
             }
             let counts: Vec<usize> = at.iter().map(Range::len).collect();
             let lens = lengths_up(view, fabric, sub, root, counts[me], Some(&counts), CALL)?;

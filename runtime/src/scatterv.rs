@@ -96,6 +96,20 @@ pub fn scatterv(
             // The root copies its own block while the others' leave, where they leave at once.
             let copy = |recv| copy_into(recv, own);
             if s.rooted_v_alg() == RootedVAlg::Direct {
+                let others = || (0..at.len()).filter(|&r| r != me && !at[r].is_empty());
+                if s.nodes == 1 && !others().any(|r| direct(false, 1, at[r].len())) {
+                    // One node, small blocks only: one after another, in rank order (with
+                    // nothing to collect first: this is a small call's whole time).
+                    if let Some(r) = recv {
+                        r.copy_from_slice(own);
+                    }
+                    for r in others() {
+                        fabric
+                            .peer(r as u32)
+                            .send(&[r as u32], &buf[at[r].clone()])?;
+                    }
+                    return Ok(());
+                }
                 let to: Vec<(u32, &[u8])> = at
                     .iter()
                     .enumerate()
@@ -110,11 +124,6 @@ pub fn scatterv(
                 // copying its own block while they leave.
                 let (large, small): (Vec<_>, Vec<_>) =
                     to.into_iter().partition(|(_, b)| direct(false, 1, b.len()));
-                if large.is_empty()
-                    && let Some(r) = recv.take()
-                {
-                    r.copy_from_slice(own);
-                }
                 for (r, block) in small {
                     fabric.peer(r).send(&[r], block)?;
                 }

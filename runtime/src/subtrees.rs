@@ -512,23 +512,28 @@ pub const ONE_NODE_GATHER_WRITTEN_BLOCK: usize = 16 << 10;
 
 /// The root's side of a Gather or Gatherv on one node whose ranks write their blocks
 /// straight into its buffer ([`Transport::write_into`]): lends each rank its place in
-/// `parts` (rank, place), runs `meanwhile` (the root's own copy), then waits for every
-/// block. A rank whose block does not go by single copy sends it as a plain message.
+/// `parts` (rank, place), runs `meanwhile` (the root's own copy, and receives of blocks
+/// that come as plain messages), then waits for every block. A rank whose block does not
+/// go by single copy sends it as a plain message, which the wait receives.
 pub(crate) fn lent_to_root(
     fabric: &mut dyn Fabric,
     parts: &mut [(u32, &mut [u8])],
-    meanwhile: Option<impl FnOnce()>,
+    meanwhile: impl FnOnce(&mut dyn Fabric) -> Result<()>,
 ) -> Result<()> {
     for (r, part) in parts.iter_mut() {
         fabric.peer(*r).lend(*r, part)?;
     }
-    if let Some(m) = meanwhile {
-        m();
-    }
+    meanwhile(fabric)?;
     for (r, part) in parts.iter_mut() {
         fabric.peer(*r).wait_lent(*r, part)?;
     }
     Ok(())
+}
+
+/// Whether a block of `len` bytes of a Gather or Gatherv on one node is written by its
+/// rank into the root's buffer ([`Transport::write_into`]): the same answer at both ends.
+pub fn written(len: usize) -> bool {
+    len >= ONE_NODE_GATHER_WRITTEN_BLOCK
 }
 
 /// A rank's side of a direct Gather or Scatter: its one transfer with the root, made

@@ -17,16 +17,17 @@
 use std::ops::Range;
 
 use super::{Action, Buf, Builder, Link, Region};
-use crate::subtrees::{ONE_NODE_GATHER_WRITTEN_BLOCK, Subtrees, below_top};
+use crate::subtrees::{Subtrees, below_top};
 use crate::view::View;
 
 /// The steps of rank `me`'s part in a Gatherv to `root`: at the root, `at` places rank r's
 /// block at `at[r]` of [`Buf::Recv`] and `send` says whether its own is in [`Buf::Send`]
 /// (else in place); elsewhere `at` is `None` and the rank's block is the `len` bytes of
-/// [`Buf::Send`]. With `one_node`, blocks of [`ONE_NODE_GATHER_WRITTEN_BLOCK`] bytes and
-/// more are written by their ranks into the root's buffer, as a blocking Gather's
-/// ([`crate::subtrees::ONE_NODE_GATHER_WRITTEN_BLOCK`]): the root lends each its place
-/// and copies its own block in the first round, and waits for them in the second.
+/// [`Buf::Send`]. With `one_node`, blocks of
+/// [`crate::subtrees::ONE_NODE_GATHER_WRITTEN_BLOCK`] bytes and more are written by their
+/// ranks into the root's buffer, as a blocking Gather's ([`crate::subtrees::written`]):
+/// the root lends each its place and copies its own block in the first round, and waits
+/// for them in the second.
 pub fn build(
     me: u32,
     root: u32,
@@ -41,7 +42,7 @@ pub fn build(
         off: r.start,
         len: r.len(),
     };
-    let written = |len: usize| one_node && len >= ONE_NODE_GATHER_WRITTEN_BLOCK;
+    let written = |len: usize| one_node && crate::subtrees::written(len);
     match at {
         None => {
             if len > 0 {

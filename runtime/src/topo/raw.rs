@@ -731,15 +731,16 @@ pub(super) fn all_gather_v_ranges(
 /// A Gatherv's or Scatterv's arguments checked: the root (and only the root) has its
 /// buffer of `buf.0` bytes with one range per rank (`buf.1`), each inside it, and its own
 /// block (`own`; `None` in place) has the length of its range; every other rank has its
-/// own block. `Some` of the root's ranges (each empty one made `0..0`; `None` at the other
+/// own block. `Some` of the root's ranges (each empty one made `0..0` where one lies
+/// outside the buffer or ends before it starts: copied only then; `None` at the other
 /// ranks), or `None` for arguments that do not hold.
-pub(super) fn rooted_v(
+pub(super) fn rooted_v<'a>(
     size: usize,
     root: i32,
     me: i32,
-    buf: Option<(usize, &[std::ops::Range<usize>])>,
+    buf: Option<(usize, &'a [std::ops::Range<usize>])>,
     own: Option<usize>,
-) -> Option<Option<Ranges>> {
+) -> Option<Option<std::borrow::Cow<'a, [std::ops::Range<usize>]>>> {
     let is_root = root == me;
     if root < 0 || is_root != buf.is_some() || (own.is_none() && !is_root) {
         return None;
@@ -747,7 +748,11 @@ pub(super) fn rooted_v(
     let Some((len, at)) = buf else {
         return Some(None);
     };
-    let at = emptied(at);
+    let at = if at.iter().all(|r| r.start <= r.end && r.end <= len) {
+        std::borrow::Cow::Borrowed(at)
+    } else {
+        std::borrow::Cow::Owned(emptied(at))
+    };
     let fits = at.len() == size
         && at.iter().all(|r| r.end <= len)
         && own.is_none_or(|n| n == at[root as usize].len());
