@@ -181,15 +181,27 @@ fn jobs_of_up_to_four_ranks_pass_the_prefix_along_the_chain() {
         (4, 1, "block"),
     ] {
         let plans = plans_without_map(nodes, rpn, dist);
-        assert!(scan::chain_at(plans.len() as u32, 0));
+        assert!(scan::chain_at(plans.len() as u32, 0, 8));
         for len in [1, 3_000] {
             for in_place in [false, true] {
                 check_both(&plans, len, in_place, 0, &format!("{nodes} x {rpn} {dist}"));
             }
         }
     }
-    assert!(!scan::chain_at(5, 0));
-    assert!(!scan::chain_at(4, 1024));
+    assert!(!scan::chain_at(5, 0, 8));
+    assert!(!scan::chain_at(4, 1024, 8));
+    // Two ranks, each with a core: the chain below PLAIN_LAST_FROM (3,000 numbers), the
+    // other forms from there (5,000).
+    assert!(scan::chain_at(2, 1024, scan::PLAIN_LAST_FROM - 1));
+    assert!(!scan::chain_at(2, 1024, scan::PLAIN_LAST_FROM));
+    for (nodes, rpn) in [(1, 2), (2, 1)] {
+        let plans = plans_without_map(nodes, rpn, "block");
+        for len in [1, 3_000, 5_000] {
+            for in_place in [false, true] {
+                check_both(&plans, len, in_place, 1024, &format!("{nodes} x {rpn}"));
+            }
+        }
+    }
 }
 
 #[test]

@@ -55,7 +55,7 @@ pub fn build(
     // arrives (`fold`).
     let fold = !exclusive && view.rank != 0;
     let folded = match hierarchical {
-        _ if chain_at(view.size, spin) => chain(&mut b, view, &mut total, fold),
+        _ if chain_at(view.size, spin, len) => chain(&mut b, view, &mut total, fold),
         Some(sub) => {
             let (end, folded) = up_down(&mut b, view, sub, &mut total, fold, tmp_bytes);
             tmp_bytes = end;
