@@ -326,6 +326,17 @@ pub(super) const REDUCE_SCATTER_LEADERS_PER_NODE: u32 = 2;
 /// the leaders), where the Allreduce's form took 0.83-0.98 x.
 pub(super) const REDUCE_SCATTER_LEADERS_NODES: u32 = 2;
 
+/// Where Reduce_scatter_block goes through the leaders (at most
+/// [`REDUCE_SCATTER_LEADERS_NODES`] nodes of at most [`REDUCE_SCATTER_LEADERS_PER_NODE`]
+/// ranks), it runs by recursive halving while the whole contribution is below this many
+/// bytes instead of [`REDUCE_SCATTER_HALVING_BELOW`]. On 2 emulated nodes x 2, the two
+/// forms in turn, three rounds (`coll-bench --ops reduce_scatter_block --min 65536 --max
+/// 524288 --iters 100`, 2026-12-05): with a cache line of 190-200 ns (the machine's slow
+/// state) halving took 378-399 / 651-653 / 1,128-1,130 / 2,113-2,352 us at 64 / 128 /
+/// 256 / 512 KiB blocks, the leaders 480-488 / 777-813 / 1,428-1,441 / 2,776-2,914; with
+/// 41-47 ns halving 229 / 355 / 611 / 1,446, the leaders 245 / 378 / 604 / 1,172.
+pub(super) const REDUCE_SCATTER_LEADERS_FROM: u64 = 2 << 20;
+
 /// Gatherv and Scatterv go straight between the root and each rank in jobs of this many
 /// ranks per node or fewer (and on one node), through the leaders above
 /// ([`super::Settings::rooted_v_alg`]; docs/runtime.md, "Gatherv and Scatterv").

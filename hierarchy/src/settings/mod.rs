@@ -392,10 +392,10 @@ impl Settings {
     /// The Reduce_scatter_block form for blocks of `bytes` (each rank's block of the
     /// result): by recursive halving in the hierarchy's order while the whole contribution
     /// (`bytes` times the ranks) is below `REDUCE_SCATTER_HALVING_BELOW`, above it
-    /// through the leaders on at most `REDUCE_SCATTER_LEADERS_NODES` nodes of at most
-    /// `REDUCE_SCATTER_LEADERS_PER_NODE` ranks and as the Allreduce's form on more nodes or
-    /// nodes of more ranks; on one node by halving at every
-    /// size, but through rank 0 on a node of at most 2 ranks. On several nodes where the
+    /// as the Allreduce's form; but on at most `REDUCE_SCATTER_LEADERS_NODES` nodes of at
+    /// most `REDUCE_SCATTER_LEADERS_PER_NODE` ranks by halving below
+    /// `REDUCE_SCATTER_LEADERS_FROM` and through the leaders from there; on one node by
+    /// halving at every size, but through rank 0 on a node of at most 2 ranks. On several nodes where the
     /// job's size is not a power of two, by the ring from `REDUCE_SCATTER_RING_FROM`.
     pub fn reduce_scatter_for(&self, bytes: usize) -> ReduceScatterAlg {
         let per_node = self.per_node();
@@ -413,7 +413,7 @@ impl Settings {
         let defaults = match (self.nodes > 1, few) {
             _ if ring && bytes >= REDUCE_SCATTER_RING_FROM => all(ReduceScatterAlg::Ring),
             (true, true) if self.nodes <= REDUCE_SCATTER_LEADERS_NODES => below_then(
-                halving_below,
+                (REDUCE_SCATTER_LEADERS_FROM / u64::from(self.ranks.max(1))).max(1),
                 ReduceScatterAlg::Halving,
                 ReduceScatterAlg::Leaders,
             ),

@@ -485,15 +485,16 @@ fn the_reduce_scatter_form_follows_the_block_and_the_ranks_per_node() {
         job(1, 64).reduce_scatter_for(1 << 20),
         ReduceScatterAlg::Halving
     );
-    // Several nodes: by halving while the whole contribution is below 256 KiB, then
-    // through the leaders on 2 nodes of 2 ranks, as the Allreduce on nodes of more.
+    // Several nodes: by halving while the whole contribution is below 256 KiB, then as
+    // the Allreduce on nodes of more than 2 ranks; on 2 nodes of 2 ranks by halving below
+    // 2 MiB, then through the leaders.
     assert_eq!(job(2, 4).reduce_scatter_for(8), ReduceScatterAlg::Halving);
     assert_eq!(
-        job(2, 4).reduce_scatter_for((64 << 10) - 1),
+        job(2, 4).reduce_scatter_for((512 << 10) - 1),
         ReduceScatterAlg::Halving
     );
     assert_eq!(
-        job(2, 4).reduce_scatter_for(64 << 10),
+        job(2, 4).reduce_scatter_for(512 << 10),
         ReduceScatterAlg::Leaders
     );
     // More than 2 nodes of 2 ranks: the Allreduce's form from there.
