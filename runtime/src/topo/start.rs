@@ -48,6 +48,31 @@ pub(super) fn shape(
     }
 }
 
+/// The shape of a Gather's or Scatter's schedule (`same`: every block's length; `leaders`:
+/// through the leaders) or of a Gatherv's or Scatterv's (the root's blocks `at`, `None`
+/// elsewhere; this rank's block of `len` bytes); `has`: this rank's own block is apart
+/// from the root's buffer (not in place).
+fn rooted_shape(
+    name: &'static str,
+    root: i32,
+    same: Option<usize>,
+    leaders: bool,
+    at: Option<&[std::ops::Range<usize>]>,
+    len: usize,
+    has: bool,
+) -> Shape {
+    match same {
+        Some(n) => Shape {
+            elem: usize::from(leaders),
+            ..shape(name, None, root, n, has)
+        },
+        None => Shape {
+            blocks: at.map(<[_]>::to_vec).unwrap_or_default(),
+            ..shape(name, None, root, len, has)
+        },
+    }
+}
+
 /// What a schedule runs on: the caller's buffers and the operation.
 pub(super) struct Args<'a> {
     name: &'static str,
@@ -405,16 +430,7 @@ impl Topo {
             recv,
             op: None,
         };
-        let shape = match same {
-            Some(n) => Shape {
-                elem: usize::from(leaders),
-                ..shape(name, None, root, n, has_send)
-            },
-            None => Shape {
-                blocks: at.map(<[_]>::to_vec).unwrap_or_default(),
-                ..shape(name, None, root, len, has_send)
-            },
-        };
+        let shape = rooted_shape(name, root, same, leaders, at, len, has_send);
         self.start(scope, args, None, Some(shape), |h| {
             match (same, &h.subtrees) {
                 (Some(n), Some(sub)) if leaders => {
@@ -460,16 +476,7 @@ impl Topo {
             recv,
             op: None,
         };
-        let shape = match same {
-            Some(n) => Shape {
-                elem: usize::from(leaders),
-                ..shape(name, None, root, n, has_recv)
-            },
-            None => Shape {
-                blocks: at.map(<[_]>::to_vec).unwrap_or_default(),
-                ..shape(name, None, root, len, has_recv)
-            },
-        };
+        let shape = rooted_shape(name, root, same, leaders, at, len, has_recv);
         self.start(scope, args, None, Some(shape), |h| {
             match (same, &h.subtrees) {
                 (Some(n), Some(sub)) if leaders => {
