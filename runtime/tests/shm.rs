@@ -424,7 +424,7 @@ fn rank_main(me: usize) -> i32 {
     }
     // Lent buffers (a one-node Gather's large blocks): rank 0 lends each other rank its
     // place, which that rank writes straight into where the message goes by single copy
-    // (in "-single": 3000 bytes from the far ranks 2 and 3, 70,000 from every rank) or
+    // (in "-single", from its threshold of 2 KiB: 3000 and 70,000 bytes from every rank) or
     // sends through the queues; rank 0 copies its own block meanwhile. Then the same
     // through the nonblocking forms, each polled until done (the writers first poll
     // before rank 0 has lent anything, as a schedule's start may).

@@ -144,9 +144,9 @@ pub trait Transport {
     }
 
     /// The sender's side of a message that `to` receives with [`Transport::lend`] and
-    /// [`Transport::wait_lent`]. Shared memory writes a message it would send by single
-    /// copy straight into the lent buffer, so that the receiver does nothing meanwhile
-    /// but wait. By default [`Transport::send`].
+    /// [`Transport::wait_lent`]. Shared memory writes a message of its single-copy
+    /// threshold or more straight into the lent buffer, so that the receiver does nothing
+    /// meanwhile but wait. By default [`Transport::send`].
     fn write_into(&mut self, to: u32, data: &[u8]) -> Result<()> {
         self.send(&[to], data)
     }

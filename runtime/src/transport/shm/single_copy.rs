@@ -120,16 +120,20 @@ pub(super) fn copy_out(frag: Frag<'_>, dst: &mut [u8]) -> nix::Result<()> {
 }
 
 impl ShmTransport {
-    /// Whether a message of `len` bytes between this rank and local rank `j` goes into a
-    /// lent buffer: where a send to `j` alone would go by single copy (both sides agree).
-    fn lends(&self, j: usize, len: usize) -> bool {
-        self.single_copy_one_way(self.near[j], len)
+    /// Whether a message of `len` bytes between two ranks of the node goes into a lent
+    /// buffer: from the single-copy threshold, which every rank of the node shares
+    /// (agreed at setup). Not by who is near, as sends decide: each pair of partners
+    /// judges its own cache line ([`ShmTransport::check_near`]), so two ranks of different
+    /// pairs may see each other differently, and both ends of a lent buffer must take the
+    /// same path (a writer waiting for a buffer that is never lent would wait for ever).
+    fn lends(&self, len: usize) -> bool {
+        self.single_copy_for(len)
     }
 
     /// [`Transport::lend`]: the buffer's address and length to `from` where the message
     /// goes by single copy.
     pub(super) fn lend_to(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
-        if !self.lends(self.local(from)?, buf.len()) {
+        if !self.lends(buf.len()) {
             return Ok(());
         }
         self.send(&[from], &descriptor(buf))
@@ -142,7 +146,7 @@ impl ShmTransport {
         from: u32,
         buf: &mut [u8],
     ) -> Result<bool> {
-        if !self.lends(self.local(from)?, buf.len()) {
+        if !self.lends(buf.len()) {
             return Ok(true);
         }
         self.poll_send(t, &[from], &descriptor(buf))
@@ -151,7 +155,7 @@ impl ShmTransport {
     /// [`Transport::wait_lent`]: the sender's word that it has written, or the message
     /// itself where it does not go by single copy.
     pub(super) fn wait_lent_from(&mut self, from: u32, buf: &mut [u8]) -> Result<()> {
-        if !self.lends(self.local(from)?, buf.len()) {
+        if !self.lends(buf.len()) {
             return self.recv(from, buf);
         }
         self.recv(from, &mut [])
@@ -165,7 +169,7 @@ impl ShmTransport {
         from: u32,
         buf: &mut [u8],
     ) -> Result<bool> {
-        if !self.lends(self.local(from)?, buf.len()) {
+        if !self.lends(buf.len()) {
             return self.poll_recv(t, from, buf, None);
         }
         self.poll_recv(t, from, &mut [], None)
@@ -175,7 +179,7 @@ impl ShmTransport {
     /// receiver's buffer, writes `data` there and tells the receiver; else sends it.
     pub(super) fn write_to(&mut self, to: u32, data: &[u8]) -> Result<()> {
         let j = self.local(to)?;
-        if !self.lends(j, data.len()) {
+        if !self.lends(data.len()) {
             return self.send(&[to], data);
         }
         let mut desc = [0u8; LENT];
@@ -188,7 +192,7 @@ impl ShmTransport {
     /// `t.started` once written.
     pub(super) fn poll_write_to(&mut self, t: &mut Transfer, to: u32, data: &[u8]) -> Result<bool> {
         let j = self.local(to)?;
-        if !self.lends(j, data.len()) {
+        if !self.lends(data.len()) {
             return self.poll_send(t, &[to], data);
         }
         if !t.started {
