@@ -92,9 +92,11 @@ pub fn gatherv(
         Some((buf, at)) => {
             let direct_form = view.size == 1 || s.rooted_v_alg() == RootedVAlg::Direct;
             let others = || (0..at.len()).filter(|&r| r != me && !at[r].is_empty());
-            if direct_form && s.nodes == 1 && !others().any(|r| written(at[r].len())) {
-                // One node, small blocks only: one after another, in rank order (with
-                // nothing to collect first: this is a small call's whole time).
+            let usual = crate::alltoall::ascending(at);
+            if direct_form && s.nodes == 1 && usual && !others().any(|r| written(at[r].len())) {
+                // One node, small blocks only, in the usual layout (ranges that overlap
+                // are named below): one after another, in rank order, with nothing to
+                // collect first (this is a small call's whole time).
                 if let Some(b) = send {
                     buf[at[me].clone()].copy_from_slice(b);
                 }

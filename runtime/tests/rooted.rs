@@ -746,3 +746,42 @@ fn gatherv_and_scatterv_through_the_leaders_send_large_blocks_straight() {
         }
     }
 }
+
+#[test]
+fn a_gatherv_into_blocks_that_overlap_is_named() {
+    // One node, the direct form: the root's receive ranges overlap (an erroneous call),
+    // with small blocks (the root receives them one after another) and with large ones
+    // (written by their ranks): the root names the problem instead of taking the blocks;
+    // the other ranks' sends do not wait for it.
+    let plans = plans_without_map(1, 3, "block");
+    let s = Settings {
+        rooted_v: Some(RootedVAlg::Direct),
+        ..settings_for(&plans)
+    };
+    for len in [
+        8usize,
+        topo_runtime::subtrees::ONE_NODE_GATHER_WRITTEN_BLOCK,
+    ] {
+        let at = [0..len, len / 2..len / 2 + len, 2 * len..3 * len];
+        let (errors, _) = run(&plans, |view, fabric| {
+            let sub = Subtrees::learn(view, fabric).unwrap();
+            let mine = vec![view.rank as u8 + 1; len];
+            let mut got = vec![0u8; 3 * len];
+            let recv = (view.rank == 0).then_some((&mut got[..], &at[..]));
+            let mut scratch = Vec::new();
+            let r = gatherv::gatherv(view, fabric, &sub, &s, 0, Some(&mine), recv, &mut scratch);
+            match r {
+                Ok(()) => Vec::new(),
+                Err(e) => {
+                    assert!(e.to_string().contains("receive blocks that overlap"), "{e}");
+                    vec![1i64]
+                }
+            }
+        });
+        assert_eq!(
+            errors[0],
+            vec![1],
+            "{len}-byte blocks: the root named the overlap"
+        );
+    }
+}
