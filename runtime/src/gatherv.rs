@@ -18,7 +18,8 @@
 //!   into the root, all in flight at once in a job on several nodes; on one node the root
 //!   receives them one after another over shared memory (plain queue transfers, which on
 //!   1 x 2 took 0.19-0.21 us for a small block where transfers polled in flight took
-//!   0.28-0.31), but for blocks that go by single copy, which their ranks write straight
+//!   0.28-0.31), but for blocks of a Gather's written size and more
+//!   ([`crate::subtrees::written`]), which their ranks write straight
 //!   into the root's buffer while the root copies its own
 //!   ([`Transport::write_into`](crate::transport::Transport::write_into)).
 //!

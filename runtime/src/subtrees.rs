@@ -507,7 +507,7 @@ pub const ONE_NODE_SCATTER_DIRECT_BLOCK: usize = 16 << 10;
 /// of reading every block itself after it. On 1 node x 2 (`coll-bench --ops
 /// gather,gatherv --min 65536 --max 4194304`, the build before and this one in turn, two
 /// rounds) Gather of 128 KiB-4 MiB went from 1.01-1.19 x Open MPI's time to 0.75-1.04 in
-/// each side's own loop and from 0.95-1.00 to 0.62-0.85 back to back.
+/// each side's own loop and from 0.81-1.00 to 0.62-0.85 back to back.
 pub const ONE_NODE_GATHER_WRITTEN_BLOCK: usize = 16 << 10;
 
 /// The root's side of a Gather or Gatherv on one node whose ranks write their blocks
