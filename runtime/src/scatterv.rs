@@ -110,12 +110,8 @@ pub fn scatterv(
                     }
                     return Ok(());
                 }
-                let to: Vec<(u32, &[u8])> = at
-                    .iter()
-                    .enumerate()
-                    .filter(|(r, a)| *r != me && !a.is_empty())
-                    .map(|(r, a)| (r as u32, &buf[a.clone()]))
-                    .collect();
+                let to: Vec<(u32, &[u8])> =
+                    others().map(|r| (r as u32, &buf[at[r].clone()])).collect();
                 if s.nodes > 1 {
                     return exchange_meanwhile(fabric, s.spin, None, &to, &mut [], copy(recv));
                 }
