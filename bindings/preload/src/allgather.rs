@@ -145,7 +145,7 @@ pub(crate) unsafe fn allgather(
         Ok(p.finish)
     })?;
     // Unpacked outside the library's lock.
-    Some(crate::packed::Finish::finish(Box::new(finish)))
+    Some(crate::packed::Kept::finish_now(finish))
 }
 
 /// `MPI_Iallgather`: whether the call was started on topo-run's path (it is when the
@@ -177,8 +177,7 @@ pub(crate) unsafe fn iallgather(
             .topo
             .raw_immediate_all_gather(p.send, p.recv)
             .ok_or(HandOff::NoSchedule)?;
-        let finish: Box<dyn crate::packed::Finish> = Box::new(p.finish);
-        Ok((req, Some(finish)))
+        Ok((req, crate::packed::Kept::boxed(p.finish)))
     };
     // SAFETY: `request` is the caller's.
     unsafe { crate::calls::nonblocking(Call::Iallgather, comm, request, start) }

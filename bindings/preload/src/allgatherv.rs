@@ -15,7 +15,7 @@ use std::os::raw::c_int;
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::blocks::unpacked_size;
 use crate::classify::{Call, HandOff, overlaps_range};
-use crate::packed::Finish;
+use crate::packed::Kept;
 use crate::state::{self, Active, TypeCache};
 use crate::varied::{HeldV, Side, Unpacked, bytes_at, bytes_at_mut, pack_blocks};
 
@@ -57,13 +57,14 @@ unsafe fn prepare<'b>(
         p == abi::in_place() || (plain && bytes > 0 && (p.is_null() || p == abi::bottom()))
     };
     let recv_plain = unpacked_size(types, recv_type);
-    let rbytes = rs.block_bytes()?;
+    // The bytes of one received element's signature: a plain type's size, else MPI's.
+    let one = recv_plain.map_or_else(|| rs.elem_bytes(), Ok)?;
+    let mine = rs.bytes(me, one);
     let send_plain = (!in_place)
         .then(|| unpacked_size(types, send_type))
         .flatten()
-        .filter(|&e| e as u64 * send_count.max(0) as u64 == rbytes[me] as u64);
-    if bad(recv.cast_const(), recv_plain.is_some(), rbytes.iter().sum())
-        || (!in_place && bad(send, send_plain.is_some(), rbytes[me]))
+        .filter(|&e| e as u64 * send_count.max(0) as u64 == mine as u64);
+    if (!in_place && bad(send, send_plain.is_some(), mine))
         || (recv_plain.is_none() && !types.committed(recv_type))
         || (!in_place && send_count < 0)
     {
@@ -74,30 +75,27 @@ unsafe fn prepare<'b>(
         len: recv_len,
         at,
         unpack: unpacked,
-    } = rs.landing(&rbytes, recv_plain)?;
+    } = rs.landing(recv_plain, one)?;
+    if bad(recv.cast_const(), recv_plain.is_some(), recv_len) {
+        return Err(HandOff::Arguments);
+    }
     // This rank's block, unless the collective reads it from the application.
     let own: Option<Vec<u8>> = if in_place {
         match recv_plain {
             Some(_) => None,
             // SAFETY: block `me` of the receive buffer holds this rank's elements.
-            None => Some(unsafe { pack_blocks(&rs.only(me), &[rbytes[me]], comm) }?.0),
+            None => Some(unsafe { pack_blocks(&rs.only(me), &[mine], comm) }?.0),
         }
     } else if send_plain.is_some() {
-        let n = rbytes[me];
         // Buffers that overlap are erroneous, but handing the call to MPI on this rank
         // alone would split the ranks between two paths: copy.
-        let overlap = overlaps_range(send as usize, n, recv_base as usize, recv_len);
-        // SAFETY: the send buffer holds this rank's `n` bytes.
-        overlap.then(|| unsafe { bytes_at(send.cast(), n) }.to_vec())
+        let overlap = overlaps_range(send as usize, mine, recv_base as usize, recv_len);
+        // SAFETY: the send buffer holds this rank's `mine` bytes.
+        overlap.then(|| unsafe { bytes_at(send.cast(), mine) }.to_vec())
     } else {
-        let side = Side {
-            buf: send,
-            counts: vec![send_count],
-            displs: vec![0],
-            dt: send_type,
-        };
+        let side = Side::one(send, &send_count, send_type)?;
         // SAFETY: the send buffer holds `send_count` elements of its type.
-        Some(unsafe { pack_blocks(&side, &[rbytes[me]], comm) }?.0)
+        Some(unsafe { pack_blocks(&side, &[mine], comm) }?.0)
     };
     let mut unpacked = unpacked
         .map(|ext| {
@@ -105,9 +103,9 @@ unsafe fn prepare<'b>(
                 bytes: vec![0u8; recv_len],
                 ranges: at.clone(),
                 ext,
-                one: rs.elem_bytes()?,
+                one,
                 dt: KeptType::new(recv_type, keep_type).ok_or(HandOff::Arguments)?,
-                recv: rs,
+                recv: rs.into_owned(),
                 comm,
             })
         })
@@ -123,7 +121,7 @@ unsafe fn prepare<'b>(
         (Some(v), _) => Some(unsafe { bytes_at(v.as_ptr(), v.len()) }),
         (None, true) => None,
         // SAFETY: the send buffer holds this rank's bytes.
-        (None, false) => Some(unsafe { bytes_at(send.cast(), rbytes[me]) }),
+        (None, false) => Some(unsafe { bytes_at(send.cast(), mine) }),
     };
     Ok(Prepared {
         send: mine,
@@ -174,7 +172,7 @@ pub(crate) unsafe fn allgatherv(
         Ok(p.finish)
     })?;
     // Unpacked outside the library's lock.
-    Some(Finish::finish(Box::new(finish)))
+    Some(Kept::finish_now(finish))
 }
 
 /// `MPI_Iallgatherv`: whether the call was started on topo-run's path.
@@ -216,8 +214,7 @@ pub(crate) unsafe fn iallgatherv(
             .topo
             .raw_immediate_all_gather_v(p.send, p.recv, &p.at)
             .ok_or(HandOff::Inactive)?;
-        let finish: Box<dyn Finish> = Box::new(p.finish);
-        Ok((req, Some(finish)))
+        Ok((req, Kept::boxed(p.finish)))
     };
     // SAFETY: `request` is the caller's.
     unsafe { crate::calls::nonblocking(Call::Iallgatherv, comm, request, start) }

@@ -137,7 +137,7 @@ pub(crate) unsafe fn alltoall(
         Ok(p.finish)
     })?;
     // Unpacked outside the library's lock.
-    Some(crate::packed::Finish::finish(Box::new(finish)))
+    Some(crate::packed::Kept::finish_now(finish))
 }
 
 /// `MPI_Ialltoall`: whether the call was started on topo-run's path.
@@ -168,8 +168,7 @@ pub(crate) unsafe fn ialltoall(
             .topo
             .raw_immediate_all_to_all(p.send, p.recv)
             .ok_or(HandOff::Inactive)?;
-        let finish: Box<dyn crate::packed::Finish> = Box::new(p.finish);
-        Ok((req, Some(finish)))
+        Ok((req, crate::packed::Kept::boxed(p.finish)))
     };
     // SAFETY: `request` is the caller's.
     unsafe { crate::calls::nonblocking(Call::Ialltoall, comm, request, start) }

@@ -57,10 +57,13 @@ struct Held {
     unpack: Option<Unpacked>,
 }
 
-impl crate::packed::Finish for Held {
-    fn finish(self: Box<Self>) -> c_int {
-        self.unpack
-            .map_or(SUCCESS, |u| crate::packed::Finish::finish(Box::new(u)))
+impl crate::packed::Kept for Held {
+    fn finish_now(self) -> c_int {
+        self.unpack.map_or(SUCCESS, crate::packed::Kept::finish_now)
+    }
+
+    fn is_empty(&self) -> bool {
+        self._kept.is_none() && self.unpack.is_none()
     }
 }
 
@@ -105,31 +108,27 @@ unsafe fn prepare(
     if recv_plain.is_none() && !types.committed(recv_type) {
         return Err(HandOff::Arguments);
     }
-    let rbytes = rs.block_bytes()?;
-    let sbytes = ss.as_ref().map(Side::block_bytes).transpose()?;
-    let total = |b: &[usize]| b.iter().sum::<usize>();
-    if bad(recv.cast_const(), recv_plain.is_some(), total(&rbytes))
-        || ss
-            .as_ref()
-            .zip(sbytes.as_ref())
-            .is_some_and(|(s, b)| bad(s.buf, send_plain.is_some(), total(b)))
-    {
-        return Err(HandOff::Arguments);
-    }
+    // The bytes of one received element's signature: a plain type's size, else MPI's.
+    let recv_one = recv_plain.map_or_else(|| rs.elem_bytes(), Ok)?;
     // The receive side: in the application's buffer, or packed to unpack after.
     let crate::varied::Landing {
         base: recv_base,
         len: recv_len,
         at: recv_at,
         unpack: unpacked,
-    } = rs.landing(&rbytes, recv_plain)?;
+    } = rs.landing(recv_plain, recv_one)?;
+    if bad(recv.cast_const(), recv_plain.is_some(), recv_len) {
+        return Err(HandOff::Arguments);
+    }
     // The blocks to send: the application's, or packed.
     let mut kept: Option<(Vec<u8>, Vec<Range<usize>>)> = None;
     let mut send_view: Option<(*const u8, usize, Vec<Range<usize>>)> = None;
     match (&ss, send_plain) {
         (Some(s), Some(elem)) => {
-            let sb = sbytes.as_ref().expect("a send side");
-            let (base, len, at) = s.in_place_ranges(sb, elem);
+            let (base, len, at) = s.in_place_ranges(elem);
+            if bad(s.buf, true, len) {
+                return Err(HandOff::Arguments);
+            }
             // Buffers that overlap are erroneous, but handing the call to MPI on this
             // rank alone would split the ranks between two paths: copy.
             if crate::classify::overlaps_range(base as usize, len, recv_base as usize, recv_len) {
@@ -140,13 +139,14 @@ unsafe fn prepare(
                 send_view = Some((base, len, at));
             }
         }
-        // SAFETY: the send buffer holds its blocks as its counts and type say.
         (Some(s), None) => {
-            kept = Some(unsafe { pack_blocks(s, sbytes.as_ref().expect("a send side"), comm) }?)
+            let sbytes = s.block_bytes(s.elem_bytes()?);
+            // SAFETY: the send buffer holds its blocks as its counts and type say.
+            kept = Some(unsafe { pack_blocks(s, &sbytes, comm) }?)
         }
         // In place with a packed receive side: the blocks to send are packed from it.
         // SAFETY: the receive buffer holds its blocks as its counts and type say.
-        (None, None) => kept = Some(unsafe { pack_blocks(&rs, &rbytes, comm) }?),
+        (None, None) => kept = Some(unsafe { pack_blocks(&rs, &rs.block_bytes(recv_one), comm) }?),
         (None, Some(_)) => {}
     }
     let unpack = unpacked
@@ -154,15 +154,10 @@ unsafe fn prepare(
             Ok::<_, HandOff>(Unpacked {
                 bytes: vec![0u8; recv_len],
                 ranges: recv_at.clone(),
-                recv: Side {
-                    buf: recv.cast_const(),
-                    counts: rs.counts.clone(),
-                    displs: rs.displs.clone(),
-                    dt: recv_type,
-                },
                 ext,
-                one: rs.elem_bytes()?,
+                one: recv_one,
                 dt: KeptType::new(recv_type, keep_type).ok_or(HandOff::Arguments)?,
+                recv: rs.into_owned(),
                 comm,
             })
         })
@@ -232,7 +227,7 @@ pub(crate) unsafe fn alltoallv(
         Ok(p.held)
     })?;
     // Unpacked outside the library's lock.
-    Some(crate::packed::Finish::finish(Box::new(held)))
+    Some(crate::packed::Kept::finish_now(held))
 }
 
 /// `MPI_Ialltoallv`: whether the call was started on topo-run's path.
@@ -278,8 +273,7 @@ pub(crate) unsafe fn ialltoallv(
             .topo
             .raw_immediate_all_to_all_v(send_arg, recv_bytes, &p.recv_at)
             .ok_or(HandOff::Inactive)?;
-        let finish: Box<dyn crate::packed::Finish> = Box::new(p.held);
-        Ok((req, Some(finish)))
+        Ok((req, crate::packed::Kept::boxed(p.held)))
     };
     // SAFETY: `request` is the caller's.
     unsafe { crate::calls::nonblocking(Call::Ialltoallv, comm, request, start) }

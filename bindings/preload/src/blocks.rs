@@ -77,9 +77,13 @@ pub(crate) struct Held {
     pub(crate) unpack: Option<Unpack>,
 }
 
-impl crate::packed::Finish for Held {
-    fn finish(self: Box<Self>) -> c_int {
+impl crate::packed::Kept for Held {
+    fn finish_now(self) -> c_int {
         self.unpack.as_ref().map_or(SUCCESS, Unpack::finish)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.kept.is_none() && self.unpack.is_none()
     }
 }
 

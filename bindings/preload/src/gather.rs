@@ -172,7 +172,7 @@ pub(crate) unsafe fn gather(
         Ok(p.finish)
     })?;
     // Unpacked outside the library's lock.
-    Some(crate::packed::Finish::finish(Box::new(finish)))
+    Some(crate::packed::Kept::finish_now(finish))
 }
 
 /// `MPI_Igather`: whether the call was started on topo-run's path (the direct form, every
@@ -209,8 +209,7 @@ pub(crate) unsafe fn igather(
             .topo
             .raw_immediate_gather_v(root, p.send, p.recv.map(|r| (r, &at[..])), Some(p.block))
             .ok_or(HandOff::Inactive)?;
-        let finish: Box<dyn crate::packed::Finish> = Box::new(p.finish);
-        Ok((req, Some(finish)))
+        Ok((req, crate::packed::Kept::boxed(p.finish)))
     };
     // SAFETY: `request` is the caller's.
     unsafe { crate::calls::nonblocking(Call::Igather, comm, request, start) }

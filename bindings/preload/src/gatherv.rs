@@ -18,7 +18,7 @@ use std::os::raw::c_int;
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
 use crate::blocks::{extent, unpacked_size};
 use crate::classify::{Call, HandOff, overlaps_range};
-use crate::packed::Finish;
+use crate::packed::Kept;
 use crate::state::{self, Active, TypeCache};
 use crate::varied::{HeldV, Side, Unpacked, bytes_at, bytes_at_mut, laid_out, pack_blocks};
 
@@ -26,6 +26,15 @@ use crate::varied::{HeldV, Side, Unpacked, bytes_at, bytes_at_mut, laid_out, pac
 /// with a derived type; a buffer that carries nothing may be any address (null too).
 fn bad(p: *const c_void, plain: bool, bytes: usize) -> bool {
     p == abi::in_place() || (plain && bytes > 0 && (p.is_null() || p == abi::bottom()))
+}
+
+/// The bytes of a rank's one block, and whether its type is used as it lies (a gap-free
+/// predefined type).
+fn block_len(types: &mut TypeCache<'_>, side: &Side<'_>) -> Result<(usize, bool), HandOff> {
+    Ok(match unpacked_size(types, side.dt) {
+        Some(elem) => (side.bytes(0, elem), true),
+        None => (side.bytes(0, side.elem_bytes()?), false),
+    })
 }
 
 /// A rank's own block to send, `count` elements of `dt` at `buf`: its bytes as they are
@@ -43,9 +52,8 @@ unsafe fn own_block(
     away_from: (*const u8, usize),
     comm: MPI_Comm,
 ) -> Result<(Option<Vec<u8>>, usize), HandOff> {
-    let side = Side::one(buf, count, dt)?;
-    let n = side.block_bytes()?[0];
-    let plain = unpacked_size(types, dt).is_some_and(|e| e * count as usize == n);
+    let side = Side::one(buf, &count, dt)?;
+    let (n, plain) = block_len(types, &side)?;
     if bad(buf, plain, n) || (!plain && !types.committed(dt)) {
         return Err(HandOff::Arguments);
     }
@@ -73,9 +81,8 @@ fn own_landing(
     comm: MPI_Comm,
     keep_type: bool,
 ) -> Result<(Option<Unpacked>, usize), HandOff> {
-    let side = Side::one(buf.cast_const(), count, dt)?;
-    let n = side.block_bytes()?[0];
-    let plain = unpacked_size(types, dt).is_some_and(|e| e * count as usize == n);
+    let side = Side::one(buf.cast_const(), &count, dt)?;
+    let (n, plain) = block_len(types, &side)?;
     if bad(buf.cast_const(), plain, n) || (!plain && !types.committed(dt)) {
         return Err(HandOff::Arguments);
     }
@@ -89,7 +96,7 @@ fn own_landing(
         ext: extent(dt)?,
         one: side.elem_bytes()?,
         dt: KeptType::new(dt, keep_type).ok_or(HandOff::Arguments)?,
-        recv: side,
+        recv: side.into_owned(),
         comm,
     };
     Ok((Some(unpacked), n))
@@ -152,11 +159,10 @@ unsafe fn prepare_gatherv<'b>(
     let in_place = send == abi::in_place();
     // SAFETY: per the contract, the arrays hold one int per rank at the root.
     let rs = unsafe { Side::new(recv.cast_const(), recv_counts, displs, recv_type, size) }?;
-    let rbytes = rs.block_bytes()?;
     let recv_plain = unpacked_size(types, recv_type);
-    if bad(recv.cast_const(), recv_plain.is_some(), rbytes.iter().sum())
-        || (recv_plain.is_none() && !types.committed(recv_type))
-    {
+    // The bytes of one received element's signature: a plain type's size, else MPI's.
+    let one = recv_plain.map_or_else(|| rs.elem_bytes(), Ok)?;
+    if recv_plain.is_none() && !types.committed(recv_type) {
         return Err(HandOff::Arguments);
     }
     let crate::varied::Landing {
@@ -164,16 +170,17 @@ unsafe fn prepare_gatherv<'b>(
         len,
         at,
         unpack: unpacked,
-    } = rs.landing(&rbytes, recv_plain)?;
+    } = rs.landing(recv_plain, one)?;
+    if bad(recv.cast_const(), recv_plain.is_some(), len) {
+        return Err(HandOff::Arguments);
+    }
     // The root's own block, unless the collective reads it from the application.
     let (own, n): (Option<Vec<u8>>, usize) = if in_place {
+        let n = rs.bytes(me, one);
         match recv_plain {
-            Some(_) => (None, rbytes[me]),
+            Some(_) => (None, n),
             // SAFETY: block `me` of the receive buffer holds the root's elements.
-            None => (
-                Some(unsafe { pack_blocks(&rs.only(me), &[rbytes[me]], comm) }?.0),
-                rbytes[me],
-            ),
+            None => (Some(unsafe { pack_blocks(&rs.only(me), &[n], comm) }?.0), n),
         }
     } else {
         // SAFETY: the send buffer holds `send_count` elements of its type.
@@ -185,9 +192,9 @@ unsafe fn prepare_gatherv<'b>(
                 bytes: vec![0u8; len],
                 ranges: at.clone(),
                 ext,
-                one: rs.elem_bytes()?,
+                one,
                 dt: KeptType::new(recv_type, keep_type).ok_or(HandOff::Arguments)?,
-                recv: rs,
+                recv: rs.into_owned(),
                 comm,
             })
         })
@@ -266,25 +273,26 @@ unsafe fn prepare_scatterv<'b>(
     let in_place = recv.cast_const() == abi::in_place();
     // SAFETY: per the contract, the arrays hold one int per rank at the root.
     let ss = unsafe { Side::new(send, send_counts, displs, send_type, size) }?;
-    let sbytes = ss.block_bytes()?;
     let send_plain = unpacked_size(types, send_type);
-    if bad(send, send_plain.is_some(), sbytes.iter().sum())
-        || (send_plain.is_none() && !types.committed(send_type))
-    {
+    if send == abi::in_place() || (send_plain.is_none() && !types.committed(send_type)) {
         return Err(HandOff::Arguments);
     }
     // The root's blocks: in its buffer, or packed one after another.
     let (packed, base, len, at) = match send_plain {
         Some(elem) => {
-            let (base, len, at) = ss.in_place_ranges(&sbytes, elem);
+            let (base, len, at) = ss.in_place_ranges(elem);
             (None, base, len, at)
         }
         None => {
+            let sbytes = ss.block_bytes(ss.elem_bytes()?);
             // SAFETY: block r of the send buffer holds `send_counts[r]` elements.
             let (bytes, _) = unsafe { pack_blocks(&ss, &sbytes, comm) }?;
             (Some(bytes), send.cast::<u8>(), 0, laid_out(&sbytes))
         }
     };
+    if bad(send, send_plain.is_some(), len) {
+        return Err(HandOff::Arguments);
+    }
     let (unpacked, mine) = if in_place {
         (None, None)
     } else {
@@ -351,7 +359,7 @@ pub(crate) unsafe fn gatherv(
         Ok(p.finish)
     })?;
     // Unpacked outside the library's lock.
-    Some(Finish::finish(Box::new(finish)))
+    Some(Kept::finish_now(finish))
 }
 
 /// `MPI_Igatherv` (and `MPI_Igather`, whose blocks are all alike: `same` is their length,
@@ -397,8 +405,7 @@ pub(crate) unsafe fn igatherv(
             .topo
             .raw_immediate_gather_v(root, p.send, recv, None)
             .ok_or(HandOff::Inactive)?;
-        let finish: Box<dyn Finish> = Box::new(p.finish);
-        Ok((req, Some(finish)))
+        Ok((req, Kept::boxed(p.finish)))
     };
     // SAFETY: `request` is the caller's.
     unsafe { crate::calls::nonblocking(Call::Igatherv, comm, request, start) }
@@ -447,7 +454,7 @@ pub(crate) unsafe fn scatterv(
         Ok(p.finish)
     })?;
     // Unpacked outside the library's lock.
-    Some(Finish::finish(Box::new(finish)))
+    Some(Kept::finish_now(finish))
 }
 
 /// `MPI_Iscatterv`: whether the call was started on topo-run's path.
@@ -492,8 +499,7 @@ pub(crate) unsafe fn iscatterv(
             .topo
             .raw_immediate_scatter_v(root, send, p.recv, None)
             .ok_or(HandOff::Inactive)?;
-        let finish: Box<dyn Finish> = Box::new(p.finish);
-        Ok((req, Some(finish)))
+        Ok((req, Kept::boxed(p.finish)))
     };
     // SAFETY: `request` is the caller's.
     unsafe { crate::calls::nonblocking(Call::Iscatterv, comm, request, start) }

@@ -17,14 +17,40 @@ use crate::abi::{KeptType, MPI_Comm, MPI_Datatype, SUCCESS};
 use crate::classify::{HandOff, signature_bytes};
 
 /// What a collective of topo-run's still does after its data has moved: unpack into the
-/// application's buffer. Returns MPI's code.
+/// application's buffer. Returns MPI's code. A request holds it boxed ([`Kept::boxed`]).
 pub(crate) trait Finish {
     fn finish(self: Box<Self>) -> c_int;
 }
 
-impl Finish for Packed {
+/// What a call keeps until its collective completes (the library's bytes it reads or
+/// writes), and what it does then.
+pub(crate) trait Kept: Sized + 'static {
+    /// Unpacks what is left to unpack; returns MPI's code (an error also goes to the
+    /// communicator's error handler).
+    fn finish_now(self) -> c_int;
+
+    /// Whether nothing is kept and nothing is left to do.
+    fn is_empty(&self) -> bool;
+
+    /// For a request: boxed, or nothing where nothing is kept (no allocation).
+    fn boxed(self) -> Option<Box<dyn Finish>> {
+        (!self.is_empty()).then(|| Box::new(self) as Box<dyn Finish>)
+    }
+}
+
+impl<K: Kept> Finish for K {
     fn finish(self: Box<Self>) -> c_int {
-        Packed::finish(*self)
+        (*self).finish_now()
+    }
+}
+
+impl Kept for Packed {
+    fn finish_now(self) -> c_int {
+        Packed::finish(self)
+    }
+
+    fn is_empty(&self) -> bool {
+        false
     }
 }
 

@@ -168,7 +168,7 @@ pub(crate) unsafe fn scatter(
         Ok(p.finish)
     })?;
     // Unpacked outside the library's lock.
-    Some(crate::packed::Finish::finish(Box::new(finish)))
+    Some(crate::packed::Kept::finish_now(finish))
 }
 
 /// `MPI_Iscatter`: whether the call was started on topo-run's path (the direct form, every
@@ -205,8 +205,7 @@ pub(crate) unsafe fn iscatter(
             .topo
             .raw_immediate_scatter_v(root, p.send.map(|s| (s, &at[..])), p.recv, Some(p.block))
             .ok_or(HandOff::Inactive)?;
-        let finish: Box<dyn crate::packed::Finish> = Box::new(p.finish);
-        Ok((req, Some(finish)))
+        Ok((req, crate::packed::Kept::boxed(p.finish)))
     };
     // SAFETY: `request` is the caller's.
     unsafe { crate::calls::nonblocking(Call::Iscatter, comm, request, start) }

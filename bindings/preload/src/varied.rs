@@ -3,6 +3,7 @@
 //! blocks lie when used in place, packing them block by block, and unpacking received
 //! blocks after the collective, each in runs that `PMPI_Pack` can count.
 
+use std::borrow::Cow;
 use std::ffi::c_void;
 use std::ops::Range;
 use std::os::raw::c_int;
@@ -14,35 +15,37 @@ use crate::packed::{pack, packed_size, unpack};
 
 /// One side of a v-form collective (Alltoallv's either side, the root's side of Allgatherv,
 /// Gatherv and Scatterv; or a rank's one block, [`Side::one`]): per rank, the element
-/// count and the displacement (in extents of `dt`) of its block.
-pub(crate) struct Side {
+/// count and the displacement (in extents of `dt`) of its block. The counts and
+/// displacements are the application's arrays, borrowed for the call, or owned by a side
+/// kept until a nonblocking call completes ([`Side::into_owned`]).
+pub(crate) struct Side<'a> {
     pub(crate) buf: *const c_void,
-    pub(crate) counts: Vec<c_int>,
-    pub(crate) displs: Vec<c_int>,
+    pub(crate) counts: Cow<'a, [c_int]>,
+    pub(crate) displs: Cow<'a, [c_int]>,
     pub(crate) dt: MPI_Datatype,
 }
 
-impl Side {
+impl<'a> Side<'a> {
     /// The counts and displacements of `size` ranks, if the arrays are there and no count
     /// is negative.
     ///
     /// # Safety
-    /// `counts` and `displs` point to `size` ints each, or are null.
+    /// `counts` and `displs` point to `size` ints each, valid for `'a`, or are null.
     pub(crate) unsafe fn new(
         buf: *const c_void,
         counts: *const c_int,
         displs: *const c_int,
         dt: MPI_Datatype,
         size: usize,
-    ) -> Result<Side, HandOff> {
+    ) -> Result<Side<'a>, HandOff> {
         if counts.is_null() || displs.is_null() {
             return Err(HandOff::Arguments);
         }
         // SAFETY: per the contract.
         let (counts, displs) = unsafe {
             (
-                std::slice::from_raw_parts(counts, size).to_vec(),
-                std::slice::from_raw_parts(displs, size).to_vec(),
+                std::slice::from_raw_parts(counts, size),
+                std::slice::from_raw_parts(displs, size),
             )
         };
         if counts.iter().any(|&c| c < 0) {
@@ -50,24 +53,38 @@ impl Side {
         }
         Ok(Side {
             buf,
-            counts,
-            displs,
+            counts: Cow::Borrowed(counts),
+            displs: Cow::Borrowed(displs),
             dt,
         })
     }
 
     /// One block of `count` elements of `dt` at `buf` (a rank's own side of a Gatherv or
     /// Scatterv), if the count is not negative.
-    pub(crate) fn one(buf: *const c_void, count: c_int, dt: MPI_Datatype) -> Result<Side, HandOff> {
-        if count < 0 {
+    pub(crate) fn one(
+        buf: *const c_void,
+        count: &'a c_int,
+        dt: MPI_Datatype,
+    ) -> Result<Side<'a>, HandOff> {
+        if *count < 0 {
             return Err(HandOff::Arguments);
         }
         Ok(Side {
             buf,
-            counts: vec![count],
-            displs: vec![0],
+            counts: Cow::Borrowed(std::slice::from_ref(count)),
+            displs: Cow::Borrowed(&[0]),
             dt,
         })
+    }
+
+    /// The same side with its own copies of the counts and displacements.
+    pub(crate) fn into_owned(self) -> Side<'static> {
+        Side {
+            buf: self.buf,
+            counts: Cow::Owned(self.counts.into_owned()),
+            displs: Cow::Owned(self.displs.into_owned()),
+            dt: self.dt,
+        }
     }
 
     /// The bytes of one element's type signature.
@@ -78,10 +95,14 @@ impl Side {
         }
     }
 
-    /// The bytes of each block's elements (their type signature's).
-    pub(crate) fn block_bytes(&self) -> Result<Vec<usize>, HandOff> {
-        let one = self.elem_bytes()?;
-        Ok(self.counts.iter().map(|&c| c as usize * one).collect())
+    /// The bytes of block r's elements, `one` each.
+    pub(crate) fn bytes(&self, r: usize, one: usize) -> usize {
+        self.counts[r] as usize * one
+    }
+
+    /// The bytes of each block's elements, `one` each.
+    pub(crate) fn block_bytes(&self, one: usize) -> Vec<usize> {
+        (0..self.counts.len()).map(|r| self.bytes(r, one)).collect()
     }
 
     /// Block r cut into runs of elements that `PMPI_Pack` can count in bytes (`INT_MAX` at
@@ -106,28 +127,28 @@ impl Side {
         })
     }
 
-    /// Where the blocks lie in the buffer itself (a gap-free predefined type, whose extent
-    /// is its size): the address of the lowest block's first byte (the buffer's start, or
-    /// before it for a negative displacement), the bytes from there to the end of the last
-    /// block, and each block's range from there (an empty block's is empty).
-    pub(crate) fn in_place_ranges(
-        &self,
-        bytes: &[usize],
-        elem: usize,
-    ) -> (*const u8, usize, Vec<Range<usize>>) {
+    /// Where the blocks lie in the buffer itself (a gap-free predefined type of `elem`
+    /// bytes, whose extent is its size): the address of the lowest block's first byte (the
+    /// buffer's start, or before it for a negative displacement), the bytes from there to
+    /// the end of the last block, and each block's range from there (an empty block's is
+    /// empty).
+    pub(crate) fn in_place_ranges(&self, elem: usize) -> (*const u8, usize, Vec<Range<usize>>) {
         let at = |r: usize| self.displs[r] as i64 * elem as i64;
-        let used = (0..bytes.len()).filter(|&r| bytes[r] > 0);
-        let low = used.clone().map(at).min().unwrap_or(0).min(0);
-        let ranges: Vec<Range<usize>> = (0..bytes.len())
+        let size = self.counts.len();
+        let used = (0..size).filter(|&r| self.counts[r] > 0);
+        let low = used.map(at).min().unwrap_or(0).min(0);
+        let mut len = 0;
+        let ranges: Vec<Range<usize>> = (0..size)
             .map(|r| {
-                if bytes[r] == 0 {
+                let n = self.bytes(r, elem);
+                if n == 0 {
                     return 0..0;
                 }
                 let start = (at(r) - low) as usize;
-                start..start + bytes[r]
+                len = len.max(start + n);
+                start..start + n
             })
             .collect();
-        let len = ranges.iter().map(|r| r.end).max().unwrap_or(0);
         (
             self.buf.cast::<u8>().wrapping_offset(low as isize),
             len,
@@ -137,11 +158,12 @@ impl Side {
 
     /// Where a receive side's blocks land: for a gap-free predefined type of `elem` bytes
     /// in the application's buffer ([`Side::in_place_ranges`]), else one after another
-    /// in a buffer of the library's, to unpack after with the type's extent.
-    pub(crate) fn landing(&self, bytes: &[usize], elem: Option<usize>) -> Result<Landing, HandOff> {
+    /// in a buffer of the library's (`one` bytes of signature per element), to unpack after
+    /// with the type's extent.
+    pub(crate) fn landing(&self, elem: Option<usize>, one: usize) -> Result<Landing, HandOff> {
         Ok(match elem {
             Some(elem) => {
-                let (base, len, at) = self.in_place_ranges(bytes, elem);
+                let (base, len, at) = self.in_place_ranges(elem);
                 Landing {
                     base,
                     len,
@@ -150,7 +172,7 @@ impl Side {
                 }
             }
             None => {
-                let at = laid_out(bytes);
+                let at = laid_out(&self.block_bytes(one));
                 let len = at.last().map_or(0, |r| r.end);
                 Landing {
                     base: self.buf.cast(),
@@ -163,11 +185,11 @@ impl Side {
     }
 
     /// The side of block `r` alone.
-    pub(crate) fn only(&self, r: usize) -> Side {
+    pub(crate) fn only(&self, r: usize) -> Side<'static> {
         Side {
             buf: self.buf,
-            counts: vec![self.counts[r]],
-            displs: vec![self.displs[r]],
+            counts: Cow::Owned(vec![self.counts[r]]),
+            displs: Cow::Owned(vec![self.displs[r]]),
             dt: self.dt,
         }
     }
@@ -199,7 +221,7 @@ pub(crate) struct Landing {
 pub(crate) struct Unpacked {
     pub(crate) bytes: Vec<u8>,
     pub(crate) ranges: Vec<Range<usize>>,
-    pub(crate) recv: Side,
+    pub(crate) recv: Side<'static>,
     pub(crate) ext: isize,
     /// The bytes of one received element.
     pub(crate) one: usize,
@@ -207,8 +229,12 @@ pub(crate) struct Unpacked {
     pub(crate) comm: MPI_Comm,
 }
 
-impl crate::packed::Finish for Unpacked {
-    fn finish(self: Box<Self>) -> c_int {
+impl crate::packed::Kept for Unpacked {
+    fn is_empty(&self) -> bool {
+        false
+    }
+
+    fn finish_now(self) -> c_int {
         for (r, range) in self.ranges.iter().enumerate() {
             let mut at = range.start;
             for (p, count, n) in self.recv.runs(r, self.ext, self.one) {
@@ -243,10 +269,14 @@ pub(crate) struct HeldV {
     pub(crate) unpacked: Option<Unpacked>,
 }
 
-impl crate::packed::Finish for HeldV {
-    fn finish(self: Box<Self>) -> c_int {
+impl crate::packed::Kept for HeldV {
+    fn finish_now(self) -> c_int {
         self.unpacked
-            .map_or(SUCCESS, |u| crate::packed::Finish::finish(Box::new(u)))
+            .map_or(SUCCESS, crate::packed::Kept::finish_now)
+    }
+
+    fn is_empty(&self) -> bool {
+        self._own.is_none() && self.unpacked.is_none()
     }
 }
 

@@ -700,8 +700,11 @@ pub(super) fn scan_fits(
 }
 
 /// `at` with every empty range made `0..0` (an empty block of a v-form may name any
-/// place, also outside its buffer).
-fn emptied(at: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
+/// place, also outside its buffer): copied only where one is not `0..0` already.
+fn emptied(at: &[std::ops::Range<usize>]) -> Ranges<'_> {
+    if at.iter().all(|r| !r.is_empty() || *r == (0..0)) {
+        return std::borrow::Cow::Borrowed(at);
+    }
     at.iter()
         .map(|r| if r.is_empty() { 0..0 } else { r.clone() })
         .collect()
@@ -716,13 +719,10 @@ pub(super) fn all_gather_v_ranges(
     send: Option<usize>,
     recv_len: usize,
     at: &[std::ops::Range<usize>],
-) -> Option<Ranges> {
+) -> Option<Ranges<'_>> {
     let at = emptied(at);
-    let mut sorted: Vec<&std::ops::Range<usize>> = at.iter().filter(|r| !r.is_empty()).collect();
-    sorted.sort_by_key(|r| r.start);
-    let apart = sorted.windows(2).all(|w| w[0].end <= w[1].start);
     let fits = at.len() == size
-        && apart
+        && apart(&at)
         && at.iter().all(|r| r.end <= recv_len)
         && send.is_none_or(|n| n == at[me].len());
     fits.then_some(at)
@@ -751,7 +751,7 @@ pub(super) fn rooted_v<'a>(
     let at = if at.iter().all(|r| r.start <= r.end && r.end <= len) {
         std::borrow::Cow::Borrowed(at)
     } else {
-        std::borrow::Cow::Owned(emptied(at))
+        emptied(at)
     };
     let fits = at.len() == size
         && at.iter().all(|r| r.end <= len)
@@ -760,7 +760,8 @@ pub(super) fn rooted_v<'a>(
 }
 
 /// A v-form's byte ranges, one per rank.
-pub(super) type Ranges = Vec<std::ops::Range<usize>>;
+/// A v-form's ranges, borrowed from the caller where they need no change.
+pub(super) type Ranges<'a> = std::borrow::Cow<'a, [std::ops::Range<usize>]>;
 
 /// Whether an Alltoallv's ranges fit ([`Topo::raw_all_to_all_v`]): one per rank on each
 /// side, non-empty ones inside their buffers (of `send.0` and `recv_len` bytes), the
@@ -792,15 +793,14 @@ fn apart(at: &[std::ops::Range<usize>]) -> bool {
     taken.windows(2).all(|w| w[0].end <= w[1].start)
 }
 
-/// [`v_ranges_fit`]'s ranges, owned, with every empty range made `0..0` (for a schedule
-/// that holds them).
-pub(super) fn v_ranges(
+/// [`v_ranges_fit`]'s ranges, with every empty range made `0..0` ([`emptied`]).
+pub(super) fn v_ranges<'a>(
     size: usize,
     me: usize,
-    send: Option<(usize, &[std::ops::Range<usize>])>,
+    send: Option<(usize, &'a [std::ops::Range<usize>])>,
     recv_len: usize,
-    recv_at: &[std::ops::Range<usize>],
-) -> Option<(Option<Ranges>, Ranges)> {
+    recv_at: &'a [std::ops::Range<usize>],
+) -> Option<(Option<Ranges<'a>>, Ranges<'a>)> {
     v_ranges_fit(size, me, send, recv_len, recv_at)
         .then(|| (send.map(|(_, at)| emptied(at)), emptied(recv_at)))
 }
