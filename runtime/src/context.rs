@@ -530,9 +530,14 @@ impl ContextState {
         }
     }
 
-    /// The steps of a completed schedule of `shape`, if kept (see [`Engine::reuse`]).
-    pub(crate) fn reuse(&mut self, shape: &Shape) -> Option<(Builder, usize, usize)> {
-        self.engine.reuse(shape)
+    /// The steps of a completed schedule of the shape `head` with the blocks `parts`, and
+    /// that shape, if kept (see [`Engine::reuse`]).
+    pub(crate) fn reuse(
+        &mut self,
+        head: &Shape,
+        parts: &[&[std::ops::Range<usize>]],
+    ) -> Option<(Shape, Builder, usize, usize)> {
+        self.engine.reuse(head, parts)
     }
 
     /// A buffer of `len` bytes for a schedule's accumulator or scratch (see

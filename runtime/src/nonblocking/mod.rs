@@ -29,6 +29,7 @@ pub mod iscatter;
 pub mod schedule;
 
 use std::collections::VecDeque;
+use std::ops::Range;
 
 use topo_hierarchy::settings::{BcastAlg, ReduceAlg};
 
@@ -118,12 +119,16 @@ impl Engine {
         }
     }
 
-    /// The steps of a completed schedule of `shape`, ready to run again, with the sizes of
-    /// its accumulator and scratch.
-    pub fn reuse(&mut self, shape: &Shape) -> Option<(Builder, usize, usize)> {
-        let i = self.steps.iter().rposition(|(s, ..)| s == shape)?;
-        let (_, b, acc, tmp) = self.steps.remove(i);
-        Some((b, acc, tmp))
+    /// The steps of a completed schedule of the shape `head` with the blocks `parts`
+    /// ([`Shape::is`]), ready to run again, with their shape and the sizes of its
+    /// accumulator and scratch.
+    pub fn reuse(
+        &mut self,
+        head: &Shape,
+        parts: &[&[Range<usize>]],
+    ) -> Option<(Shape, Builder, usize, usize)> {
+        let i = self.steps.iter().rposition(|(s, ..)| s.is(head, parts))?;
+        Some(self.steps.remove(i))
     }
 
     /// How many steps have completed or moved data so far: a poll that leaves it

@@ -48,28 +48,38 @@ pub(super) fn shape(
     }
 }
 
+/// A call's blocks for its [`Shape`], borrowed from the call: the parts one after another
+/// (an Alltoallv's send ranges and then its receive ranges; one part or none elsewhere).
+pub(super) type Parts<'b> = [&'b [std::ops::Range<usize>]; 2];
+
+/// The parts of a call without blocks of varied lengths.
+const NO_BLOCKS: Parts<'static> = [&[], &[]];
+
 /// The shape of a Gather's or Scatter's schedule (`same`: every block's length; `leaders`:
 /// through the leaders) or of a Gatherv's or Scatterv's (the root's blocks `at`, `None`
 /// elsewhere; this rank's block of `len` bytes); `has`: this rank's own block is apart
-/// from the root's buffer (not in place).
-fn rooted_shape(
+/// from the root's buffer (not in place). The blocks apart (see [`Topo::start`]).
+fn rooted_shape<'b>(
     name: &'static str,
     root: i32,
     same: Option<usize>,
     leaders: bool,
-    at: Option<&[std::ops::Range<usize>]>,
+    at: Option<&'b [std::ops::Range<usize>]>,
     len: usize,
     has: bool,
-) -> Shape {
+) -> (Shape, Parts<'b>) {
     match same {
-        Some(n) => Shape {
-            elem: usize::from(leaders),
-            ..shape(name, None, root, n, has)
-        },
-        None => Shape {
-            blocks: at.map(<[_]>::to_vec).unwrap_or_default(),
-            ..shape(name, None, root, len, has)
-        },
+        Some(n) => (
+            Shape {
+                elem: usize::from(leaders),
+                ..shape(name, None, root, n, has)
+            },
+            NO_BLOCKS,
+        ),
+        None => (
+            shape(name, None, root, len, has),
+            [at.unwrap_or_default(), &[]],
+        ),
     }
 }
 
@@ -83,14 +93,16 @@ pub(super) struct Args<'a> {
 
 impl Topo {
     /// Starts a schedule built from this rank's view and settings; `build` returns the
-    /// rounds and the sizes of the accumulator and the scratch. Calls of one `shape` reuse
-    /// the steps of the last one that completed instead of building them again.
+    /// rounds and the sizes of the accumulator and the scratch. Calls of one shape (`shape`
+    /// with the blocks `blocks` one after another, which are compared as they lie and
+    /// copied only where no kept steps match) reuse the steps of the last one that
+    /// completed instead of building them again.
     pub(super) fn start<'a, S: Scope<'a>>(
         &mut self,
         scope: S,
         args: Args<'a>,
         keep: Option<Box<dyn KeepAlive + 'a>>,
-        shape: Option<Shape>,
+        (shape, blocks): (Shape, Parts<'_>),
         build: impl FnOnce(&HierarchicalPath) -> (Builder, usize, usize),
     ) -> Request<'a, S> {
         let request = self.request(scope, keep);
@@ -101,19 +113,25 @@ impl Topo {
             .map_or(0, <[u8]>::len)
             .max(recv.as_ref().map_or(0, |r| r.len()));
         let mut core = context::lock(&self.core);
-        let (b, acc, tmp) = match shape.as_ref().and_then(|shape| core.reuse(shape)) {
-            Some(kept) => kept,
-            None => build(
-                core.hier
-                    .as_ref()
-                    .expect("schedules run on the hierarchical path"),
-            ),
+        let (shape, (b, acc, tmp)) = match core.reuse(&shape, &blocks) {
+            Some((shape, b, acc, tmp)) => (shape, (b, acc, tmp)),
+            None => {
+                let built = build(
+                    core.hier
+                        .as_ref()
+                        .expect("schedules run on the hierarchical path"),
+                );
+                (
+                    Shape {
+                        blocks: blocks.concat(),
+                        ..shape
+                    },
+                    built,
+                )
+            }
         };
         let (acc, tmp) = (core.buffer(acc), core.buffer(tmp));
-        let mut sched = Schedule::lent(args.name, b, send, recv, acc, tmp, args.op);
-        if let Some(shape) = shape {
-            sched = sched.shaped(shape);
-        }
+        let sched = Schedule::lent(args.name, b, send, recv, acc, tmp, args.op).shaped(shape);
         core.start(id, sched);
         let in_flight = core.has_schedules();
         drop(core);
@@ -165,7 +183,7 @@ impl Topo {
             op: None,
         };
         let shape = shape(args.name, None, root, len, false);
-        self.start(scope, args, None, Some(shape), |h| {
+        self.start(scope, args, None, (shape, NO_BLOCKS), |h| {
             (ibcast::build(&h.view, &h.settings, root as u32, len), 0, 0)
         })
     }
@@ -189,7 +207,7 @@ impl Topo {
             op: Some(op),
         };
         let shape = shape(args.name, None, root, len, has_send);
-        self.start(scope, args, keep, Some(shape), |h| {
+        self.start(scope, args, keep, (shape, NO_BLOCKS), |h| {
             let (b, acc) = ireduce::build(&h.view, &h.settings, root as u32, has_send, len, elem);
             (b, acc, 0)
         })
@@ -225,7 +243,7 @@ impl Topo {
             elem,
             ..shape(args.name, None, 0, len, has_send)
         };
-        self.start(scope, args, keep, Some(shape), |h| {
+        self.start(scope, args, keep, (shape, NO_BLOCKS), |h| {
             let (b, tmp) = all_reduce_steps(h, elem, has_send, len);
             (b, 0, tmp)
         })
@@ -270,10 +288,9 @@ impl Topo {
         };
         let shape = Shape {
             elem,
-            blocks: key,
             ..shape(name, None, 0, total, has_send)
         };
-        self.start(scope, args, keep, Some(shape), |h| {
+        self.start(scope, args, keep, (shape, [&key, &[]]), |h| {
             let mean = total / (h.view.size as usize).max(1);
             if h.settings.reduce_scatter_for(mean) == ReduceScatterAlg::Ring
                 && let Some(peers) = h.exchanges.ring()
@@ -327,7 +344,7 @@ impl Topo {
             elem,
             ..shape(args.name, None, i32::from(hierarchical), len, has_send)
         };
-        self.start(scope, args, keep, Some(shape), |h| {
+        self.start(scope, args, keep, (shape, NO_BLOCKS), |h| {
             let view = crate::scan::view_for(hierarchical, &h.view, &h.scan_view, len);
             let sub = h.subtrees.as_ref().filter(|_| hierarchical);
             iscan::build(view, h.settings.spin, sub, has_send, len, exclusive)
@@ -351,7 +368,7 @@ impl Topo {
             op: None,
         };
         let shape = shape(args.name, None, 0, len, has_send);
-        self.start(scope, args, None, Some(shape), |h| {
+        self.start(scope, args, None, (shape, NO_BLOCKS), |h| {
             let one_node = h.settings.nodes == 1;
             let by_node = h.exchanges.by_node();
             match (h.settings.alltoall_for(len), by_node) {
@@ -384,12 +401,9 @@ impl Topo {
             recv: Some(recv),
             op: None,
         };
-        let blocks = send_at.unwrap_or_default().iter().chain(recv_at).cloned();
-        let shape = Shape {
-            blocks: blocks.collect(),
-            ..shape(args.name, None, 0, recv_len, send_at.is_some())
-        };
-        self.start(scope, args, None, Some(shape), |h| {
+        let shape = shape(args.name, None, 0, recv_len, send_at.is_some());
+        let blocks = [send_at.unwrap_or_default(), recv_at];
+        self.start(scope, args, None, (shape, blocks), |h| {
             let one_node = h.settings.nodes == 1;
             let by_node = h.exchanges.by_node();
             let (b, tmp) = ialltoall::build_v(rank, one_node, by_node, send_at, recv_at, recv_len);
@@ -431,16 +445,14 @@ impl Topo {
             op: None,
         };
         let shape = rooted_shape(name, root, same, leaders, at, len, has_send);
-        self.start(scope, args, None, Some(shape), |h| {
-            match (same, &h.subtrees) {
-                (Some(n), Some(sub)) if leaders => {
-                    igather::build_leaders(&h.view, sub, root as u32, has_send, n)
-                }
-                _ => {
-                    let one_node = h.settings.nodes == 1;
-                    let b = igather::build(rank, root as u32, at, has_send, len, one_node);
-                    (b, 0, 0)
-                }
+        self.start(scope, args, None, shape, |h| match (same, &h.subtrees) {
+            (Some(n), Some(sub)) if leaders => {
+                igather::build_leaders(&h.view, sub, root as u32, has_send, n)
+            }
+            _ => {
+                let one_node = h.settings.nodes == 1;
+                let b = igather::build(rank, root as u32, at, has_send, len, one_node);
+                (b, 0, 0)
             }
         })
     }
@@ -477,13 +489,11 @@ impl Topo {
             op: None,
         };
         let shape = rooted_shape(name, root, same, leaders, at, len, has_recv);
-        self.start(scope, args, None, Some(shape), |h| {
-            match (same, &h.subtrees) {
-                (Some(n), Some(sub)) if leaders => {
-                    iscatter::build_leaders(&h.view, sub, root as u32, has_recv, n)
-                }
-                _ => (iscatter::build(rank, root as u32, at, has_recv, len), 0, 0),
+        self.start(scope, args, None, shape, |h| match (same, &h.subtrees) {
+            (Some(n), Some(sub)) if leaders => {
+                iscatter::build_leaders(&h.view, sub, root as u32, has_recv, n)
             }
+            _ => (iscatter::build(rank, root as u32, at, has_recv, len), 0, 0),
         })
     }
 
@@ -505,11 +515,8 @@ impl Topo {
             op: None,
         };
         let total = at.iter().map(std::ops::Range::len).sum();
-        let shape = Shape {
-            blocks: at.to_vec(),
-            ..shape(args.name, None, 0, total, has_send)
-        };
-        self.start(scope, args, None, Some(shape), |h| {
+        let shape = shape(args.name, None, 0, total, has_send);
+        self.start(scope, args, None, (shape, [at, &[]]), |h| {
             use crate::nonblocking::iallgather::Exchange;
             let size = at.len();
             let flat = iallgatherv::schedule_flat(h.settings.nodes, size, total);
@@ -556,7 +563,7 @@ impl Topo {
             op: None,
         };
         let shape = shape(args.name, Some(alg), 0, len, has_send);
-        self.start(scope, args, None, Some(shape), |h| {
+        self.start(scope, args, None, (shape, NO_BLOCKS), |h| {
             let e = h.exchanges.get(alg).expect("exchange_for found the peers");
             let (b, tmp) = e.build(rank, len, has_send);
             (b, 0, tmp)
@@ -571,7 +578,7 @@ impl Topo {
             op: None,
         };
         let shape = shape(args.name, None, 0, 0, false);
-        self.start(StaticScope, args, None, Some(shape), |h| {
+        self.start(StaticScope, args, None, (shape, NO_BLOCKS), |h| {
             let b = h.flat_barrier();
             (
                 b.unwrap_or_else(|| ibarrier::build(&h.network_view, &h.settings)),

@@ -333,6 +333,33 @@ pub struct Shape {
     pub blocks: Vec<std::ops::Range<usize>>,
 }
 
+impl Shape {
+    /// Whether this is `head` (a shape whose own blocks are not looked at) with the blocks
+    /// `parts` one after another: a call's shape, compared without copying its blocks.
+    pub fn is(&self, head: &Shape, parts: &[&[std::ops::Range<usize>]]) -> bool {
+        let Shape {
+            op,
+            alg,
+            root,
+            len,
+            has_send,
+            elem,
+            blocks,
+        } = self;
+        (*op, *alg, *root, *len, *has_send, *elem)
+            == (
+                head.op,
+                head.alg,
+                head.root,
+                head.len,
+                head.has_send,
+                head.elem,
+            )
+            && blocks.len() == parts.iter().map(|p| p.len()).sum::<usize>()
+            && blocks.iter().eq(parts.iter().flat_map(|p| p.iter()))
+    }
+}
+
 impl Builder {
     /// Makes the steps of a completed schedule new again.
     pub(super) fn reset(&mut self) {

@@ -268,10 +268,11 @@ fn a_completed_schedule_of_a_shape_serves_the_next_call_of_that_shape_once() {
     };
     let mut outs = [[1u8; 8], [1u8; 8]];
     for (call, out) in outs.iter_mut().enumerate() {
-        let (b, acc, tmp) = match engine.reuse(&shape) {
-            Some(kept) => {
+        let (b, acc, tmp) = match engine.reuse(&shape, &[]) {
+            Some((kept, b, acc, tmp)) => {
                 assert_eq!(call, 1, "nothing is kept before a schedule completes");
-                kept
+                assert_eq!(kept, shape);
+                (b, acc, tmp)
             }
             None => (build(), 0, 8),
         };
@@ -303,14 +304,51 @@ fn a_completed_schedule_of_a_shape_serves_the_next_call_of_that_shape_once() {
     // Another shape finds nothing; the kept steps serve one call at a time.
     assert!(
         engine
-            .reuse(&Shape {
-                len: 16,
-                ..shape.clone()
-            })
+            .reuse(
+                &Shape {
+                    len: 16,
+                    ..shape.clone()
+                },
+                &[]
+            )
             .is_none()
     );
-    assert!(engine.reuse(&shape).is_some());
-    assert!(engine.reuse(&shape).is_none());
+    assert!(engine.reuse(&shape, &[]).is_some());
+    assert!(engine.reuse(&shape, &[]).is_none());
+}
+
+// A call's shape is its head and its blocks as the call has them, in parts: the same blocks
+// split anywhere are the same shape; other blocks, fewer, or another head are not.
+#[test]
+fn a_shape_is_its_head_and_its_blocks_in_any_split() {
+    let head = Shape {
+        op: "MPI_Ialltoallv",
+        alg: None,
+        root: 0,
+        len: 24,
+        has_send: true,
+        elem: 0,
+        blocks: Vec::new(),
+    };
+    let at = [0..8, 8..16, 16..24];
+    let kept = Shape {
+        blocks: at.to_vec(),
+        ..head.clone()
+    };
+    assert!(kept.is(&head, &[&at[..1], &at[1..]]));
+    assert!(kept.is(&head, &[&at, &[]]));
+    assert!(kept.is(&head, &[&[], &at]));
+    assert!(!kept.is(&head, &[&at[..2], &[]]));
+    assert!(!kept.is(&head, &[&at, &at[..1]]));
+    assert!(!kept.is(&head, &[&[0..8, 8..16, 16..23], &[]]));
+    let other = Shape {
+        has_send: false,
+        ..head.clone()
+    };
+    assert!(!kept.is(&other, &[&at, &[]]));
+    // The head's own blocks are not looked at.
+    assert!(kept.is(&kept, &[&at, &[]]));
+    assert!(head.is(&kept, &[]));
 }
 
 #[test]
