@@ -4,7 +4,9 @@
  * (through libtopo_preload.so when topo-run preloads it) and through MPI's own entry
  * points (PMPI_*), interleaved, 9 times each after a warm-up; the table gives the medians
  * of the slowest rank's time per call and the ratio topo/native (below 1: faster).
- * Nonblocking calls are each followed at once by MPI_Wait.
+ * Nonblocking calls are each followed at once by MPI_Wait. The rooted ones and the v-forms
+ * (igather, igatherv, iscatterv, iallgatherv, ialltoallv: every rank's block, and every
+ * block of an Ialltoallv, the size of one call, every count the same) take root 0.
  *
  *   mpicc -O2 -o back-to-back benchmarks/back-to-back.c
  *   srun --mpi=pmix --cpu-bind=cores topo-run -- ./back-to-back [CALLS] [OP] [COMM] [BYTES]
@@ -21,14 +23,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { IBCAST, IBARRIER, IALLREDUCE, BCAST, ALLREDUCE, BARRIER, IREDUCE, REDUCE, OPS };
-static const char *names[OPS] = {"ibcast", "ibarrier", "iallreduce", "bcast",
-                                 "allreduce", "barrier", "ireduce", "reduce"};
+enum {
+    IBCAST, IBARRIER, IALLREDUCE, BCAST, ALLREDUCE, BARRIER, IREDUCE, REDUCE,
+    IGATHER, IGATHERV, ISCATTERV, IALLGATHERV, IALLTOALLV, OPS
+};
+static const char *names[OPS] = {"ibcast",    "ibarrier",  "iallreduce", "bcast",
+                                 "allreduce", "barrier",   "ireduce",    "reduce",
+                                 "igather",   "igatherv",  "iscatterv",  "iallgatherv",
+                                 "ialltoallv"};
 
-/* The communicator the operations run on, and each call's elements. */
+/* The communicator the operations run on, each call's elements, and every rank's count
+ * and displacement (in elements) for the v-forms. */
 static MPI_Comm on = MPI_COMM_NULL;
 static int count = 1;
 static MPI_Datatype type;
+static int *counts, *displs;
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -76,6 +85,31 @@ static void call(int op, int native, double *s, double *r) {
         if (native) PMPI_Reduce(s, r, count, type, MPI_SUM, 0, w);
         else MPI_Reduce(s, r, count, type, MPI_SUM, 0, w);
         break;
+    case IGATHER:
+        if (native) PMPI_Igather(s, count, type, r, count, type, 0, w, &q);
+        else MPI_Igather(s, count, type, r, count, type, 0, w, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
+    case IGATHERV:
+        if (native) PMPI_Igatherv(s, count, type, r, counts, displs, type, 0, w, &q);
+        else MPI_Igatherv(s, count, type, r, counts, displs, type, 0, w, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
+    case ISCATTERV:
+        if (native) PMPI_Iscatterv(s, counts, displs, type, r, count, type, 0, w, &q);
+        else MPI_Iscatterv(s, counts, displs, type, r, count, type, 0, w, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
+    case IALLGATHERV:
+        if (native) PMPI_Iallgatherv(s, count, type, r, counts, displs, type, w, &q);
+        else MPI_Iallgatherv(s, count, type, r, counts, displs, type, w, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
+    case IALLTOALLV:
+        if (native) PMPI_Ialltoallv(s, counts, displs, type, r, counts, displs, type, w, &q);
+        else MPI_Ialltoallv(s, counts, displs, type, r, counts, displs, type, w, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        break;
     }
 }
 
@@ -106,7 +140,18 @@ int main(int argc, char **argv) {
     }
     MPI_Barrier(on); /* a context set up at its first blocking collective has one now */
     enum { REPS = 9 };
-    double s[8] = {1}, r[8] = {0};
+    int size;
+    MPI_Comm_size(on, &size);
+    /* Room for every rank's block of up to 64 bytes on both sides. */
+    double *s = calloc((size_t)size * 8, sizeof *s), *r = calloc((size_t)size * 8, sizeof *r);
+    counts = malloc(size * sizeof *counts);
+    displs = malloc(size * sizeof *displs);
+    if (!s || !r || !counts || !displs) {
+        fprintf(stderr, "back-to-back: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    s[0] = 1;
+    for (int q = 0; q < size; q++) counts[q] = count, displs[q] = q * count;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) printf("op,bytes,topo_us,native_us,ratio\n");
     for (int op = 0; op < OPS; op++) {
@@ -124,6 +169,10 @@ int main(int argc, char **argv) {
             printf("%s,%d,%.3f,%.3f,%.2f\n", names[op], bytes, a[REPS / 2], b[REPS / 2],
                    a[REPS / 2] / b[REPS / 2]);
     }
+    free(s);
+    free(r);
+    free(counts);
+    free(displs);
     MPI_Finalize();
     return 0;
 }
