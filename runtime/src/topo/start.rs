@@ -58,7 +58,8 @@ const NO_BLOCKS: Parts<'static> = [&[], &[]];
 /// The shape of a Gather's or Scatter's schedule (`same`: every block's length; `leaders`:
 /// through the leaders) or of a Gatherv's or Scatterv's (the root's blocks `at`, `None`
 /// elsewhere; this rank's block of `len` bytes); `has`: this rank's own block is apart
-/// from the root's buffer (not in place). The blocks apart (see [`Topo::start`]).
+/// from the root's buffer (not in place). Returns the shape without its blocks, and the
+/// blocks as [`Topo::start`] takes them.
 fn rooted_shape<'b>(
     name: &'static str,
     root: i32,
