@@ -17,7 +17,9 @@ use crate::blocks::unpacked_size;
 use crate::classify::{Call, HandOff, overlaps_range};
 use crate::packed::Kept;
 use crate::state::{self, Active, TypeCache};
-use crate::varied::{HeldV, Side, Unpacked, bytes_at, bytes_at_mut, pack_blocks};
+use crate::varied::{
+    HeldV, Side, Unpacked, bad_buffer as bad, bytes_at, bytes_at_mut, pack_blocks,
+};
 
 /// An Allgatherv's buffers on topo-run's path: this rank's block (`None` in place), where
 /// the blocks land and each one's range there, and what the call keeps.
@@ -51,14 +53,8 @@ unsafe fn prepare<'b>(
     let in_place = send == abi::in_place();
     // SAFETY: per the contract, the arrays hold one int per rank.
     let rs = unsafe { Side::new(recv.cast_const(), recv_counts, displs, recv_type, size) }?;
-    // As for Allgather: MPI_IN_PLACE only as the send buffer, MPI_BOTTOM only with a
-    // derived type; a buffer that carries nothing may be any address (null too).
-    let bad = |p: *const c_void, plain: bool, bytes: usize| {
-        p == abi::in_place() || (plain && bytes > 0 && (p.is_null() || p == abi::bottom()))
-    };
     let recv_plain = unpacked_size(types, recv_type);
-    // The bytes of one received element's signature: a plain type's size, else MPI's.
-    let one = recv_plain.map_or_else(|| rs.elem_bytes(), Ok)?;
+    let one = rs.signature_bytes(recv_plain)?;
     let mine = rs.bytes(me, one);
     let send_plain = (!in_place)
         .then(|| unpacked_size(types, send_type))

@@ -17,7 +17,7 @@ use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request, SUCCESS};
 use crate::blocks::unpacked_size;
 use crate::classify::{Call, HandOff};
 use crate::state::{self, Active, TypeCache};
-use crate::varied::{Side, Unpacked, bytes_at, bytes_at_mut, pack_blocks};
+use crate::varied::{Side, Unpacked, bad_buffer as bad, bytes_at, bytes_at_mut, pack_blocks};
 
 /// An Alltoallv's buffers on topo-run's path: the blocks to send (the application's, or
 /// kept: copied or packed) and their ranges, where the blocks land and their ranges, and
@@ -98,18 +98,12 @@ unsafe fn prepare(
         // SAFETY: as above.
         Some(unsafe { Side::new(send, send_counts, send_displs, send_type, size) }?)
     };
-    // As for Allgather: MPI_IN_PLACE only as the send buffer, MPI_BOTTOM only with a
-    // derived type; a side that carries nothing may pass any address (null too).
-    let bad = |p: *const c_void, plain: bool, bytes: usize| {
-        p == abi::in_place() || (plain && bytes > 0 && (p.is_null() || p == abi::bottom()))
-    };
     let recv_plain = unpacked_size(types, recv_type);
     let send_plain = ss.as_ref().and_then(|s| unpacked_size(types, s.dt));
     if recv_plain.is_none() && !types.committed(recv_type) {
         return Err(HandOff::Arguments);
     }
-    // The bytes of one received element's signature: a plain type's size, else MPI's.
-    let recv_one = recv_plain.map_or_else(|| rs.elem_bytes(), Ok)?;
+    let recv_one = rs.signature_bytes(recv_plain)?;
     // The receive side: in the application's buffer, or packed to unpack after.
     let crate::varied::Landing {
         base: recv_base,

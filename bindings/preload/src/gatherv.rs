@@ -20,21 +20,15 @@ use crate::blocks::{extent, unpacked_size};
 use crate::classify::{Call, HandOff, overlaps_range};
 use crate::packed::Kept;
 use crate::state::{self, Active, TypeCache};
-use crate::varied::{HeldV, Side, Unpacked, bytes_at, bytes_at_mut, laid_out, pack_blocks};
-
-/// MPI_IN_PLACE only where the standard allows it (the caller's business), MPI_BOTTOM only
-/// with a derived type; a buffer that carries nothing may be any address (null too).
-fn bad(p: *const c_void, plain: bool, bytes: usize) -> bool {
-    p == abi::in_place() || (plain && bytes > 0 && (p.is_null() || p == abi::bottom()))
-}
+use crate::varied::{
+    HeldV, Side, Unpacked, bad_buffer as bad, bytes_at, bytes_at_mut, laid_out, pack_blocks,
+};
 
 /// The bytes of a rank's one block, and whether its type is used as it lies (a gap-free
 /// predefined type).
 fn block_len(types: &mut TypeCache<'_>, side: &Side<'_>) -> Result<(usize, bool), HandOff> {
-    Ok(match unpacked_size(types, side.dt) {
-        Some(elem) => (side.bytes(0, elem), true),
-        None => (side.bytes(0, side.elem_bytes()?), false),
-    })
+    let plain = unpacked_size(types, side.dt);
+    Ok((side.bytes(0, side.signature_bytes(plain)?), plain.is_some()))
 }
 
 /// A rank's own block to send, `count` elements of `dt` at `buf`: its bytes as they are
@@ -160,8 +154,7 @@ unsafe fn prepare_gatherv<'b>(
     // SAFETY: per the contract, the arrays hold one int per rank at the root.
     let rs = unsafe { Side::new(recv.cast_const(), recv_counts, displs, recv_type, size) }?;
     let recv_plain = unpacked_size(types, recv_type);
-    // The bytes of one received element's signature: a plain type's size, else MPI's.
-    let one = recv_plain.map_or_else(|| rs.elem_bytes(), Ok)?;
+    let one = rs.signature_bytes(recv_plain)?;
     if recv_plain.is_none() && !types.committed(recv_type) {
         return Err(HandOff::Arguments);
     }

@@ -95,6 +95,12 @@ impl<'a> Side<'a> {
         }
     }
 
+    /// The bytes of one element's signature: `plain`, a gap-free predefined type's size
+    /// where the caller has it, else MPI's ([`Side::elem_bytes`]).
+    pub(crate) fn signature_bytes(&self, plain: Option<usize>) -> Result<usize, HandOff> {
+        plain.map_or_else(|| self.elem_bytes(), Ok)
+    }
+
     /// The bytes of block r's elements, `one` each.
     pub(crate) fn bytes(&self, r: usize, one: usize) -> usize {
         self.counts[r] as usize * one
@@ -201,6 +207,15 @@ impl<'a> Side<'a> {
             .wrapping_offset(self.displs[r] as isize * ext)
             .cast()
     }
+}
+
+/// Whether a v-form's buffer `p` is one topo-run does not take: MPI_IN_PLACE where the
+/// caller asks (only where the standard allows it, the caller's business), MPI_BOTTOM or
+/// null with a plain type (MPI_BOTTOM only with a derived type); a buffer that carries
+/// nothing (`bytes` 0) may be any address (null too).
+pub(crate) fn bad_buffer(p: *const c_void, plain: bool, bytes: usize) -> bool {
+    p == crate::abi::in_place()
+        || (plain && bytes > 0 && (p.is_null() || p == crate::abi::bottom()))
 }
 
 /// Where a receive side's blocks land ([`Side::landing`]).
