@@ -163,7 +163,7 @@ pub const MAX_LANES: usize = 64;
 
 /// Bytes of a node's board of lanes (a line per lane and per context on them, 4096
 /// contexts, in a segment of its own): what the lanes hold beyond the lanes themselves.
-pub const LANE_BOARD_BYTES: u64 = 282_624;
+pub const LANE_BOARD_BYTES: u64 = 286_720;
 
 /// The number of lanes from the value of [`LANES_ENV`], if set (one that is not a number
 /// counts as unset), at most [`MAX_LANES`].
@@ -174,9 +174,9 @@ pub fn lanes_wanted(value: Option<&str>) -> usize {
 impl Settings {
     /// An upper bound on the bytes of one node's shared-memory segment for `ranks` local
     /// ranks with these slots and fragment: a header of 64 bytes plus 80 per rank, and per
-    /// rank a queue of `slots` fragments with a 64-byte control word per slot and reader
-    /// and a ring of 16 lines per reader for small messages, each part rounded up to 4 KiB
-    /// pages. The runtime's layout tests check that its
+    /// rank a queue of `slots` fragments (each 128 bytes past the one before, and the first
+    /// up to a page into its part) with a 64-byte control word per slot and reader and a
+    /// ring of 16 lines per reader for small messages, each part rounded up to 4 KiB pages. The runtime's layout tests check that its
     /// segments never exceed it; `topo-run doctor` reserves this much to test `/dev/shm`.
     pub fn segment_bound(&self, ranks: u64) -> u64 {
         const PAGE: u64 = 4096;
@@ -185,7 +185,8 @@ impl Settings {
         // Control lines, the rings (16 lines per reader and the head and tail words), the
         // slots' data (runtime/src/transport/shm/layout.rs).
         let rings = ranks * 16 * 64 + 2 * (8 * ranks).next_multiple_of(64);
-        let queue = slots * ranks * 64 + rings + slots * fragment + 3 * PAGE;
+        // The slots are staggered by two lines each, and by up to a page per queue.
+        let queue = slots * ranks * 64 + rings + slots * (fragment + 128) + 4 * PAGE;
         header + ranks * queue
     }
 
