@@ -12,7 +12,7 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::blocks::{Held, Prepared, Unpack, extent, unpacked_size};
+use crate::blocks::{Held, Prepared, Unpack, bad_buffer as bad, extent, unpacked_size};
 use crate::classify::{Call, HandOff};
 use crate::packed::{pack, packed_size};
 use crate::state::{self, Active, TypeCache};
@@ -41,13 +41,7 @@ unsafe fn prepare<'b>(
     let size = a.size as usize;
     let total = block.checked_mul(size).ok_or(HandOff::Arguments)?;
     let in_place = send == abi::in_place();
-    // MPI_BOTTOM is the null pointer under both ABIs. With a derived type (of absolute
-    // addresses) it is legal, on any subset of the ranks, and packed like any buffer; with
-    // a predefined type it is erroneous, for MPI to report. `MPI_IN_PLACE` is legal only
-    // as the send buffer (checked apart).
-    let bad = |p: *const c_void, unpacked: bool| {
-        p == abi::in_place() || (unpacked && (p.is_null() || p == abi::bottom()))
-    };
+    // `MPI_IN_PLACE` is legal only as the send buffer (checked apart).
     let recv_unpacked = unpacked_size(types, recv_type).is_some();
     if bad(recv.cast_const(), recv_unpacked)
         || (!in_place && bad(send, unpacked_size(types, send_type).is_some()))

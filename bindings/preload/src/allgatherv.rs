@@ -123,10 +123,7 @@ unsafe fn prepare<'b>(
         send: mine,
         recv: recv_bytes,
         at,
-        finish: HeldV {
-            _own: own,
-            unpacked,
-        },
+        finish: HeldV { own, unpacked },
     })
 }
 

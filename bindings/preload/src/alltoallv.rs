@@ -53,7 +53,7 @@ impl Prepared {
 /// What an Alltoallv on topo-run's path holds until it completes: the blocks it sends
 /// that are not the application's as they lie, and a packed receive side to unpack.
 struct Held {
-    _kept: Option<Vec<u8>>,
+    kept: Option<Vec<u8>>,
     unpack: Option<Unpacked>,
 }
 
@@ -63,7 +63,7 @@ impl crate::packed::Kept for Held {
     }
 
     fn is_empty(&self) -> bool {
-        self._kept.is_none() && self.unpack.is_none()
+        self.kept.is_none() && self.unpack.is_none()
     }
 }
 
@@ -172,10 +172,7 @@ unsafe fn prepare(
         send,
         recv: recv_ptr,
         recv_at,
-        held: Held {
-            _kept: kept,
-            unpack,
-        },
+        held: Held { kept, unpack },
     })
 }
 

@@ -21,6 +21,15 @@ pub(crate) fn unpacked_size(types: &mut TypeCache<'_>, dt: MPI_Datatype) -> Opti
     }
 }
 
+/// Whether buffer `p` of a collective of blocks is one topo-run does not take:
+/// `MPI_IN_PLACE` where the caller asks (only where the standard allows it, the caller's
+/// business), or MPI_BOTTOM (the null pointer under both ABIs) with a plain type. With a
+/// derived type (of absolute addresses) MPI_BOTTOM is legal, on any subset of the ranks,
+/// and packed like any buffer; with a predefined type it is erroneous, for MPI to report.
+pub(crate) fn bad_buffer(p: *const c_void, plain: bool) -> bool {
+    p == crate::abi::in_place() || (plain && (p.is_null() || p == crate::abi::bottom()))
+}
+
 /// The extent of `dt` (the stride between consecutive elements).
 pub(crate) fn extent(dt: MPI_Datatype) -> Result<isize, HandOff> {
     let (mut lb, mut ext) = (0, 0);

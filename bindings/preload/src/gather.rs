@@ -13,7 +13,7 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::blocks::{Held, Unpack, extent, unpacked_size};
+use crate::blocks::{Held, Unpack, bad_buffer as bad, extent, unpacked_size};
 use crate::classify::{Call, HandOff, overlaps_range};
 use crate::packed::{pack, packed_size};
 use crate::state::{self, Active, TypeCache};
@@ -60,9 +60,6 @@ unsafe fn prepare<'b>(
     let total = block.checked_mul(size).ok_or(HandOff::Arguments)?;
     // As for Allgather: MPI_IN_PLACE only as the root's send buffer, MPI_BOTTOM only with
     // a derived type.
-    let bad = |p: *const c_void, unpacked: bool| {
-        p == abi::in_place() || (unpacked && (p.is_null() || p == abi::bottom()))
-    };
     let send_unpacked = (!in_place)
         .then(|| unpacked_size(types, send_type))
         .flatten()

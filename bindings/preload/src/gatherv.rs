@@ -145,7 +145,7 @@ unsafe fn prepare_gatherv<'b>(
             recv: None,
             at: None,
             finish: HeldV {
-                _own: own,
+                own,
                 unpacked: None,
             },
         });
@@ -209,10 +209,7 @@ unsafe fn prepare_gatherv<'b>(
         send: mine,
         recv: Some(recv_bytes),
         at: Some(at),
-        finish: HeldV {
-            _own: own,
-            unpacked,
-        },
+        finish: HeldV { own, unpacked },
     })
 }
 
@@ -258,7 +255,7 @@ unsafe fn prepare_scatterv<'b>(
             recv: Some(mine),
             at: None,
             finish: HeldV {
-                _own: None,
+                own: None,
                 unpacked,
             },
         });
@@ -303,7 +300,7 @@ unsafe fn prepare_scatterv<'b>(
         recv: mine,
         at: Some(at),
         finish: HeldV {
-            _own: packed,
+            own: packed,
             unpacked,
         },
     })

@@ -11,7 +11,7 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use crate::abi::{self, KeptType, MPI_Comm, MPI_Datatype, MPI_Request};
-use crate::blocks::{Held, Unpack, extent, unpacked_size};
+use crate::blocks::{Held, Unpack, bad_buffer as bad, extent, unpacked_size};
 use crate::classify::overlaps_range;
 use crate::classify::{Call, HandOff};
 use crate::packed::{pack, packed_size};
@@ -57,9 +57,6 @@ unsafe fn prepare<'b>(
     };
     let size = a.size as usize;
     let total = block.checked_mul(size).ok_or(HandOff::Arguments)?;
-    let bad = |p: *const c_void, unpacked: bool| {
-        p == abi::in_place() || (unpacked && (p.is_null() || p == abi::bottom()))
-    };
     let recv_unpacked = !in_place
         && unpacked_size(types, recv_type)
             .is_some_and(|s| s as u64 * recv_count.max(0) as u64 == block as u64);

@@ -209,13 +209,11 @@ impl<'a> Side<'a> {
     }
 }
 
-/// Whether a v-form's buffer `p` is one topo-run does not take: MPI_IN_PLACE where the
-/// caller asks (only where the standard allows it, the caller's business), MPI_BOTTOM or
-/// null with a plain type (MPI_BOTTOM only with a derived type); a buffer that carries
-/// nothing (`bytes` 0) may be any address (null too).
+/// Whether a v-form's buffer `p` is one topo-run does not take
+/// ([`crate::blocks::bad_buffer`]); a buffer that carries nothing (`bytes` 0) may be any
+/// address but MPI_IN_PLACE (null too).
 pub(crate) fn bad_buffer(p: *const c_void, plain: bool, bytes: usize) -> bool {
-    p == crate::abi::in_place()
-        || (plain && bytes > 0 && (p.is_null() || p == crate::abi::bottom()))
+    crate::blocks::bad_buffer(p, plain && bytes > 0)
 }
 
 /// Where a receive side's blocks land ([`Side::landing`]).
@@ -280,7 +278,7 @@ impl crate::packed::Kept for Unpacked {
 /// blocks still to be unpacked.
 pub(crate) struct HeldV {
     /// Read by the collective through slices until it completes; dropped after.
-    pub(crate) _own: Option<Vec<u8>>,
+    pub(crate) own: Option<Vec<u8>>,
     pub(crate) unpacked: Option<Unpacked>,
 }
 
@@ -291,7 +289,7 @@ impl crate::packed::Kept for HeldV {
     }
 
     fn is_empty(&self) -> bool {
-        self._own.is_none() && self.unpacked.is_none()
+        self.own.is_none() && self.unpacked.is_none()
     }
 }
 
