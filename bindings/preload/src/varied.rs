@@ -210,8 +210,8 @@ impl<'a> Side<'a> {
 }
 
 /// Whether a v-form's buffer `p` is one topo-run does not take
-/// ([`crate::blocks::bad_buffer`]); a buffer that carries nothing (`bytes` 0) may be any
-/// address but MPI_IN_PLACE (null too).
+/// ([`crate::blocks::bad_buffer`]); one that carries nothing (`bytes` 0) may be any
+/// address, null too, but MPI_IN_PLACE.
 pub(crate) fn bad_buffer(p: *const c_void, plain: bool, bytes: usize) -> bool {
     crate::blocks::bad_buffer(p, plain && bytes > 0)
 }

@@ -176,8 +176,9 @@ impl Settings {
     /// ranks with these slots and fragment: a header of 64 bytes plus 80 per rank, and per
     /// rank a queue of `slots` fragments (each 128 bytes past the one before, and the first
     /// up to a page into its part) with a 64-byte control word per slot and reader and a
-    /// ring of 16 lines per reader for small messages, each part rounded up to 4 KiB pages. The runtime's layout tests check that its
-    /// segments never exceed it; `topo-run doctor` reserves this much to test `/dev/shm`.
+    /// ring of 16 lines per reader for small messages, each part rounded up to 4 KiB pages.
+    /// The runtime's layout tests check that its segments never exceed it; `topo-run
+    /// doctor` reserves this much to test `/dev/shm`.
     pub fn segment_bound(&self, ranks: u64) -> u64 {
         const PAGE: u64 = 4096;
         let (slots, fragment) = (u64::from(self.slots), u64::from(self.fragment));

@@ -35,10 +35,10 @@
 //!
 //! The data slots do not start on page boundaries: slot `k` of queue `r` starts
 //! `k * (fragment + STAGGER)` bytes into the queue's data, plus [`STAGGER`] bytes times
-//! `(r * slots) % STAGGERS` (each queue's slots start where the last queue's left off in
-//! the page, as they would if the queues' data were one region). Fragments
-//! are multiples of 4 KiB by default, so the slots' first lines would all fall into the
-//! same set of every cache (a set repeats every 4 KiB in a core's first level), and a
+//! `(r * slots) % STAGGERS` (with fragments of whole pages, the node's slots then start at
+//! different offsets in a page, queue after queue, up to [`STAGGERS`] of them). Fragments
+//! are multiples of 4 KiB by default; without the stagger the slots' first lines would
+//! all fall into the same set of every cache (a set repeats every 4 KiB in a core's first level), and a
 //! writer running ahead through its slots, and its reader behind it, would evict each
 //! other's lines: on 1 node x 2, an Exscan of 64 B back to back (one slot line a message)
 //! took 0.115-0.122 us a call where one of 32 B (the ring) or 128 B took 0.10.
@@ -73,10 +73,11 @@ pub const DESCRIPTOR: usize = 16;
 /// Bytes per control word, padded to a cache line so readers never share one.
 pub const CONTROL_STRIDE: usize = 64;
 const PAGE: usize = 4096;
-/// Bytes between the starts of slots of neighbouring colours: two lines, so that no two
-/// slots share the pair of lines a core's adjacent-line prefetcher fetches together.
+/// Bytes from the end of one slot to the start of the next, and between the offsets in a
+/// page where the queues' first slots start: two lines, so that no two slots share the
+/// pair of lines a core's adjacent-line prefetcher fetches together.
 pub const STAGGER: usize = 2 * CONTROL_STRIDE;
-/// Offsets [`STAGGER`] apart within a page (where queue `r`'s first slot starts).
+/// The offsets [`STAGGER`] apart in a page (where queue `r`'s first slot may start).
 pub const STAGGERS: usize = PAGE / STAGGER;
 /// Barrier rounds with a count in the signal line (a `u64` each): enough for 256 ranks
 /// meeting in one group; rounds beyond go through the queues.
@@ -323,7 +324,7 @@ mod tests {
                     };
                     let bound = settings.segment_bound(ranks as u64) as usize;
                     assert!(l.total() <= bound, "{ranks} {slots} {fragment}");
-                    // and not wildly above it: at most three pages per rank and header more.
+                    // and not wildly above it: at most four pages per rank and header more.
                     assert!(bound <= l.total() + (4 * ranks + 3) * PAGE + 144 * ranks + 64);
                 }
             }
