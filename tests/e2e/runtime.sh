@@ -363,10 +363,21 @@ else bad "mpirun -n 2 topo-run -- coll-check" "exit $RC" "$(head -5 "$WORK/err")
 # correctly side by side (4 ranks on 2 cores, so waits yield at once).
 MPIRUN_IN_ALLOC="mpirun.openmpi --allow-run-as-root --mca plm isolated --mca ras simulator --oversubscribe -n 2 --bind-to core"
 t0=$SECONDS
-run "$WORK/out" "$WORK/err" salloc -N1 -n2 --quiet sh -c "
-  unset SLURM_STEP_ID
-  for i in 1 2; do $MPIRUN_IN_ALLOC '$TOPO_RUN' -- sh -c 'echo \"\$TOPO_RUN_PLAN\"' > '$WORK/plans'\$i & done; wait
-  for i in 1 2; do OMPI_MCA_mpi_yield_when_idle=1 $MPIRUN_IN_ALLOC '$TOPO_RUN' --spin 0 -- '$CHECK' --require-topo --quick --repeat 400 > '$WORK/check'\$i 2>&1 & done; wait"
+# Open MPI 4.1's mpirun now and then fails its own start when two start in the same
+# instant ("orte_init failed ... Returned value Error (-1) instead of ORTE_SUCCESS", once in
+# a CI run, never in 28 runs alone): before any rank or topo-run runs. Only that failure
+# is tried once more; any other fails the test.
+for attempt in 1 2; do
+  run "$WORK/out" "$WORK/err" salloc -N1 -n2 --quiet sh -c "
+    unset SLURM_STEP_ID
+    for i in 1 2; do $MPIRUN_IN_ALLOC '$TOPO_RUN' -- sh -c 'echo \"\$TOPO_RUN_PLAN\"' > '$WORK/plans'\$i & done; wait
+    for i in 1 2; do OMPI_MCA_mpi_yield_when_idle=1 $MPIRUN_IN_ALLOC '$TOPO_RUN' --spin 0 -- '$CHECK' --require-topo --quick --repeat 400 > '$WORK/check'\$i 2>&1 & done; wait"
+  grep -qs "instead of ORTE_SUCCESS" "$WORK/plans1" "$WORK/plans2" "$WORK/check1" "$WORK/check2" \
+    || break
+  if [[ $attempt -eq 1 ]]; then
+    echo "     (Open MPI's mpirun failed its own start; the two launches once more)"
+  fi
+done
 shm1=$(grep -o 'shm=[^;]*' "$WORK/plans1" | sort -u); shm2=$(grep -o 'shm=[^;]*' "$WORK/plans2" | sort -u)
 if [[ $(wc -l <<<"$shm1") -eq 1 && $(wc -l <<<"$shm2") -eq 1 && -n $shm1 && $shm1 != "$shm2" ]] \
    && [[ $(tail -1 "$WORK/check1") =~ ^[0-9]+\ passed,\ 0\ failed$ && $(tail -1 "$WORK/check2") =~ ^[0-9]+\ passed,\ 0\ failed$ ]] \
