@@ -372,8 +372,9 @@ for attempt in 1 2; do
     unset SLURM_STEP_ID
     for i in 1 2; do $MPIRUN_IN_ALLOC '$TOPO_RUN' -- sh -c 'echo \"\$TOPO_RUN_PLAN\"' > '$WORK/plans'\$i & done; wait
     for i in 1 2; do OMPI_MCA_mpi_yield_when_idle=1 $MPIRUN_IN_ALLOC '$TOPO_RUN' --spin 0 -- '$CHECK' --require-topo --quick --repeat 400 > '$WORK/check'\$i 2>&1 & done; wait"
-  grep -qs "instead of ORTE_SUCCESS" "$WORK/plans1" "$WORK/plans2" "$WORK/check1" "$WORK/check2" \
-    || break
+  # The plans' mpiruns write their messages to the allocation's stderr, the checks' to
+  # their own files.
+  grep -qs "instead of ORTE_SUCCESS" "$WORK/err" "$WORK/check1" "$WORK/check2" || break
   if [[ $attempt -eq 1 ]]; then
     echo "     (Open MPI's mpirun failed its own start; the two launches once more)"
   fi

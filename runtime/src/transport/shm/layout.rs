@@ -38,10 +38,11 @@
 //! `(r * slots) % STAGGERS` (with fragments of whole pages, the node's slots then start at
 //! different offsets in a page, queue after queue, up to [`STAGGERS`] of them). Fragments
 //! are multiples of 4 KiB by default; without the stagger the slots' first lines would
-//! all fall into the same set of every cache (a set repeats every 4 KiB in a core's first level), and a
-//! writer running ahead through its slots, and its reader behind it, would evict each
-//! other's lines: on 1 node x 2, an Exscan of 64 B back to back (one slot line a message)
-//! took 0.115-0.122 us a call where one of 32 B (the ring) or 128 B took 0.10.
+//! all fall into the same set of every cache (a set repeats every 4 KiB in a core's first
+//! level), and a writer running ahead through its slots, and its reader behind it, would
+//! evict each other's lines: on 1 node x 2, an Exscan of 64 B back to back (one slot
+//! line a message) took 0.115-0.122 us a call where one of 32 B (the ring) or 128 B took
+//! 0.10.
 //!
 //! A barrier's rounds use no queue: local rank `r`'s signal line holds, per round, how
 //! many times `r` has passed that round; a peer waits until the count reaches its own. The
